@@ -1,0 +1,134 @@
+"""fedbench command line: run, plan, report (and data, once datasets register commands)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from benchmark.errors import UserError
+
+out = Console()
+err_console = Console(stderr=True)
+
+
+def _device(name: str) -> str:
+    import torch
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise UserError(f"--device {name}: no CUDA device is available here; use --device cpu")
+    return name
+
+
+def _filter(jobs, only: tuple[str, ...]):
+    if not only:
+        return jobs
+    keep = [j for j in jobs if any(s.lower() in f"{j.id} {j.dataset_label} {j.method_label}".lower() for s in only)]
+    if not keep:
+        raise UserError(f"--only {' '.join(only)} matches no job of this suite (see `fedbench plan`)")
+    return keep
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """fedbench: declare a federated-optimisation study in YAML, run it, compare with the papers."""
+
+
+@cli.command()
+@click.argument("suite_file", type=click.Path(path_type=Path))
+@click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@click.option("--tracking-uri", default=None, help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)")
+@click.option("--no-tracking", is_flag=True, help="do not log to MLflow")
+@click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto")
+@click.option("--only", multiple=True, help="run only jobs whose id, dataset or method contains this text")
+@click.option("--stop-after", type=int, default=None, help="stop every job after this many rounds (resumable)")
+def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, device: str, only, stop_after) -> None:
+    """Run every unfinished job of SUITE_FILE; print measured vs paper numbers."""
+    from benchmark.report.table import result_tables
+    from benchmark.run.executor import run_jobs
+    from benchmark.run.tracking import MlflowTracker, NullTracker
+    from benchmark.suite.expand import load_jobs
+
+    suite, jobs = load_jobs(suite_file)
+    jobs = _filter(jobs, only)
+    dev = _device(device)
+    tracker = NullTracker() if no_tracking else MlflowTracker(suite.name, tracking_uri)
+    status = "FAILED"
+    try:
+        summaries = run_jobs(jobs, suite.name, results_dir, dev, tracker, err_console, stop_after)
+        status = "FINISHED"
+    finally:
+        tracker.close(status)
+    for table in result_tables(suite, jobs, summaries):
+        out.print(table)
+    failed = [s for s in summaries.values() if s.get("status") == "failed"]
+    out.print(f"results: {results_dir / suite.name}" + ("" if no_tracking else f"   MLflow: {tracker.uri} (mlflow ui --backend-store-uri {tracker.uri})"))
+    if failed:
+        raise UserError(f"{len(failed)} job(s) failed; see summary.json in their results folders")
+
+
+@cli.command()
+@click.argument("suite_file", type=click.Path(path_type=Path))
+def plan(suite_file: Path) -> None:
+    """Print the expanded job table without running anything."""
+    from benchmark.suite.expand import load_jobs
+
+    suite, jobs = load_jobs(suite_file)
+    table = Table(title=f"{suite.name}: {len(jobs)} jobs")
+    for col in ("id", "dataset", "split", "clients", "part.", "rounds", "method", "key hyper-parameters", "seed"):
+        table.add_column(col)
+    for j in jobs:
+        c = j.config
+        split = c.dataset.split.kind + (f"(α={c.dataset.split.alpha})" if c.dataset.split.alpha else "")
+        hyper = [f"{k}={v}" for k, v in c.method["server"].items() if k != "rule"]
+        hyper += [f"{t['term']}.{k}={v}" for t in c.method["client"] for k, v in t.items() if k != "term"]
+        if c.method["uplink"]["codec"] != "identity":
+            hyper.append("uplink=" + c.method["uplink"]["codec"])
+        local = f"lr={c.local.lr} B={c.local.batch_size} " + (f"E={c.local.epochs}" if c.local.epochs else f"K={c.local.steps}")
+        table.add_row(j.id, j.dataset_label, split, str(c.num_clients), f"{c.participation.rate:g}", str(c.rounds),
+                      j.method_label, " ".join(hyper + [local]), str(c.seed))
+    out.print(table)
+
+
+@cli.command()
+@click.argument("suite_file", type=click.Path(path_type=Path))
+@click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+def report(suite_file: Path, results_dir: Path) -> None:
+    """Print measured vs paper numbers from the results already on disk (never reruns)."""
+    from benchmark.report.table import result_tables
+    from benchmark.run.results import JobDir
+    from benchmark.suite.expand import load_jobs
+
+    suite, jobs = load_jobs(suite_file)
+    summaries = {j.id: s for j in jobs if (s := JobDir(results_dir, suite.name, j.id).read_summary())}
+    if not summaries:
+        raise UserError(f"no results for suite {suite.name!r} under {results_dir}; run `fedbench run {suite_file}` first")
+    for table in result_tables(suite, jobs, summaries):
+        out.print(table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        cli.main(args=argv, prog_name="fedbench", standalone_mode=False)
+    except UserError as err:
+        err_console.print(f"[bold red]error:[/bold red] {err}", highlight=False, markup=True)
+        return err.exit_code
+    except click.exceptions.Abort:
+        err_console.print("aborted")
+        return 130
+    except click.ClickException as err:
+        err.show()
+        return 2
+    except KeyboardInterrupt:
+        err_console.print("interrupted: finished jobs and checkpoints are kept; run the same command to resume")
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""Dataset sources: a registry of loaders that turn local files (or a recipe) into tensors.
+
+A loader returns a `SourceData`: whole train/test splits as tensors (uint8 images stay uint8;
+the device-side pipeline normalises them), plus, for datasets with natural users (LEAF), the
+user id of every training example.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from benchmark.errors import DatasetMissing
+
+DATA_ENV = "FEDBENCH_DATA"
+
+
+@dataclass
+class SourceData:
+    train_x: torch.Tensor
+    train_y: torch.Tensor
+    test_x: torch.Tensor
+    test_y: torch.Tensor
+    num_classes: int
+    kind: str  # "vector" | "image" | "sequence"
+    train_users: torch.Tensor | None = None  # (n_train,) int user index, natural splits only
+    user_names: list[str] = field(default_factory=list)
+    mean: tuple[float, ...] | None = None  # per-channel normalisation for uint8 images
+    std: tuple[float, ...] | None = None
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        return tuple(self.train_x.shape[1:])
+
+
+Loader = Callable[[dict, "Path | None"], SourceData]
+DATASETS: dict[str, Loader] = {}
+DATASET_HELP: dict[str, str] = {}
+
+
+def register_dataset(name: str, help_missing: str = ""):
+    """Register `loader(params, root) -> SourceData`; `help_missing` says what to download where."""
+
+    def deco(fn: Loader) -> Loader:
+        if name in DATASETS:
+            raise ValueError(f"dataset {name!r} registered twice")
+        DATASETS[name] = fn
+        DATASET_HELP[name] = help_missing
+        return fn
+
+    return deco
+
+
+def data_root(explicit: str | None) -> Path | None:
+    """The directory datasets are looked up in: the suite's `root:`, else $FEDBENCH_DATA."""
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get(DATA_ENV)
+    return Path(env).expanduser() if env else None
+
+
+def require_dir(path: Path | None, dataset: str, expected: str) -> Path:
+    """`path` if it is an existing directory, else a DatasetMissing naming what goes where."""
+    if path is None or not path.is_dir():
+        where = str(path) if path is not None else f"${DATA_ENV} (unset) or the dataset's 'root:'"
+        help_text = DATASET_HELP.get(dataset, "")
+        raise DatasetMissing(
+            f"dataset {dataset!r}: expected {expected} under {where}, but it is not there."
+            + (f"\n  {help_text}" if help_text else "")
+        )
+    return path

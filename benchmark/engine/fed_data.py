@@ -1,0 +1,95 @@
+"""A split dataset living on the training device: whole tensors plus per-client index tensors.
+
+Batches are gathered by index on the device; their order comes from the (seed, round, client)
+stream, so every method and execution mode sees the same batches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from benchmark.data.source import SourceData
+from benchmark.engine.rng import Stream, generator
+from benchmark.suite.schema import LocalTraining
+
+# kind -> fn(x, train, gen) -> float tensor; image pipelines register augmentation here
+Preprocessor = Callable[[torch.Tensor, bool, "torch.Generator | None"], torch.Tensor]
+
+
+def default_preprocess(src: SourceData) -> Preprocessor:
+    mean = torch.tensor(src.mean).view(1, -1, 1, 1) if src.mean else None
+    std = torch.tensor(src.std).view(1, -1, 1, 1) if src.std else None
+
+    def prep(x: torch.Tensor, train: bool, gen) -> torch.Tensor:
+        if x.dtype == torch.uint8:
+            x = x.float().div_(255)
+            if mean is not None:
+                x = (x - mean.to(x.device)) / std.to(x.device)
+        return x
+
+    return prep
+
+
+@dataclass
+class Batch:
+    x: torch.Tensor
+    y: torch.Tensor
+    epoch: int
+
+
+@dataclass
+class FederatedData:
+    src: SourceData
+    clients: list[torch.Tensor]  # index tensors into src.train_*
+    preprocess: Preprocessor
+
+    @property
+    def num_clients(self) -> int:
+        return len(self.clients)
+
+    def sizes(self) -> torch.Tensor:
+        return torch.tensor([len(c) for c in self.clients], dtype=torch.float64)
+
+    def class_counts(self, client: int) -> torch.Tensor:
+        return torch.bincount(self.src.train_y[self.clients[client]], minlength=self.src.num_classes)
+
+    def to(self, device) -> "FederatedData":
+        s = self.src
+        moved = SourceData(
+            s.train_x.to(device), s.train_y.to(device), s.test_x.to(device), s.test_y.to(device),
+            s.num_classes, s.kind, s.train_users, s.user_names, s.mean, s.std,
+        )
+        return FederatedData(moved, [c.to(device) for c in self.clients], self.preprocess)
+
+    def batch_positions(self, seed: int, rnd: int, client: int, local: LocalTraining) -> list[tuple[torch.Tensor, int]]:
+        """(positions into the client's index tensor, epoch) per local step."""
+        n = len(self.clients[client])
+        gen = generator(seed, Stream.BATCHES, rnd, client)
+        b = min(local.batch_size, n)
+        if local.epochs is not None:
+            out = []
+            for epoch in range(local.epochs):
+                perm = torch.randperm(n, generator=gen)
+                out += [(perm[i : i + b], epoch) for i in range(0, n, b)]
+            return out
+        perms, out, step = [], [], 0
+        while len(out) < local.steps:
+            perm = torch.randperm(n, generator=gen)
+            for i in range(0, n - b + 1, b):  # full batches only, so every step sees b examples
+                if len(out) == local.steps:
+                    break
+                out.append((perm[i : i + b], (step * b) // n))
+                step += 1
+        return out
+
+    def client_batches(self, seed: int, rnd: int, client: int, local: LocalTraining) -> list[Batch]:
+        idx = self.clients[client]
+        gen = generator(seed, Stream.AUGMENT, rnd, client, device=self.src.train_x.device)
+        out = []
+        for pos, epoch in self.batch_positions(seed, rnd, client, local):
+            rows = idx[pos.to(idx.device)]
+            out.append(Batch(self.preprocess(self.src.train_x[rows], True, gen), self.src.train_y[rows], epoch))
+        return out

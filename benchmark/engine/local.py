@@ -1,0 +1,100 @@
+"""One client's local training, written on a flat parameter vector with functional_call.
+
+Step (ALGORITHMS.md): loss = w_ce·CE(adjusted logits) + Σ term losses;
+g = clip(∇loss, clip_norm) + weight_decay·w; g = term.direction(g) for each term; w ← w − η g.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.func import functional_call
+
+from benchmark.engine.fed_data import Batch
+from benchmark.fl.base import ClientContext, ClientTerm, ForwardOut
+from benchmark.fl.flat import ParamSpec
+from benchmark.suite.schema import LocalTraining
+
+AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def make_forward(model: nn.Module, spec: ParamSpec, precision: str = "fp32"):
+    """forward(w_flat, x, features=False) for any flat parameter vector."""
+
+    def forward(w: torch.Tensor, x: torch.Tensor, features: bool = False):
+        ctx = (
+            torch.autocast(x.device.type, dtype=AUTOCAST[precision])
+            if precision in AUTOCAST
+            else contextlib.nullcontext()
+        )
+        with ctx:
+            out = functional_call(model, spec.unflatten(w), (x,), {"features": features})
+        if features:
+            return out[0].float(), out[1].float()
+        return out.float()
+
+    return forward
+
+
+def clip_by_norm(g: torch.Tensor, max_norm: float | None) -> torch.Tensor:
+    """torch.nn.utils.clip_grad_norm_ on a flat gradient (same 1e-6 guard)."""
+    if max_norm is None:
+        return g
+    norm = g.norm()
+    return g * torch.clamp(max_norm / (norm + 1e-6), max=1.0)
+
+
+def step_lr(round_lr: float, batch: Batch, local: LocalTraining) -> float:
+    return round_lr * (local.lr_decay ** batch.epoch if local.intra_round_decay else 1.0)
+
+
+def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batch], local: LocalTraining):
+    """Returns (w_K, mean training loss over the steps)."""
+    ctx.steps = len(batches)
+    for term in terms:
+        term.begin(ctx)
+    needs_features = any(t.needs_features for t in terms)
+    ce_weight = 1.0
+    for term in terms:
+        ce_weight *= term.ce_weight(ctx)
+
+    w = ctx.start.detach().clone()
+    losses = []
+    for batch in batches:
+        w.requires_grad_(True)
+        raw = ctx.forward(w, batch.x, features=needs_features)
+        out = ForwardOut(*raw) if needs_features else ForwardOut(raw)
+        logits = out.logits
+        for term in terms:
+            logits = term.adjust_logits(ctx, logits)
+        loss = ce_weight * F.cross_entropy(logits, batch.y)
+        for term in terms:
+            extra = term.loss(ctx, w, out, batch.x, batch.y)
+            if extra is not None:
+                loss = loss + extra
+        (grad,) = torch.autograd.grad(loss, w)
+        with torch.no_grad():
+            g = clip_by_norm(grad, local.clip_norm) + local.weight_decay * w
+            for term in terms:
+                g = term.direction(ctx, w, g)
+            w = w.detach() - step_lr(ctx.rnd.lr, batch, local) * g
+        losses.append(loss.detach())
+    for term in terms:
+        term.finish(ctx, w)
+    mean_loss = torch.stack(losses).mean().item() if losses else float("nan")
+    return w, mean_loss
+
+
+@torch.no_grad()
+def evaluate(forward, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, preprocess, batch_size: int = 2048):
+    """(accuracy in %, mean cross-entropy) of the model `theta` on (x, y)."""
+    correct, loss_sum = 0, 0.0
+    for i in range(0, len(y), batch_size):
+        logits = forward(theta, preprocess(x[i : i + batch_size], False, None))
+        yb = y[i : i + batch_size]
+        loss_sum += F.cross_entropy(logits, yb, reduction="sum").item()
+        correct += (logits.argmax(1) == yb).sum().item()
+    return 100.0 * correct / len(y), loss_sum / len(y)

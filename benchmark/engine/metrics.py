@@ -1,0 +1,64 @@
+"""The papers' metrics: EMA-0.9 smoothed accuracy, acc@R, rounds_to@X, cost to reach X.
+
+The running average starts at the first evaluated accuracy (a_s(t0) = a(t0)), then
+a_s(t) = 0.9·a_s(t−1) + 0.1·a(t) over evaluated rounds.
+"""
+
+from __future__ import annotations
+
+import re
+
+EMA_DECAY = 0.9
+
+
+def ema_update(previous: float | None, value: float, decay: float = EMA_DECAY) -> float:
+    return value if previous is None else decay * previous + (1 - decay) * value
+
+
+def ema_series(values: list[float], decay: float = EMA_DECAY) -> list[float]:
+    out, prev = [], None
+    for v in values:
+        prev = ema_update(prev, v, decay)
+        out.append(prev)
+    return out
+
+
+def parse_metric(name: str) -> tuple[str, float]:
+    m = re.fullmatch(r"(acc|rounds_to)@(\d+(?:\.\d+)?)", name)
+    if not m:
+        raise ValueError(f"unknown metric {name!r}")
+    return m.group(1), float(m.group(2))
+
+
+def acc_at(records: list[dict], r: int) -> float | None:
+    """Smoothed accuracy at round r (1-based: after r rounds); None if r was not reached."""
+    last = None
+    for rec in records:
+        if rec["round"] <= r:
+            last = rec["ema_acc"]
+    if not records or records[-1]["round"] < r:
+        return None
+    return last
+
+
+def rounds_to(records: list[dict], target: float) -> int | None:
+    """First (1-based) round whose smoothed accuracy is ≥ target; None if never."""
+    for rec in records:
+        if rec["ema_acc"] >= target:
+            return rec["round"]
+    return None
+
+
+def summarise(records: list[dict], metrics: list[str], rounds: int) -> dict:
+    """Values of acc@R / rounds_to@X (">R" when not reached) and bytes to reach each target."""
+    out: dict = {}
+    for name in metrics:
+        kind, value = parse_metric(name)
+        if kind == "acc":
+            out[name] = acc_at(records, int(value))
+        else:
+            hit = rounds_to(records, value)
+            out[name] = hit if hit is not None else f">{rounds}"
+            rec = next((r for r in records if r["round"] == hit), None)
+            out[f"bytes_to@{name.split('@')[1]}"] = (rec["bytes_down"] + rec["bytes_up"]) if rec else None
+    return out

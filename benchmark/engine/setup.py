@@ -1,0 +1,77 @@
+"""Build a Simulation from a resolved job: load (cached) data, split it, build the model."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+from pydantic import ValidationError
+
+from benchmark.data.partition import partition
+from benchmark.data.source import DATASETS, SourceData, data_root
+from benchmark.engine.fed_data import FederatedData, default_preprocess
+from benchmark.engine.simulation import Simulation
+from benchmark.errors import UserError
+from benchmark.models.registry import MODELS, build_model
+from benchmark.suite.schema import JobConfig
+
+PREPROCESSORS: dict = {}  # dataset name -> factory(src, job) -> Preprocessor (augmentation lives here)
+
+
+def known_datasets() -> list[str]:
+    import benchmark.data.zoo  # noqa: F401
+
+    return sorted(DATASETS)
+
+
+def known_models() -> list[str]:
+    import benchmark.models.zoo  # noqa: F401
+
+    return sorted(MODELS)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_source(name: str, params_json: str, root: str | None) -> SourceData:
+    try:
+        return DATASETS[name](json.loads(params_json), data_root(root))
+    except (ValidationError, ValueError, TypeError) as err:
+        raise UserError(f"dataset {name!r}: bad params: {err}") from None
+
+
+def load_source(job: JobConfig) -> SourceData:
+    d = job.dataset
+    if d.name not in known_datasets():
+        raise UserError(f"unknown dataset {d.name!r}; known: {', '.join(known_datasets())}")
+    return _load_source(d.name, json.dumps(d.params, sort_keys=True), d.root)
+
+
+@functools.lru_cache(maxsize=8)
+def _clients(name: str, params_json: str, root: str | None, split_json: str, num_clients: int):
+    from benchmark.suite.schema import SplitConfig
+
+    src = _load_source(name, params_json, root)
+    try:
+        return partition(src, num_clients, SplitConfig(**json.loads(split_json)))
+    except ValueError as err:
+        raise UserError(f"dataset {name!r}: cannot split: {err}") from None
+
+
+def federated_data(job: JobConfig) -> FederatedData:
+    d = job.dataset
+    src = load_source(job)
+    clients = _clients(d.name, json.dumps(d.params, sort_keys=True), d.root,
+                       d.split.model_dump_json(), job.num_clients)
+    factory = PREPROCESSORS.get(d.name)
+    return FederatedData(src, list(clients), factory(src, job) if factory else default_preprocess(src))
+
+
+def build_simulation(job: JobConfig, device: str = "cpu") -> Simulation:
+    data = federated_data(job)
+    if job.model.name not in known_models():
+        raise UserError(f"unknown model {job.model.name!r}; known: {', '.join(known_models())}")
+    try:
+        model = build_model(job.model.name, data.src.input_shape, data.src.num_classes,
+                            job.model.params, job.model.init, job.seed)
+    except TypeError as err:
+        raise UserError(f"model {job.model.name!r}: bad params {job.model.params}: {err}") from None
+    return Simulation(job, data, model, device)

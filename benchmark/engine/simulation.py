@@ -1,0 +1,134 @@
+"""One job's round loop. Knows nothing of YAML, MLflow or results files: it takes resolved
+objects and reports each evaluated round through a callback."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+from torch import nn
+
+from benchmark.data.participation import sample_clients
+from benchmark.engine.fed_data import FederatedData
+from benchmark.engine.local import evaluate, make_forward, train_client
+from benchmark.engine.metrics import ema_update
+from benchmark.engine.rng import Stream, generator
+from benchmark.fl.base import ClientContext, RoundInfo, Uploads
+from benchmark.fl.flat import ParamSpec, flat_params
+from benchmark.fl.method import Method
+from benchmark.fl.state import ClientStateStore
+from benchmark.suite.schema import JobConfig
+
+
+@dataclass
+class Progress:
+    """Everything needed to continue a run exactly where it stopped."""
+
+    round: int = 0  # rounds completed
+    theta: torch.Tensor | None = None
+    server_state: dict = field(default_factory=dict)
+    ema: float | None = None
+    bytes_down: int = 0
+    bytes_up: int = 0
+
+
+class Simulation:
+    def __init__(self, job: JobConfig, data: FederatedData, model: nn.Module, device: str = "cpu"):
+        self.job = job
+        self.device = torch.device(device)
+        self.data = data.to(self.device)
+        self.model = model.to(self.device)
+        self.spec = ParamSpec.of(self.model)
+        self.forward = make_forward(self.model, self.spec, job.precision)
+        self.method = Method.build(job.method)
+        self.clients = ClientStateStore()
+        self.sizes = self.data.sizes()
+        theta = flat_params(self.model).to(self.device)
+        self.progress = Progress(theta=theta, server_state=self.method.server.init_state(theta))
+
+    # -- resume ---------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        p = self.progress
+        return {
+            "round": p.round, "theta": p.theta.cpu(), "server_state": {k: v.cpu() for k, v in p.server_state.items()},
+            "ema": p.ema, "bytes_down": p.bytes_down, "bytes_up": p.bytes_up, "clients": self.clients.state_dict(),
+        }
+
+    def load_state_dict(self, s: dict) -> None:
+        self.progress = Progress(
+            round=s["round"], theta=s["theta"].to(self.device),
+            server_state={k: v.to(self.device) for k, v in s["server_state"].items()},
+            ema=s["ema"], bytes_down=s["bytes_down"], bytes_up=s["bytes_up"],
+        )
+        self.clients.load_state_dict(s["clients"])
+
+    # -- one round ------------------------------------------------------------------------
+    def round_info(self, t: int) -> RoundInfo:
+        lr = self.job.local.lr * self.job.local.lr_decay**t
+        return RoundInfo(round=t, lr=lr, num_clients=self.data.num_clients, spec=self.spec)
+
+    def run_round(self, t: int) -> float:
+        """Advance from round t to t+1; returns the participants' weighted mean training loss."""
+        job, p, m = self.job, self.progress, self.method
+        rnd = self.round_info(t)
+        chosen = sample_clients(job.seed, t, self.data.num_clients, job.participation)
+        sent = m.server.broadcast(p.theta, p.server_state, rnd)
+        received, down_bytes = {}, 0
+        for name, tensor in sent.items():  # one broadcast, delivered to every participant
+            received[name], nbytes = m.downlink.transmit(tensor, self.spec, generator(job.seed, Stream.CODEC, t, -1))
+            down_bytes += nbytes * len(chosen)
+
+        messages: dict[str, list[torch.Tensor]] = {}
+        steps, losses, up_bytes = [], [], 0
+        for cid in chosen:
+            ctx = ClientContext(
+                client_id=cid, rnd=rnd, received=received, num_samples=int(self.sizes[cid]),
+                forward=self.forward, state=self.clients.get(cid, self.device),
+                class_counts=self.data.class_counts(cid), total_samples=int(self.sizes.sum()),
+            )
+            batches = self.data.client_batches(job.seed, t, cid, job.local)
+            w, loss = train_client(ctx, m.terms, batches, job.local)
+            self.clients.put(cid, ctx.state)
+            gen = generator(job.seed, Stream.CODEC, t, cid)
+            for name, vec in {"delta": w - ctx.start, **ctx.messages}.items():
+                decoded, nbytes = m.uplink.transmit(vec, self.spec, gen)
+                messages.setdefault(name, []).append(decoded)
+                up_bytes += nbytes
+            steps.append(ctx.steps)
+            losses.append(loss)
+
+        n = self.sizes[chosen].to(self.device, torch.float32)
+        up = Uploads(chosen, n, torch.tensor(steps, dtype=torch.float32, device=self.device),
+                     {k: torch.stack(v) for k, v in messages.items()})
+        p.theta, p.server_state = m.server.update(p.theta, p.server_state, received, up, rnd)
+        p.round, p.bytes_down, p.bytes_up = t + 1, p.bytes_down + down_bytes, p.bytes_up + up_bytes
+        return float((up.weights.cpu() * torch.tensor(losses)).sum())
+
+    def evaluate(self) -> tuple[float, float]:
+        src = self.data.src
+        return evaluate(self.forward, self.progress.theta, src.test_x, src.test_y, self.data.preprocess)
+
+    def run(self, on_eval: Callable[[dict], None] | None = None, on_round: Callable[[int], None] | None = None,
+            stop_after: int | None = None) -> list[dict]:
+        """Run the remaining rounds; returns the metric records of the evaluated rounds."""
+        job, records = self.job, []
+        last = job.rounds if stop_after is None else min(job.rounds, stop_after)
+        for t in range(self.progress.round, last):
+            train_loss = self.run_round(t)
+            r = t + 1
+            if r % job.eval_every == 0 or r == job.rounds:
+                acc, loss = self.evaluate()
+                self.progress.ema = ema_update(self.progress.ema, acc)
+                rec = {"round": r, "test_acc": acc, "test_loss": loss, "train_loss": train_loss,
+                       "ema_acc": self.progress.ema, "bytes_down": self.progress.bytes_down,
+                       "bytes_up": self.progress.bytes_up}
+                records.append(rec)
+                if on_eval:
+                    on_eval(rec)
+            if on_round:
+                on_round(r)
+        return records
+
+    def final_state_dict(self) -> dict[str, torch.Tensor]:
+        return {k: v.detach().cpu().clone() for k, v in self.spec.unflatten(self.progress.theta).items()}

@@ -1,0 +1,160 @@
+"""The three parts a federated method is composed of: server rule, client terms, codecs.
+
+Each part is a small class with a pydantic `Params` model (validated from YAML) and pure
+tensor logic on flat parameter vectors. A method is one server rule + a list of client
+terms + an uplink and a downlink codec; presets (`presets.py`) only name compositions.
+
+Local step convention (ALGORITHMS.md): g = clip(∇ loss, clip_norm) + weight_decay · w,
+then every client term may rewrite the direction (SCAFFOLD, FedCM), then w ← w − η g.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar
+
+import torch
+from pydantic import BaseModel, ConfigDict
+
+from benchmark.fl.flat import ParamSpec
+
+
+class StrictParams(BaseModel):
+    """Base for every component's parameters: unknown keys are errors, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass
+class RoundInfo:
+    """What every part may know about the current round."""
+
+    round: int
+    lr: float  # local learning rate of this round (after round decay)
+    num_clients: int  # N: all clients of the federation
+    spec: ParamSpec
+
+
+@dataclass
+class Uploads:
+    """The messages of one round's participating clients, stacked (row i = client i)."""
+
+    client_ids: list[int]
+    num_samples: torch.Tensor  # (M,) float
+    steps: torch.Tensor  # (M,) float: local steps each client took
+    messages: dict[str, torch.Tensor]  # name -> (M, P); always contains "delta" = w_K − x_i
+
+    @property
+    def weights(self) -> torch.Tensor:
+        """Aggregation weights ω_i = n_i / Σ n_j."""
+        return self.num_samples / self.num_samples.sum()
+
+    def mean(self, name: str = "delta") -> torch.Tensor:
+        """Σ ω_i · message_i, one fused reduction."""
+        return self.weights @ self.messages[name]
+
+
+class ServerRule:
+    """What is broadcast each round, and how the aggregate becomes the next global model."""
+
+    name: ClassVar[str]
+    Params: ClassVar[type[StrictParams]] = StrictParams
+
+    def __init__(self, params: StrictParams):
+        self.p = params
+
+    def init_state(self, theta: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {}
+
+    def broadcast(self, theta: torch.Tensor, state: dict, rnd: RoundInfo) -> dict[str, torch.Tensor]:
+        """Tensors sent to every participating client; "model" is the start point x_i."""
+        return {"model": theta}
+
+    def update(
+        self, theta: torch.Tensor, state: dict, sent: dict[str, torch.Tensor], up: Uploads, rnd: RoundInfo
+    ) -> tuple[torch.Tensor, dict]:
+        raise NotImplementedError
+
+
+@dataclass
+class ClientContext:
+    """Everything one client's local training may read; terms write `state` and `messages`."""
+
+    client_id: int
+    rnd: RoundInfo
+    received: dict[str, torch.Tensor]  # what the server broadcast (flat tensors)
+    num_samples: int
+    forward: Callable[..., Any]  # forward(w_flat, x, features=False) -> logits | (logits, features)
+    state: dict[str, torch.Tensor]  # this client's persistent state (empty for a new client)
+    class_counts: torch.Tensor  # (num_classes,) labels in this client's data
+    total_samples: int = 0  # Σ n over all N clients (FedDC's ω̃)
+    steps: int = 0  # K, set before training
+    messages: dict[str, torch.Tensor] = field(default_factory=dict)  # extra uplink messages
+    scratch: dict[str, Any] = field(default_factory=dict)  # per-round precomputations of terms
+
+    @property
+    def start(self) -> torch.Tensor:
+        return self.received["model"]
+
+
+class ClientTerm:
+    """A contribution to the local objective and/or the local step direction."""
+
+    name: ClassVar[str]
+    Params: ClassVar[type[StrictParams]] = StrictParams
+    needs_features: ClassVar[bool] = False
+
+    def __init__(self, params: StrictParams):
+        self.p = params
+
+    def begin(self, ctx: ClientContext) -> None:
+        """Before the first local step (precompute, e.g. the received model's outputs)."""
+
+    def ce_weight(self, ctx: ClientContext) -> float:
+        """Multiplier on the cross-entropy term (FedNTD, FedAGM reweight it)."""
+        return 1.0
+
+    def adjust_logits(self, ctx: ClientContext, logits: torch.Tensor) -> torch.Tensor:
+        """Logits fed to the cross-entropy (FedLC calibrates them)."""
+        return logits
+
+    def loss(self, ctx: ClientContext, w: torch.Tensor, out: "ForwardOut", x: torch.Tensor, y: torch.Tensor):
+        """Extra loss added to the (weighted) cross-entropy, or None."""
+        return None
+
+    def direction(self, ctx: ClientContext, w: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+        """Rewrite the step direction (after clipping and weight decay)."""
+        return g
+
+    def finish(self, ctx: ClientContext, w: torch.Tensor) -> None:
+        """After the last local step: update `ctx.state`, add `ctx.messages`."""
+
+
+@dataclass
+class ForwardOut:
+    logits: torch.Tensor
+    features: torch.Tensor | None = None
+
+
+class Codec:
+    """Encodes a message for transport; reports the bytes of the payload actually built."""
+
+    name: ClassVar[str]
+    Params: ClassVar[type[StrictParams]] = StrictParams
+
+    def __init__(self, params: StrictParams):
+        self.p = params
+
+    def encode(self, vec: torch.Tensor, spec: ParamSpec, gen: torch.Generator | None) -> dict[str, torch.Tensor]:
+        return {"values": vec}
+
+    def decode(self, payload: dict[str, torch.Tensor], spec: ParamSpec) -> torch.Tensor:
+        return payload["values"]
+
+    def nbytes(self, payload: dict[str, torch.Tensor]) -> int:
+        return sum(t.numel() * t.element_size() for t in payload.values())
+
+    def transmit(self, vec: torch.Tensor, spec: ParamSpec, gen: torch.Generator | None) -> tuple[torch.Tensor, int]:
+        """Encode, count, decode: what the receiver gets and how many bytes travelled."""
+        payload = self.encode(vec, spec, gen)
+        return self.decode(payload, spec), self.nbytes(payload)

@@ -1,0 +1,153 @@
+"""Resolve a suite's method entry into a canonical composition, and build it into objects.
+
+A method entry is a preset name (`fedacg`, `fedmlb+acg`), or a mapping:
+    {preset: fedacg, label: ..., server: {lam: 0.9}, client: {prox: {mu: 0.001}}}   # overrides
+    {label: mine, server: {rule: acg, lam: 0.85}, client: [{term: prox, mu: 0.01}], uplink: {codec: qsgd}}
+The canonical form lists every parameter with its default filled in, so a job's id changes
+whenever anything that affects training changes.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+import benchmark.fl.components  # noqa: F401  (registers every component)
+from benchmark.fl.base import ClientTerm, Codec, ServerRule
+from benchmark.fl.presets import preset
+from benchmark.fl.registry import CLIENT_TERMS, CODECS, SERVER_RULES, Registry
+
+ENTRY_KEYS = {"preset", "label", "server", "client", "uplink", "downlink"}
+
+
+class MethodProblems(Exception):
+    def __init__(self, problems: list[tuple[str, str]]):
+        self.problems = problems
+        super().__init__("; ".join(f"{p}: {m}" for p, m in problems))
+
+
+def _pydantic_problems(err: ValidationError, path: str) -> list[tuple[str, str]]:
+    out = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"])
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown parameter"
+        out.append((f"{path}.{loc}" if loc else path, msg))
+    return out
+
+
+def _resolve_component(spec: dict, key: str, registry: Registry, path: str, problems: list) -> dict | None:
+    if not isinstance(spec, dict):
+        problems.append((path, f"expected a mapping with '{key}:', got {type(spec).__name__}"))
+        return None
+    name = spec.get(key)
+    if name not in registry:
+        problems.append((f"{path}.{key}", f"unknown {registry.kind} {name!r}; allowed: {', '.join(registry.names())}"))
+        return None
+    params = {k: v for k, v in spec.items() if k != key}
+    try:
+        model = registry.get(name).Params(**params)
+    except ValidationError as err:
+        problems.extend(_pydantic_problems(err, path))
+        return None
+    return {key: name, **model.model_dump(mode="json")}
+
+
+def _merge_client_overrides(base: list[dict], overrides, path: str, problems: list) -> list[dict]:
+    if isinstance(overrides, list):
+        return copy.deepcopy(overrides)
+    if not isinstance(overrides, dict):
+        problems.append((path, "expected a list of terms (replaces) or a mapping term -> parameters (overrides)"))
+        return base
+    out = copy.deepcopy(base)
+    by_name = {t["term"]: t for t in out}
+    for term, params in overrides.items():
+        if term not in by_name:
+            problems.append((f"{path}.{term}", f"this method has no client term {term!r}; its terms: {', '.join(by_name) or 'none'}"))
+            continue
+        if not isinstance(params, dict):
+            problems.append((f"{path}.{term}", "expected a mapping of parameters"))
+            continue
+        by_name[term].update(params)
+    return out
+
+
+def resolve_method(entry, path: str) -> dict:
+    """Canonical composition for a suite's method entry; raises MethodProblems with YAML paths."""
+    problems: list[tuple[str, str]] = []
+    if isinstance(entry, str):
+        entry = {"preset": entry}
+    if not isinstance(entry, dict):
+        raise MethodProblems([(path, "expected a preset name or a mapping")])
+    unknown = set(entry) - ENTRY_KEYS
+    if unknown:
+        raise MethodProblems([(f"{path}.{k}", f"unknown key; allowed: {', '.join(sorted(ENTRY_KEYS))}") for k in sorted(unknown)])
+
+    if "preset" in entry:
+        try:
+            comp = preset(str(entry["preset"]))
+        except KeyError as err:
+            raise MethodProblems([(f"{path}.preset", err.args[0])]) from None
+        server = entry.get("server", {})
+        if not isinstance(server, dict):
+            problems.append((f"{path}.server", "expected a mapping of server parameters"))
+        else:
+            comp["server"].update(server)
+        if "client" in entry:
+            comp["client"] = _merge_client_overrides(comp["client"], entry["client"], f"{path}.client", problems)
+        for link in ("uplink", "downlink"):
+            if link in entry:
+                comp[link] = {**(comp[link] if "codec" not in entry[link] else {}), **entry[link]}
+        comp["label"] = entry.get("label", comp["label"])
+    else:
+        if "server" not in entry:
+            raise MethodProblems([(path, "a method needs 'preset:' or an explicit 'server:' (with 'rule:')")])
+        comp = {
+            "label": entry.get("label"),
+            "server": entry["server"],
+            "client": entry.get("client", []),
+            "uplink": entry.get("uplink", {"codec": "identity"}),
+            "downlink": entry.get("downlink", {"codec": "identity"}),
+        }
+        if not comp["label"]:
+            problems.append((f"{path}.label", "an explicit composition needs a label (the name shown in tables)"))
+
+    out = {"label": comp["label"]}
+    out["server"] = _resolve_component(comp["server"], "rule", SERVER_RULES, f"{path}.server", problems)
+    if not isinstance(comp["client"], list):
+        problems.append((f"{path}.client", "expected a list of client terms"))
+        comp["client"] = []
+    out["client"] = [
+        _resolve_component(t, "term", CLIENT_TERMS, f"{path}.client[{i}]", problems) for i, t in enumerate(comp["client"])
+    ]
+    for link in ("uplink", "downlink"):
+        out[link] = _resolve_component(comp[link], "codec", CODECS, f"{path}.{link}", problems)
+    if problems:
+        raise MethodProblems(problems)
+    return out
+
+
+@dataclass
+class Method:
+    label: str
+    server: ServerRule
+    terms: list[ClientTerm]
+    uplink: Codec
+    downlink: Codec
+
+    @classmethod
+    def build(cls, canonical: dict) -> "Method":
+        def make(registry: Registry, spec: dict, key: str):
+            klass = registry.get(spec[key])
+            return klass(klass.Params(**{k: v for k, v in spec.items() if k != key}))
+
+        return cls(
+            label=canonical["label"],
+            server=make(SERVER_RULES, canonical["server"], "rule"),
+            terms=[make(CLIENT_TERMS, t, "term") for t in canonical["client"]],
+            uplink=make(CODECS, canonical["uplink"], "codec"),
+            downlink=make(CODECS, canonical["downlink"], "codec"),
+        )

@@ -1,0 +1,74 @@
+"""Presets: names for compositions of server rule + client terms + codecs.
+
+A preset is plain data. `X+ACG` composes any client-side preset X with the FedACG server rule
+and FedACG's regulariser toward the lookahead point (ALGORITHMS.md, "Composed variants").
+"""
+
+from __future__ import annotations
+
+import copy
+
+IDENTITY = {"codec": "identity"}
+
+
+def _preset(label: str, server: dict, client: list[dict] | None = None, uplink: dict | None = None) -> dict:
+    return {
+        "label": label,
+        "server": server,
+        "client": client or [],
+        "uplink": uplink or dict(IDENTITY),
+        "downlink": dict(IDENTITY),
+    }
+
+
+PRESETS: dict[str, dict] = {
+    "fedavg": _preset("FedAvg", {"rule": "average"}),
+    "fedprox": _preset("FedProx", {"rule": "average"}, [{"term": "prox", "mu": 1e-3}]),
+    "fedavgm": _preset("FedAvgM", {"rule": "momentum", "beta": 0.4}),
+    "fedacg": _preset("FedACG", {"rule": "acg", "lam": 0.85}, [{"term": "prox", "mu": 1e-2}]),
+}
+
+# Modifiers usable after '+': they replace the server rule and/or add terms or codecs.
+MODIFIERS: dict[str, dict] = {
+    "acg": {"label": "ACG", "server": {"rule": "acg", "lam": 0.85}, "client": [{"term": "prox", "mu": 1e-2}]},
+}
+
+
+def register_preset(key: str, preset: dict) -> None:
+    if key in PRESETS:
+        raise ValueError(f"preset {key!r} registered twice")
+    PRESETS[key] = preset
+
+
+def register_modifier(key: str, modifier: dict) -> None:
+    if key in MODIFIERS:
+        raise ValueError(f"modifier {key!r} registered twice")
+    MODIFIERS[key] = modifier
+
+
+def _apply_modifier(base: dict, mod: dict) -> dict:
+    out = copy.deepcopy(base)
+    out["label"] = f"{base['label']}+{mod['label']}"
+    if "server" in mod:
+        if base["server"]["rule"] != "average":
+            raise KeyError(f"cannot add a server rule to {base['label']}: it already has server rule {base['server']['rule']!r}")
+        out["server"] = copy.deepcopy(mod["server"])
+    present = {t["term"] for t in out["client"]}
+    out["client"] += [copy.deepcopy(t) for t in mod.get("client", []) if t["term"] not in present]
+    for link in ("uplink", "downlink"):
+        if link in mod:
+            out[link] = copy.deepcopy(mod[link])
+    return out
+
+
+def preset(name: str) -> dict:
+    """The composition a preset name stands for (a fresh copy). Raises KeyError with the choices."""
+    base_key, *mod_keys = name.lower().split("+")
+    if base_key not in PRESETS:
+        raise KeyError(f"unknown preset {base_key!r}; known presets: {', '.join(sorted(PRESETS))}")
+    out = copy.deepcopy(PRESETS[base_key])
+    for key in mod_keys:
+        if key not in MODIFIERS:
+            raise KeyError(f"unknown modifier '+{key}'; known modifiers: {', '.join('+' + k for k in sorted(MODIFIERS))}")
+        out = _apply_modifier(out, MODIFIERS[key])
+    return out

@@ -1,0 +1,34 @@
+"""Name -> component class registries; a new method part registers itself with a decorator."""
+
+from __future__ import annotations
+
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._items: dict[str, type[T]] = {}
+
+    def register(self, cls: type[T]) -> type[T]:
+        name = cls.name  # type: ignore[attr-defined]
+        if name in self._items:
+            raise ValueError(f"{self.kind} {name!r} registered twice")
+        self._items[name] = cls
+        return cls
+
+    def get(self, name: str) -> type[T]:
+        return self._items[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._items
+
+    def names(self) -> list[str]:
+        return sorted(self._items)
+
+
+SERVER_RULES: Registry = Registry("server rule")
+CLIENT_TERMS: Registry = Registry("client term")
+CODECS: Registry = Registry("codec")

@@ -1,0 +1,42 @@
+"""LEAF's FEMNIST CNN: two 5x5 conv layers (32, 64 channels, 'same' padding) each followed by
+2x2 max-pool, a 2048-unit dense layer and the 62-way output. `norm: group` adds GroupNorm after
+each convolution, as in the FedACG code's variant."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from benchmark.models.registry import register_model
+
+
+def _norm(kind: str, channels: int, groups: int) -> nn.Module:
+    if kind == "group":
+        return nn.GroupNorm(groups, channels)
+    if kind == "none":
+        return nn.Identity()
+    raise ValueError(f"norm must be 'none' or 'group', got {kind!r}")
+
+
+class FemnistCNN(nn.Module):
+    def __init__(self, input_shape, num_classes: int = 62, norm: str = "none", groups: int = 2):
+        super().__init__()
+        channels, height, width = input_shape
+        self.conv1 = nn.Conv2d(channels, 32, 5, padding=2)
+        self.norm1 = _norm(norm, 32, groups)
+        self.conv2 = nn.Conv2d(32, 64, 5, padding=2)
+        self.norm2 = _norm(norm, 64, groups)
+        self.fc1 = nn.Linear(64 * (height // 4) * (width // 4), 2048)
+        self.fc2 = nn.Linear(2048, num_classes)
+
+    def forward(self, x, features: bool = False):
+        x = torch.max_pool2d(torch.relu(self.norm1(self.conv1(x))), 2)
+        x = torch.max_pool2d(torch.relu(self.norm2(self.conv2(x))), 2)
+        z = torch.relu(self.fc1(x.flatten(1)))
+        logits = self.fc2(z)
+        return (logits, z) if features else logits
+
+
+@register_model("femnist_cnn")
+def femnist_cnn(input_shape, num_classes: int, norm: str = "none", groups: int = 2) -> nn.Module:
+    return FemnistCNN(input_shape, num_classes, norm, groups)

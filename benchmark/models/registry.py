@@ -1,0 +1,35 @@
+"""Model registry. Every model is buffer-free and implements forward(x, features=False), which
+returns logits, or (logits, penultimate features) when `features` is true."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+
+MODELS: dict[str, Callable[..., nn.Module]] = {}
+
+
+def register_model(name: str):
+    def deco(factory):
+        if name in MODELS:
+            raise ValueError(f"model {name!r} registered twice")
+        MODELS[name] = factory
+        return factory
+
+    return deco
+
+
+def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, params: dict, init: str, seed: int) -> nn.Module:
+    """Build model `name`; weights come from a generator seeded by `seed` (identical for every method)."""
+    import benchmark.models.zoo  # noqa: F401  (registers the models)
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = MODELS[name](input_shape=input_shape, num_classes=num_classes, **params)
+    if init == "zeros":
+        with torch.no_grad():
+            for p in model.parameters():
+                p.zero_()
+    return model

@@ -1,0 +1,3 @@
+"""Imports every module that registers a model."""
+
+from benchmark.models import femnist_cnn, logistic  # noqa: F401

@@ -1,0 +1,71 @@
+"""Paper vs measured: one table per dataset entry, a row per method, reference beside measured."""
+
+from __future__ import annotations
+
+import statistics
+
+from rich.table import Table
+
+from benchmark.suite.expand import Job
+from benchmark.suite.schema import Suite
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.2f}"
+    return str(v)
+
+
+def _mean(values: list):
+    """Mean over seeds; rounds_to with a '>R' among them stays '>R'."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    if any(isinstance(v, str) for v in values):
+        return next(v for v in values if isinstance(v, str))
+    return statistics.fmean(values)
+
+
+def _match_reference(label: str, rows: dict) -> list | None:
+    base = label.split("[")[0]
+    lowered = {k.lower(): v for k, v in rows.items()}
+    return rows.get(label) or rows.get(base) or lowered.get(base.lower())
+
+
+def result_tables(suite: Suite, jobs: list[Job], summaries: dict[str, dict]) -> list[Table]:
+    tables = []
+    for d_index, entry in enumerate(suite.datasets):
+        d_jobs = [j for j in jobs if j.config.dataset == entry or j.config.dataset.model_dump() == entry.model_dump()]
+        if not d_jobs:
+            continue
+        metrics = d_jobs[0].config.metrics
+        ref = entry.reference
+        title = f"{entry.label or entry.name} ({entry.split.kind}, {d_jobs[0].config.num_clients} clients)"
+        table = Table(title=title + (f" — paper: {ref.source}" if ref else ""))
+        table.add_column("method")
+        table.add_column("seeds", justify="right")
+        for m in metrics:
+            table.add_column(m + " (measured)", justify="right")
+            if ref and m in ref.metrics:
+                table.add_column(m + " (paper)", justify="right", style="dim")
+        table.add_column("final acc", justify="right")
+        table.add_column("status")
+        by_label: dict[str, list[dict]] = {}
+        for job in d_jobs:
+            key = job.method_label + ("".join(f" {k}={v}" for k, v in job.grid_point.items() if not k.startswith("method")))
+            by_label.setdefault(key, []).append(summaries.get(job.id, {"status": "not run"}))
+        for label, sums in by_label.items():
+            ref_row = _match_reference(label, ref.rows) if ref else None
+            row = [label, str(len(sums))]
+            for m in metrics:
+                row.append(_fmt(_mean([s.get("metrics", {}).get(m) for s in sums])))
+                if ref and m in ref.metrics:
+                    row.append(_fmt(ref_row[ref.metrics.index(m)]) if ref_row else "-")
+            row.append(_fmt(_mean([s.get("final_acc") for s in sums])))
+            statuses = sorted({s.get("status", "?") for s in sums})
+            row.append(",".join(statuses))
+            table.add_row(*row)
+        tables.append(table)
+    return tables

@@ -1,0 +1,77 @@
+"""results/<suite>/<job-id>/: config.json, metrics.jsonl, summary.json, final_model.pt and,
+while a job is unfinished, checkpoint.pt. Every file is written atomically (temp + rename)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+
+FINISHED = "finished"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: Path, obj) -> None:
+    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
+
+
+def atomic_torch_save(path: Path, obj) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    os.close(fd)
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class JobDir:
+    def __init__(self, root: Path, suite: str, job_id: str):
+        self.path = Path(root) / suite / job_id
+
+    config = property(lambda self: self.path / "config.json")
+    metrics = property(lambda self: self.path / "metrics.jsonl")
+    summary = property(lambda self: self.path / "summary.json")
+    model = property(lambda self: self.path / "final_model.pt")
+    checkpoint = property(lambda self: self.path / "checkpoint.pt")
+
+    def read_summary(self) -> dict | None:
+        try:
+            return json.loads(self.summary.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+
+    def is_finished(self) -> bool:
+        s = self.read_summary()
+        return bool(s) and s.get("status") == FINISHED and self.model.exists()
+
+    def read_metrics(self) -> list[dict]:
+        if not self.metrics.exists():
+            return []
+        return [json.loads(line) for line in self.metrics.read_text().splitlines() if line.strip()]
+
+    def write_metrics(self, records: list[dict]) -> None:
+        atomic_write_bytes(self.metrics, "".join(json.dumps(r) + "\n" for r in records).encode())
+
+    def load_checkpoint(self) -> dict | None:
+        if not self.checkpoint.exists():
+            return None
+        return torch.load(self.checkpoint, map_location="cpu", weights_only=True)

@@ -1,0 +1,185 @@
+"""Expand a suite into jobs: datasets x methods (x their grids) x suite grid x seeds.
+
+Each job is fully resolved (every default filled in) and identified by a short hash of its
+canonical content, so re-running a suite finds the jobs it already finished.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from benchmark.errors import SuiteError
+from benchmark.fl.method import MethodProblems, resolve_method
+from benchmark.suite.load import load_suite, pydantic_problems
+from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, Settings, Suite
+
+# Fields that never change a trajectory: kept in config.json, left out of the job id.
+NOT_HASHED = {("dataset", "label"), ("dataset", "reference"), ("dataset", "root"), ("method", "label"),
+              ("metrics",), ("checkpoint_every",)}
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    config: JobConfig
+    grid_point: dict = field(default_factory=dict)
+
+    @property
+    def method_label(self) -> str:
+        return self.config.method["label"]
+
+    @property
+    def dataset_label(self) -> str:
+        d = self.config.dataset
+        return d.label or d.name
+
+
+def deep_merge(base: dict, over: dict) -> dict:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
+    return out
+
+
+def canonical_json(obj) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def job_id(config: JobConfig) -> str:
+    data = config.model_dump(mode="json")
+    for path in NOT_HASHED:
+        node = data
+        for key in path[:-1]:
+            node = node[key]
+        node.pop(path[-1], None)
+    return hashlib.sha256(canonical_json(data).encode()).hexdigest()[:12]
+
+
+def set_path(target: dict, dotted: str, value) -> None:
+    """Set `a.b.c` in nested dicts; inside `method.client` a segment may name a term or an index."""
+    keys = dotted.split(".")
+    node = target
+    for i, key in enumerate(keys[:-1]):
+        if isinstance(node, list):
+            node = _list_item(node, key, dotted)
+            continue
+        if key not in node or not isinstance(node[key], (dict, list)):
+            if i == 0:
+                raise KeyError(f"unknown field {keys[0]!r}")
+            node[key] = {}
+        node = node[key]
+    if isinstance(node, list):
+        raise KeyError(f"{dotted}: cannot replace a whole list item")
+    node[keys[-1]] = value
+
+
+def _list_item(items: list, key: str, dotted: str):
+    if key.isdigit() and int(key) < len(items):
+        return items[int(key)]
+    for item in items:
+        if isinstance(item, dict) and key in (item.get("term"), item.get("rule"), item.get("codec")):
+            return item
+    raise KeyError(f"{dotted}: no item {key!r}")
+
+
+def _grid_points(grid: dict[str, list]) -> list[dict]:
+    keys = list(grid)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
+
+
+def _settings_for(suite: Suite, index: int, problems: list) -> Settings | None:
+    entry = suite.datasets[index]
+    overrides = {k: v for k, v in entry.model_dump(exclude_none=True).items() if k in SETTINGS_FIELDS}
+    try:
+        base = Settings(**suite.defaults).model_dump()
+    except ValidationError as err:
+        problems.extend(pydantic_problems(err, "defaults"))
+        return None
+    try:
+        return Settings(**deep_merge(base, overrides))
+    except ValidationError as err:
+        problems.extend(pydantic_problems(err, f"datasets[{index}]"))
+        return None
+
+
+def _methods(suite: Suite, problems: list) -> list[tuple[dict, dict]]:
+    """(canonical method, its own grid) per entry of `methods:`."""
+    out = []
+    for i, entry in enumerate(suite.methods):
+        grid = {}
+        if isinstance(entry, dict) and "grid" in entry:
+            entry = dict(entry)
+            grid = entry.pop("grid")
+            if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
+                problems.append((f"methods[{i}].grid", "expected a mapping of parameter path -> non-empty list"))
+                grid = {}
+        try:
+            out.append((resolve_method(entry, f"methods[{i}]"), grid))
+        except MethodProblems as err:
+            problems.extend(err.problems)
+    return out
+
+
+def _method_variant(method: dict, grid_point: dict, index: int) -> dict:
+    variant = copy.deepcopy(method)
+    for key, value in grid_point.items():
+        set_path(variant, key, value)
+    if grid_point:
+        variant["label"] = method["label"] + "[" + ",".join(f"{k.split('.')[-1]}={v}" for k, v in grid_point.items()) + "]"
+    return resolve_method(variant, f"methods[{index}]")
+
+
+def expand(suite: Suite, file: str = "<suite>") -> list[Job]:
+    problems: list[tuple[str, str]] = []
+    methods = _methods(suite, problems)
+    settings = [_settings_for(suite, i, problems) for i in range(len(suite.datasets))]
+    for key, values in suite.grid.items():
+        if not values:
+            problems.append((f"grid.{key}", "a grid needs at least one value"))
+    if problems:
+        raise SuiteError(file, problems)
+
+    jobs: list[Job] = []
+    seen: set[str] = set()
+    for d_index, (entry, base) in enumerate(zip(suite.datasets, settings)):
+        metrics = list(dict.fromkeys(base.metrics + (entry.reference.metrics if entry.reference else [])))
+        for m_index, (method, method_grid) in enumerate(methods):
+            for m_point in _grid_points(method_grid):
+                try:
+                    variant = _method_variant(method, m_point, m_index)
+                except (KeyError, MethodProblems) as err:
+                    msg = err.args[0] if isinstance(err, KeyError) else "; ".join(m for _, m in err.problems)
+                    raise SuiteError(file, [(f"methods[{m_index}].grid", f"{m_point}: {msg}")]) from None
+                for s_point in _grid_points(suite.grid):
+                    for seed in base.seeds:
+                        raw = base.model_dump(exclude={"seeds"})
+                        raw.update(dataset=entry.model_dump(), method=variant, seed=seed, metrics=metrics)
+                        for key, value in s_point.items():
+                            try:
+                                set_path(raw, key, value)
+                            except KeyError as err:
+                                raise SuiteError(file, [(f"grid.{key}", err.args[0])]) from None
+                        try:
+                            config = JobConfig(**raw)
+                            if any(k.startswith("method.") for k in s_point):
+                                config.method = resolve_method(config.method, "method")
+                        except (ValidationError, MethodProblems) as err:
+                            found = err.problems if isinstance(err, MethodProblems) else pydantic_problems(err)
+                            raise SuiteError(file, [(f"grid ({s_point})", f"{p}: {m}") for p, m in found]) from None
+                        job = Job(job_id(config), config, {**m_point, **s_point})
+                        if job.id not in seen:
+                            seen.add(job.id)
+                            jobs.append(job)
+    return jobs
+
+
+def load_jobs(path: str | Path) -> tuple[Suite, list[Job]]:
+    suite = load_suite(path)
+    return suite, expand(suite, str(path))

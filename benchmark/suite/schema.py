@@ -1,0 +1,166 @@
+"""The suite file format (pydantic). A suite = defaults + datasets + methods (+ grid, reference).
+
+`JobConfig` is one fully resolved job; its canonical JSON (minus execution-only fields) is hashed
+into the job id, so anything that changes the trajectory changes the id.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+METRIC_RE = re.compile(r"^(acc@(\d+)|rounds_to@(\d+(?:\.\d+)?))$")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LocalTraining(Strict):
+    epochs: int | None = Field(5, ge=1, description="local epochs E (exclusive with steps)")
+    steps: int | None = Field(None, ge=1, description="local steps K (exclusive with epochs)")
+    batch_size: int = Field(50, ge=1)
+    lr: float = Field(0.1, gt=0, description="η_0")
+    lr_decay: float = Field(1.0, gt=0, le=1, description="round decay d: η_t = η_0 d^t")
+    intra_round_decay: bool = Field(False, description="official code: also decay by d^epoch inside a round")
+    weight_decay: float = Field(1e-3, ge=0)
+    clip_norm: float | None = Field(10.0, gt=0, description="global L2 clip of the loss gradient; null = off")
+
+    @model_validator(mode="after")
+    def _one_budget(self):
+        if self.steps is not None and "epochs" not in self.model_fields_set:
+            self.epochs = None
+        if (self.epochs is None) == (self.steps is None):
+            raise ValueError("give exactly one of local.epochs or local.steps")
+        return self
+
+
+class PoolConfig(Strict):
+    """Dynamic client pool (FedACG Table 3)."""
+
+    size: int = Field(ge=1, description="C: clients in the candidate pool")
+    every: int = Field(100, ge=1, description="P: rounds between pool changes")
+    mode: Literal["resample", "replace"] = Field(
+        "resample", description="resample: draw a new pool of C out of N; replace: each member replaced w.p. replace_prob"
+    )
+    replace_prob: float = Field(0.5, ge=0, le=1)
+
+
+class Participation(Strict):
+    mode: Literal["fixed", "bernoulli"] = "fixed"
+    rate: float = Field(0.1, gt=0, le=1, description="fixed: M = round(rate·N) per round; bernoulli: P(active)")
+    pool: PoolConfig | None = None
+
+
+class SplitConfig(Strict):
+    kind: Literal["iid", "dirichlet", "dirichlet_unbalanced", "natural"] = "iid"
+    alpha: float | None = Field(None, gt=0, description="Dirichlet concentration")
+    seed: int = Field(0, description="split seed (independent of the training seed)")
+    select: Literal["first", "random"] = Field("first", description="natural splits: which users become clients")
+    min_size: int = Field(10, ge=1, description="dirichlet_unbalanced: minimum client size")
+
+    @model_validator(mode="after")
+    def _alpha_needed(self):
+        if self.kind.startswith("dirichlet") and self.alpha is None:
+            raise ValueError(f"split kind {self.kind!r} needs alpha (e.g. alpha: 0.3)")
+        return self
+
+
+class ModelConfig(Strict):
+    name: str = "logistic"
+    init: Literal["default", "zeros"] = "default"
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Reference(Strict):
+    """A paper table's numbers for this dataset entry: row label -> values, one per metric."""
+
+    source: str = Field(description="where the numbers come from, e.g. a table id of shared/reference")
+    metrics: list[str]
+    rows: dict[str, list[float | int | str | None]]
+
+    @field_validator("metrics")
+    @classmethod
+    def _metric_names(cls, v):
+        for m in v:
+            if not METRIC_RE.match(m):
+                raise ValueError(f"metric {m!r} is not acc@R or rounds_to@X")
+        return v
+
+    @model_validator(mode="after")
+    def _row_lengths(self):
+        for label, vals in self.rows.items():
+            if len(vals) != len(self.metrics):
+                raise ValueError(f"row {label!r} has {len(vals)} values for {len(self.metrics)} metrics")
+        return self
+
+
+class Settings(Strict):
+    """Everything a job needs besides its dataset and method; `defaults:` of a suite."""
+
+    rounds: int = Field(100, ge=1)
+    eval_every: int = Field(1, ge=1)
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    num_clients: int = Field(100, ge=1)
+    participation: Participation = Field(default_factory=Participation)
+    local: LocalTraining = Field(default_factory=LocalTraining)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    metrics: list[str] = Field(default_factory=list, description="extra acc@R / rounds_to@X to report")
+    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    checkpoint_every: int = Field(0, ge=0, description="rounds between resume checkpoints; 0 = only at the end")
+
+    @field_validator("metrics")
+    @classmethod
+    def _metric_names(cls, v):
+        return Reference._metric_names(v)
+
+
+SETTINGS_FIELDS = set(Settings.model_fields)
+
+
+class DatasetEntry(Strict):
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    root: str | None = Field(None, description="where the files are; default $FEDBENCH_DATA")
+    split: SplitConfig = Field(default_factory=SplitConfig)
+    label: str | None = None
+    reference: Reference | None = None
+    # any Settings field may be overridden per dataset (merged over `defaults:`)
+    rounds: int | None = None
+    eval_every: int | None = None
+    seeds: list[int] | None = None
+    num_clients: int | None = None
+    participation: dict[str, Any] | None = None
+    local: dict[str, Any] | None = None
+    model: dict[str, Any] | None = None
+    metrics: list[str] | None = None
+    precision: str | None = None
+    checkpoint_every: int | None = None
+
+
+class Suite(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    datasets: list[DatasetEntry] = Field(min_length=1)
+    methods: list[Any] = Field(min_length=1)
+    grid: dict[str, list[Any]] = Field(default_factory=dict)
+
+
+class JobConfig(Strict):
+    """One resolved job. `label`, `reference` and execution fields are not part of the id."""
+
+    dataset: DatasetEntry
+    method: dict[str, Any]
+    seed: int
+    rounds: int
+    eval_every: int
+    num_clients: int
+    participation: Participation
+    local: LocalTraining
+    model: ModelConfig
+    metrics: list[str]
+    precision: Literal["fp32", "bf16", "fp16"]
+    checkpoint_every: int
