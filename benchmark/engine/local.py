@@ -22,16 +22,21 @@ AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def make_forward(model: nn.Module, spec: ParamSpec, precision: str = "fp32"):
-    """forward(w_flat, x, features=False) for any flat parameter vector."""
+    """forward(w_flat, x, features=False, **model_kwargs) for any flat parameter vector.
 
-    def forward(w: torch.Tensor, x: torch.Tensor, features: bool = False):
+    Extra keyword arguments go to the model's forward (e.g. FedMLB's `stages=True` / `start=k`).
+    """
+
+    def forward(w: torch.Tensor, x: torch.Tensor, features: bool = False, **kwargs):
         ctx = (
             torch.autocast(x.device.type, dtype=AUTOCAST[precision])
             if precision in AUTOCAST
             else contextlib.nullcontext()
         )
         with ctx:
-            out = functional_call(model, spec.unflatten(w), (x,), {"features": features})
+            out = functional_call(model, spec.unflatten(w), (x,), {"features": features, **kwargs})
+        if kwargs:
+            return out
         if features:
             return out[0].float(), out[1].float()
         return out.float()

@@ -15,7 +15,8 @@ from benchmark.errors import UserError
 from benchmark.models.registry import MODELS, build_model
 from benchmark.suite.schema import JobConfig
 
-PREPROCESSORS: dict = {}  # dataset name -> factory(src, job) -> Preprocessor (augmentation lives here)
+# source kind -> factory(src, job) -> Preprocessor(x, train, gen); image augmentation registers here
+PREPROCESSORS: dict = {}
 
 
 def known_datasets() -> list[str]:
@@ -61,7 +62,7 @@ def federated_data(job: JobConfig) -> FederatedData:
     src = load_source(job)
     clients = _clients(d.name, json.dumps(d.params, sort_keys=True), d.root,
                        d.split.model_dump_json(), job.num_clients)
-    factory = PREPROCESSORS.get(d.name)
+    factory = PREPROCESSORS.get(src.kind)
     return FederatedData(src, list(clients), factory(src, job) if factory else default_preprocess(src))
 
 

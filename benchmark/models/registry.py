@@ -1,5 +1,14 @@
-"""Model registry. Every model is buffer-free and implements forward(x, features=False), which
-returns logits, or (logits, penultimate features) when `features` is true."""
+"""Model registry.
+
+Every model is buffer-free (GroupNorm, never BatchNorm: the flat parameter vector is the whole
+state) and implements `forward(x, features=False)`, returning logits, or (logits, penultimate
+features) when `features` is true.
+
+Models that support FedMLB's hybrid paths also take two keyword arguments:
+  forward(x, stages=True)  -> (logits, [output of stage 0, ..., output of stage L-1])
+  forward(h, start=k)      -> logits, where h is the output of stage k-1 (runs stages k.. + head)
+and expose `num_stages` (L). ResNet-18: L = 5 (stem, 4 residual stages).
+"""
 
 from __future__ import annotations
 

@@ -68,6 +68,14 @@ class SplitConfig(Strict):
         return self
 
 
+class AugmentConfig(Strict):
+    """Training-time augmentation, run batched on the device (test data is never augmented)."""
+
+    crop_padding: int = Field(0, ge=0, description="random crop after zero-padding by this many pixels (CIFAR: 4)")
+    flip: bool = Field(False, description="random horizontal flip")
+    rotate_degrees: float = Field(0.0, ge=0, description="random rotation in ±degrees (FedACG code: 10)")
+
+
 class ModelConfig(Strict):
     name: str = "logistic"
     init: Literal["default", "zeros"] = "default"
@@ -125,6 +133,7 @@ class DatasetEntry(Strict):
     params: dict[str, Any] = Field(default_factory=dict)
     root: str | None = Field(None, description="where the files are; default $FEDBENCH_DATA")
     split: SplitConfig = Field(default_factory=SplitConfig)
+    augment: AugmentConfig = Field(default_factory=AugmentConfig)
     label: str | None = None
     reference: Reference | None = None
     # any Settings field may be overridden per dataset (merged over `defaults:`)
