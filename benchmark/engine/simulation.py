@@ -11,10 +11,11 @@ from torch import nn
 
 from benchmark.data.participation import sample_clients
 from benchmark.engine.fed_data import FederatedData
-from benchmark.engine.local import evaluate, make_forward, train_client
+from benchmark.engine.client_round import train_sequential
+from benchmark.engine.local import evaluate, make_forward
 from benchmark.engine.metrics import ema_update
 from benchmark.engine.rng import Stream, generator
-from benchmark.fl.base import ClientContext, RoundInfo, Uploads
+from benchmark.fl.base import RoundInfo, Uploads
 from benchmark.fl.flat import ParamSpec, flat_params
 from benchmark.fl.method import Method
 from benchmark.fl.state import ClientStateStore
@@ -31,6 +32,10 @@ class Progress:
     ema: float | None = None
     bytes_down: int = 0
     bytes_up: int = 0
+
+
+# execution mode -> fn(sim, chosen, rnd, received) -> list[ClientOutcome]
+TRAINERS: dict = {"sequential": train_sequential}
 
 
 class Simulation:
@@ -79,24 +84,18 @@ class Simulation:
             received[name], nbytes = m.downlink.transmit(tensor, self.spec, generator(job.seed, Stream.CODEC, t, -1))
             down_bytes += nbytes * len(chosen)
 
+        outcomes = TRAINERS[job.execution](self, chosen, rnd, received)
         messages: dict[str, list[torch.Tensor]] = {}
-        steps, losses, up_bytes = [], [], 0
-        for cid in chosen:
-            ctx = ClientContext(
-                client_id=cid, rnd=rnd, received=received, num_samples=int(self.sizes[cid]),
-                forward=self.forward, state=self.clients.get(cid, self.device),
-                class_counts=self.data.class_counts(cid), total_samples=int(self.sizes.sum()),
-            )
-            batches = self.data.client_batches(job.seed, t, cid, job.local)
-            w, loss = train_client(ctx, m.terms, batches, job.local)
-            self.clients.put(cid, ctx.state)
-            gen = generator(job.seed, Stream.CODEC, t, cid)
-            for name, vec in {"delta": w - ctx.start, **ctx.messages}.items():
+        up_bytes = 0
+        for o in outcomes:
+            self.clients.put(o.client_id, o.state)
+            gen = generator(job.seed, Stream.CODEC, t, o.client_id)
+            for name, vec in {"delta": o.final - o.start, **o.messages}.items():
                 decoded, nbytes = m.uplink.transmit(vec, self.spec, gen)
                 messages.setdefault(name, []).append(decoded)
                 up_bytes += nbytes
-            steps.append(ctx.steps)
-            losses.append(loss)
+        steps = [o.steps for o in outcomes]
+        losses = [o.loss for o in outcomes]
 
         n = self.sizes[chosen].to(self.device, torch.float32)
         up = Uploads(chosen, n, torch.tensor(steps, dtype=torch.float32, device=self.device),

@@ -117,7 +117,10 @@ class Settings(Strict):
     model: ModelConfig = Field(default_factory=ModelConfig)
     metrics: list[str] = Field(default_factory=list, description="extra acc@R / rounds_to@X to report")
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
-    checkpoint_every: int = Field(0, ge=0, description="rounds between resume checkpoints; 0 = only at the end")
+    checkpoint_every: int = Field(0, ge=0, description="rounds between resume checkpoints; 0 = none")
+    execution: Literal["sequential", "vectorised"] = Field(
+        "sequential", description="train a round's clients one by one, or together under torch.func.vmap (same numbers)"
+    )
 
     @field_validator("metrics")
     @classmethod
@@ -147,6 +150,7 @@ class DatasetEntry(Strict):
     metrics: list[str] | None = None
     precision: str | None = None
     checkpoint_every: int | None = None
+    execution: str | None = None
 
 
 class Suite(Strict):
@@ -173,3 +177,4 @@ class JobConfig(Strict):
     metrics: list[str]
     precision: Literal["fp32", "bf16", "fp16"]
     checkpoint_every: int
+    execution: Literal["sequential", "vectorised"] = "sequential"
