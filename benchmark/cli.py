@@ -26,6 +26,19 @@ def _device(name: str) -> str:
     return name
 
 
+def _threads(n: int | None) -> None:
+    """Small models on CPU run faster with few threads; the torch default is one per core."""
+    if n is not None:
+        if n < 1:
+            raise UserError("--threads must be at least 1")
+        import torch
+
+        torch.set_num_threads(n)
+
+
+THREADS = click.option("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
+
+
 def _filter(jobs, only: tuple[str, ...]):
     if not only:
         return jobs
@@ -48,8 +61,10 @@ def cli() -> None:
 @click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto")
 @click.option("--only", multiple=True, help="run only jobs whose id, dataset or method contains this text")
 @click.option("--stop-after", type=int, default=None, help="stop every job after this many rounds (resumable)")
-def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, device: str, only, stop_after) -> None:
+@THREADS
+def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, device: str, only, stop_after, threads) -> None:
     """Run every unfinished job of SUITE_FILE; print measured vs paper numbers."""
+    _threads(threads)
     from benchmark.report.table import result_tables
     from benchmark.run.executor import run_jobs
     from benchmark.run.tracking import MlflowTracker, NullTracker
@@ -113,12 +128,52 @@ def report(suite_file: Path, results_dir: Path) -> None:
         out.print(table)
 
 
+@cli.command()
+@click.argument("suite_file", type=click.Path(path_type=Path))
+@click.option("--baseline", type=click.Path(path_type=Path), default=None,
+              help="baseline file (default: results/baselines/<suite>.json)")
+@click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@click.option("--tolerance", type=float, default=0.5, show_default=True, help="allowed change (accuracy points or rounds)")
+@click.option("--update", is_flag=True, help="write the baseline from the current results instead of checking")
+@click.option("--no-tracking", is_flag=True, help="do not log the run to MLflow")
+@THREADS
+def check(suite_file: Path, baseline, results_dir: Path, tolerance: float, update: bool, no_tracking: bool, threads) -> None:
+    """Run SUITE_FILE (skipping finished jobs) and compare with its baseline; exit 1 on a regression."""
+    _threads(threads)
+    from benchmark.report.check import compare, write_baseline
+    from benchmark.run.executor import run_jobs
+    from benchmark.run.tracking import MlflowTracker, NullTracker
+    from benchmark.suite.expand import load_jobs
+
+    suite, jobs = load_jobs(suite_file)
+    tracker = NullTracker() if no_tracking else MlflowTracker(suite.name)
+    try:
+        summaries = list(run_jobs(jobs, suite.name, results_dir, _device("auto"), tracker, err_console).values())
+    finally:
+        tracker.close()
+    path = baseline or Path("results") / "baselines" / f"{suite.name}.json"
+    if update:
+        write_baseline(path, summaries)
+        out.print(f"baseline written: {path}")
+        return
+    findings = compare(path, summaries, tolerance)
+    for f in findings:
+        out.print(f"[red]regression[/red] {f}")
+    if findings:
+        raise click.exceptions.Exit(1)
+    out.print(f"[green]no regression[/green]: {len(jobs)} jobs within {tolerance} of {path}")
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
-        cli.main(args=argv, prog_name="fedbench", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="fedbench", standalone_mode=False)
+        if isinstance(code, int):  # click returns an Exit's code instead of raising it here
+            return code
     except UserError as err:
         err_console.print(f"[bold red]error:[/bold red] {err}", highlight=False, markup=True)
         return err.exit_code
+    except click.exceptions.Exit as done:
+        return done.exit_code
     except click.exceptions.Abort:
         err_console.print("aborted")
         return 130
