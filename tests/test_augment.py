@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.overrides import TorchFunctionMode
 
 from benchmark.data import augment as aug
 from benchmark.data.source import SourceData
@@ -140,12 +140,14 @@ def test_float_images_are_augmented_only_if_configured_and_not_renormalised():
     assert torch.all(same | (out == x.flip(-1)).flatten(1).all(1)) and not torch.all(same)
 
 
-class OpCounter(TorchDispatchMode):
+class OpCounter(TorchFunctionMode):
+    """Counts torch function calls (a per-sample loop would multiply them)."""
+
     def __init__(self):
         super().__init__()
         self.calls = 0
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
         self.calls += 1
         return func(*args, **(kwargs or {}))
 
