@@ -48,23 +48,24 @@ def test_same_seed_same_output_other_seed_differs():
     assert not torch.equal(a, c)
 
 
-def test_crop_takes_the_window_of_the_zero_padded_image():
+def test_window_is_the_crop_of_the_zero_padded_image_then_the_mirror():
     x = images(2, 1, 4, 4)
     padded = torch.zeros(2, 1, 8, 8)
     padded[:, :, 2:6, 2:6] = x
     top, left = torch.tensor([0, 3]), torch.tensor([4, 1])
-    out = aug.crop(x, 2, top, left)
+    out = aug.window(x, 2, top, left, torch.tensor([False, True]))
     assert torch.equal(out[0], padded[0, :, 0:4, 4:8])
-    assert torch.equal(out[1], padded[1, :, 3:7, 1:5])
-    # offset = padding is the identity
-    assert torch.equal(aug.crop(x, 2, torch.tensor([2, 2]), torch.tensor([2, 2])), x)
+    assert torch.equal(out[1], padded[1, :, 3:7, 1:5].flip(-1))
+    # offset = padding, no mirror: the identity
+    assert torch.equal(aug.window(x, 2, torch.tensor([2, 2]), torch.tensor([2, 2]), torch.tensor([False, False])), x)
 
 
 def test_random_crop_picks_one_of_the_valid_windows_and_uses_them_all():
     p, x = 1, images(256, 2, 5, 5)
-    out = aug.random_crop(x, p, gen(0))
+    out = aug.random_window(x, p, False, gen(0))
+    no = torch.zeros(256, dtype=torch.bool)
     offsets = [(t, l) for t in range(2 * p + 1) for l in range(2 * p + 1)]
-    candidates = torch.stack([aug.crop(x, p, torch.full((256,), t), torch.full((256,), l)) for t, l in offsets])
+    candidates = torch.stack([aug.window(x, p, torch.full((256,), t), torch.full((256,), l), no) for t, l in offsets])
     matches = (candidates == out).flatten(2).all(-1)  # (offsets, N)
     assert torch.all(matches.sum(0) == 1)  # each image is exactly one padded window
     assert torch.all(matches.any(1))  # every offset occurs in 256 draws
@@ -72,7 +73,7 @@ def test_random_crop_picks_one_of_the_valid_windows_and_uses_them_all():
 
 def test_random_flip_mirrors_about_half_the_images_and_keeps_each_row_multiset():
     x = images(256)
-    out = aug.random_flip(x, gen(0))
+    out = aug.random_window(x, 0, True, gen(0))
     flipped = (out == x.flip(-1)).flatten(1).all(1)
     assert torch.all(flipped | (out == x).flatten(1).all(1))
     assert 80 < int(flipped.sum()) < 176

@@ -30,25 +30,31 @@ def _uniform(n: int, gen: torch.Generator, device: torch.device) -> torch.Tensor
     return torch.rand(n, generator=gen, device=gen.device).to(device)
 
 
-def crop(x: torch.Tensor, padding: int, top: torch.Tensor, left: torch.Tensor) -> torch.Tensor:
-    """Per-image HxW windows at (top[i], left[i]) of x zero-padded by `padding`: one gather."""
+def window(x: torch.Tensor, padding: int, top: torch.Tensor, left: torch.Tensor, mirror: torch.Tensor) -> torch.Tensor:
+    """Image i's HxW window at (top[i], left[i]) of x zero-padded by `padding`, mirrored
+    left-right where mirror[i]: random crop and horizontal flip as one gather.
+
+    The padded image is never built: output pixels whose source lies in the padding are
+    zeroed in place (a padded copy costs a large fresh allocation per batch on CPU).
+    """
     n, c, h, w = x.shape
-    padded = F.pad(x, (padding, padding, padding, padding)).flatten(2)  # (N, C, (H+2p)(W+2p))
-    rows = top.view(n, 1, 1) + torch.arange(h, device=x.device).view(1, h, 1)
-    cols = left.view(n, 1, 1) + torch.arange(w, device=x.device).view(1, 1, w)
-    index = (rows * (w + 2 * padding) + cols).view(n, 1, h * w).expand(n, c, h * w)
-    return padded.gather(2, index).view(n, c, h, w)
+    cols = torch.arange(w, device=x.device).expand(n, w)
+    cols = torch.where(mirror.view(n, 1), w - 1 - cols, cols) + (left.view(n, 1) - padding)
+    rows = torch.arange(h, device=x.device) + (top.view(n, 1) - padding)
+    inside = ((rows >= 0) & (rows < h)).view(n, 1, h, 1) & ((cols >= 0) & (cols < w)).view(n, 1, 1, w)
+    index = rows.clamp(0, h - 1).view(n, h, 1) * w + cols.clamp(0, w - 1).view(n, 1, w)
+    out = x.flatten(2).gather(2, index.view(n, 1, h * w).expand(n, c, h * w)).view(n, c, h, w)
+    return out.masked_fill_(~inside, 0)
 
 
-def random_crop(x: torch.Tensor, padding: int, gen: torch.Generator) -> torch.Tensor:
+def random_window(x: torch.Tensor, padding: int, flip: bool, gen: torch.Generator) -> torch.Tensor:
+    """Random crop of the zero-padded image (if padding > 0), then a coin-flip mirror (if flip)."""
     n = x.shape[0]
-    offsets = torch.randint(0, 2 * padding + 1, (2, n), generator=gen, device=gen.device).to(x.device)
-    return crop(x, padding, offsets[0], offsets[1])
-
-
-def random_flip(x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    flip = _uniform(x.shape[0], gen, x.device) < 0.5
-    return torch.where(flip.view(-1, 1, 1, 1), x.flip(-1), x)
+    offsets = torch.zeros(2, n, dtype=torch.long, device=x.device)
+    if padding > 0:
+        offsets = torch.randint(0, 2 * padding + 1, (2, n), generator=gen, device=gen.device).to(x.device)
+    mirror = _uniform(n, gen, x.device) < 0.5 if flip else torch.zeros(n, dtype=torch.bool, device=x.device)
+    return window(x, padding, offsets[0], offsets[1], mirror)
 
 
 def rotate(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
@@ -74,7 +80,7 @@ def random_rotate(x: torch.Tensor, degrees: float, gen: torch.Generator) -> torc
 
 def normalise(x: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
     shape = (1, -1, 1, 1)
-    return (x - mean.to(x.device).view(shape)) / std.to(x.device).view(shape)
+    return (x - mean.to(x.device).view(shape)).div_(std.to(x.device).view(shape))
 
 
 def is_active(cfg: AugmentConfig) -> bool:
@@ -83,10 +89,8 @@ def is_active(cfg: AugmentConfig) -> bool:
 
 def augment(x: torch.Tensor, cfg: AugmentConfig, gen: torch.Generator) -> torch.Tensor:
     """Crop, flip, rotate (each only if configured, drawing from `gen` in this order)."""
-    if cfg.crop_padding > 0:
-        x = random_crop(x, cfg.crop_padding, gen)
-    if cfg.flip:
-        x = random_flip(x, gen)
+    if cfg.crop_padding > 0 or cfg.flip:
+        x = random_window(x, cfg.crop_padding, cfg.flip, gen)
     if cfg.rotate_degrees > 0:
         x = random_rotate(x, cfg.rotate_degrees, gen)
     return x
