@@ -11,8 +11,9 @@ from rich.table import Table
 
 from benchmark.errors import UserError
 
-out = Console()
-err_console = Console(stderr=True)
+# Piped output (CI logs, files) gets wide tables instead of rich's 80-column default.
+out = Console(width=None if sys.stdout.isatty() else 200)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 
 def _device(name: str) -> str:
@@ -81,7 +82,7 @@ def plan(suite_file: Path) -> None:
     suite, jobs = load_jobs(suite_file)
     table = Table(title=f"{suite.name}: {len(jobs)} jobs")
     for col in ("id", "dataset", "split", "clients", "part.", "rounds", "method", "key hyper-parameters", "seed"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col in ("id", "method"))
     for j in jobs:
         c = j.config
         split = c.dataset.split.kind + (f"(α={c.dataset.split.alpha})" if c.dataset.split.alpha else "")

@@ -10,11 +10,11 @@ from benchmark.suite.expand import Job
 from benchmark.suite.schema import Suite
 
 
-def _fmt(v) -> str:
+def _fmt(v, metric: str = "") -> str:
     if v is None:
         return "-"
     if isinstance(v, float):
-        return f"{v:.2f}"
+        return f"{v:.0f}" if metric.startswith("rounds_to") else f"{v:.2f}"
     return str(v)
 
 
@@ -37,7 +37,7 @@ def _match_reference(label: str, rows: dict) -> list | None:
 def result_tables(suite: Suite, jobs: list[Job], summaries: dict[str, dict]) -> list[Table]:
     tables = []
     for d_index, entry in enumerate(suite.datasets):
-        d_jobs = [j for j in jobs if j.config.dataset == entry or j.config.dataset.model_dump() == entry.model_dump()]
+        d_jobs = [j for j in jobs if j.dataset_index == d_index]
         if not d_jobs:
             continue
         metrics = d_jobs[0].config.metrics
@@ -60,9 +60,9 @@ def result_tables(suite: Suite, jobs: list[Job], summaries: dict[str, dict]) -> 
             ref_row = _match_reference(label, ref.rows) if ref else None
             row = [label, str(len(sums))]
             for m in metrics:
-                row.append(_fmt(_mean([s.get("metrics", {}).get(m) for s in sums])))
+                row.append(_fmt(_mean([s.get("metrics", {}).get(m) for s in sums]), m))
                 if ref and m in ref.metrics:
-                    row.append(_fmt(ref_row[ref.metrics.index(m)]) if ref_row else "-")
+                    row.append(_fmt(ref_row[ref.metrics.index(m)], m) if ref_row else "-")
             row.append(_fmt(_mean([s.get("final_acc") for s in sums])))
             statuses = sorted({s.get("status", "?") for s in sums})
             row.append(",".join(statuses))

@@ -30,6 +30,7 @@ class Job:
     id: str
     config: JobConfig
     grid_point: dict = field(default_factory=dict)
+    dataset_index: int = 0  # which entry of the suite's `datasets:` it came from
 
     @property
     def method_label(self) -> str:
@@ -136,10 +137,23 @@ def _method_variant(method: dict, grid_point: dict, index: int) -> dict:
     return resolve_method(variant, f"methods[{index}]")
 
 
+def _check_names(suite: Suite, settings: list[Settings | None], problems: list) -> None:
+    """Dataset and model names must be registered (checked here so errors carry YAML paths)."""
+    from benchmark.engine.setup import known_datasets, known_models
+
+    for i, (entry, s) in enumerate(zip(suite.datasets, settings)):
+        if entry.name not in known_datasets():
+            problems.append((f"datasets[{i}].name", f"unknown dataset {entry.name!r}; allowed: {', '.join(known_datasets())}"))
+        if s is not None and s.model.name not in known_models():
+            where = f"datasets[{i}].model.name" if entry.model and "name" in entry.model else "defaults.model.name"
+            problems.append((where, f"unknown model {s.model.name!r}; allowed: {', '.join(known_models())}"))
+
+
 def expand(suite: Suite, file: str = "<suite>") -> list[Job]:
     problems: list[tuple[str, str]] = []
     methods = _methods(suite, problems)
     settings = [_settings_for(suite, i, problems) for i in range(len(suite.datasets))]
+    _check_names(suite, settings, problems)
     for key, values in suite.grid.items():
         if not values:
             problems.append((f"grid.{key}", "a grid needs at least one value"))
@@ -160,7 +174,8 @@ def expand(suite: Suite, file: str = "<suite>") -> list[Job]:
                 for s_point in _grid_points(suite.grid):
                     for seed in base.seeds:
                         raw = base.model_dump(exclude={"seeds"})
-                        raw.update(dataset=entry.model_dump(), method=variant, seed=seed, metrics=metrics)
+                        dataset = entry.model_dump(exclude=SETTINGS_FIELDS)
+                        raw.update(dataset=dataset, method=variant, seed=seed, metrics=metrics)
                         for key, value in s_point.items():
                             try:
                                 set_path(raw, key, value)
@@ -173,7 +188,7 @@ def expand(suite: Suite, file: str = "<suite>") -> list[Job]:
                         except (ValidationError, MethodProblems) as err:
                             found = err.problems if isinstance(err, MethodProblems) else pydantic_problems(err)
                             raise SuiteError(file, [(f"grid ({s_point})", f"{p}: {m}") for p, m in found]) from None
-                        job = Job(job_id(config), config, {**m_point, **s_point})
+                        job = Job(job_id(config), config, {**m_point, **s_point}, d_index)
                         if job.id not in seen:
                             seen.add(job.id)
                             jobs.append(job)

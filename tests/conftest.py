@@ -1,0 +1,20 @@
+"""Shared fixtures."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+# Test tensors are tiny: a thread pool only adds contention (and noise) to them.
+torch.set_num_threads(1)
+
+
+@pytest.fixture
+def data_root() -> Path:
+    root = os.environ.get("FEDBENCH_DATA")
+    if not root:
+        pytest.skip("FEDBENCH_DATA is not set: real-data tests need the shared datasets (bash .ci/run sets it)")
+    return Path(root)

@@ -1,0 +1,41 @@
+"""The command line: plan prints the job table, run prints the comparison, report reads results."""
+
+from __future__ import annotations
+
+from benchmark.cli import main
+from fedtest import REPO, tiny_suite, write_suite
+
+
+def test_plan_lists_every_job_with_its_id(tmp_path, capsys):
+    path = write_suite(tmp_path, tiny_suite(grid={"local.lr": [0.1, 0.2]}))
+    assert main(["plan", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "4 jobs" in out and out.count("FedACG") == 2 and "lam=0.85" in out
+
+
+def test_run_then_report_show_paper_beside_measured(tmp_path, capsys):
+    suite = tiny_suite()
+    suite["datasets"][0]["reference"] = {"source": "hand-made", "metrics": ["acc@4"], "rows": {"FedACG": [12.5]}}
+    path = write_suite(tmp_path, suite)
+    results = str(tmp_path / "results")
+    assert main(["run", str(path), "--no-tracking", "--results-dir", results]) == 0
+    first = capsys.readouterr().out
+    assert "acc@4 (paper)" in first and "12.50" in first and "finished" in first
+    assert main(["report", str(path), "--results-dir", results]) == 0
+    assert "12.50" in capsys.readouterr().out
+
+
+def test_report_without_results_exits_2(tmp_path, capsys):
+    path = write_suite(tmp_path, tiny_suite())
+    assert main(["report", str(path), "--results-dir", str(tmp_path / "none")]) == 2
+    assert "fedbench run" in capsys.readouterr().err
+
+
+def test_only_filter_and_missing_match(tmp_path, capsys):
+    path = write_suite(tmp_path, tiny_suite())
+    assert main(["run", str(path), "--no-tracking", "--only", "nothing-matches", "--results-dir", str(tmp_path)]) == 2
+
+
+def test_shipped_suites_validate():
+    for suite in sorted((REPO / "suites").glob("*.yaml")):
+        assert main(["plan", str(suite)]) == 0, suite.name

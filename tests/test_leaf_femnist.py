@@ -1,0 +1,82 @@
+"""LEAF FEMNIST from LEAF's JSON layout: generated fixtures, a missing path, and the shipped sample."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+
+import numpy as np
+import pytest
+
+from benchmark.cli import main
+from benchmark.data.leaf import load_femnist
+from benchmark.errors import DatasetMissing
+from fedtest import write_suite
+
+
+def write_leaf_shard(path, users: dict[str, int], rng, classes: int = 62):
+    blob = {"users": list(users), "num_samples": list(users.values()), "user_data": {
+        u: {"x": rng.random((n, 784)).round(3).tolist(), "y": rng.integers(0, classes, n).tolist()} for u, n in users.items()}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(blob))
+
+
+@pytest.fixture
+def femnist_root(tmp_path):
+    rng = np.random.default_rng(0)
+    base = tmp_path / "femnist" / "data"
+    write_leaf_shard(base / "train" / "all_data_0_train.json", {"f_a": 5, "f_b": 3}, rng)
+    write_leaf_shard(base / "train" / "all_data_1_train.json", {"f_c": 4, "f_nontest": 2}, rng)
+    write_leaf_shard(base / "test" / "all_data_0_test.json", {"f_a": 2, "f_b": 1, "f_c": 1}, rng)
+    return tmp_path
+
+
+def test_users_become_natural_clients(femnist_root):
+    src = load_femnist({}, femnist_root)
+    assert src.user_names == ["f_a", "f_b", "f_c"]  # users without test data are left out
+    assert src.train_x.shape == (12, 1, 28, 28) and src.test_x.shape == (4, 1, 28, 28)
+    assert src.train_users.tolist() == [0] * 5 + [1] * 3 + [2] * 4
+    assert src.num_classes == 62
+
+
+def test_a_suite_runs_on_leaf_json(femnist_root, tmp_path):
+    suite = {"name": "leaf", "defaults": {"rounds": 2, "num_clients": 3, "participation": {"rate": 1.0},
+                                          "local": {"steps": 2, "batch_size": 4}, "model": {"name": "femnist_cnn"}},
+             "datasets": [{"name": "femnist", "root": str(femnist_root), "split": {"kind": "natural"}}],
+             "methods": ["fedavg"]}
+    assert main(["run", str(write_suite(tmp_path, suite)), "--no-tracking", "--results-dir", str(tmp_path / "r")]) == 0
+
+
+def test_missing_dataset_says_what_to_put_where(tmp_path, capsys):
+    with pytest.raises(DatasetMissing) as err:
+        load_femnist({}, tmp_path / "nowhere")
+    assert "femnist/data" in str(err.value) and "LEAF" in str(err.value)
+    suite = {"name": "leaf", "datasets": [{"name": "femnist", "root": str(tmp_path / "nowhere"), "split": {"kind": "natural"}}],
+             "methods": ["fedavg"], "defaults": {"num_clients": 2, "model": {"name": "femnist_cnn"}}}
+    assert main(["run", str(write_suite(tmp_path, suite)), "--no-tracking", "--results-dir", str(tmp_path / "r")]) == 2
+    assert "femnist/data" in capsys.readouterr().err
+
+
+def test_malformed_shard_is_reported(tmp_path):
+    (tmp_path / "femnist" / "data" / "train").mkdir(parents=True)
+    (tmp_path / "femnist" / "data" / "test").mkdir(parents=True)
+    (tmp_path / "femnist" / "data" / "train" / "bad.json").write_text("{not json")
+    with pytest.raises(DatasetMissing, match="bad.json"):
+        load_femnist({}, tmp_path)
+
+
+@pytest.mark.realdata
+def test_shipped_femnist_sample_trains(data_root, tmp_path):
+    with tarfile.open(data_root / "femnist-leaf-sample.tar.gz") as tar:
+        tar.extractall(tmp_path / "data", filter="data")
+    src = load_femnist({}, tmp_path / "data")
+    assert len(src.user_names) == 105 and len(src.train_y) == 14708
+    suite = {"name": "femnist-real", "defaults": {"rounds": 3, "num_clients": 20, "participation": {"rate": 0.25},
+                                                  "local": {"epochs": 1, "batch_size": 32, "lr": 0.05},
+                                                  "model": {"name": "femnist_cnn"}},
+             "datasets": [{"name": "femnist", "root": str(tmp_path / "data"), "split": {"kind": "natural"}}],
+             "methods": ["fedavg"]}
+    results = tmp_path / "r"
+    assert main(["run", str(write_suite(tmp_path, suite)), "--no-tracking", "--results-dir", str(results)]) == 0
+    (summary,) = [json.loads(p.read_text()) for p in results.glob("femnist-real/*/summary.json")]
+    assert summary["status"] == "finished" and summary["final_acc"] > 100 / 62  # beats chance

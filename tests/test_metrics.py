@@ -1,0 +1,40 @@
+"""EMA smoothing, acc@R, rounds_to@X and bytes-to-target, computed by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmark.engine.metrics import acc_at, ema_series, rounds_to, summarise
+
+
+def records(accs, every=1, bytes_per_round=10):
+    ema = ema_series(accs)
+    return [{"round": (i + 1) * every, "test_acc": a, "ema_acc": e,
+             "bytes_down": bytes_per_round * (i + 1) * every, "bytes_up": 2 * bytes_per_round * (i + 1) * every}
+            for i, (a, e) in enumerate(zip(accs, ema))]
+
+
+def test_ema_starts_at_first_value_then_decays_by_point_nine():
+    assert ema_series([50.0, 60.0, 70.0]) == pytest.approx([50.0, 51.0, 52.9])
+
+
+def test_acc_at_and_rounds_to():
+    recs = records([10.0, 90.0, 90.0, 90.0])  # ema: 10, 18, 25.2, 31.68
+    assert acc_at(recs, 3) == pytest.approx(25.2)
+    assert acc_at(recs, 5) is None  # not reached
+    assert rounds_to(recs, 25.0) == 3
+    assert rounds_to(recs, 40.0) is None
+
+
+def test_acc_at_with_sparse_evaluation_uses_last_evaluated_round():
+    recs = records([10.0, 20.0], every=5)  # rounds 5, 10
+    assert acc_at(recs, 7) == pytest.approx(10.0)
+    assert acc_at(recs, 10) == pytest.approx(11.0)
+
+
+def test_summary_reports_not_reached_and_bytes_to_target():
+    recs = records([10.0, 90.0, 90.0, 90.0])
+    out = summarise(recs, ["acc@2", "rounds_to@25", "rounds_to@99"], rounds=4)
+    assert out["acc@2"] == pytest.approx(18.0)
+    assert out["rounds_to@25"] == 3 and out["bytes_to@25"] == 3 * 10 + 3 * 20
+    assert out["rounds_to@99"] == ">4" and out["bytes_to@99"] is None

@@ -1,0 +1,95 @@
+"""Bad suites fail with the file, the YAML path and what is allowed — and exit code 2 from the CLI."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmark.cli import main
+from benchmark.errors import SuiteError
+from benchmark.suite.expand import load_jobs
+from fedtest import tiny_suite, write_suite
+
+
+def problems_of(tmp_path, suite: dict) -> list[tuple[str, str]]:
+    path = write_suite(tmp_path, suite)
+    with pytest.raises(SuiteError) as err:
+        load_jobs(path)
+    assert str(path) in str(err.value)
+    return err.value.problems
+
+
+def test_unknown_server_parameter_names_its_path(tmp_path):
+    suite = tiny_suite(methods=["fedavg", "fedprox", {"preset": "fedacg", "server": {"lamda": 0.9}}])
+    (path, msg), = problems_of(tmp_path, suite)
+    assert path == "methods[2].server.lamda" and "unknown parameter" in msg
+
+
+def test_out_of_range_parameter(tmp_path):
+    suite = tiny_suite(methods=["fedavg", "fedprox", {"preset": "fedacg", "server": {"lam": 1.5}}])
+    (path, msg), = problems_of(tmp_path, suite)
+    assert path == "methods[2].server.lam" and "less than 1" in msg
+
+
+def test_unknown_preset_lists_the_known_ones(tmp_path):
+    (path, msg), = problems_of(tmp_path, tiny_suite(methods=["fedavg", "fedsgd"]))
+    assert path == "methods[1].preset" and "fedacg" in msg and "fedavg" in msg
+
+
+def test_wrong_type_and_wrong_literal(tmp_path):
+    suite = tiny_suite()
+    suite["defaults"]["rounds"] = "many"
+    suite["datasets"][0]["split"] = {"kind": "dirichelt"}
+    found = dict(problems_of(tmp_path, suite))
+    assert "datasets[0].split.kind" in found and "'iid'" in found["datasets[0].split.kind"]
+    suite["datasets"][0]["split"] = {"kind": "natural"}
+    found = dict(problems_of(tmp_path, suite))
+    assert "defaults.rounds" in found and "integer" in found["defaults.rounds"]
+
+
+def test_misspelled_field_and_missing_alpha(tmp_path):
+    suite = tiny_suite()
+    suite["defaults"]["local"]["learning_rate"] = 0.1
+    found = dict(problems_of(tmp_path, suite))
+    assert "defaults.local.learning_rate" in found
+    suite = tiny_suite()
+    suite["datasets"][0]["split"] = {"kind": "dirichlet"}
+    found = dict(problems_of(tmp_path, suite))
+    assert any("alpha" in m for m in found.values())
+
+
+def test_unknown_dataset_and_model(tmp_path):
+    suite = tiny_suite()
+    suite["datasets"][0]["name"] = "mnist9"
+    suite["defaults"]["model"] = {"name": "resnet1000"}
+    found = dict(problems_of(tmp_path, suite))
+    assert "synthetic" in found["datasets[0].name"]
+    assert "logistic" in found["defaults.model.name"]
+
+
+def test_epochs_and_steps_are_exclusive(tmp_path):
+    suite = tiny_suite()
+    suite["defaults"]["local"] = {"epochs": 2, "steps": 10}
+    found = dict(problems_of(tmp_path, suite))
+    assert any("exactly one of local.epochs or local.steps" in m for m in found.values())
+
+
+def test_bad_grid_key(tmp_path):
+    found = dict(problems_of(tmp_path, tiny_suite(grid={"lokal.lr": [0.1]})))
+    assert "grid.lokal.lr" in found
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("name: x\nmethods: [fedavg\n")
+    with pytest.raises(SuiteError) as err:
+        load_jobs(path)
+    assert "line" in str(err.value)
+
+
+def test_cli_exits_2_with_a_message_and_no_traceback(tmp_path, capsys):
+    suite = tiny_suite(methods=["fedavg", "fedprox", {"preset": "fedacg", "server": {"lam": "high"}}])
+    path = write_suite(tmp_path, suite)
+    assert main(["plan", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "methods[2].server.lam" in err and str(path.name) in err and "Traceback" not in err
+    assert main(["run", str(tmp_path / "missing.yaml"), "--no-tracking"]) == 2
