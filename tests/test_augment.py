@@ -18,15 +18,6 @@ CIFAR_LIKE = AugmentConfig(crop_padding=2, flip=True, rotate_degrees=10)
 MEAN, STD = (0.5, 0.4, 0.3), (0.25, 0.2, 0.1)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: intra-op threads only add contention on a shared CPU."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
