@@ -1,6 +1,9 @@
 """LEAF's FEMNIST CNN: two 5x5 conv layers (32, 64 channels, 'same' padding) each followed by
 2x2 max-pool, a 2048-unit dense layer and the 62-way output. `norm: group` adds GroupNorm after
-each convolution, as in the FedACG code's variant."""
+each convolution, as in the FedACG code's variant.
+
+Stages (FedMLB levels, L = 3): conv block 1, conv block 2, fc1; the penultimate feature is the
+2048-d fc1 output, the head is fc2."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import torch
 from torch import nn
 
 from benchmark.models.registry import register_model
+from benchmark.models.staged import Stage, StagedModel
 
 
 def _norm(kind: str, channels: int, groups: int) -> nn.Module:
@@ -18,7 +22,7 @@ def _norm(kind: str, channels: int, groups: int) -> nn.Module:
     raise ValueError(f"norm must be 'none' or 'group', got {kind!r}")
 
 
-class FemnistCNN(nn.Module):
+class FemnistCNN(StagedModel):
     def __init__(self, input_shape, num_classes: int = 62, norm: str = "none", groups: int = 2):
         super().__init__()
         channels, height, width = input_shape
@@ -29,12 +33,20 @@ class FemnistCNN(nn.Module):
         self.fc1 = nn.Linear(64 * (height // 4) * (width // 4), 2048)
         self.fc2 = nn.Linear(2048, num_classes)
 
-    def forward(self, x, features: bool = False):
-        x = torch.max_pool2d(torch.relu(self.norm1(self.conv1(x))), 2)
-        x = torch.max_pool2d(torch.relu(self.norm2(self.conv2(x))), 2)
-        z = torch.relu(self.fc1(x.flatten(1)))
-        logits = self.fc2(z)
-        return (logits, z) if features else logits
+    def _block1(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.max_pool2d(torch.relu(self.norm1(self.conv1(x))), 2)
+
+    def _block2(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.max_pool2d(torch.relu(self.norm2(self.conv2(x))), 2)
+
+    def _dense(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.fc1(x.flatten(1)))
+
+    def stage_fns(self) -> list[Stage]:
+        return [self._block1, self._block2, self._dense]
+
+    def head(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.fc2(h), h
 
 
 @register_model("femnist_cnn")
