@@ -20,17 +20,11 @@ Preprocessor = Callable[[torch.Tensor, bool, "torch.Generator | None"], torch.Te
 
 
 def default_preprocess(src: SourceData) -> Preprocessor:
-    mean = torch.tensor(src.mean).view(1, -1, 1, 1) if src.mean else None
-    std = torch.tensor(src.std).view(1, -1, 1, 1) if src.std else None
-
-    def prep(x: torch.Tensor, train: bool, gen) -> torch.Tensor:
-        if x.dtype == torch.uint8:
-            x = x.float().div_(255)
-            if mean is not None:
-                x = (x - mean.to(x.device)) / std.to(x.device)
-        return x
-
-    return prep
+    """Vectors and token sequences go to the model as they are; images (kind "image") get the
+    device-side pipeline of data/augment.py, registered in engine.setup.PREPROCESSORS."""
+    if src.kind == "image":
+        raise ValueError("image sources use the preprocessor registered for kind 'image' (benchmark.data.augment)")
+    return lambda x, train, gen: x
 
 
 @dataclass

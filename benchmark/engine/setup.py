@@ -73,6 +73,6 @@ def build_simulation(job: JobConfig, device: str = "cpu") -> Simulation:
     try:
         model = build_model(job.model.name, data.src.input_shape, data.src.num_classes,
                             job.model.params, job.model.init, job.seed)
-    except TypeError as err:
+    except (TypeError, ValueError) as err:
         raise UserError(f"model {job.model.name!r}: bad params {job.model.params}: {err}") from None
     return Simulation(job, data, model, device)

@@ -48,12 +48,14 @@ class ParamSpec:
         return torch.cat([tensors[n].reshape(-1) for n in self.names])
 
     def unflatten(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Named views into `flat` (last dimension); leading batch dimensions are kept."""
+        """Named views into `flat` (last dimension); leading batch dimensions are kept.
+
+        One `split` rather than a slice per tensor: the backward of many slices materialises a
+        full-size zero gradient per parameter tensor (13x slower for ResNet-18 on CPU).
+        """
         lead = flat.shape[:-1]
-        return {
-            name: flat[..., sl].reshape(*lead, *shape)
-            for (name, sl), shape in zip(self.slices(), self.shapes)
-        }
+        pieces = flat.split(self.numels, dim=-1)
+        return {name: piece.reshape(*lead, *shape) for name, piece, shape in zip(self.names, pieces, self.shapes)}
 
 
 def flat_params(model: nn.Module) -> torch.Tensor:
