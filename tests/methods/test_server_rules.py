@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from methods_support import (CLASSES, DIM, LR, WD, ce, client_xy, close, logistic_logits, make_sim, random_init,
+from methods_support import (CLASSES, DIM, LR, ce, client_xy, close, logistic_logits, make_sim, random_init,
                              reference_local)
 
 P = DIM * CLASSES + CLASSES
