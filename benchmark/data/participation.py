@@ -1,5 +1,12 @@
 """Which clients take part in each round. The draw depends only on (seed, round, settings),
-never on the method, so every method of a suite sees the same clients."""
+never on the method, so every method of a suite sees the same clients.
+
+Dynamic pools (FedACG Table 3): every `every` rounds the candidate pool changes —
+`resample` draws a fresh pool of `size` out of N; `replace` keeps a pool whose members are each
+replaced, with probability `replace_prob`, by a client from outside the pool. Each round's
+participants are drawn from the current pool. The pool of any round is recomputed from round 0
+(one cheap draw per pool period), so resumed runs see exactly the same clients.
+"""
 
 from __future__ import annotations
 
@@ -12,15 +19,38 @@ def clients_per_round(rate: float, num_clients: int) -> int:
     return max(1, int(round(rate * num_clients)))
 
 
+def pool_members(seed: int, rnd: int, num_clients: int, pool) -> np.ndarray:
+    """Sorted ids of the candidate pool in force at round `rnd`."""
+    size = min(pool.size, num_clients)
+    period = rnd // pool.every
+    if pool.mode == "resample":
+        return np.sort(numpy_rng(seed, Stream.POOL, period).choice(num_clients, size, replace=False))
+    members = numpy_rng(seed, Stream.POOL, 0).choice(num_clients, size, replace=False)
+    for p in range(1, period + 1):
+        rng = numpy_rng(seed, Stream.POOL, p)
+        leaving = rng.random(size) < pool.replace_prob
+        outside = np.setdiff1d(np.arange(num_clients), members)
+        # only as many replacements as there are outsiders; the rest stay
+        leaving[np.flatnonzero(leaving)[len(outside):]] = False
+        members = members.copy()
+        members[leaving] = rng.choice(outside, int(leaving.sum()), replace=False)
+    return np.sort(members)
+
+
 def sample_clients(seed: int, rnd: int, num_clients: int, cfg) -> list[int]:
-    """Sorted client ids participating in round `rnd` (ALGORITHMS.md, Client participation)."""
+    """Sorted client ids participating in round `rnd` (ALGORITHMS.md, Client participation).
+
+    M = round(rate·N) is always relative to all N clients, also when drawing from a pool.
+    """
     rng = numpy_rng(seed, Stream.SAMPLING, rnd)
+    candidates = pool_members(seed, rnd, num_clients, cfg.pool) if cfg.pool else np.arange(num_clients)
     if cfg.mode == "fixed":
-        chosen = rng.choice(num_clients, clients_per_round(cfg.rate, num_clients), replace=False)
+        count = min(clients_per_round(cfg.rate, num_clients), len(candidates))
+        chosen = rng.choice(candidates, count, replace=False)
     elif cfg.mode == "bernoulli":
         chosen = np.array([], dtype=int)
         while len(chosen) == 0:  # resample if nobody is active
-            chosen = np.flatnonzero(rng.random(num_clients) < cfg.rate)
+            chosen = candidates[rng.random(len(candidates)) < cfg.rate]
     else:
         raise ValueError(f"unknown participation mode {cfg.mode!r}")
     return sorted(int(c) for c in chosen)

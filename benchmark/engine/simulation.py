@@ -71,7 +71,7 @@ class Simulation:
     # -- one round ------------------------------------------------------------------------
     def round_info(self, t: int) -> RoundInfo:
         lr = self.job.local.lr * self.job.local.lr_decay**t
-        return RoundInfo(round=t, lr=lr, num_clients=self.data.num_clients, spec=self.spec)
+        return RoundInfo(round=t, lr=lr, num_clients=self.data.num_clients, spec=self.spec, base_lr=self.job.local.lr)
 
     def run_round(self, t: int) -> float:
         """Advance from round t to t+1; returns the participants' weighted mean training loss."""

@@ -33,6 +33,7 @@ class RoundInfo:
     lr: float  # local learning rate of this round (after round decay)
     num_clients: int  # N: all clients of the federation
     spec: ParamSpec
+    base_lr: float | None = None  # η_0 before any decay (FedDC's drift scale); None: use lr
 
 
 @dataclass

@@ -21,16 +21,34 @@ def _preset(label: str, server: dict, client: list[dict] | None = None, uplink: 
     }
 
 
+QSGD = {"codec": "qsgd", "bits": 4}
+ACG_PROX = {"term": "prox", "mu": 1e-2}  # FedACG's regulariser toward the lookahead (paper's best β)
+
 PRESETS: dict[str, dict] = {
     "fedavg": _preset("FedAvg", {"rule": "average"}),
     "fedprox": _preset("FedProx", {"rule": "average"}, [{"term": "prox", "mu": 1e-3}]),
     "fedavgm": _preset("FedAvgM", {"rule": "momentum", "beta": 0.4}),
-    "fedacg": _preset("FedACG", {"rule": "acg", "lam": 0.85}, [{"term": "prox", "mu": 1e-2}]),
+    "fedadam": _preset("FedAdam", {"rule": "adam"}),
+    "feddyn": _preset("FedDyn", {"rule": "dyn", "alpha": 1e-2}, [{"term": "dyn", "alpha": 1e-2}]),
+    "scaffold": _preset("SCAFFOLD", {"rule": "scaffold"}, [{"term": "scaffold"}]),
+    "moon": _preset("MOON", {"rule": "average"}, [{"term": "moon", "mu": 1.0, "tau": 0.5}]),
+    "fedcm": _preset("FedCM", {"rule": "fedcm"}, [{"term": "fedcm", "alpha": 0.1}]),
+    "fedmlb": _preset("FedMLB", {"rule": "average"}, [{"term": "mlb"}]),
+    "fedlc": _preset("FedLC", {"rule": "average"}, [{"term": "lc", "tau": 1.0}]),
+    "fedntd": _preset("FedNTD", {"rule": "average"}, [{"term": "ntd", "beta": 0.3, "temperature": 1.0}]),
+    "feddecorr": _preset("FedDecorr", {"rule": "average"}, [{"term": "decorr", "beta": 0.01}]),
+    "feddc": _preset("FedDC", {"rule": "feddc"}, [{"term": "feddc", "alpha": 1e-2}]),
+    "fedacg": _preset("FedACG", {"rule": "acg", "lam": 0.85}, [dict(ACG_PROX)]),
+    "fedagm": _preset(
+        "FedAGM", {"rule": "agm", "lam": 0.85, "tau": 1.0}, [{"term": "ce_scale", "alpha": 1.0}, {"term": "prox", "mu": 1e-3}]
+    ),
+    "fedpaq": _preset("FedPAQ", {"rule": "average"}, uplink=dict(QSGD)),
 }
 
 # Modifiers usable after '+': they replace the server rule and/or add terms or codecs.
 MODIFIERS: dict[str, dict] = {
-    "acg": {"label": "ACG", "server": {"rule": "acg", "lam": 0.85}, "client": [{"term": "prox", "mu": 1e-2}]},
+    "acg": {"label": "ACG", "server": {"rule": "acg", "lam": 0.85}, "client": [dict(ACG_PROX)]},
+    "paq": {"label": "PAQ", "uplink": dict(QSGD)},
 }
 
 

@@ -2,10 +2,22 @@
 
 Kept off the training device: a client's tensors are moved to the device when it trains and
 back after. A client never seen before (dynamic pools) starts from empty state.
+
+Two backends with one interface (get / put / in / len / state_dict / load_state_dict):
+- `ClientStateStore`: a dict in host memory (default);
+- `MemmapClientStateStore`: one float32 memory-mapped file of N x P per state name, allocated on
+  first use, with a `present` mask per name — for e.g. 500 clients x ResNet-18 (≈ 22 GB per
+  model-sized state), which need neither device nor host memory.
+`make_client_store(kind, ...)` picks one.
 """
 
 from __future__ import annotations
 
+import re
+import tempfile
+from pathlib import Path
+
+import numpy as np
 import torch
 
 
@@ -33,3 +45,69 @@ class ClientStateStore:
 
     def load_state_dict(self, data: dict) -> None:
         self._data = {int(k): dict(v) for k, v in data.items()}
+
+
+class MemmapClientStateStore:
+    """Client state in memory-mapped files under `directory`: `<name>.f32` (N x P float32) and
+    `<name>.present` (N bools). Files persist, so a checkpoint only records the directory."""
+
+    def __init__(self, num_clients: int, directory: str | Path | None = None):
+        self.num_clients = num_clients
+        self.directory = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="fedbench-client-state-"))
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._values: dict[str, np.memmap] = {}
+        self._present: dict[str, np.memmap] = {}
+        self._shapes: dict[str, tuple[int, ...]] = {}
+
+    def _file(self, name: str, suffix: str) -> Path:
+        return self.directory / (re.sub(r"[^A-Za-z0-9_.-]", "_", name) + suffix)
+
+    def _open(self, name: str, shape: tuple[int, ...], create: bool) -> None:
+        size = int(np.prod(shape))
+        mode = "w+" if create else "r+"
+        self._values[name] = np.memmap(self._file(name, ".f32"), np.float32, mode, shape=(self.num_clients, size))
+        self._present[name] = np.memmap(self._file(name, ".present"), np.bool_, mode, shape=(self.num_clients,))
+        self._shapes[name] = shape
+
+    def get(self, client: int, device) -> dict[str, torch.Tensor]:
+        out = {}
+        for name, present in self._present.items():
+            if present[client]:
+                row = torch.from_numpy(np.array(self._values[name][client]))
+                out[name] = row.view(self._shapes[name]).to(device)
+        return out
+
+    def put(self, client: int, state: dict[str, torch.Tensor]) -> None:
+        for name, tensor in state.items():
+            if name not in self._values:
+                self._open(name, tuple(tensor.shape), create=True)
+            self._values[name][client] = tensor.detach().to("cpu", torch.float32).reshape(-1).numpy()
+            self._present[name][client] = True
+
+    def __contains__(self, client: int) -> bool:
+        return any(bool(p[client]) for p in self._present.values())
+
+    def __len__(self) -> int:
+        if not self._present:
+            return 0
+        return int(np.logical_or.reduce([np.asarray(p) for p in self._present.values()]).sum())
+
+    def state_dict(self) -> dict:
+        for arr in (*self._values.values(), *self._present.values()):
+            arr.flush()
+        return {"__memmap__": str(self.directory), "shapes": {k: list(v) for k, v in self._shapes.items()}}
+
+    def load_state_dict(self, data: dict) -> None:
+        self.directory = Path(data["__memmap__"])
+        self._values, self._present, self._shapes = {}, {}, {}
+        for name, shape in data["shapes"].items():
+            self._open(name, tuple(shape), create=False)
+
+
+def make_client_store(kind: str = "memory", num_clients: int = 0, directory: str | Path | None = None):
+    """`memory` (default) or `memmap` (needs num_clients; files under `directory`, default a temp dir)."""
+    if kind == "memory":
+        return ClientStateStore()
+    if kind == "memmap":
+        return MemmapClientStateStore(num_clients, directory)
+    raise ValueError(f"unknown client state store {kind!r}; choose 'memory' or 'memmap'")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from benchmark.fl.base import ClientContext, ClientTerm, StrictParams
+from benchmark.fl.losses import sq_dist
 from benchmark.fl.registry import CLIENT_TERMS
 
 
@@ -27,4 +28,4 @@ class Prox(ClientTerm):
         if self.p.mu == 0:
             return None
         scale = 0.5 if self.p.halved else 1.0
-        return scale * self.p.mu * (w - ctx.start).pow(2).sum()
+        return scale * self.p.mu * sq_dist(w, ctx.start)

@@ -1,0 +1,33 @@
+"""FedAdam (Reddi et al.): the aggregate update Δ̄ is fed to an Adam-like server optimiser."""
+
+from __future__ import annotations
+
+import torch
+from pydantic import Field
+
+from benchmark.fl.base import RoundInfo, ServerRule, StrictParams, Uploads
+from benchmark.fl.registry import SERVER_RULES
+
+
+class AdamParams(StrictParams):
+    global_lr: float = Field(0.01, gt=0, description="η_g")
+    beta1: float = Field(0.9, ge=0, lt=1)
+    beta2: float = Field(0.99, ge=0, lt=1)
+    tau: float = Field(1e-3, gt=0, description="adaptivity τ; also v₀ = τ²")
+
+
+@SERVER_RULES.register
+class Adam(ServerRule):
+    """m ← β1 m + (1−β1)Δ̄ ; v ← β2 v + (1−β2)Δ̄² ; θ ← θ + η_g m/(√v + τ) (no bias correction)."""
+
+    name = "adam"
+    Params = AdamParams
+
+    def init_state(self, theta):
+        return {"m": torch.zeros_like(theta), "v": torch.full_like(theta, self.p.tau**2)}
+
+    def update(self, theta, state, sent, up: Uploads, rnd: RoundInfo):
+        d = up.mean()
+        m = self.p.beta1 * state["m"] + (1 - self.p.beta1) * d
+        v = self.p.beta2 * state["v"] + (1 - self.p.beta2) * d * d
+        return theta + self.p.global_lr * m / (v.sqrt() + self.p.tau), {"m": m, "v": v}

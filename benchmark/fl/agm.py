@@ -1,0 +1,45 @@
+"""FedAGM (Kim et al.): lookahead broadcast x = θ + λm with m = θ_t − θ_{t−1}, client loss
+α·CE + (β/2)‖w − x‖² (the `ce_scale` and `prox` terms), server θ ← τ·mean(w_i) + (1−τ)·x."""
+
+from __future__ import annotations
+
+import torch
+from pydantic import Field
+
+from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo, ServerRule, StrictParams, Uploads
+from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
+
+
+class AgmParams(StrictParams):
+    lam: float = Field(0.85, ge=0, lt=1, description="λ: lookahead distance along the last global move")
+    tau: float = Field(1.0, gt=0, le=1, description="τ: weight of the clients' average vs the lookahead")
+
+
+@SERVER_RULES.register
+class AgmServer(ServerRule):
+    name = "agm"
+    Params = AgmParams
+
+    def init_state(self, theta):
+        return {"m": torch.zeros_like(theta)}
+
+    def broadcast(self, theta, state, rnd):
+        return {"model": theta + self.p.lam * state["m"]}
+
+    def update(self, theta, state, sent, up: Uploads, rnd: RoundInfo):
+        x = sent["model"]
+        new = self.p.tau * (x + up.mean()) + (1 - self.p.tau) * x
+        return new, {"m": new - theta}
+
+
+class CeScaleParams(StrictParams):
+    alpha: float = Field(1.0, gt=0, description="multiplier on the cross-entropy")
+
+
+@CLIENT_TERMS.register
+class CeScale(ClientTerm):
+    name = "ce_scale"
+    Params = CeScaleParams
+
+    def ce_weight(self, ctx: ClientContext) -> float:
+        return self.p.alpha

@@ -1,0 +1,49 @@
+"""FedDyn (Acar et al.): a dynamic linear + quadratic regulariser per client, and a server
+correction h that tracks the clients' drift.
+
+Client: CE − ⟨h_i, w⟩ + (α/2)‖w − θ‖²; afterwards h_i ← h_i − α(w − θ).
+Server: h ← h − (α/N) Σ_S (w_i − θ) ; θ ← mean_S(w_i) − h/α  (plain mean over participants).
+The server and client α must agree; the preset sets both.
+"""
+
+from __future__ import annotations
+
+import torch
+from pydantic import Field
+
+from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo, ServerRule, StrictParams, Uploads
+from benchmark.fl.losses import sq_dist, state_or_zeros
+from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
+
+
+class DynParams(StrictParams):
+    alpha: float = Field(1e-2, gt=0, description="α (paper grid 1e-3, 1e-2, 1e-1)")
+
+
+@SERVER_RULES.register
+class DynServer(ServerRule):
+    name = "dyn"
+    Params = DynParams
+
+    def init_state(self, theta):
+        return {"h": torch.zeros_like(theta)}
+
+    def update(self, theta, state, sent, up: Uploads, rnd: RoundInfo):
+        deltas = up.messages["delta"]  # w_i − θ (every client started from θ)
+        h = state["h"] - (self.p.alpha / rnd.num_clients) * deltas.sum(0)
+        return theta + deltas.mean(0) - h / self.p.alpha, {"h": h}
+
+
+@CLIENT_TERMS.register
+class DynTerm(ClientTerm):
+    name = "dyn"
+    Params = DynParams
+    KEY = "dyn.h"
+
+    def loss(self, ctx: ClientContext, w, out, x, y):
+        h = state_or_zeros(ctx.state, self.KEY, w)
+        return -(h * w).sum() + 0.5 * self.p.alpha * sq_dist(w, ctx.start)
+
+    def finish(self, ctx: ClientContext, w):
+        h = state_or_zeros(ctx.state, self.KEY, w)
+        ctx.state[self.KEY] = h - self.p.alpha * (w - ctx.start)

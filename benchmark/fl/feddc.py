@@ -1,0 +1,76 @@
+"""FedDC (Gao et al.): local drift variables h_i decouple each client's model from the global one,
+plus a SCAFFOLD-like gradient correction G.
+
+With ω̃_i = n_i N / Σn and α_i = α/ω̃_i, the client minimises
+    CE + (α_i/2)‖w − (θ − h_i)‖² + ⟨w, G/ω̃_i − G_i⟩
+and afterwards, with Δ = w − θ: h_i ← h_i + Δ, G_i⁺ = G_i − G/ω̃_i − Δ/(K η_0).
+Uplink: Δ and ω̃_i (G_i⁺ − G_i) (2 messages). The client rule reads G, so G is broadcast with θ
+(2 messages down; ALGORITHMS.md's table counts 1 — that table ignores the G it uses).
+Server: G ← G + (1/N) Σ_S ω̃_i (G_i⁺ − G_i) ; θ ← mean_S(w_i) + mean_{all N}(h_i), where the
+mean of all h_i is tracked from the uploaded Δ (h_i moves by exactly Δ_i; h_i starts at 0).
+"""
+
+from __future__ import annotations
+
+import torch
+from pydantic import Field
+
+from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo, ServerRule, StrictParams, Uploads
+from benchmark.fl.losses import sq_dist, state_or_zeros
+from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
+
+GLOBAL_GRAD = "drift_grad"  # broadcast name of G
+GRAD_DELTA = "drift_grad_delta"  # uplink name of ω̃_i (G_i⁺ − G_i)
+
+
+@SERVER_RULES.register
+class FedDCServer(ServerRule):
+    name = "feddc"
+
+    def init_state(self, theta):
+        return {"G": torch.zeros_like(theta), "h_mean": torch.zeros_like(theta)}
+
+    def broadcast(self, theta, state, rnd):
+        return {"model": theta, GLOBAL_GRAD: state["G"]}
+
+    def update(self, theta, state, sent, up: Uploads, rnd: RoundInfo):
+        deltas = up.messages["delta"]
+        h_mean = state["h_mean"] + deltas.sum(0) / rnd.num_clients
+        G = state["G"] + up.messages[GRAD_DELTA].sum(0) / rnd.num_clients
+        return theta + deltas.mean(0) + h_mean, {"G": G, "h_mean": h_mean}
+
+
+class FedDCParams(StrictParams):
+    alpha: float = Field(1e-2, gt=0, description="α: strength of the drift-decoupled penalty")
+
+
+@CLIENT_TERMS.register
+class FedDCTerm(ClientTerm):
+    name = "feddc"
+    Params = FedDCParams
+    H, G = "feddc.h", "feddc.G"
+
+    @staticmethod
+    def relative_weight(ctx: ClientContext) -> float:
+        """ω̃_i = n_i N / Σ n (1 for equal client sizes)."""
+        return ctx.num_samples * ctx.rnd.num_clients / ctx.total_samples
+
+    def begin(self, ctx: ClientContext) -> None:
+        wt = self.relative_weight(ctx)
+        h = state_or_zeros(ctx.state, self.H, ctx.start)
+        g_i = state_or_zeros(ctx.state, self.G, ctx.start)
+        ctx.scratch["feddc"] = (wt, ctx.start - h, ctx.received[GLOBAL_GRAD] / wt - g_i)
+
+    def loss(self, ctx: ClientContext, w, out, x, y):
+        wt, anchor, linear = ctx.scratch["feddc"]
+        return 0.5 * (self.p.alpha / wt) * sq_dist(w, anchor) + (w * linear).sum()
+
+    def finish(self, ctx: ClientContext, w):
+        wt = ctx.scratch["feddc"][0]
+        delta = w - ctx.start
+        lr0 = ctx.rnd.base_lr if ctx.rnd.base_lr is not None else ctx.rnd.lr
+        g_i = state_or_zeros(ctx.state, self.G, w)
+        g_new = g_i - ctx.received[GLOBAL_GRAD] / wt - delta / (ctx.steps * lr0)
+        ctx.state[self.H] = state_or_zeros(ctx.state, self.H, w) + delta
+        ctx.state[self.G] = g_new
+        ctx.messages[GRAD_DELTA] = wt * (g_new - g_i)

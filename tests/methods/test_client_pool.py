@@ -1,0 +1,63 @@
+"""Dynamic client pools: members only, same clients for every method, replace mode, resume."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from benchmark.data.participation import pool_members, sample_clients
+from benchmark.engine import client_round
+from benchmark.engine.simulation import TRAINERS
+from benchmark.suite.schema import Participation
+from methods_support import make_sim
+
+N = 500
+
+
+def cfg(**pool) -> Participation:
+    return Participation(rate=0.02, pool={"size": 250, "every": 100, **pool})
+
+
+def test_participants_come_from_the_pool_and_pool_changes_every_period():
+    c = cfg()
+    for t in (0, 57, 99, 100, 250):
+        members = set(pool_members(0, t, N, c.pool).tolist())
+        chosen = sample_clients(0, t, N, c)
+        assert len(members) == 250 and len(chosen) == 10 and set(chosen) <= members
+    assert np.array_equal(pool_members(0, 0, N, c.pool), pool_members(0, 99, N, c.pool))
+    assert not np.array_equal(pool_members(0, 99, N, c.pool), pool_members(0, 100, N, c.pool))
+
+
+def test_replace_mode_changes_about_q_of_the_members():
+    q = 0.3
+    c = cfg(mode="replace", replace_prob=q)
+    fractions = []
+    for period in range(1, 21):
+        before = set(pool_members(0, 100 * period - 1, N, c.pool).tolist())
+        after = set(pool_members(0, 100 * period, N, c.pool).tolist())
+        assert len(after) == 250
+        fractions.append(len(before - after) / 250)
+    assert abs(np.mean(fractions) - q) < 0.03  # 20 periods x 250 members: std ≈ 0.007
+
+
+def test_pool_is_derivable_for_any_round():
+    c = cfg(mode="replace", replace_prob=0.5, every=3)
+    first = [sample_clients(7, t, 40, c) for t in range(12)]
+    again = [sample_clients(7, t, 40, c) for t in reversed(range(12))][::-1]
+    assert first == again
+
+
+def test_two_methods_see_the_same_clients(monkeypatch):
+    seen: dict[str, list] = {"fedavg": [], "scaffold": []}
+    pool = {"size": 2, "every": 2}
+
+    for method in seen:
+        def spy(sim, chosen, rnd, received, method=method):
+            seen[method].append(list(chosen))
+            return client_round.train_sequential(sim, chosen, rnd, received)
+
+        monkeypatch.setitem(TRAINERS, "sequential", spy)
+        sim = make_sim(method, sizes=(3, 4, 3, 5, 4), rate=0.2, pool=pool)
+        for t in range(6):
+            sim.run_round(t)
+    assert seen["fedavg"] == seen["scaffold"]
+    assert len({c for r in seen["fedavg"] for c in r}) > 1
