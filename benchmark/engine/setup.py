@@ -66,7 +66,7 @@ def federated_data(job: JobConfig) -> FederatedData:
     return FederatedData(src, list(clients), factory(src, job) if factory else default_preprocess(src))
 
 
-def build_simulation(job: JobConfig, device: str = "cpu") -> Simulation:
+def build_simulation(job: JobConfig, device: str = "cpu", state_dir=None) -> Simulation:
     data = federated_data(job)
     if job.model.name not in known_models():
         raise UserError(f"unknown model {job.model.name!r}; known: {', '.join(known_models())}")
@@ -75,4 +75,4 @@ def build_simulation(job: JobConfig, device: str = "cpu") -> Simulation:
                             job.model.params, job.model.init, job.seed)
     except (TypeError, ValueError) as err:
         raise UserError(f"model {job.model.name!r}: bad params {job.model.params}: {err}") from None
-    return Simulation(job, data, model, device)
+    return Simulation(job, data, model, device, state_dir)

@@ -4,6 +4,7 @@ objects and reports each evaluated round through a callback."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import torch
@@ -18,7 +19,7 @@ from benchmark.engine.rng import Stream, generator
 from benchmark.fl.base import RoundInfo, Uploads
 from benchmark.fl.flat import ParamSpec, flat_params
 from benchmark.fl.method import Method
-from benchmark.fl.state import ClientStateStore
+from benchmark.fl.state import make_client_store
 from benchmark.suite.schema import JobConfig
 
 
@@ -39,7 +40,8 @@ TRAINERS: dict = {"sequential": train_sequential}
 
 
 class Simulation:
-    def __init__(self, job: JobConfig, data: FederatedData, model: nn.Module, device: str = "cpu"):
+    def __init__(self, job: JobConfig, data: FederatedData, model: nn.Module, device: str = "cpu",
+                 state_dir: Path | None = None):
         self.job = job
         self.device = torch.device(device)
         self.data = data.to(self.device)
@@ -47,7 +49,7 @@ class Simulation:
         self.spec = ParamSpec.of(self.model)
         self.forward = make_forward(self.model, self.spec, job.precision)
         self.method = Method.build(job.method)
-        self.clients = ClientStateStore()
+        self.clients = make_client_store(job.client_state, data.num_clients, state_dir)
         self.sizes = self.data.sizes()
         theta = flat_params(self.model).to(self.device)
         self.progress = Progress(theta=theta, server_state=self.method.server.init_state(theta))

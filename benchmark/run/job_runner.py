@@ -3,6 +3,7 @@ metrics as they come, and finish with summary.json and final_model.pt."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from typing import Callable
 
@@ -22,7 +23,7 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
     """Run (or resume) `job`; returns its summary. `stop_after` stops early (tests, CI smoke)."""
     tracker = tracker or NullTracker()
     start = time.time()
-    sim = build_simulation(job.config, device)
+    sim = build_simulation(job.config, device, jobdir.path / "client_state")
     config = job_config_json(job, suite)
     atomic_write_json(jobdir.config, config)
 
@@ -79,7 +80,8 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
         "wall_time_s": round(time.time() - start, 3),
     }
     atomic_write_json(jobdir.summary, summary)
-    if done:
+    if done:  # resume material is no longer needed (memmap client state can be large)
         jobdir.checkpoint.unlink(missing_ok=True)
+        shutil.rmtree(jobdir.path / "client_state", ignore_errors=True)
     tracker.end_job(summary, [jobdir.config, jobdir.metrics, jobdir.summary])
     return summary

@@ -121,6 +121,9 @@ class Settings(Strict):
     execution: Literal["sequential", "vectorised"] = Field(
         "sequential", description="train a round's clients one by one, or together under torch.func.vmap (same numbers)"
     )
+    client_state: Literal["memory", "memmap"] = Field(
+        "memory", description="where per-client state lives: host memory, or memory-mapped files in the job's folder"
+    )
 
     @field_validator("metrics")
     @classmethod
@@ -151,6 +154,7 @@ class DatasetEntry(Strict):
     precision: str | None = None
     checkpoint_every: int | None = None
     execution: str | None = None
+    client_state: str | None = None
 
 
 class Suite(Strict):
@@ -178,3 +182,4 @@ class JobConfig(Strict):
     precision: Literal["fp32", "bf16", "fp16"]
     checkpoint_every: int
     execution: Literal["sequential", "vectorised"] = "sequential"
+    client_state: Literal["memory", "memmap"] = "memory"
