@@ -1,0 +1,82 @@
+"""Finding a dataset's files: an extracted directory under the data root, or an archive there.
+
+Archives (.tar.gz, .tgz, .tar, .zip) are extracted once into the cache, in a folder named by
+the archive's sha256, so the data root is only ever read.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from benchmark.data.cache import cache_dir, sha256_file, tree_fingerprint
+from benchmark.errors import DatasetMissing
+
+_DONE = ".fedbench-extracted"
+
+
+@dataclass(frozen=True)
+class Found:
+    """`path`: the directory with the expected layout; `origin`: what the user provided."""
+
+    path: Path
+    origin: Path
+    archive_sha256: str | None = None
+
+    def checksum(self) -> str:
+        """sha256 of the archive, or a name+size+mtime checksum of the directory tree."""
+        return self.archive_sha256 or tree_fingerprint(self.path)
+
+
+def extract(archive: Path) -> tuple[Path, str]:
+    """Extract `archive` into the cache (once); returns (extraction folder, archive sha256)."""
+    sha = sha256_file(archive)
+    dest = cache_dir() / "extracted" / sha[:20]
+    if (dest / _DONE).is_file():
+        return dest, sha
+    tmp = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        if archive.name.endswith(".zip"):
+            with zipfile.ZipFile(archive) as zf:
+                zf.extractall(tmp)  # zipfile strips absolute paths and '..'
+        else:
+            with tarfile.open(archive) as tf:
+                tf.extractall(tmp, filter="data")  # refuses links/paths escaping tmp
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as err:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise DatasetMissing(f"cannot extract {archive}: {type(err).__name__}: {err}; re-download it") from None
+    (tmp / _DONE).write_text(str(archive))
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+    return dest, sha
+
+
+def locate(root: Path | None, relative: str, archives: Sequence[str] = ()) -> Found | None:
+    """`<root>/<relative>` if it is a directory, else `<relative>` inside the first of
+    `<root>/<archive>` that exists; None if neither is there."""
+    if root is None:
+        return None
+    direct = root / relative
+    if direct.is_dir():
+        return Found(direct, direct)
+    for name in archives:
+        archive = root / name
+        if archive.is_file():
+            folder, sha = extract(archive)
+            if (folder / relative).is_dir():
+                return Found(folder / relative, archive, sha)
+            raise DatasetMissing(f"{archive} does not contain {relative}/ (wrong archive?)")
+    return None
+
+
+def expected(root: Path | None, relative: str, archives: Sequence[str] = ()) -> str:
+    """One line of 'what goes where' for error messages."""
+    where = str(root) if root else "$FEDBENCH_DATA (unset) or the dataset's 'root:'"
+    alt = "".join(f" or {where}/{a}" for a in archives)
+    return f"{where}/{relative}/{alt}"
