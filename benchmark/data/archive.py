@@ -28,8 +28,10 @@ class Found:
     archive_sha256: str | None = None
 
     def checksum(self) -> str:
-        """sha256 of the archive, or a name+size+mtime checksum of the directory tree."""
-        return self.archive_sha256 or tree_fingerprint(self.path)
+        """sha256 of an archive or file, or a name+size+mtime checksum of a directory tree."""
+        if self.archive_sha256:
+            return self.archive_sha256
+        return sha256_file(self.path) if self.path.is_file() else tree_fingerprint(self.path)
 
 
 def extract(archive: Path) -> tuple[Path, str]:
