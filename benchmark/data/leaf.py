@@ -85,10 +85,12 @@ def stack_users(
     return torch.cat(xs), torch.cat(ys), torch.cat(us)
 
 
-def leaf_source(users: list[str], train: dict, test: dict, to_x, to_y, num_classes: int, kind: str, **extra) -> SourceData:
-    """A SourceData with natural users from LEAF splits, given how to encode x and y."""
+def leaf_source(users: list[str], train: dict, test: dict, to_x, to_y, num_classes: int, kind: str,
+                to_test_x=None, **extra) -> SourceData:
+    """A SourceData with natural users from LEAF splits, given how to encode x (`to_test_x` for
+    the test split, if it differs) and y."""
     train_x, train_y, train_users = stack_users(users, train, to_x, to_y)
-    test_x, test_y, _ = stack_users(users, test, to_x, to_y)
+    test_x, test_y, _ = stack_users(users, test, to_test_x or to_x, to_y)
     return SourceData(train_x, train_y, test_x, test_y, num_classes, kind, train_users, users, **extra)
 
 
