@@ -11,9 +11,11 @@ import json
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import torch
 
 from benchmark.data.archive import Found, locate
+from benchmark.data.cache import cache_key, cached_tensors
 from benchmark.data.source import SourceData, register_dataset, register_probe, require_dir
 from benchmark.errors import DatasetMissing
 
@@ -94,6 +96,21 @@ def leaf_source(users: list[str], train: dict, test: dict, to_x, to_y, num_class
     return SourceData(train_x, train_y, test_x, test_y, num_classes, kind, train_users, users, **extra)
 
 
+def cached_leaf_source(root: Path | None, name: str, build: Callable[[], SourceData], *key: object) -> SourceData:
+    """`build()` once per version of the LEAF files (parsing large JSON takes seconds), then
+    read back from the tensor cache."""
+    where = leaf_location(root, name)
+
+    def to_tensors() -> dict:
+        s = build()
+        return {"train_x": s.train_x, "train_y": s.train_y, "test_x": s.test_x, "test_y": s.test_y,
+                "train_users": s.train_users, "user_names": s.user_names, "num_classes": s.num_classes, "kind": s.kind}
+
+    t = cached_tensors(name, cache_key(name, where.checksum(), *key), to_tensors)
+    return SourceData(t["train_x"], t["train_y"], t["test_x"], t["test_y"], t["num_classes"], t["kind"],
+                      t["train_users"], list(t["user_names"]))
+
+
 def _labels(y: list, user: str) -> torch.Tensor:
     return torch.tensor(y, dtype=torch.long)
 
@@ -102,9 +119,13 @@ def _labels(y: list, user: str) -> torch.Tensor:
 def load_femnist(params: dict, root) -> SourceData:
     if params:
         raise ValueError(f"femnist takes no params, got {sorted(params)}")
-    users, train, test = load_leaf_users(root, "femnist")
-    pixels = lambda x, u: torch.tensor(x, dtype=torch.float32).reshape(-1, 1, 28, 28)  # noqa: E731
-    return leaf_source(users, train, test, pixels, _labels, 62, "image")
+
+    def build() -> SourceData:
+        users, train, test = load_leaf_users(root, "femnist")
+        pixels = lambda x, u: torch.from_numpy(np.asarray(x, dtype=np.float32)).reshape(-1, 1, 28, 28)  # noqa: E731
+        return leaf_source(users, train, test, pixels, _labels, 62, "image")
+
+    return cached_leaf_source(root, "femnist", build)
 
 
 @register_probe("femnist")
