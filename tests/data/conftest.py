@@ -19,3 +19,18 @@ def real_root() -> Path:
     if not env:
         pytest.skip("FEDBENCH_DATA is unset: point it at the shared real data to run real-data tests")
     return Path(env)
+
+
+@pytest.fixture
+def real_cache(monkeypatch) -> Path:
+    """Real-data tests use the user's fedbench cache (as real runs do), so decoded tensors are
+    reused across test runs instead of rebuilt from the archives every time."""
+    original = os.environ.get("FEDBENCH_CACHE_ORIGINAL")
+    path = Path(original).expanduser() if original else Path.home() / ".cache" / "fedbench"
+    monkeypatch.setenv("FEDBENCH_CACHE", str(path))
+    return path
+
+
+def pytest_configure(config) -> None:
+    # remember the caller's cache before the autouse fixture isolates each test
+    os.environ.setdefault("FEDBENCH_CACHE_ORIGINAL", os.environ.get("FEDBENCH_CACHE", ""))
