@@ -112,6 +112,10 @@ def report(suite_file: Path, results_dir: Path) -> None:
         out.print(table)
 
 
+from benchmark.cli_data import data as _data_group
+cli.add_command(_data_group)
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         cli.main(args=argv, prog_name="fedbench", standalone_mode=False)

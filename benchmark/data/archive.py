@@ -6,6 +6,8 @@ the archive's sha256, so the data root is only ever read.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import shutil
 import tarfile
 import zipfile
@@ -17,6 +19,17 @@ from benchmark.data.cache import cache_dir, sha256_file, tree_fingerprint
 from benchmark.errors import DatasetMissing
 
 _DONE = ".fedbench-extracted"
+_PEEK = contextvars.ContextVar("fedbench_peek_archives", default=False)
+
+
+@contextlib.contextmanager
+def peek_archives():
+    """Inside this block `locate` reports an archive it finds without extracting it (for listings)."""
+    token = _PEEK.set(True)
+    try:
+        yield
+    finally:
+        _PEEK.reset(token)
 
 
 @dataclass(frozen=True)
@@ -70,6 +83,8 @@ def locate(root: Path | None, relative: str, archives: Sequence[str] = ()) -> Fo
     for name in archives:
         archive = root / name
         if archive.is_file():
+            if _PEEK.get():
+                return Found(archive, archive)
             folder, sha = extract(archive)
             if (folder / relative).is_dir():
                 return Found(folder / relative, archive, sha)

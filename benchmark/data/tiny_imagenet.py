@@ -119,7 +119,9 @@ def load_tiny_imagenet(params: dict, root: Path | None) -> SourceData:
 @register_probe("tiny_imagenet")
 def probe_tiny_imagenet(root: Path | None) -> Found:
     where = find(TinyImageNetParams(), root)
-    if isinstance(where, Found) and not (where.path / "train").is_dir() and (where.path / "wnids.txt").is_file():
+    val_only = isinstance(where, Found) and (
+        where.origin.name == ARCHIVES[-1] or ((where.path / "wnids.txt").is_file() and not (where.path / "train").is_dir()))
+    if val_only:
         raise DatasetMissing(f"tiny_imagenet: only the val split is at {where.origin}; the train split "
                              f"({DIR}/train/<wnid>/images/*.JPEG) is missing. {HELP}")
     return where
