@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 import shutil
 import tarfile
 import zipfile
@@ -53,7 +54,7 @@ def extract(archive: Path) -> tuple[Path, str]:
     dest = cache_dir() / "extracted" / sha[:20]
     if (dest / _DONE).is_file():
         return dest, sha
-    tmp = dest.with_name(dest.name + ".partial")
+    tmp = dest.with_name(f"{dest.name}.partial{os.getpid()}")  # per process: concurrent jobs may extract too
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
@@ -67,8 +68,12 @@ def extract(archive: Path) -> tuple[Path, str]:
         shutil.rmtree(tmp, ignore_errors=True)
         raise DatasetMissing(f"cannot extract {archive}: {type(err).__name__}: {err}; re-download it") from None
     (tmp / _DONE).write_text(str(archive))
-    shutil.rmtree(dest, ignore_errors=True)
-    tmp.rename(dest)
+    try:
+        tmp.rename(dest)
+    except OSError:  # another process finished first: use its copy
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not (dest / _DONE).is_file():
+            raise
     return dest, sha
 
 

@@ -53,7 +53,7 @@ def decode_images(paths: Sequence[Path], size: tuple[int, int] | None = None, th
 
     workers = threads or min(16, (os.cpu_count() or 1) * 2)
     with ThreadPoolExecutor(workers) as pool:
-        list(pool.map(fill, range(1, len(paths)), chunksize=256))
+        list(pool.map(fill, range(1, len(paths))))
     return torch.from_numpy(out).permute(0, 3, 1, 2).contiguous()
 
 
