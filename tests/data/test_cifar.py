@@ -1,11 +1,9 @@
 import os
 import pickle
 
-import numpy as np
 import pytest
 import torch
 
-from benchmark.data.cache import tensor_cache_path
 from benchmark.data.cifar import load_cifar10, load_cifar100
 from benchmark.errors import DatasetMissing, UserError
 from data_fixtures import tar_gz, write_cifar_pickles, write_image_folder

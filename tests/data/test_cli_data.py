@@ -1,7 +1,6 @@
 import gzip
 import urllib.error
 
-import pytest
 from click.testing import CliRunner
 
 from benchmark.cli import main

@@ -7,7 +7,7 @@ from benchmark.data.a9a import load_a9a
 from benchmark.data.cifar import load_cifar10
 from benchmark.data.leaf import load_femnist
 from benchmark.data.shakespeare import load_shakespeare
-from benchmark.data.tiny_imagenet import find, load_split, split_files, TinyImageNetParams
+from benchmark.data.tiny_imagenet import TinyImageNetParams, find, load_split, split_files
 from benchmark.errors import DatasetMissing
 
 pytestmark = pytest.mark.realdata

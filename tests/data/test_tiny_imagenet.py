@@ -7,7 +7,7 @@ from data_fixtures import tar_gz, write_tiny_imagenet
 
 
 def test_official_layout_both_splits(tmp_path):
-    wnids = write_tiny_imagenet(tmp_path)
+    write_tiny_imagenet(tmp_path)
     src = load_tiny_imagenet({}, tmp_path)
     assert src.train_x.shape == (200, 3, 64, 64) and src.test_x.shape == (200, 3, 64, 64)
     assert src.train_x.dtype == torch.uint8 and src.num_classes == 200
