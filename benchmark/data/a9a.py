@@ -82,4 +82,4 @@ def load_a9a(params: dict, root: Path | None) -> SourceData:
 def probe_a9a(root: Path | None) -> Found:
     path = libsvm_file(root, "a9a")
     libsvm_file(root, "a9a.t")
-    return Found(path, path)
+    return Found(path)

@@ -35,22 +35,34 @@ def peek_archives():
 
 @dataclass(frozen=True)
 class Found:
-    """`path`: the directory with the expected layout; `origin`: what the user provided."""
+    """What the user provided (`origin`: a directory, file or archive) and, for an archive, the
+    folder inside it with the expected layout. Archives are extracted only when `path` is first
+    needed, so a load served from the tensor cache never extracts."""
 
-    path: Path
     origin: Path
+    relative: str = ""
     archive_sha256: str | None = None
+
+    @property
+    def path(self) -> Path:
+        """The directory (or file) with the expected layout."""
+        if self.archive_sha256 is None:
+            return self.origin
+        folder = extract(self.origin, self.archive_sha256)[0] / self.relative
+        if not folder.is_dir():
+            raise DatasetMissing(f"{self.origin} does not contain {self.relative}/ (wrong archive?)")
+        return folder
 
     def checksum(self) -> str:
         """sha256 of an archive or file, or a name+size+mtime checksum of a directory tree."""
         if self.archive_sha256:
             return self.archive_sha256
-        return sha256_file(self.path) if self.path.is_file() else tree_fingerprint(self.path)
+        return sha256_file(self.origin) if self.origin.is_file() else tree_fingerprint(self.origin)
 
 
-def extract(archive: Path) -> tuple[Path, str]:
+def extract(archive: Path, sha: str | None = None) -> tuple[Path, str]:
     """Extract `archive` into the cache (once); returns (extraction folder, archive sha256)."""
-    sha = sha256_file(archive)
+    sha = sha or sha256_file(archive)
     dest = cache_dir() / "extracted" / sha[:20]
     if (dest / _DONE).is_file():
         return dest, sha
@@ -84,16 +96,11 @@ def locate(root: Path | None, relative: str, archives: Sequence[str] = ()) -> Fo
         return None
     direct = root / relative
     if direct.is_dir():
-        return Found(direct, direct)
+        return Found(direct)
     for name in archives:
         archive = root / name
         if archive.is_file():
-            if _PEEK.get():
-                return Found(archive, archive)
-            folder, sha = extract(archive)
-            if (folder / relative).is_dir():
-                return Found(folder / relative, archive, sha)
-            raise DatasetMissing(f"{archive} does not contain {relative}/ (wrong archive?)")
+            return Found(archive) if _PEEK.get() else Found(archive, relative, sha256_file(archive))
     return None
 
 

@@ -78,7 +78,7 @@ def find(spec: CifarSpec, p: CifarParams, root: Path | None) -> tuple[str, Found
         return "folder", found
     if p.format in ("auto", "hf"):
         if root is not None and has_local_copy(root / hf_dir):
-            return "hf", Found(root / hf_dir, root / hf_dir)
+            return "hf", Found(root / hf_dir)
         if p.hf_id:
             return "hf", p.hf_id
     raise DatasetMissing(f"dataset {spec.name!r} (format {p.format}): nothing found. Expected one of:\n  {_help(spec, p, root)}")
@@ -110,11 +110,12 @@ def _build(spec: CifarSpec, fmt: str, where: Found | str) -> dict[str, torch.Ten
         train = _read_pickles(spec, where.path, spec.train_files)
         test = _read_pickles(spec, where.path, spec.test_files)
     elif fmt == "folder":
+        base = where.path
         for split in ("train", "test"):
-            if not (where.path / split).is_dir():
-                raise DatasetMissing(f"{spec.name}: {where.path}/{split}/<class>/*.jpg is missing (from {where.origin})")
-        files, labels, classes = image_folder(where.path / "train")
-        test_files, test_labels, _ = image_folder(where.path / "test", classes)
+            if not (base / split).is_dir():
+                raise DatasetMissing(f"{spec.name}: {split}/<class>/*.jpg is missing in {where.origin}")
+        files, labels, classes = image_folder(base / "train")
+        test_files, test_labels, _ = image_folder(base / "test", classes)
         train, test = (decode_images(files), labels), (decode_images(test_files), test_labels)
     else:
         source = where.path if isinstance(where, Found) else where

@@ -43,7 +43,7 @@ def find(p: TinyImageNetParams, root: Path | None) -> Found | str:
         return found
     if p.format in ("auto", "hf"):
         if root is not None and has_local_copy(root / p.hf_dir):
-            return Found(root / p.hf_dir, root / p.hf_dir)
+            return Found(root / p.hf_dir)
         if p.hf_id:
             return p.hf_id
     raise DatasetMissing(
@@ -97,9 +97,15 @@ def load_split(params: dict, root: Path | None, split: Literal["train", "val"]) 
     """One split as cached tensors {"x", "y"} (+ "mean", "std" for train); loadable alone."""
     p = TinyImageNetParams(**params)
     where = find(p, root)
+    if isinstance(where, Found) and where.archive_sha256:  # keyed by the archive: extracted only to decode
+        def build() -> dict[str, torch.Tensor]:
+            files, labels = split_files(where.path, split, where.origin)
+            return split_tensors(decode_images(files), labels, split == "train")
+
+        return cached_tensors(f"tiny_imagenet-{split}", cache_key(split, where.archive_sha256), build)
     if isinstance(where, Found) and (where.path / "wnids.txt").is_file():
         files, labels = split_files(where.path, split, where.origin)
-        key = cache_key(split, where.archive_sha256 or files_fingerprint(files, where.path))
+        key = cache_key(split, files_fingerprint(files, where.path))
         return cached_tensors(f"tiny_imagenet-{split}", key, lambda: split_tensors(decode_images(files), labels, split == "train"))
     source = where.path if isinstance(where, Found) else where
     names = ["train"] if split == "train" else ["valid", "validation", "val", "test"]
@@ -119,8 +125,8 @@ def load_tiny_imagenet(params: dict, root: Path | None) -> SourceData:
 @register_probe("tiny_imagenet")
 def probe_tiny_imagenet(root: Path | None) -> Found:
     where = find(TinyImageNetParams(), root)
-    val_only = isinstance(where, Found) and (
-        where.origin.name == ARCHIVES[-1] or ((where.path / "wnids.txt").is_file() and not (where.path / "train").is_dir()))
+    val_only = isinstance(where, Found) and (where.origin.name == ARCHIVES[-1] or (
+        where.origin.is_dir() and (where.origin / "wnids.txt").is_file() and not (where.origin / "train").is_dir()))
     if val_only:
         raise DatasetMissing(f"tiny_imagenet: only the val split is at {where.origin}; the train split "
                              f"({DIR}/train/<wnid>/images/*.JPEG) is missing. {HELP}")

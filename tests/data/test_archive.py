@@ -17,6 +17,7 @@ def test_extracts_once_into_the_cache_keyed_by_content(tmp_path, isolated_cache)
         tf.add(tmp_path / "src" / "thing", arcname="thing")
     assert locate(tmp_path, "other", ["other.tar.gz"]) is None
     found = locate(tmp_path, "thing", ["thing.tar.gz"])
+    assert not (isolated_cache / "extracted").exists()  # nothing extracted until the files are needed
     assert found.path.is_relative_to(isolated_cache) and (found.path / "a.txt").read_text() == "hello"
     assert found.origin == tmp_path / "thing.tar.gz" and len(found.checksum()) == 64
     marker_time = (found.path.parent / ".fedbench-extracted").stat().st_mtime_ns
@@ -44,7 +45,7 @@ def test_archive_without_the_expected_folder(tmp_path):
     with tarfile.open(tmp_path / "femnist.tar.gz", "w:gz") as tf:
         tf.addfile(tarfile.TarInfo("README"), io.BytesIO(b""))
     with pytest.raises(DatasetMissing, match="does not contain femnist/data/"):
-        locate(tmp_path, "femnist/data", ["femnist.tar.gz"])
+        locate(tmp_path, "femnist/data", ["femnist.tar.gz"]).path
 
 
 def test_official_zip_layout(tmp_path):

@@ -1,5 +1,6 @@
 import os
 import pickle
+import shutil
 
 import pytest
 import torch
@@ -56,6 +57,16 @@ def test_image_folder_from_archive(tmp_path):
     tar_gz(tmp_path / "staging" / "cifar10-jpeg", tmp_path / "root" / "cifar10-jpeg.tar.gz")
     src = load_cifar10({"format": "folder"}, tmp_path / "root")
     assert src.train_x.shape == (10, 3, 32, 32)
+
+
+def test_cached_archive_load_does_not_extract_again(tmp_path, isolated_cache):
+    write_image_folder(tmp_path / "staging" / "cifar10-jpeg", CLASSES, per_class=1, size=32)
+    (tmp_path / "root").mkdir()
+    tar_gz(tmp_path / "staging" / "cifar10-jpeg", tmp_path / "root" / "cifar10-jpeg.tar.gz")
+    first = load_cifar10({}, tmp_path / "root")
+    shutil.rmtree(isolated_cache / "extracted")
+    again = load_cifar10({}, tmp_path / "root")  # keyed by the archive's sha256: served from the tensor cache
+    assert torch.equal(first.train_x, again.train_x) and not (isolated_cache / "extracted").exists()
 
 
 def test_nothing_found_lists_every_expected_place(tmp_path):
