@@ -51,23 +51,29 @@ def windows(text: str, seq_len: int) -> tuple[list[str], list[str]]:
 
 
 def sample_users(texts: dict[str, str], opts: BuildOptions) -> dict[str, tuple[list[str], list[str]]]:
-    """user -> (x, y) after LEAF's sampling step."""
+    """user -> (x, y) after LEAF's sampling step; windows are cut only for what is sampled."""
     rng = np.random.default_rng(opts.seed)
-    data = {u: windows(t, opts.seq_len) for u, t in texts.items()}
-    total = sum(len(y) for _, y in data.values())
+    names = list(texts)
+    counts = np.array([max(0, len(texts[u]) - opts.seq_len) for u in names])
+    total = int(counts.sum())
     if not opts.iid:
-        chosen, count = {}, 0
-        for k in rng.permutation(len(data)):
+        chosen, count = [], 0
+        for k in rng.permutation(len(names)):
             if count >= opts.fraction * total:
                 break
-            user = list(data)[k]
-            chosen[user] = data[user]
-            count += len(data[user][1])
-        return chosen
-    pool = [(x, y) for xs, ys in data.values() for x, y in zip(xs, ys)]
-    picked = rng.choice(len(pool), int(opts.fraction * total), replace=False)
-    shares = np.array_split(picked, opts.iid_users)
-    return {f"iid_{k:04d}": ([pool[i][0] for i in s], [pool[i][1] for i in s]) for k, s in enumerate(shares)}
+            chosen.append(names[k])
+            count += int(counts[k])
+        return {u: windows(texts[u], opts.seq_len) for u in chosen}
+    # iid: sample window ids over the concatenation of all users, then deal them out
+    picked = rng.choice(total, int(opts.fraction * total), replace=False)
+    starts = np.cumsum(counts) - counts
+    owner = np.searchsorted(starts, picked, side="right") - 1  # empty users share a start; "right" skips them
+    pos = picked - starts[owner]
+    out = {}
+    for k, share in enumerate(np.array_split(np.arange(len(picked)), opts.iid_users)):
+        cuts = [(texts[names[owner[i]]], int(pos[i])) for i in share]
+        out[f"iid_{k:04d}"] = ([t[p : p + opts.seq_len] for t, p in cuts], [t[p + opts.seq_len] for t, p in cuts])
+    return out
 
 
 def split_user(x: list[str], y: list[str], opts: BuildOptions):

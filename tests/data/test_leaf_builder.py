@@ -5,7 +5,7 @@ import pytest
 
 from benchmark.data.shakespeare import load_shakespeare
 from leaf_data.__main__ import main as leaf_main
-from leaf_data.shakespeare import BuildOptions, build, read_raw
+from leaf_data.shakespeare import BuildOptions, build, read_raw, sample_users
 from leaf_data.shakespeare_text import users_text
 
 RAW = """Header of the etext, with a SMALL PRINT notice.
@@ -95,6 +95,20 @@ def test_niid_fraction_samples_whole_users_and_is_seeded(tmp_path):
     a = build(raw, tmp_path / "a", BuildOptions(fraction=0.3, seed=1, train_fraction=0.5, test_gap=0))
     b = build(raw, tmp_path / "b", BuildOptions(fraction=0.3, seed=1, train_fraction=0.5, test_gap=0))
     assert a == b and 1 <= a["users_sampled"] < 3
+
+
+def test_iid_pools_windows_and_deals_them_to_users(tmp_path):
+    raw = tmp_path / "works.txt"
+    raw.write_text(RAW)
+    texts = users_text(RAW)
+    opts = BuildOptions(iid=True, fraction=0.5, iid_users=4, seed=2)
+    sampled = sample_users(texts, opts)
+    total = sum(max(0, len(t) - 80) for t in texts.values())
+    assert list(sampled) == [f"iid_{k:04d}" for k in range(4)]
+    assert sum(len(y) for _, y in sampled.values()) == int(0.5 * total)
+    for xs, ys in sampled.values():
+        assert all(any(x + y in t for t in texts.values()) for x, y in zip(xs, ys))  # real window + next char
+    assert sample_users(texts, opts) == sampled
 
 
 def test_cli_missing_raw_file_exits_2(tmp_path, capsys):
