@@ -162,6 +162,8 @@ def check(suite_file: Path, baseline, results_dir: Path, tolerance: float, updat
     if findings:
         raise click.exceptions.Exit(1)
     out.print(f"[green]no regression[/green]: {len(jobs)} jobs within {tolerance} of {path}")
+from benchmark.cli_data import data as _data_group
+cli.add_command(_data_group)
 
 
 def main(argv: list[str] | None = None) -> int:

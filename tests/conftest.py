@@ -12,6 +12,18 @@ import torch
 torch.set_num_threads(1)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def isolated_cache(tmp_path_factory):
+    """Decoded-dataset caches go to a temporary folder, not the user's ~/.cache/fedbench."""
+    previous = os.environ.get("FEDBENCH_CACHE")
+    os.environ["FEDBENCH_CACHE"] = str(tmp_path_factory.mktemp("fedbench-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("FEDBENCH_CACHE", None)
+    else:
+        os.environ["FEDBENCH_CACHE"] = previous
+
+
 @pytest.fixture
 def data_root() -> Path:
     root = os.environ.get("FEDBENCH_DATA")

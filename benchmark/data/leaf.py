@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Callable
 
+import numpy as np
 import torch
 
-from benchmark.data.source import SourceData, register_dataset, require_dir
+from benchmark.data.archive import Found, locate
+from benchmark.data.cache import cache_key, cached_tensors
+from benchmark.data.source import SourceData, register_dataset, register_probe, require_dir
 from benchmark.errors import DatasetMissing
 
 FEMNIST_HELP = (
@@ -40,8 +44,22 @@ def read_leaf_split(directory: Path) -> dict[str, dict]:
     return users
 
 
+def leaf_archives(name: str) -> list[str]:
+    """Archive names accepted at `<root>/` in place of the extracted `<name>/` folder."""
+    return [f"{name}.tar.gz", f"{name}-leaf.tar.gz", f"{name}-leaf-sample.tar.gz"]
+
+
+def leaf_location(root: Path | None, name: str) -> Found:
+    """Where `<name>/data/` is: extracted under the root, or inside one of `leaf_archives(name)`."""
+    found = locate(root, f"{name}/data", leaf_archives(name))
+    if found is None:
+        require_dir(None if root is None else root / name / "data", name,
+                    f"{name}/data/{{train,test}}/*.json (or {' / '.join(leaf_archives(name))})")
+    return found
+
+
 def leaf_dirs(root: Path | None, name: str) -> tuple[Path, Path]:
-    base = require_dir(root / name / "data" if root else None, name, f"{name}/data/{{train,test}}/*.json")
+    base = leaf_location(root, name).path
     return require_dir(base / "train", name, "data/train/*.json"), require_dir(base / "test", name, "data/test/*.json")
 
 
@@ -55,20 +73,61 @@ def load_leaf_users(root: Path | None, name: str) -> tuple[list[str], dict, dict
     return users, train, test
 
 
+def stack_users(
+    users: list[str], split: dict, to_x: Callable[[list, str], torch.Tensor], to_y: Callable[[list, str], torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Concatenate `users`' examples of one split: (x, y, user index of every example)."""
+    xs, ys, us = [], [], []
+    for k, u in enumerate(users):
+        xs.append(to_x(split[u]["x"], u))
+        ys.append(to_y(split[u]["y"], u))
+        us.append(torch.full((len(ys[-1]),), k, dtype=torch.long))
+        if len(xs[-1]) != len(ys[-1]):
+            raise DatasetMissing(f"LEAF user {u!r} has {len(xs[-1])} inputs but {len(ys[-1])} labels")
+    return torch.cat(xs), torch.cat(ys), torch.cat(us)
+
+
+def leaf_source(users: list[str], train: dict, test: dict, to_x, to_y, num_classes: int, kind: str,
+                to_test_x=None, **extra) -> SourceData:
+    """A SourceData with natural users from LEAF splits, given how to encode x (`to_test_x` for
+    the test split, if it differs) and y."""
+    train_x, train_y, train_users = stack_users(users, train, to_x, to_y)
+    test_x, test_y, _ = stack_users(users, test, to_test_x or to_x, to_y)
+    return SourceData(train_x, train_y, test_x, test_y, num_classes, kind, train_users, users, **extra)
+
+
+def cached_leaf_source(root: Path | None, name: str, build: Callable[[], SourceData], *key: object) -> SourceData:
+    """`build()` once per version of the LEAF files (parsing large JSON takes seconds), then
+    read back from the tensor cache."""
+    where = leaf_location(root, name)
+
+    def to_tensors() -> dict:
+        s = build()
+        return {"train_x": s.train_x, "train_y": s.train_y, "test_x": s.test_x, "test_y": s.test_y,
+                "train_users": s.train_users, "user_names": s.user_names, "num_classes": s.num_classes, "kind": s.kind}
+
+    t = cached_tensors(name, cache_key(name, where.checksum(), *key), to_tensors)
+    return SourceData(t["train_x"], t["train_y"], t["test_x"], t["test_y"], t["num_classes"], t["kind"],
+                      t["train_users"], list(t["user_names"]))
+
+
+def _labels(y: list, user: str) -> torch.Tensor:
+    return torch.tensor(y, dtype=torch.long)
+
+
 @register_dataset("femnist", FEMNIST_HELP)
 def load_femnist(params: dict, root) -> SourceData:
     if params:
         raise ValueError(f"femnist takes no params, got {sorted(params)}")
-    users, train, test = load_leaf_users(root, "femnist")
 
-    def stack(split: dict, with_users: bool):
-        xs, ys, us = [], [], []
-        for k, u in enumerate(users):
-            xs.append(torch.tensor(split[u]["x"], dtype=torch.float32).reshape(-1, 1, 28, 28))
-            ys.append(torch.tensor(split[u]["y"], dtype=torch.long))
-            us.append(torch.full((len(split[u]["y"]),), k, dtype=torch.long))
-        return torch.cat(xs), torch.cat(ys), (torch.cat(us) if with_users else None)
+    def build() -> SourceData:
+        users, train, test = load_leaf_users(root, "femnist")
+        pixels = lambda x, u: torch.from_numpy(np.asarray(x, dtype=np.float32)).reshape(-1, 1, 28, 28)  # noqa: E731
+        return leaf_source(users, train, test, pixels, _labels, 62, "image")
 
-    train_x, train_y, train_users = stack(train, True)
-    test_x, test_y, _ = stack(test, False)
-    return SourceData(train_x, train_y, test_x, test_y, 62, "image", train_users, users)
+    return cached_leaf_source(root, "femnist", build)
+
+
+@register_probe("femnist")
+def probe_femnist(root: Path | None) -> Found:
+    return leaf_location(root, "femnist")

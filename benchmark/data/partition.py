@@ -53,6 +53,35 @@ def split_dirichlet_balanced(src: SourceData, num_clients: int, cfg, seed: int) 
     return out
 
 
+MAX_REDRAWS = 1000
+
+
+@splitter("dirichlet_unbalanced")
+def split_dirichlet_unbalanced(src: SourceData, num_clients: int, cfg, seed: int) -> list[torch.Tensor]:
+    """Hsu et al. 2019 (FedCM, App. C.1): for every class, proportions q ~ Dir(α·1_N) over the
+    clients and the class's (shuffled) examples are cut by q; client sizes differ. The whole draw
+    is repeated until every client has at least `cfg.min_size` examples."""
+    rng = numpy_rng(seed, Stream.SPLIT)
+    labels = src.train_y.numpy()
+    if num_clients * cfg.min_size > len(labels):
+        raise ValueError(f"{num_clients} clients x min_size {cfg.min_size} > {len(labels)} training examples")
+    by_class = [np.flatnonzero(labels == c) for c in range(src.num_classes)]
+    for _ in range(MAX_REDRAWS):
+        parts: list[list[np.ndarray]] = [[] for _ in range(num_clients)]
+        for idx in by_class:
+            idx = rng.permutation(idx)
+            cuts = (np.cumsum(rng.dirichlet(np.full(num_clients, cfg.alpha))) * len(idx)).astype(int)[:-1]
+            for client, piece in enumerate(np.split(idx, cuts)):
+                parts[client].append(piece)
+        clients = [np.sort(np.concatenate(p)) for p in parts]
+        if min(len(c) for c in clients) >= cfg.min_size:
+            return [torch.from_numpy(c) for c in clients]
+    raise ValueError(
+        f"dirichlet_unbalanced: no draw in {MAX_REDRAWS} gave every one of {num_clients} clients at least "
+        f"min_size = {cfg.min_size} examples at alpha = {cfg.alpha}; raise alpha or lower min_size / num_clients"
+    )
+
+
 @splitter("natural")
 def split_natural(src: SourceData, num_clients: int, cfg, seed: int) -> list[torch.Tensor]:
     """One client per natural user (LEAF): the first N users, or N users drawn at random."""

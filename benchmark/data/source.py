@@ -40,6 +40,8 @@ class SourceData:
 Loader = Callable[[dict, "Path | None"], SourceData]
 DATASETS: dict[str, Loader] = {}
 DATASET_HELP: dict[str, str] = {}
+# name -> probe(root) -> where the files were found (raises DatasetMissing); for `fedbench data ls`
+DATASET_PROBES: dict[str, Callable] = {}
 
 
 def register_dataset(name: str, help_missing: str = ""):
@@ -50,6 +52,16 @@ def register_dataset(name: str, help_missing: str = ""):
             raise ValueError(f"dataset {name!r} registered twice")
         DATASETS[name] = fn
         DATASET_HELP[name] = help_missing
+        return fn
+
+    return deco
+
+
+def register_probe(name: str):
+    """Register `probe(root) -> archive.Found` that locates a dataset's files without loading them."""
+
+    def deco(fn: Callable) -> Callable:
+        DATASET_PROBES[name] = fn
         return fn
 
     return deco

@@ -1,0 +1,128 @@
+"""`fedbench data ls` and `fedbench data prepare NAME`: where each dataset is, and getting it ready."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from benchmark.data.archive import Found, peek_archives
+from benchmark.data.download import DOWNLOADS, download
+from benchmark.data.source import DATA_ENV, DATASET_PROBES, DATASETS, data_root
+from benchmark.errors import DatasetMissing, UserError
+
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
+RAW_SHAKESPEARE = ("shakespeare-complete-works.txt.gz", "shakespeare-complete-works.txt")
+
+
+def _registered() -> list[str]:
+    import benchmark.data.zoo  # noqa: F401
+
+    return sorted(DATASETS)
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return ""
+
+
+def _root(root: Path | None) -> Path | None:
+    return root if root is not None else data_root(None)
+
+
+@click.group("data")
+def data() -> None:
+    """List the datasets fedbench knows and where their files are; download or build them."""
+
+
+@data.command("ls")
+@click.option("--root", type=click.Path(path_type=Path), default=None, help=f"data root (default ${DATA_ENV})")
+def ls(root: Path | None) -> None:
+    """Per dataset: found where (size, checksum), or missing with what to put where."""
+    root = _root(root)
+    click.echo(f"data root: {root if root else f'${DATA_ENV} is unset (pass --root)'}")
+    for name in _registered():
+        probe = DATASET_PROBES.get(name)
+        if probe is None:
+            click.echo(f"{name:14s} generated   (no files needed)")
+            continue
+        try:
+            with peek_archives():
+                where = probe(root)
+        except DatasetMissing as err:
+            click.echo(f"{name:14s} missing\n" + "\n".join(f"    {line.strip()}" for line in str(err).splitlines()))
+            continue
+        if isinstance(where, Found):
+            kind = "folder" if where.origin.is_dir() else "archive" if where.origin.name.endswith(ARCHIVE_SUFFIXES) else "file"
+            click.echo(f"{name:14s} found       {where.origin} ({kind}, {_human(_size(where.origin))}, "
+                       f"checksum {where.checksum()[:16]})")
+        else:
+            click.echo(f"{name:14s} online      Hugging Face hub id {where}")
+
+
+def _fetch(name: str, dest: Path) -> None:
+    for url, file_name in DOWNLOADS[name]:
+        target = dest / file_name
+        if target.exists():
+            click.echo(f"{target} already there")
+            continue
+        click.echo(f"downloading {url} -> {target}")
+        download(url, target)
+
+
+def _build_shakespeare(root: Path | None, dest: Path, sf: float, k: int, tf: float, seed: int) -> None:
+    from leaf_data.shakespeare import BuildOptions, build
+
+    raw = next((root / n for n in RAW_SHAKESPEARE if root and (root / n).is_file()), None)
+    if raw is None:
+        raise UserError(f"shakespeare: no raw text to build from: put {' or '.join(RAW_SHAKESPEARE)} (the 1994 complete "
+                        f"works LEAF uses, www.gutenberg.org/files/100/old/1994-01-100.zip) in {root or f'${DATA_ENV}'}")
+    click.echo(f"building LEAF Shakespeare from {raw} into {dest / 'shakespeare'}")
+    stats = build(raw, dest / "shakespeare", BuildOptions(fraction=sf, min_samples=k, train_fraction=tf, seed=seed))
+    click.echo(", ".join(f"{key} {value}" for key, value in stats.items()))
+
+
+@data.command("prepare")
+@click.argument("name")
+@click.option("--root", type=click.Path(path_type=Path), default=None, help=f"where the files are (default ${DATA_ENV})")
+@click.option("--dest", type=click.Path(path_type=Path), default=None,
+              help="where downloads and built files go (default: the root); load them with root: DEST")
+@click.option("--sf", type=float, default=1.0, show_default=True, help="shakespeare: LEAF sample fraction")
+@click.option("-k", "min_samples", type=int, default=0, show_default=True, help="shakespeare: LEAF minimum samples per user")
+@click.option("--tf", type=float, default=0.9, show_default=True, help="shakespeare: LEAF train fraction")
+@click.option("--seed", type=int, default=0, show_default=True, help="shakespeare: sampling seed")
+def prepare(name: str, root: Path | None, dest: Path | None, sf: float, min_samples: int, tf: float, seed: int) -> None:
+    """Make dataset NAME loadable: download it (where a URL exists) or build it from local raw
+    files (Shakespeare), then decode it once into the tensor cache."""
+    if name not in _registered():
+        raise UserError(f"unknown dataset {name!r}; known: {', '.join(_registered())}")
+    root = _root(root)
+    dest = dest or root
+    probe = DATASET_PROBES.get(name)
+    present = probe is None
+    if probe is not None:
+        try:
+            probe(root)
+            present = True
+        except DatasetMissing as missing:
+            if dest is None:
+                raise UserError(f"{missing}\n  (no --root/--dest and ${DATA_ENV} unset: nowhere to put the files)") from None
+            if name in DOWNLOADS:
+                _fetch(name, dest)
+            elif name == "shakespeare":
+                _build_shakespeare(root, dest, sf, min_samples, tf, seed)
+            else:
+                raise
+    load_root = root if present else dest
+    started = time.perf_counter()
+    src = DATASETS[name]({}, load_root)
+    click.echo(f"{name}: {len(src.train_y)} train / {len(src.test_y)} test examples ready "
+               f"(loaded from {load_root} in {time.perf_counter() - started:.1f} s; decoded tensors are cached)")

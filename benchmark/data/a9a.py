@@ -1,0 +1,85 @@
+"""LIBSVM a9a (UCI Adult, the FedAC paper's dataset): `<root>/a9a[.gz]` (train) and
+`<root>/a9a.t[.gz]` (test), sparse text `label index:value ...` with 1-based indices.
+Features become dense float32 (123 columns); labels ±1 become {0, 1}."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import torch
+from pydantic import Field
+
+from benchmark.data.archive import Found
+from benchmark.data.source import DATA_ENV, SourceData, register_dataset, register_probe
+from benchmark.errors import DatasetMissing
+from benchmark.fl.base import StrictParams
+
+A9A_HELP = ("Download a9a and a9a.t from www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary.html "
+            "and put them (plain or .gz) at <root>/a9a and <root>/a9a.t.")
+
+
+class A9aParams(StrictParams):
+    num_features: int = Field(123, ge=1)
+
+
+def libsvm_file(root: Path | None, name: str) -> Path:
+    """`<root>/<name>` or `<root>/<name>.gz`, else DatasetMissing naming both."""
+    if root is not None:
+        for candidate in (root / name, root / f"{name}.gz"):
+            if candidate.is_file():
+                return candidate
+    where = root if root is not None else f"${DATA_ENV} (unset)"
+    raise DatasetMissing(f"dataset 'a9a': expected {where}/{name} or {where}/{name}.gz, but neither is there.\n  {A9A_HELP}")
+
+
+def read_libsvm(path: Path, num_features: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(dense float32 features, raw labels as float) of a LIBSVM text file."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    rows, cols, vals, labels = [], [], [], []
+    try:
+        with opener(path, "rt") as f:
+            for line_no, line in enumerate(f, 1):
+                parts = line.split()
+                if not parts:
+                    continue
+                try:
+                    labels.append(float(parts[0]))
+                    for item in parts[1:]:
+                        idx, val = item.split(":")
+                        j = int(idx) - 1
+                        if not 0 <= j < num_features:
+                            raise ValueError(f"feature index {idx} outside 1..{num_features}")
+                        rows.append(len(labels) - 1), cols.append(j), vals.append(float(val))
+                except ValueError as err:
+                    raise DatasetMissing(f"{path}:{line_no}: not LIBSVM text ({err})") from None
+    except (OSError, EOFError, UnicodeDecodeError) as err:
+        raise DatasetMissing(f"cannot read {path}: {type(err).__name__}: {err}") from None
+    if not labels:
+        raise DatasetMissing(f"{path} has no examples")
+    x = np.zeros((len(labels), num_features), dtype=np.float32)
+    x[rows, cols] = vals
+    return torch.from_numpy(x), torch.tensor(labels)
+
+
+def to_binary(y: torch.Tensor, path: Path) -> torch.Tensor:
+    if not bool(((y == 1) | (y == -1)).all()):
+        raise DatasetMissing(f"{path}: labels must be +1/-1, found {sorted(set(y.tolist()))[:5]}")
+    return (y > 0).long()
+
+
+@register_dataset("a9a", A9A_HELP)
+def load_a9a(params: dict, root: Path | None) -> SourceData:
+    p = A9aParams(**params)
+    train_path, test_path = libsvm_file(root, "a9a"), libsvm_file(root, "a9a.t")
+    train_x, train_y = read_libsvm(train_path, p.num_features)
+    test_x, test_y = read_libsvm(test_path, p.num_features)
+    return SourceData(train_x, to_binary(train_y, train_path), test_x, to_binary(test_y, test_path), 2, "vector")
+
+
+@register_probe("a9a")
+def probe_a9a(root: Path | None) -> Found:
+    path = libsvm_file(root, "a9a")
+    libsvm_file(root, "a9a.t")
+    return Found(path)

@@ -1,0 +1,65 @@
+"""LEAF Shakespeare: next-character prediction, one client per (play, character).
+
+x: 80-character strings, y: the next character, encoded with LEAF's 80-symbol vocabulary.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from benchmark.data.archive import Found
+from benchmark.data.leaf import cached_leaf_source, leaf_location, leaf_source, load_leaf_users
+from benchmark.data.source import SourceData, register_dataset, register_probe
+from benchmark.errors import DatasetMissing
+from benchmark.fl.base import StrictParams
+
+# the alphabet of LEAF's language utilities; index = token id
+VOCAB = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
+assert len(VOCAB) == 80 and len(set(VOCAB)) == 80
+SEQ_LEN = 80
+_LOOKUP = np.full(128, -1, dtype=np.int64)  # code point -> token id (-1: not in the vocabulary)
+_LOOKUP[[ord(c) for c in VOCAB]] = np.arange(len(VOCAB))
+
+SHAKESPEARE_HELP = (
+    "Build it with LEAF (data/shakespeare: ./preprocess.sh -s niid --sf 0.2 -k 0 -t sample -tf 0.8) or with "
+    "`fedbench data prepare shakespeare` from shakespeare-complete-works.txt.gz, and put data/ at "
+    "<root>/shakespeare/data/{train,test}/*.json."
+)
+
+
+class ShakespeareParams(StrictParams):
+    pass
+
+
+def encode(texts: list[str], user: str, length: int) -> torch.Tensor:
+    """(len(texts), length) int64 token ids; an unknown symbol is an error, not a silent id."""
+    for i, text in enumerate(texts):
+        if len(text) != length:
+            raise DatasetMissing(f"shakespeare user {user!r}: example {i} has {len(text)} characters, expected {length}")
+    joined = "".join(texts)
+    codes = np.fromiter(map(ord, joined), dtype=np.int64, count=len(joined))
+    ids = np.where(codes < len(_LOOKUP), _LOOKUP[np.minimum(codes, len(_LOOKUP) - 1)], -1)
+    if (ids < 0).any():
+        bad = joined[int(np.argmax(ids < 0))]
+        raise DatasetMissing(f"shakespeare user {user!r}: character {bad!r} is not in LEAF's vocabulary")
+    return torch.from_numpy(ids.reshape(len(texts), length))
+
+
+@register_dataset("shakespeare", SHAKESPEARE_HELP)
+def load_shakespeare(params: dict, root: Path | None) -> SourceData:
+    ShakespeareParams(**params)
+
+    def build() -> SourceData:
+        users, train, test = load_leaf_users(root, "shakespeare")
+        return leaf_source(users, train, test, lambda x, u: encode(x, u, SEQ_LEN),
+                           lambda y, u: encode(y, u, 1).squeeze(1), len(VOCAB), "sequence")
+
+    return cached_leaf_source(root, "shakespeare", build)
+
+
+@register_probe("shakespeare")
+def probe_shakespeare(root: Path | None) -> Found:
+    return leaf_location(root, "shakespeare")

@@ -1,0 +1,124 @@
+import gzip
+import json
+
+import pytest
+
+from benchmark.data.shakespeare import load_shakespeare
+from leaf_data.__main__ import main as leaf_main
+from leaf_data.shakespeare import BuildOptions, build, read_raw, sample_users
+from leaf_data.shakespeare_text import users_text
+
+RAW = """Header of the etext, with a SMALL PRINT notice.
+
+1609
+
+THE SONNETS
+
+by William Shakespeare
+
+  From fairest creatures we desire increase,
+  That thereby beauty's rose might never die,
+THE END
+
+<<THIS ELECTRONIC VERSION OF THE COMPLETE WORKS OF WILLIAM
+SHAKESPEARE IS COPYRIGHT 1990-1993 BY WORLD LIBRARY, INC.>>
+
+1600
+
+A TINY PLAY
+
+by William Shakespeare
+
+ACT I. SCENE 1.
+Enter HERO and FIRST LORD
+
+  HERO. Now is the winter of our discontent made glorious summer by this sun,
+    and all the clouds that lour'd upon our house in the deep bosom buried.
+  FIRST LORD. What news? What news? What news? What news? What news?
+  HERO. A horse, a horse, my kingdom for a horse, and a stable, and some hay.
+                                                           Exeunt
+THE END
+
+1593
+
+THE COMEDY OF ERRORS
+
+by William Shakespeare
+
+ACT I. SCENE 1
+
+DUKE. Merchant of Syracuse, plead no more; I am not partial to infringe our laws,
+  the enmity and discord which of late sprung from the rancorous outrage of your duke.
+THE END
+"""
+
+
+def test_parses_plays_and_characters_both_layouts():
+    users = users_text(RAW)
+    assert sorted(users) == ["A_TINY_PLAY_FIRST_LORD", "A_TINY_PLAY_HERO", "THE_COMEDY_OF_ERRORS_DUKE"]
+    hero = users["A_TINY_PLAY_HERO"]
+    assert hero.startswith("Now is the winter") and "sun, and all the clouds" in hero and hero.endswith("some hay.")
+    assert "Exeunt" not in hero and "  " not in hero
+    assert users["THE_COMEDY_OF_ERRORS_DUKE"].endswith("of your duke.")
+
+
+def test_build_writes_leaf_json_the_loader_reads(tmp_path):
+    raw = tmp_path / "works.txt.gz"
+    with gzip.open(raw, "wt") as f:
+        f.write(RAW)
+    stats = build(raw, tmp_path / "shakespeare", BuildOptions(min_samples=50, train_fraction=0.5, test_gap=0))
+    assert stats["users_parsed"] == 3 and stats["users_kept"] == 2  # FIRST LORD has < 50 windows
+    (train_file,) = (tmp_path / "shakespeare" / "data" / "train").glob("*.json")
+    blob = json.loads(train_file.read_text())
+    hero = blob["user_data"]["A_TINY_PLAY_HERO"]
+    text = users_text(RAW)["A_TINY_PLAY_HERO"]
+    assert hero["x"][0] == text[:80] and hero["y"][0] == text[80] and hero["x"][1] == text[1:81]
+    assert blob["num_samples"][blob["users"].index("A_TINY_PLAY_HERO")] == (len(text) - 80) // 2
+    src = load_shakespeare({}, tmp_path)
+    assert src.train_x.shape[1] == 80 and len(src.user_names) == 2
+
+
+def test_default_gap_keeps_test_windows_off_the_training_text(tmp_path):
+    raw = tmp_path / "works.txt"
+    raw.write_text(RAW)
+    build(raw, tmp_path / "out", BuildOptions(train_fraction=0.2))
+    train = json.loads(next((tmp_path / "out" / "data" / "train").glob("*.json")).read_text())["user_data"]
+    test = json.loads(next((tmp_path / "out" / "data" / "test").glob("*.json")).read_text())["user_data"]
+    text = users_text(RAW)["A_TINY_PLAY_HERO"]
+    n_train = len(train["A_TINY_PLAY_HERO"]["y"])
+    assert test["A_TINY_PLAY_HERO"]["x"][0] == text[n_train + 80 : n_train + 160]
+
+
+def test_niid_fraction_samples_whole_users_and_is_seeded(tmp_path):
+    raw = tmp_path / "works.txt"
+    raw.write_text(RAW)
+    a = build(raw, tmp_path / "a", BuildOptions(fraction=0.3, seed=1, train_fraction=0.5, test_gap=0))
+    b = build(raw, tmp_path / "b", BuildOptions(fraction=0.3, seed=1, train_fraction=0.5, test_gap=0))
+    assert a == b and 1 <= a["users_sampled"] < 3
+
+
+def test_iid_pools_windows_and_deals_them_to_users(tmp_path):
+    raw = tmp_path / "works.txt"
+    raw.write_text(RAW)
+    texts = users_text(RAW)
+    opts = BuildOptions(iid=True, fraction=0.5, iid_users=4, seed=2)
+    sampled = sample_users(texts, opts)
+    total = sum(max(0, len(t) - 80) for t in texts.values())
+    assert list(sampled) == [f"iid_{k:04d}" for k in range(4)]
+    assert sum(len(y) for _, y in sampled.values()) == int(0.5 * total)
+    for xs, ys in sampled.values():
+        assert all(any(x + y in t for t in texts.values()) for x, y in zip(xs, ys))  # real window + next char
+    assert sample_users(texts, opts) == sampled
+
+
+def test_cli_missing_raw_file_exits_2(tmp_path, capsys):
+    assert leaf_main(["shakespeare", "--raw", str(tmp_path / "nope.txt.gz"), "--out", str(tmp_path)]) == 2
+    assert "nope.txt.gz does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.realdata
+def test_complete_works_yield_leaf_like_user_counts(real_root):
+    texts = users_text(read_raw(real_root / "shakespeare-complete-works.txt.gz"))
+    windows = [len(t) - 80 for t in texts.values()]
+    assert 1_050 <= len(texts) <= 1_250  # LEAF reports 1,129 play/character users
+    assert 800 <= sum(n >= 64 for n in windows) <= 1_000  # ours: 901 with at least 64 samples
