@@ -37,5 +37,5 @@ def test_only_filter_and_missing_match(tmp_path, capsys):
 
 
 def test_shipped_suites_validate():
-    for suite in sorted((REPO / "suites").glob("*.yaml")):
+    for suite in sorted((REPO / "suites").rglob("*.yaml")):
         assert main(["plan", str(suite)]) == 0, suite.name

@@ -12,6 +12,7 @@ lines such as "FedAvgM w local reg") are left out of the method list and listed 
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections import defaultdict
@@ -33,6 +34,18 @@ DATASET = {  # reference dataset -> (fedbench dataset, model, augmentation)
     "celeba": ("celeba", "celeba_cnn", {}),
     "shakespeare": ("shakespeare", "shakespeare_lstm", {}),
 }
+# Ablation rows that are compositions rather than presets.
+ROW_METHODS = {
+    "fedavgm w local reg": {"preset": "fedavgm", "label": "FedAvgM w local reg", "client": [{"term": "prox", "mu": 0.01}]},
+    "fedacg w/o local reg": {"preset": "fedacg", "label": "FedACG w/o local reg", "client": {"prox": {"mu": 0.0}}},
+    "β = 0": {"preset": "fedagm", "label": "β = 0", "client": {"prox": {"mu": 0.0}}},
+    "β ≠ 0": {"preset": "fedagm", "label": "β ≠ 0"},
+}
+# Sensitivity tables print `acc@R[param=value]` columns: the param is swept with a method grid.
+SWEEP_PATH = {("fedacg", "lambda"): "server.lam", ("fedacg", "beta"): "client.prox.mu",
+              ("fedagm", "lambda"): "server.lam", ("fedagm", "beta"): "client.prox.mu",
+              ("fedcm", "alpha"): "client.fedcm.alpha"}
+SWEEP_RE = re.compile(r"^((?:acc|rounds_to)@\d+(?:\.\d+)?)\[(\w+)=([0-9.]+)\]$")
 SHAKESPEARE_USERS = 660  # LEAF Shakespeare after its minimum-sample cut (the table leaves N open)
 
 
@@ -76,14 +89,55 @@ def dataset_entry(table: dict) -> dict:
     }
     if augment:
         entry["augment"] = augment
-    metrics = [m for m in table["metrics"] if re.fullmatch(r"(acc|rounds_to)@\d+(\.\d+)?", m)]
-    keep = [i for i, m in enumerate(table["metrics"]) if m in metrics]
-    entry["reference"] = {
-        "source": table["id"],
-        "metrics": metrics,
-        "rows": {label: [vals[i] for i in keep] for label, vals in table["rows"].items()},
-    }
+    entry["reference"] = reference_block(table)
     return entry
+
+
+def reference_block(table: dict) -> dict:
+    """Plain tables as they are; sweep columns `acc@R[p=v]` become rows `Method[p'=v]` (p' = our
+    parameter's name, as grid labels print it) under the metric `acc@R`."""
+    sweeps = [SWEEP_RE.match(m) for m in table["metrics"]]
+    if not any(sweeps):  # keep the acc@R / rounds_to@X columns (not e.g. ratios between methods)
+        keep = [i for i, m in enumerate(table["metrics"]) if re.fullmatch(r"(acc|rounds_to)@\d+(\.\d+)?", m)]
+        return {"source": table["id"], "metrics": [table["metrics"][i] for i in keep],
+                "rows": {label: [vals[i] for i in keep] for label, vals in table["rows"].items()}}
+    metrics = list(dict.fromkeys(m.group(1) for m in sweeps if m))
+    rows = {}
+    for label, values in table["rows"].items():
+        for match, value in zip(sweeps, values):
+            path = SWEEP_PATH[(label.lower(), match.group(2))]
+            row = rows.setdefault(f"{label}[{path.split('.')[-1]}={float(match.group(3))}]", [None] * len(metrics))
+            row[metrics.index(match.group(1))] = value
+    return {"source": table["id"], "metrics": metrics, "rows": rows}
+
+
+def sweep_grids(tables: list[dict]) -> dict[str, dict[str, list[float]]]:
+    """preset -> {parameter path: values} for the sensitivity columns of these tables."""
+    grids: dict[str, dict[str, list[float]]] = {}
+    for t in tables:
+        for m in filter(None, (SWEEP_RE.match(x) for x in t["metrics"])):
+            for label in t["rows"]:
+                path = SWEEP_PATH[(label.lower(), m.group(2))]
+                values = grids.setdefault(PRESET_OF_ROW[label.lower()], {}).setdefault(path, [])
+                if float(m.group(3)) not in values:
+                    values.append(float(m.group(3)))
+    return grids
+
+
+def method_entries(tables: list[dict]) -> tuple[list, list[str]]:
+    rows = list(dict.fromkeys(r for t in tables for r in t["rows"]))
+    grids = sweep_grids(tables)
+    methods, skipped = [], []
+    for r in rows:
+        key = r.lower()
+        if key in PRESET_OF_ROW:
+            name = PRESET_OF_ROW[key]
+            methods.append({"preset": name, "grid": grids[name]} if name in grids else name)
+        elif key in ROW_METHODS:
+            methods.append(ROW_METHODS[key])
+        else:
+            skipped.append(r)
+    return list({json.dumps(m, sort_keys=True): m for m in methods}.values()), skipped
 
 
 def suites_from(reference_files: list[Path]) -> dict[str, dict]:
@@ -91,16 +145,17 @@ def suites_from(reference_files: list[Path]) -> dict[str, dict]:
     for f in reference_files:
         for table in yaml.safe_load(f.read_text()).get("tables", []):
             if table.get("setting", {}).get("dataset") in DATASET and table.get("rows"):
-                groups[table["id"].rsplit(".", 1)[0]].append(table)
+                prefix, last = table["id"].rsplit(".", 1)
+                groups[prefix if last.startswith(tuple(DATASET)) else table["id"]].append(table)
     suites = {}
     for group, tables in sorted(groups.items()):
-        rows = list(dict.fromkeys(r for t in tables for r in t["rows"]))
-        methods = list(dict.fromkeys(PRESET_OF_ROW[r.lower()] for r in rows if r.lower() in PRESET_OF_ROW))
-        skipped = [r for r in rows if r.lower() not in PRESET_OF_ROW]
+        methods, skipped = method_entries(tables)
+        if not methods:
+            continue
         suites[group] = {
             "name": group.replace("_", "-"),
             "description": f"Reproduces {group} ({', '.join(t['id'] for t in tables)})"
-            + (f"; rows without a preset (ablations): {', '.join(skipped)}" if skipped else ""),
+            + (f"; rows without a preset: {', '.join(skipped)}" if skipped else ""),
             "defaults": {"seeds": [0], "eval_every": 1, "checkpoint_every": 100,
                          "local": {"clip_norm": 10}},
             "datasets": [dataset_entry(t) for t in tables],
