@@ -88,6 +88,13 @@ def descent_direction(grad: torch.Tensor, w: torch.Tensor, local: LocalTraining)
     return clip_by_norm(grad, local.clip_norm) + local.weight_decay * w
 
 
+def rewrite_direction(ctx: ClientContext, terms: list[ClientTerm], w: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """Let every term rewrite the step direction, in order (SCAFFOLD, FedCM)."""
+    for term in terms:
+        g = term.direction(ctx, w, g)
+    return g
+
+
 def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batch], local: LocalTraining):
     """Returns (w_K, mean training loss over the steps)."""
     ctx.steps = len(batches)
@@ -103,9 +110,7 @@ def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batc
         loss = step_loss(ctx, terms, w, batch.x, batch.y, ce_weight, needs_features)
         (grad,) = torch.autograd.grad(loss, w)
         with torch.no_grad():
-            g = descent_direction(grad, w, local)
-            for term in terms:
-                g = term.direction(ctx, w, g)
+            g = rewrite_direction(ctx, terms, w, descent_direction(grad, w, local))
             w = w.detach() - step_lr(ctx.rnd.lr, batch, local) * g
         losses.append(loss.detach())
     for term in terms:
