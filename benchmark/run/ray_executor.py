@@ -78,6 +78,9 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
         ray.init(address=address)  # None: start a local cluster (or join $RAY_ADDRESS)
     task = ray.remote(run_one_job).options(num_cpus=cpus_per_job, num_gpus=gpus_per_job, max_retries=0)
 
+    # absolute: Ray workers do not run in the driver's working directory; on a multi-node
+    # cluster this folder must be on a filesystem shared by the nodes (the driver reads it back)
+    root = str(Path(results_root).resolve())
     summaries: dict[str, dict] = {}
     pending: dict = {}  # object ref -> job
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -91,7 +94,7 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
                     summaries[job.id] = {**jobdir.read_summary(), "skipped": True}
                     progress.advance(bar)
                 else:
-                    ref = task.remote(job, suite, str(results_root), device, stop_after, max(1, int(cpus_per_job)))
+                    ref = task.remote(job, suite, root, device, stop_after, max(1, int(cpus_per_job)))
                     pending[ref] = job
             while pending:
                 progress.update(bar, status=f"{len(pending)} queued or running")

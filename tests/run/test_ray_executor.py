@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -55,7 +56,7 @@ def local_ray():
 
 
 @pytest.mark.slow
-def test_ray_matches_local_executor_mirrors_and_skips(tmp_path, local_ray):
+def test_ray_matches_local_executor_mirrors_and_skips(tmp_path, local_ray, monkeypatch):
     from benchmark.run.ray_executor import run_jobs_ray
 
     good = two_jobs()
@@ -64,7 +65,8 @@ def test_ray_matches_local_executor_mirrors_and_skips(tmp_path, local_ray):
     local = run_jobs(jobs, SUITE, tmp_path / "local")
     tracker = RecordingTracker()
     start = time.time()
-    remote = run_jobs_ray(jobs, SUITE, tmp_path / "ray", tracker=tracker)
+    monkeypatch.chdir(tmp_path)  # a relative results folder must mean the driver's, not the workers' cwd
+    remote = run_jobs_ray(jobs, SUITE, Path("ray"), tracker=tracker)
     print(f"run_jobs_ray, 2 jobs: {time.time() - start:.1f}s")
 
     assert list(remote) == [j.id for j in jobs]
