@@ -48,16 +48,18 @@ def _plan(batches: list[Batch], local: LocalTraining) -> tuple:
     return (sizes, tuple(b.epoch for b in batches)) if local.intra_round_decay else (sizes,)
 
 
+def _describe(cid: int, batches: list[Batch]) -> str:
+    return f"client {cid}: {len(batches)} steps, batch sizes {sorted({len(b.y) for b in batches})}"
+
+
 def check_plans(chosen: list[int], batches: list[list[Batch]], local: LocalTraining, rnd: int) -> None:
-    plans = [_plan(b, local) for b in batches]
-    for cid, plan, client_batches in zip(chosen, plans, batches):
-        if plan != plans[0]:
-            def describe(i: int, bs: list[Batch]) -> str:
-                return f"client {i}: {len(bs)} steps, batch sizes {sorted(set(len(b.y) for b in bs))}"
+    first = _plan(batches[0], local)
+    for cid, client_batches in zip(chosen, batches):
+        if _plan(client_batches, local) != first:
             raise NotVectorisable(
                 f"execution: vectorised needs every client of a round to take the same local steps with the "
                 f"same batch sizes{' and epochs' if local.intra_round_decay else ''}; in round {rnd} "
-                f"{describe(chosen[0], batches[0])} but {describe(cid, client_batches)} (unbalanced split?); {ADVICE}"
+                f"{_describe(chosen[0], batches[0])} but {_describe(cid, client_batches)} (unbalanced split?); {ADVICE}"
             )
 
 

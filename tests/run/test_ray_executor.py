@@ -65,7 +65,7 @@ def test_ray_matches_local_executor_mirrors_and_skips(tmp_path, local_ray, monke
     local = run_jobs(jobs, SUITE, tmp_path / "local")
     tracker = RecordingTracker()
     start = time.time()
-    monkeypatch.chdir(tmp_path)  # a relative results folder must mean the driver's, not the workers' cwd
+    monkeypatch.chdir(tmp_path)  # a relative results folder (the CLI default) is the driver's
     remote = run_jobs_ray(jobs, SUITE, Path("ray"), tracker=tracker)
     print(f"run_jobs_ray, 2 jobs: {time.time() - start:.1f}s")
 
