@@ -100,22 +100,21 @@ class TinyCNN(nn.Module):
         return (logits, z) if features else logits
 
 
-def image_simulation(config, dtype: torch.dtype | None = None) -> Simulation:
-    """Random 8x8 images and TinyCNN; `dtype` given: float images and model in that precision."""
+def image_simulation(config, dtype: torch.dtype = torch.float32) -> Simulation:
+    """Random 1x8x8 images for TinyCNN, already normalised floats in `dtype`.
+
+    Source kind "vector" hands them to the model as they are, so no image pipeline is involved.
+    """
     gen = torch.Generator().manual_seed(0)
-    train_x = torch.randint(0, 256, (120, 1, 8, 8), dtype=torch.uint8, generator=gen)
-    src = SourceData(
-        train_x=train_x if dtype is None else (train_x.to(dtype) / 255 - 0.5) / 0.25,
-        train_y=torch.randint(0, 4, (120,), generator=gen),
-        test_x=torch.randint(0, 256, (40, 1, 8, 8), dtype=torch.uint8, generator=gen),
-        test_y=torch.randint(0, 4, (40,), generator=gen),
-        num_classes=4, kind="image", mean=(0.5,), std=(0.25,),
-    )
+
+    def images(n: int) -> torch.Tensor:
+        return (torch.randint(0, 256, (n, 1, 8, 8), generator=gen).to(dtype) / 255 - 0.5) / 0.25
+
+    src = SourceData(train_x=images(120), train_y=torch.randint(0, 4, (120,), generator=gen),
+                     test_x=images(40), test_y=torch.randint(0, 4, (40,), generator=gen), num_classes=4, kind="vector")
     clients = list(torch.randperm(120, generator=gen).view(10, 12))
     torch.manual_seed(1)
-    if dtype is not None:
-        src.test_x = (src.test_x.to(dtype) / 255 - 0.5) / 0.25
-    return Simulation(config, FederatedData(src, clients, default_preprocess(src)), TinyCNN().to(dtype or torch.float32))
+    return Simulation(config, FederatedData(src, clients, default_preprocess(src)), TinyCNN().to(dtype))
 
 
 @pytest.mark.parametrize("job", make_jobs(), ids=lambda j: j.method_label)

@@ -18,14 +18,14 @@ ray = pytest.importorskip("ray")
 SUITE = "raytest"
 
 
-def two_jobs(model: str = "logistic"):
+def jobs_of(methods, model: str = "logistic"):
     suite = Suite(
         name=SUITE,
         defaults={"rounds": 3, "num_clients": 6, "participation": {"rate": 0.5},
                   "local": {"epochs": 1, "batch_size": 10, "lr": 0.05}, "model": {"name": model}},
         datasets=[{"name": "synthetic", "params": {"num_users": 6, "dim": 10, "num_classes": 3, "max_samples": 80},
                    "split": {"kind": "natural"}}],
-        methods=["fedavg", "fedacg"],
+        methods=methods,
     )
     return expand(suite)
 
@@ -59,9 +59,12 @@ def local_ray():
 def test_ray_matches_local_executor_mirrors_and_skips(tmp_path, local_ray, monkeypatch):
     from benchmark.run.ray_executor import run_jobs_ray
 
-    good = two_jobs()
-    broken = two_jobs(model="femnist_cnn")[0]  # a CNN on vector data: fails inside the job (not a UserError)
-    jobs = [good[0], broken, good[1]]
+    jobs = jobs_of(["fedavg", "fedavgm", "fedacg"])
+    good, broken = [jobs[0], jobs[2]], jobs[1]
+    for root in ("local", "ray"):  # a corrupt checkpoint: the job fails inside (not a UserError)
+        corrupt = JobDir(tmp_path / root, SUITE, broken.id).checkpoint
+        corrupt.parent.mkdir(parents=True)
+        corrupt.write_bytes(b"not a checkpoint")
     local = run_jobs(jobs, SUITE, tmp_path / "local")
     tracker = RecordingTracker()
     start = time.time()
@@ -80,7 +83,7 @@ def test_ray_matches_local_executor_mirrors_and_skips(tmp_path, local_ray, monke
         assert ours.is_finished()
     # one child run per job, replayed from its files: config, every round, summary + artifacts
     assert [c[0] for c in tracker.calls] == ["start", "records", "end"] * 3
-    assert ("end", broken.id, "failed", ["summary.json"]) in tracker.calls
+    assert ("end", broken.id, "failed", ["config.json", "summary.json"]) in tracker.calls
     for job in good:
         assert ("start", job.id, job.id) in tracker.calls
         assert ("end", job.id, "finished", ["config.json", "metrics.jsonl", "summary.json"]) in tracker.calls
@@ -98,11 +101,11 @@ def test_user_error_in_a_job_stops_the_suite(tmp_path, local_ray):
     from benchmark.run.ray_executor import run_jobs_ray
 
     with pytest.raises(UserError, match="unknown model 'nope'"):
-        run_jobs_ray(two_jobs(model="nope"), SUITE, tmp_path)
+        run_jobs_ray(jobs_of(["fedavg"], model="nope"), SUITE, tmp_path)
 
 
 def test_cuda_without_gpus_per_job_is_refused_before_starting_ray(tmp_path):
     from benchmark.run.ray_executor import run_jobs_ray
 
     with pytest.raises(UserError, match="--gpus-per-job"):
-        run_jobs_ray(two_jobs(), SUITE, tmp_path, device="cuda")
+        run_jobs_ray(jobs_of(["fedavg"]), SUITE, tmp_path, device="cuda")
