@@ -56,35 +56,61 @@ def step_lr(round_lr: float, batch: Batch, local: LocalTraining) -> float:
     return round_lr * (local.lr_decay ** batch.epoch if local.intra_round_decay else 1.0)
 
 
+def ce_weight_of(ctx: ClientContext, terms: list[ClientTerm]) -> float:
+    """Product of the terms' multipliers on the cross-entropy."""
+    weight = 1.0
+    for term in terms:
+        weight *= term.ce_weight(ctx)
+    return weight
+
+
+def step_loss(ctx: ClientContext, terms: list[ClientTerm], w: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
+              ce_weight, needs_features: bool) -> torch.Tensor:
+    """One step's local objective: ce_weight·CE(adjusted logits) + Σ term losses.
+
+    Shared by the sequential path (autograd on w) and the vectorised one (torch.func.grad under vmap).
+    """
+    raw = ctx.forward(w, x, features=needs_features)
+    out = ForwardOut(*raw) if needs_features else ForwardOut(raw)
+    logits = out.logits
+    for term in terms:
+        logits = term.adjust_logits(ctx, logits)
+    loss = ce_weight * F.cross_entropy(logits, y)
+    for term in terms:
+        extra = term.loss(ctx, w, out, x, y)
+        if extra is not None:
+            loss = loss + extra
+    return loss
+
+
+def descent_direction(grad: torch.Tensor, w: torch.Tensor, local: LocalTraining) -> torch.Tensor:
+    """clip(∇loss) + weight_decay·w, before any term rewrites the direction."""
+    return clip_by_norm(grad, local.clip_norm) + local.weight_decay * w
+
+
+def rewrite_direction(ctx: ClientContext, terms: list[ClientTerm], w: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """Let every term rewrite the step direction, in order (SCAFFOLD, FedCM)."""
+    for term in terms:
+        g = term.direction(ctx, w, g)
+    return g
+
+
 def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batch], local: LocalTraining):
     """Returns (w_K, mean training loss over the steps)."""
     ctx.steps = len(batches)
     for term in terms:
         term.begin(ctx)
     needs_features = any(t.needs_features for t in terms)
-    ce_weight = 1.0
-    for term in terms:
-        ce_weight *= term.ce_weight(ctx)
+    ce_weight = ce_weight_of(ctx, terms)
 
     w = ctx.start.detach().clone()
     losses = []
     for batch in batches:
         w.requires_grad_(True)
-        raw = ctx.forward(w, batch.x, features=needs_features)
-        out = ForwardOut(*raw) if needs_features else ForwardOut(raw)
-        logits = out.logits
-        for term in terms:
-            logits = term.adjust_logits(ctx, logits)
-        loss = ce_weight * F.cross_entropy(logits, batch.y)
-        for term in terms:
-            extra = term.loss(ctx, w, out, batch.x, batch.y)
-            if extra is not None:
-                loss = loss + extra
+        loss = step_loss(ctx, terms, w, batch.x, batch.y, ce_weight, needs_features)
         (grad,) = torch.autograd.grad(loss, w)
         with torch.no_grad():
-            g = clip_by_norm(grad, local.clip_norm) + local.weight_decay * w
-            for term in terms:
-                g = term.direction(ctx, w, g)
+            g = rewrite_direction(ctx, terms, w, descent_direction(grad, w, local))
             w = w.detach() - step_lr(ctx.rnd.lr, batch, local) * g
         losses.append(loss.detach())
     for term in terms:

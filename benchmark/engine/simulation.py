@@ -133,3 +133,6 @@ class Simulation:
 
     def final_state_dict(self) -> dict[str, torch.Tensor]:
         return {k: v.detach().cpu().clone() for k, v in self.spec.unflatten(self.progress.theta).items()}
+
+
+import benchmark.engine.vectorised  # noqa: E402,F401  (registers TRAINERS["vectorised"]; last, as it imports TRAINERS)

@@ -104,6 +104,11 @@ class ClientTerm:
     name: ClassVar[str]
     Params: ClassVar[type[StrictParams]] = StrictParams
     needs_features: ClassVar[bool] = False
+    # True promises that adjust_logits and loss are pure tensor functions of their arguments
+    # and of ctx.received / ctx.start / ctx.rnd / ctx.steps only (no ctx.state, ctx.scratch,
+    # class counts or other per-client data), so `execution: vectorised` can evaluate them under
+    # torch.func.vmap. begin, ce_weight, direction and finish always run per client, outside vmap.
+    vmappable: ClassVar[bool] = False
 
     def __init__(self, params: StrictParams):
         self.p = params

@@ -23,6 +23,7 @@ class Prox(ClientTerm):
 
     name = "prox"
     Params = ProxParams
+    vmappable = True  # a pure function of (w, ctx.start)
 
     def loss(self, ctx: ClientContext, w, out, x, y):
         if self.p.mu == 0:

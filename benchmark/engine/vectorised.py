@@ -1,0 +1,141 @@
+"""Train one round's clients together: torch.func.vmap over their stacked flat parameters (C, P).
+
+Same contract and same numbers as `train_sequential` (up to float reduction order): the step
+math is `engine/local.py`'s (step_loss, descent_direction, rewrite_direction, step_lr), each
+client gets the batches of its own (seed, round, client) stream, and terms' begin / ce_weight /
+direction / finish run per client on that client's real context. Only the gradient of the
+local loss and the clipped, weight-decayed direction are computed under vmap.
+
+A round is vectorisable when every chosen client takes the same number of steps with the same
+batch size at each step (balanced splits) and every client term is `vmappable`. Otherwise the
+job fails with `NotVectorisable`, never silently falling back to sequential training.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch.func import grad_and_value, vmap
+
+from benchmark.engine.client_round import ClientOutcome, make_context
+from benchmark.engine.fed_data import Batch
+from benchmark.engine.local import ce_weight_of, descent_direction, rewrite_direction, step_loss, step_lr
+from benchmark.engine.simulation import TRAINERS
+from benchmark.errors import UserError
+from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo
+from benchmark.suite.schema import LocalTraining
+
+ADVICE = "set `execution: sequential` for this job (in the suite's defaults or its dataset entry)"
+
+
+class NotVectorisable(UserError):
+    """A job asked for `execution: vectorised` but its rounds cannot be trained under vmap."""
+
+
+def check_terms(terms: list[ClientTerm]) -> None:
+    blocked = [t.name for t in terms if not t.vmappable]
+    if blocked:
+        raise NotVectorisable(
+            f"execution: vectorised: client term(s) {', '.join(map(repr, blocked))} are not vmappable "
+            f"(their loss reads per-client data or is not a pure tensor function); {ADVICE}"
+        )
+
+
+def _plan(batches: list[Batch], local: LocalTraining) -> tuple:
+    """What must agree across clients: batch size per step (and epoch per step when it sets the lr)."""
+    sizes = tuple(len(b.y) for b in batches)
+    return (sizes, tuple(b.epoch for b in batches)) if local.intra_round_decay else (sizes,)
+
+
+def _describe(cid: int, batches: list[Batch]) -> str:
+    return f"client {cid}: {len(batches)} steps, batch sizes {sorted({len(b.y) for b in batches})}"
+
+
+def check_plans(chosen: list[int], batches: list[list[Batch]], local: LocalTraining, rnd: int) -> None:
+    first = _plan(batches[0], local)
+    for cid, client_batches in zip(chosen, batches):
+        if _plan(client_batches, local) != first:
+            raise NotVectorisable(
+                f"execution: vectorised needs every client of a round to take the same local steps with the "
+                f"same batch sizes{' and epochs' if local.intra_round_decay else ''}; in round {rnd} "
+                f"{_describe(chosen[0], batches[0])} but {_describe(cid, client_batches)} (unbalanced split?); {ADVICE}"
+            )
+
+
+def _shared_context(template: ClientContext, received: dict[str, torch.Tensor]) -> ClientContext:
+    """What a vmappable term sees inside vmap: this client's slice of `received`, the round, K.
+
+    Per-client host data (id, state, counts, scratch) is deliberately absent (see ClientTerm.vmappable).
+    """
+    return ClientContext(
+        client_id=-1, rnd=template.rnd, received=received, num_samples=0, forward=template.forward,
+        state={}, class_counts=torch.empty(0, dtype=torch.long), total_samples=template.total_samples,
+        steps=template.steps,
+    )
+
+
+def _batched_direction(template: ClientContext, terms: list[ClientTerm], local: LocalTraining) -> Callable:
+    """(W, received, ce_weights, X, Y) -> (directions (C, P), losses (C,)), one vmapped call."""
+    needs_features = any(t.needs_features for t in terms)
+
+    def one_client(w, received, ce_weight, x, y):
+        ctx = _shared_context(template, received)
+        grad, loss = grad_and_value(lambda v: step_loss(ctx, terms, v, x, y, ce_weight, needs_features))(w)
+        return descent_direction(grad, w, local), loss
+
+    return vmap(one_client)
+
+
+def _overrides_direction(term: ClientTerm) -> bool:
+    return type(term).direction is not ClientTerm.direction
+
+
+@torch.no_grad()  # torch.func.grad still differentiates inside; this only keeps W out of autograd
+def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> list[ClientOutcome]:
+    job, terms, local = sim.job, sim.method.terms, sim.job.local
+    batches = [sim.data.client_batches(job.seed, rnd.round, cid, local) for cid in chosen]
+    check_plans(chosen, batches, local, rnd.round)
+    ctxs = [make_context(sim, cid, rnd, received) for cid in chosen]
+    steps, count = len(batches[0]), len(chosen)
+    for ctx in ctxs:
+        ctx.steps = steps
+        for term in terms:
+            term.begin(ctx)
+    ce_weights = torch.tensor([ce_weight_of(ctx, terms) for ctx in ctxs], device=sim.device)
+    # one broadcast reaches every client: expanded views, no copies (a per-client start would be stacked)
+    per_client = {k: v.expand(count, *v.shape) for k, v in received.items()}
+    direction = _batched_direction(ctxs[0], terms, local)
+    rewriters = [t for t in terms if _overrides_direction(t)]
+
+    w = per_client["model"].clone(memory_format=torch.contiguous_format)
+    losses = []
+    for s in range(steps):
+        x = torch.stack([b[s].x for b in batches])
+        y = torch.stack([b[s].y for b in batches])
+        g, loss = direction(w, per_client, ce_weights, x, y)
+        if rewriters:  # per client, on its own context, like the sequential path
+            g = torch.stack([rewrite_direction(ctx, rewriters, w[i], g[i]) for i, ctx in enumerate(ctxs)])
+        w = w - step_lr(rnd.lr, batches[0][s], local) * g
+        losses.append(loss)
+    mean_losses = torch.stack(losses).mean(0).tolist() if losses else [float("nan")] * count
+    outcomes = []
+    for i, (cid, ctx) in enumerate(zip(chosen, ctxs)):
+        for term in terms:
+            term.finish(ctx, w[i])
+        outcomes.append(ClientOutcome(cid, ctx.start, w[i], ctx.messages, ctx.state, steps, mean_losses[i]))
+    return outcomes
+
+
+def train_vectorised(sim, chosen: list[int], rnd: RoundInfo, received: dict,
+                     max_clients_per_vmap: int | None = None) -> list[ClientOutcome]:
+    """Train `chosen` under vmap, at most `max_clients_per_vmap` at a time (bounds memory)."""
+    check_terms(sim.method.terms)
+    chunk = max_clients_per_vmap or len(chosen)
+    outcomes: list[ClientOutcome] = []
+    for i in range(0, len(chosen), chunk):
+        outcomes += _train_together(sim, chosen[i : i + chunk], rnd, received)
+    return outcomes
+
+
+TRAINERS["vectorised"] = train_vectorised

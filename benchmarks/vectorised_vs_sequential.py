@@ -1,0 +1,143 @@
+"""Client-steps per second of `execution: vectorised` vs `sequential` for one round of M clients.
+
+Both modes train the same round (same clients, batches and start point) in the same process;
+the ratio is what matters, absolute numbers depend on the machine. Runs on CUDA when
+available, else CPU; on CUDA it also prints the peak memory of each mode.
+
+    PYTHONPATH=$PWD python benchmarks/vectorised_vs_sequential.py [--models logistic tiny_cnn femnist_cnn]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+from torch import nn
+
+from benchmark.data.source import SourceData
+from benchmark.engine.fed_data import FederatedData, default_preprocess
+from benchmark.engine.simulation import TRAINERS, Simulation
+from benchmark.fl.method import resolve_method
+from benchmark.models.registry import build_model
+from benchmark.suite.schema import DatasetEntry, JobConfig, LocalTraining, ModelConfig, Participation
+
+IMAGE = (1, 28, 28)
+NUM_CLASSES = 62
+
+
+class TinyCNN(nn.Module):
+    """Two small conv layers with GroupNorm and a linear head (~30k parameters)."""
+
+    def __init__(self, num_classes: int = NUM_CLASSES):
+        super().__init__()
+        self.conv1, self.norm1 = nn.Conv2d(1, 8, 3, padding=1), nn.GroupNorm(2, 8)
+        self.conv2, self.norm2 = nn.Conv2d(8, 16, 3, padding=1), nn.GroupNorm(2, 16)
+        self.fc = nn.Linear(16 * 7 * 7, num_classes)
+
+    def forward(self, x, features: bool = False):
+        x = torch.max_pool2d(torch.relu(self.norm1(self.conv1(x))), 2)
+        z = torch.max_pool2d(torch.relu(self.norm2(self.conv2(x))), 2).flatten(1)
+        logits = self.fc(z)
+        return (logits, z) if features else logits
+
+
+def make_model(name: str) -> nn.Module:
+    if name == "tiny_cnn":
+        torch.manual_seed(0)
+        return TinyCNN()
+    return build_model(name, IMAGE, NUM_CLASSES, {}, "default", seed=0)
+
+
+def random_data(clients: int, per_client: int) -> FederatedData:
+    """Random normalised 28x28 float images; kind "vector" hands them to the model as they are."""
+    gen = torch.Generator().manual_seed(0)
+    n = clients * per_client
+    src = SourceData(
+        train_x=torch.randn(n, *IMAGE, generator=gen), train_y=torch.randint(0, NUM_CLASSES, (n,), generator=gen),
+        test_x=torch.zeros(1, *IMAGE), test_y=torch.zeros(1, dtype=torch.long), num_classes=NUM_CLASSES, kind="vector",
+    )
+    return FederatedData(src, list(torch.arange(n).view(clients, per_client)), default_preprocess(src))
+
+
+def job(model: str, clients: int, steps: int, batch: int, method: str) -> JobConfig:
+    return JobConfig(
+        dataset=DatasetEntry(name="random"), method=resolve_method(method, "method"), seed=0, rounds=1,
+        eval_every=1, num_clients=clients, participation=Participation(rate=1.0),
+        local=LocalTraining(steps=steps, batch_size=batch, lr=0.05), model=ModelConfig(name=model),
+        metrics=[], precision="fp32", checkpoint_every=0,
+    )
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def train_round(sim: Simulation, mode: str) -> tuple[float, torch.Tensor]:
+    """(seconds for one round of all the simulation's clients, their final parameters (M, P))."""
+    chosen, rnd = list(range(sim.data.num_clients)), sim.round_info(0)
+    sync(sim.device)
+    start = time.perf_counter()
+    outcomes = TRAINERS[mode](sim, chosen, rnd, {"model": sim.progress.theta})
+    sync(sim.device)
+    return time.perf_counter() - start, torch.stack([o.final for o in outcomes])
+
+
+def compare(sims: dict[str, Simulation], repeats: int) -> dict[str, tuple[float, int | None, torch.Tensor]]:
+    """mode -> (best seconds per round, peak CUDA bytes, final parameters).
+
+    Modes alternate within each repeat and the best time is kept, so load from other
+    processes on a shared machine biases neither mode.
+    """
+    times: dict[str, list[float]] = {mode: [] for mode in sims}
+    peaks: dict[str, int | None] = {}
+    finals: dict[str, torch.Tensor] = {}
+    for mode, sim in sims.items():  # warm-up (kernels, allocator), then the peak of one round
+        train_round(sim, mode)
+        if sim.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(sim.device)
+            train_round(sim, mode)
+        peaks[mode] = torch.cuda.max_memory_allocated(sim.device) if sim.device.type == "cuda" else None
+    for _ in range(repeats):
+        for mode, sim in sims.items():
+            seconds, finals[mode] = train_round(sim, mode)
+            times[mode].append(seconds)
+    return {mode: (min(times[mode]), peaks[mode], finals[mode]) for mode in sims}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=None, help="logistic, tiny_cnn, femnist_cnn")
+    parser.add_argument("--clients", nargs="+", type=int, default=[5, 10, 20], help="M: clients per round")
+    parser.add_argument("--steps", type=int, default=10, help="K: local steps per client")
+    parser.add_argument("--batch-size", type=int, default=20)
+    parser.add_argument("--method", default="fedprox")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    models = args.models or (["logistic", "tiny_cnn", "femnist_cnn"] if args.device.startswith("cuda") else ["logistic", "tiny_cnn"])
+
+    print(f"device {args.device}, torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"method {args.method}, K={args.steps}, B={args.batch_size}, best of {args.repeats}")
+    mem = args.device.startswith("cuda")
+    head = f"{'model':<12}{'params':>10}{'M':>4}{'seq steps/s':>13}{'vec steps/s':>13}{'ratio':>7}{'max|Δw|':>10}"
+    print(head + (f"{'seq peak MiB':>14}{'vec peak MiB':>14}" if mem else ""))
+    for name in models:
+        for m in args.clients:
+            sims = {mode: Simulation(job(name, m, args.steps, args.batch_size, args.method).model_copy(update={"execution": mode}),
+                                     random_data(m, args.steps * args.batch_size), make_model(name), args.device)
+                    for mode in ("sequential", "vectorised")}
+            result = compare(sims, args.repeats)
+            (t_seq, p_seq, w_seq), (t_vec, p_vec, w_vec) = result["sequential"], result["vectorised"]
+            rate = m * args.steps
+            line = (f"{name:<12}{sims['sequential'].spec.total:>10}{m:>4}{rate / t_seq:>13.0f}{rate / t_vec:>13.0f}"
+                    f"{t_seq / t_vec:>7.2f}{(w_seq - w_vec).abs().max().item():>10.1e}")
+            print(line + (f"{p_seq / 2**20:>14.0f}{p_vec / 2**20:>14.0f}" if mem else ""), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""execution: vectorised must give the sequential path's numbers, or refuse the job clearly.
+
+Tolerance: atol 1e-5 on parameters and metrics. vmap turns per-client matmuls/convolutions
+into batched kernels whose float32 reduction order differs from the unbatched ones, so results
+agree to a few ulps per step (observed max |Δθ| ≤ 6e-8 after 3 rounds, logistic and CNN), not
+bit for bit; 1e-5 leaves headroom for other BLAS builds and longer runs. In float64 the two
+paths agree to ~1e-16 (test below). Larger ReLU nets can amplify a float32 ulp into a visible
+gap when an activation crosses zero (femnist_cnn, 10 steps: up to 4e-4 on one random draw).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from benchmark.data.source import SourceData
+from benchmark.engine.client_round import train_sequential
+from benchmark.engine.fed_data import FederatedData, default_preprocess
+from benchmark.engine.setup import build_simulation
+from benchmark.engine.simulation import TRAINERS, Simulation
+from benchmark.engine.vectorised import NotVectorisable, train_vectorised
+from benchmark.fl.base import ClientTerm
+from benchmark.suite.expand import expand
+from benchmark.suite.schema import Suite
+
+ATOL = 1e-5
+METHODS = ["fedavg", {"preset": "fedprox", "client": {"prox": {"mu": 0.01}}}, "fedavgm", "fedacg"]
+
+
+def make_jobs(methods=METHODS, split=None, local=None, max_samples=60, **defaults):
+    suite = Suite(
+        name="vec",
+        defaults={
+            "rounds": 3, "num_clients": 10, "participation": {"mode": "fixed", "rate": 0.4},
+            "local": {"epochs": 1, "batch_size": 8, "lr": 0.05, "lr_decay": 0.99, "weight_decay": 1e-3,
+                      "clip_norm": 1.0, **(local or {})},
+            "model": {"name": "logistic"}, **defaults,
+        },
+        datasets=[{"name": "synthetic", "params": {"num_users": 10, "dim": 12, "num_classes": 4, "max_samples": max_samples},
+                   "split": split or {"kind": "iid"}}],
+        methods=methods,
+    )
+    return expand(suite)
+
+
+def run(config, execution: str, sim_factory=build_simulation, **update):
+    sim = sim_factory(config.model_copy(update={"execution": execution, **update}))
+    records = sim.run()
+    return sim, records
+
+
+def assert_same(config, sim_factory=build_simulation):
+    seq, seq_records = run(config, "sequential", sim_factory)
+    vec, vec_records = run(config, "vectorised", sim_factory)
+    torch.testing.assert_close(vec.progress.theta, seq.progress.theta, atol=ATOL, rtol=0)
+    for key, value in seq.progress.server_state.items():
+        torch.testing.assert_close(vec.progress.server_state[key], value, atol=ATOL, rtol=0)
+    assert len(vec_records) == len(seq_records) == config.rounds
+    for v, s in zip(vec_records, seq_records):
+        assert v.keys() == s.keys()
+        for key in s:
+            assert v[key] == pytest.approx(s[key], abs=ATOL, rel=0), key
+    return seq, vec
+
+
+@pytest.mark.parametrize("job", make_jobs(), ids=lambda j: j.method_label)
+def test_logistic_matches_sequential(job):
+    assert_same(job.config)
+
+
+def test_intra_round_decay_two_epochs_and_chunking_match_sequential():
+    (job,) = make_jobs(["fedacg"], local={"epochs": 2, "intra_round_decay": True, "lr_decay": 0.5})
+    assert_same(job.config)
+    chunked = build_simulation(job.config)
+    rnd, chosen = chunked.round_info(0), [0, 3, 5]
+    received = {"model": chunked.progress.theta}
+    whole = train_vectorised(chunked, chosen, rnd, received)
+    pieces = train_vectorised(chunked, chosen, rnd, received, max_clients_per_vmap=2)
+    assert [o.client_id for o in pieces] == chosen
+    for a, b in zip(whole, pieces):
+        torch.testing.assert_close(a.final, b.final, atol=ATOL, rtol=0)
+        assert a.loss == pytest.approx(b.loss, abs=ATOL)
+
+
+class TinyCNN(nn.Module):
+    """Conv + GroupNorm + pooling + linear head, with penultimate features (buffer-free)."""
+
+    def __init__(self, num_classes: int = 4):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1)
+        self.norm = nn.GroupNorm(2, 4)
+        self.fc1 = nn.Linear(4 * 4 * 4, 16)
+        self.fc2 = nn.Linear(16, num_classes)
+
+    def forward(self, x, features: bool = False):
+        h = torch.max_pool2d(torch.relu(self.norm(self.conv(x))), 2)
+        z = torch.relu(self.fc1(h.flatten(1)))
+        logits = self.fc2(z)
+        return (logits, z) if features else logits
+
+
+def image_simulation(config, dtype: torch.dtype = torch.float32) -> Simulation:
+    """Random 1x8x8 images for TinyCNN, already normalised floats in `dtype`.
+
+    Source kind "vector" hands them to the model as they are, so no image pipeline is involved.
+    """
+    gen = torch.Generator().manual_seed(0)
+
+    def images(n: int) -> torch.Tensor:
+        return (torch.randint(0, 256, (n, 1, 8, 8), generator=gen).to(dtype) / 255 - 0.5) / 0.25
+
+    src = SourceData(train_x=images(120), train_y=torch.randint(0, 4, (120,), generator=gen),
+                     test_x=images(40), test_y=torch.randint(0, 4, (40,), generator=gen), num_classes=4, kind="vector")
+    clients = list(torch.randperm(120, generator=gen).view(10, 12))
+    torch.manual_seed(1)
+    return Simulation(config, FederatedData(src, clients, default_preprocess(src)), TinyCNN().to(dtype))
+
+
+@pytest.mark.parametrize("job", make_jobs(), ids=lambda j: j.method_label)
+def test_small_cnn_matches_sequential(job):
+    assert_same(job.config, image_simulation)
+
+
+def test_float64_agrees_to_rounding_so_float32_gaps_are_reduction_order():
+    """In float64 one round's clients agree to ~1e-16: the same math, only summation order differs."""
+    (job,) = make_jobs(["fedacg"], local={"epochs": 3})
+    sim = image_simulation(job.config, torch.float64)
+    chosen, rnd, received = [0, 3, 5, 7], sim.round_info(0), {"model": sim.progress.theta}
+    assert received["model"].dtype == torch.float64
+    for seq, vec in zip(train_sequential(sim, chosen, rnd, received), train_vectorised(sim, chosen, rnd, received)):
+        torch.testing.assert_close(vec.final, seq.final, atol=1e-12, rtol=0)
+        assert vec.loss == pytest.approx(seq.loss, abs=1e-6)  # make_forward returns float32 logits
+
+
+class ScaledStep(ClientTerm):
+    """A test term using every per-client hook: vmappable loss, client-specific direction and state."""
+
+    name = "scaled_step"
+    vmappable = True
+
+    def begin(self, ctx):
+        ctx.scratch["scale"] = 1.0 + 0.1 * (ctx.client_id % 3)
+
+    def ce_weight(self, ctx):
+        return 0.5 + 0.05 * ctx.client_id
+
+    def loss(self, ctx, w, out, x, y):
+        return 1e-3 * (w - ctx.start).abs().sum() + 1e-2 * out.features.pow(2).mean()
+
+    def direction(self, ctx, w, g):
+        return g * ctx.scratch["scale"]
+
+    def finish(self, ctx, w):
+        ctx.state["seen"] = ctx.state.get("seen", torch.zeros(())) + 1
+        ctx.messages["w_norm"] = w.norm().reshape(1)
+
+    needs_features = True
+
+
+def with_term(term: ClientTerm):
+    def factory(config):
+        sim = build_simulation(config)
+        sim.method.terms.append(term)
+        return sim
+    return factory
+
+
+def test_terms_begin_ce_weight_direction_finish_are_respected_per_client():
+    (job,) = make_jobs(["fedavg"])
+    seq, vec = assert_same(job.config, with_term(ScaledStep(None)))
+    assert len(vec.clients) > 0
+    for cid in range(job.config.num_clients):
+        assert (cid in vec.clients) == (cid in seq.clients)
+        assert vec.clients.get(cid, "cpu") == seq.clients.get(cid, "cpu")
+
+
+class Opaque(ClientTerm):
+    name = "opaque"
+
+
+def test_non_vmappable_term_is_refused_with_advice():
+    (job,) = make_jobs(["fedavg"])
+    with pytest.raises(NotVectorisable, match=r"'opaque' are not vmappable.*execution: sequential"):
+        run(job.config, "vectorised", with_term(Opaque(None)))
+
+
+def test_unbalanced_clients_are_refused_not_run_sequentially():
+    (job,) = make_jobs(["fedavg"], split={"kind": "natural"}, max_samples=400, participation={"mode": "fixed", "rate": 1.0})
+    with pytest.raises(NotVectorisable, match=r"same local steps.*execution: sequential"):
+        run(job.config, "vectorised")
+
+
+def test_registered_as_an_execution_mode():
+    assert TRAINERS["vectorised"] is train_vectorised
