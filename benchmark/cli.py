@@ -62,9 +62,17 @@ def cli() -> None:
 @click.option("--only", multiple=True, help="run only jobs whose id, dataset or method contains this text")
 @click.option("--stop-after", type=int, default=None, help="stop every job after this many rounds (resumable)")
 @THREADS
-def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, device: str, only, stop_after, threads) -> None:
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="run jobs in this process, or as Ray tasks (one machine or a cluster)")
+@click.option("--ray-address", default=None, help="Ray cluster to join (e.g. auto); default: start a local one")
+@click.option("--gpus-per-job", type=float, default=0.0, show_default=True, help="Ray: GPUs per job (0.25 = 4 jobs per GPU)")
+@click.option("--cpus-per-job", type=float, default=1.0, show_default=True, help="Ray: CPUs per job")
+def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, device: str, only, stop_after, threads,
+        executor: str, ray_address, gpus_per_job: float, cpus_per_job: float) -> None:
     """Run every unfinished job of SUITE_FILE; print measured vs paper numbers."""
     _threads(threads)
+    if executor == "local" and (ray_address or gpus_per_job):
+        raise UserError("--ray-address and --gpus-per-job need --executor ray")
     from benchmark.report.table import result_tables
     from benchmark.run.executor import run_jobs
     from benchmark.run.tracking import MlflowTracker, NullTracker
@@ -72,11 +80,20 @@ def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, de
 
     suite, jobs = load_jobs(suite_file)
     jobs = _filter(jobs, only)
-    dev = _device(device)
+    if executor == "ray":  # the workers' devices matter, not the driver's
+        dev = ("cuda" if gpus_per_job > 0 else "cpu") if device == "auto" else device
+    else:
+        dev = _device(device)
     tracker = NullTracker() if no_tracking else MlflowTracker(suite.name, tracking_uri)
     status = "FAILED"
     try:
-        summaries = run_jobs(jobs, suite.name, results_dir, dev, tracker, err_console, stop_after)
+        if executor == "ray":
+            from benchmark.run.ray_executor import run_jobs_ray
+
+            summaries = run_jobs_ray(jobs, suite.name, results_dir, dev, tracker, err_console, stop_after,
+                                     address=ray_address, gpus_per_job=gpus_per_job, cpus_per_job=cpus_per_job)
+        else:
+            summaries = run_jobs(jobs, suite.name, results_dir, dev, tracker, err_console, stop_after)
         status = "FINISHED"
     finally:
         tracker.close(status)

@@ -19,6 +19,11 @@ from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
 
 
+def failed_summary(job: Job, suite: str, error: str, trace: str = "") -> dict:
+    return {"job_id": job.id, "suite": suite, "dataset": job.dataset_label, "method": job.method_label,
+            "seed": job.config.seed, "status": "failed", "error": error, "traceback": trace}
+
+
 def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu", tracker=None,
              console: Console | None = None, stop_after: int | None = None) -> dict[str, dict]:
     """Run every unfinished job; returns job id -> summary (finished, skipped, or failed)."""
@@ -46,9 +51,7 @@ def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu
             except UserError:
                 raise
             except Exception as err:  # a crashing job must not take the suite (or its results) down
-                summary = {"job_id": job.id, "suite": suite, "dataset": job.dataset_label, "method": job.method_label,
-                           "seed": job.config.seed, "status": "failed", "error": f"{type(err).__name__}: {err}",
-                           "traceback": traceback.format_exc()}
+                summary = failed_summary(job, suite, f"{type(err).__name__}: {err}", traceback.format_exc())
                 atomic_write_json(jobdir.summary, summary)
                 tracker.end_job(summary, [jobdir.summary])
                 summaries[job.id] = summary

@@ -23,9 +23,10 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
     """Run (or resume) `job`; returns its summary. `stop_after` stops early (tests, CI smoke)."""
     tracker = tracker or NullTracker()
     start = time.time()
-    sim = build_simulation(job.config, device, jobdir.path / "client_state")
     config = job_config_json(job, suite)
     atomic_write_json(jobdir.config, config)
+    tracker.start_job(job, config)  # first, so a job that fails while building still has its run
+    sim = build_simulation(job.config, device, jobdir.path / "client_state")
 
     records: list[dict] = []
     checkpoint = jobdir.load_checkpoint()
@@ -33,7 +34,6 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
         sim.load_state_dict(checkpoint["simulation"])
         records = [r for r in jobdir.read_metrics() if r["round"] <= sim.progress.round]
     jobdir.write_metrics(records)
-    tracker.start_job(job, config)
     tracker.log_records(records)
 
     every = job.config.checkpoint_every

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from benchmark.errors import UserError
-from benchmark.run.executor import run_jobs
+from benchmark.run.executor import failed_summary, run_jobs
 from benchmark.run.job_runner import job_config_json
 from benchmark.run.results import JobDir, atomic_write_json
 from benchmark.run.tracking import NullTracker
@@ -43,11 +43,6 @@ def run_one_job(job: Job, suite: str, results_root: str, device: str, stop_after
     except UserError as err:
         return {"user_error": str(err)}
     return {"summary": summaries[job.id]}
-
-
-def failed_summary(job: Job, suite: str, error: str, trace: str = "") -> dict:
-    return {"job_id": job.id, "suite": suite, "dataset": job.dataset_label, "method": job.method_label,
-            "seed": job.config.seed, "status": "failed", "error": error, "traceback": trace}
 
 
 def mirror_to_tracker(tracker, job: Job, suite: str, jobdir: JobDir, summary: dict) -> None:

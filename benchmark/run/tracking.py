@@ -74,6 +74,8 @@ class MlflowTracker(NullTracker):
     def end_job(self, summary: dict, files: list[Path]) -> None:
         from mlflow.entities import Metric
 
+        if self.child is None:  # the job failed before its run could be created
+            return
         now = int(time.time() * 1000)
         final = [Metric(f"summary.{k.replace('@', '_at_')}", float(v), now, 0)
                  for k, v in summary.get("metrics", {}).items() if isinstance(v, (int, float))]
