@@ -107,11 +107,18 @@ def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, de
 
 @cli.command()
 @click.argument("suite_file", type=click.Path(path_type=Path))
-def plan(suite_file: Path) -> None:
+@click.option("--splits", is_flag=True, help="also load the data and print each split's client sizes and label histograms")
+@click.option("--max-clients", type=int, default=20, show_default=True, help="with --splits: clients listed per split")
+def plan(suite_file: Path, splits: bool, max_clients: int) -> None:
     """Print the expanded job table without running anything."""
     from benchmark.suite.expand import load_jobs
 
     suite, jobs = load_jobs(suite_file)
+    if splits:
+        from benchmark.report.splits import split_tables
+
+        for table in split_tables(jobs, max_clients):
+            out.print(table)
     table = Table(title=f"{suite.name}: {len(jobs)} jobs")
     for col in ("id", "dataset", "split", "clients", "part.", "rounds", "method", "key hyper-parameters", "seed"):
         table.add_column(col, no_wrap=col in ("id", "method"))

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+
+import torch
 
 from pydantic import ValidationError
 
+from benchmark.data.cache import cache_key, cached_tensors
 from benchmark.data.partition import partition
 from benchmark.data.source import DATASETS, SourceData, data_root
 from benchmark.engine.fed_data import FederatedData, default_preprocess
@@ -48,13 +52,22 @@ def load_source(job: JobConfig) -> SourceData:
 
 @functools.lru_cache(maxsize=8)
 def _clients(name: str, params_json: str, root: str | None, split_json: str, num_clients: int):
+    """Client index tensors, cached on disk keyed by the split settings and the labels' checksum
+    (a Dirichlet split of a large dataset is not free, and must never change between runs)."""
     from benchmark.suite.schema import SplitConfig
 
     src = _load_source(name, params_json, root)
-    try:
-        return partition(src, num_clients, SplitConfig(**json.loads(split_json)))
-    except ValueError as err:
-        raise UserError(f"dataset {name!r}: cannot split: {err}") from None
+    labels = hashlib.sha256(src.train_y.numpy().tobytes()).hexdigest()
+
+    def build() -> dict[str, torch.Tensor]:
+        try:
+            parts = partition(src, num_clients, SplitConfig(**json.loads(split_json)))
+        except ValueError as err:
+            raise UserError(f"dataset {name!r}: cannot split: {err}") from None
+        return {"indices": torch.cat(parts), "sizes": torch.tensor([len(p) for p in parts])}
+
+    t = cached_tensors("split", cache_key(name, split_json, num_clients, labels), build)
+    return list(torch.split(t["indices"], t["sizes"].tolist()))
 
 
 def federated_data(job: JobConfig) -> FederatedData:
