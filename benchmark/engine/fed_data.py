@@ -69,7 +69,7 @@ class FederatedData:
                 perm = torch.randperm(n, generator=gen)
                 out += [(perm[i : i + b], epoch) for i in range(0, n, b)]
             return out
-        perms, out, step = [], [], 0
+        out, step = [], 0
         while len(out) < local.steps:
             perm = torch.randperm(n, generator=gen)
             for i in range(0, n - b + 1, b):  # full batches only, so every step sees b examples

@@ -19,6 +19,12 @@ from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
 
 
+def progress_columns() -> tuple:
+    """Jobs done/total, and per running job its round bar and latest accuracy (`status` field)."""
+    return (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"), TimeElapsedColumn())
+
+
 def failed_summary(job: Job, suite: str, error: str, trace: str = "") -> dict:
     return {"job_id": job.id, "suite": suite, "dataset": job.dataset_label, "method": job.method_label,
             "seed": job.config.seed, "status": "failed", "error": error, "traceback": trace}
@@ -30,9 +36,7 @@ def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu
     tracker = tracker or NullTracker()
     console = console or Console(stderr=True)
     summaries: dict[str, dict] = {}
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[status]}"), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=False) as progress:
+    with Progress(*progress_columns(), console=console, transient=False) as progress:
         suite_task = progress.add_task("jobs", total=len(jobs), status="")
         for job in jobs:
             jobdir = JobDir(results_root, suite, job.id)

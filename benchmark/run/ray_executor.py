@@ -15,10 +15,10 @@ import traceback
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 
 from benchmark.errors import UserError
-from benchmark.run.executor import failed_summary, run_jobs
+from benchmark.run.executor import failed_summary, progress_columns, run_jobs
 from benchmark.run.job_runner import job_config_json
 from benchmark.run.results import JobDir, atomic_write_json
 from benchmark.run.tracking import NullTracker
@@ -78,10 +78,8 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
     root = str(Path(results_root).resolve())
     summaries: dict[str, dict] = {}
     pending: dict = {}  # object ref -> job
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[status]}"), TimeElapsedColumn())
     try:
-        with Progress(*columns, console=console, transient=False) as progress:
+        with Progress(*progress_columns(), console=console, transient=False) as progress:
             bar = progress.add_task("jobs (ray)", total=len(jobs), status="")
             for job in jobs:
                 jobdir = JobDir(results_root, suite, job.id)

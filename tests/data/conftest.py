@@ -13,15 +13,6 @@ def isolated_cache(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture
-def real_root() -> Path:
-    """The shipped real data ($FEDBENCH_DATA); skips with a reason when it is not set."""
-    env = os.environ.get("FEDBENCH_DATA")
-    if not env:
-        pytest.skip("FEDBENCH_DATA is unset: point it at the shared real data to run real-data tests")
-    return Path(env)
-
-
-@pytest.fixture
 def real_cache(monkeypatch) -> Path:
     """Real-data tests use the user's fedbench cache (as real runs do), so decoded tensors are
     reused across test runs instead of rebuilt from the archives every time."""

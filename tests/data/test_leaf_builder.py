@@ -117,8 +117,8 @@ def test_cli_missing_raw_file_exits_2(tmp_path, capsys):
 
 
 @pytest.mark.realdata
-def test_complete_works_yield_leaf_like_user_counts(real_root):
-    texts = users_text(read_raw(real_root / "shakespeare-complete-works.txt.gz"))
+def test_complete_works_yield_leaf_like_user_counts(data_root):
+    texts = users_text(read_raw(data_root / "shakespeare-complete-works.txt.gz"))
     windows = [len(t) - 80 for t in texts.values()]
     assert 1_050 <= len(texts) <= 1_250  # LEAF reports 1,129 play/character users
     assert 800 <= sum(n >= 64 for n in windows) <= 1_000  # ours: 901 with at least 64 samples

@@ -13,42 +13,42 @@ from benchmark.errors import DatasetMissing
 pytestmark = pytest.mark.realdata
 
 
-def test_femnist_sample_counts(real_root, real_cache):
-    src = load_femnist({}, real_root)
+def test_femnist_sample_counts(data_root, real_cache):
+    src = load_femnist({}, data_root)
     assert len(src.user_names) == 105 and len(src.train_y) == 14_708
     assert src.train_x.shape[1:] == (1, 28, 28) and int(src.train_y.max()) <= 61
     assert int(src.train_users.max()) == 104
 
 
-def test_shakespeare_sample_counts(real_root, real_cache):
-    src = load_shakespeare({}, real_root)
+def test_shakespeare_sample_counts(data_root, real_cache):
+    src = load_shakespeare({}, data_root)
     assert len(src.user_names) == 10 and len(src.train_y) == 41_990
     # the sample's test JSON holds 3,881 examples (data/README.md says 4,671)
     assert len(src.test_y) == 3_881 and src.train_x.shape[1] == 80
 
 
-def test_a9a_shapes(real_root):
-    src = load_a9a({}, real_root)
+def test_a9a_shapes(data_root):
+    src = load_a9a({}, data_root)
     assert src.train_x.shape == (32_561, 123) and src.test_x.shape == (16_281, 123)
     assert set(src.train_y.unique().tolist()) == {0, 1}
 
 
-def test_tiny_imagenet_val_layout_counts(real_root, real_cache):
-    files, labels = split_files(find(TinyImageNetParams(), real_root).path, "val")
+def test_tiny_imagenet_val_layout_counts(data_root, real_cache):
+    files, labels = split_files(find(TinyImageNetParams(), data_root).path, "val")
     assert len(files) == 10_000 and torch.bincount(labels).tolist() == [50] * 200
     with pytest.raises(DatasetMissing, match="train split is missing"):
-        load_split({}, real_root, "train")
+        load_split({}, data_root, "train")
 
 
 @pytest.mark.slow
-def test_tiny_imagenet_val_decodes(real_root, real_cache):
-    val = load_split({}, real_root, "val")
+def test_tiny_imagenet_val_decodes(data_root, real_cache):
+    val = load_split({}, data_root, "val")
     assert val["x"].shape == (10_000, 3, 64, 64) and val["x"].dtype == torch.uint8
 
 
 @pytest.mark.slow
-def test_cifar10_jpeg_counts(real_root, real_cache):
-    src = load_cifar10({}, real_root)
+def test_cifar10_jpeg_counts(data_root, real_cache):
+    src = load_cifar10({}, data_root)
     assert src.train_x.shape == (50_000, 3, 32, 32) and src.test_x.shape == (10_000, 3, 32, 32)
     assert torch.bincount(src.train_y).tolist() == [5_000] * 10
     assert torch.bincount(src.test_y).tolist() == [1_000] * 10
