@@ -2,6 +2,8 @@
 
 Step (ALGORITHMS.md): loss = w_ce·CE(adjusted logits) + Σ term losses;
 g = clip(∇loss, clip_norm) + weight_decay·w; g = term.direction(g) for each term; w ← w − η g.
+(The gradient is taken at gradient_point(w), which is w unless a term moves it; take_step is
+w − η g unless a term takes the step itself: FedAc.)
 """
 
 from __future__ import annotations
@@ -95,6 +97,23 @@ def rewrite_direction(ctx: ClientContext, terms: list[ClientTerm], w: torch.Tens
     return g
 
 
+def gradient_point(ctx: ClientContext, terms: list[ClientTerm], w: torch.Tensor) -> torch.Tensor:
+    """Where the step's gradient is taken: w itself unless a term moves it (FedAc's w_md)."""
+    for term in terms:
+        w = term.grad_point(ctx, w)
+    return w
+
+
+def take_step(ctx: ClientContext, terms: list[ClientTerm], w: torch.Tensor, point: torch.Tensor, g: torch.Tensor,
+              lr: float) -> torch.Tensor:
+    """The first term that takes the step itself (FedAc), else plain SGD w − lr·g."""
+    for term in terms:
+        new = term.step(ctx, w, point, g, lr)
+        if new is not None:
+            return new
+    return w - lr * g
+
+
 def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batch], local: LocalTraining):
     """Returns (w_K, mean training loss over the steps)."""
     ctx.steps = len(batches)
@@ -106,12 +125,14 @@ def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batc
     w = ctx.start.detach().clone()
     losses = []
     for batch in batches:
-        w.requires_grad_(True)
-        loss = step_loss(ctx, terms, w, batch.x, batch.y, ce_weight, needs_features)
-        (grad,) = torch.autograd.grad(loss, w)
         with torch.no_grad():
-            g = rewrite_direction(ctx, terms, w, descent_direction(grad, w, local))
-            w = w.detach() - step_lr(ctx.rnd.lr, batch, local) * g
+            point = gradient_point(ctx, terms, w)  # the very tensor w for every method but FedAc
+        point.requires_grad_(True)
+        loss = step_loss(ctx, terms, point, batch.x, batch.y, ce_weight, needs_features)
+        (grad,) = torch.autograd.grad(loss, point)
+        with torch.no_grad():
+            g = rewrite_direction(ctx, terms, point, descent_direction(grad, point, local))
+            w = take_step(ctx, terms, w.detach(), point.detach(), g, step_lr(ctx.rnd.lr, batch, local))
         losses.append(loss.detach())
     for term in terms:
         term.finish(ctx, w)

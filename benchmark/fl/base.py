@@ -6,6 +6,8 @@ terms + an uplink and a downlink codec; presets (`presets.py`) only name composi
 
 Local step convention (ALGORITHMS.md): g = clip(∇ loss, clip_norm) + weight_decay · w,
 then every client term may rewrite the direction (SCAFFOLD, FedCM), then w ← w − η g.
+A term may move the point the gradient is taken at and take the step itself (FedAc's
+`grad_point` / `step`); every other method leaves both at their defaults.
 """
 
 from __future__ import annotations
@@ -76,6 +78,10 @@ class ServerRule:
     ) -> tuple[torch.Tensor, dict]:
         raise NotImplementedError
 
+    def eval_params(self, theta: torch.Tensor, state: dict) -> torch.Tensor:
+        """The model that evaluation reports on (FedAc: the averaged w_ag, not θ)."""
+        return theta
+
 
 @dataclass
 class ClientContext:
@@ -108,7 +114,14 @@ class ClientTerm:
     # and of ctx.received / ctx.start / ctx.rnd / ctx.steps only (no ctx.state, ctx.scratch,
     # class counts or other per-client data), so `execution: vectorised` can evaluate them under
     # torch.func.vmap. begin, ce_weight, direction and finish always run per client, outside vmap.
+    # A term overriding grad_point or step (FedAc's two sequences) can never be vmappable.
     vmappable: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        moves = cls.grad_point is not ClientTerm.grad_point or cls.step is not ClientTerm.step
+        if cls.vmappable and moves:
+            raise TypeError(f"client term {cls.__name__}: grad_point/step run outside vmap; it cannot be vmappable")
 
     def __init__(self, params: StrictParams):
         self.p = params
@@ -131,6 +144,18 @@ class ClientTerm:
     def direction(self, ctx: ClientContext, w: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
         """Rewrite the step direction (after clipping and weight decay)."""
         return g
+
+    def grad_point(self, ctx: ClientContext, w: torch.Tensor) -> torch.Tensor:
+        """Where this step's loss and gradient are evaluated (FedAc: w_md); terms chain in order."""
+        return w
+
+    def step(self, ctx: ClientContext, w: torch.Tensor, point: torch.Tensor, g: torch.Tensor,
+             lr: float) -> torch.Tensor | None:
+        """The next iterate from w, the gradient point and its direction g; None: w − lr·g.
+
+        At most one term of a method may take the step (the first non-None answer is used).
+        """
+        return None
 
     def finish(self, ctx: ClientContext, w: torch.Tensor) -> None:
         """After the last local step: update `ctx.state`, add `ctx.messages`."""
