@@ -4,6 +4,7 @@ objects and reports each evaluated round through a callback."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
@@ -13,6 +14,7 @@ from torch import nn
 from benchmark.data.participation import sample_clients
 from benchmark.engine.fed_data import FederatedData
 from benchmark.engine.client_round import train_sequential
+from benchmark.engine.convex import RegularisedLogistic
 from benchmark.engine.local import evaluate, make_forward
 from benchmark.engine.metrics import ema_update
 from benchmark.engine.rng import Stream, generator
@@ -106,9 +108,18 @@ class Simulation:
         p.round, p.bytes_down, p.bytes_up = t + 1, p.bytes_down + down_bytes, p.bytes_up + up_bytes
         return float((up.weights.cpu() * torch.tensor(losses)).sum())
 
+    def eval_params(self) -> torch.Tensor:
+        """The model evaluation reports on: θ, or what the server rule names (FedAc: averaged w_ag)."""
+        return self.method.server.eval_params(self.progress.theta, self.progress.server_state)
+
     def evaluate(self) -> tuple[float, float]:
         src = self.data.src
-        return evaluate(self.forward, self.progress.theta, src.test_x, src.test_y, self.data.preprocess)
+        return evaluate(self.forward, self.eval_params(), src.test_x, src.test_y, self.data.preprocess)
+
+    @cached_property
+    def objective(self) -> RegularisedLogistic:
+        """F of `suboptimality: true` jobs: the federation's ℓ2-regularised training objective."""
+        return RegularisedLogistic.of_federation(self.data, self.spec, self.job.local.weight_decay)
 
     def run(self, on_eval: Callable[[dict], None] | None = None, on_round: Callable[[int], None] | None = None,
             stop_after: int | None = None) -> list[dict]:
@@ -124,6 +135,8 @@ class Simulation:
                 rec = {"round": r, "test_acc": acc, "test_loss": loss, "train_loss": train_loss,
                        "ema_acc": self.progress.ema, "bytes_down": self.progress.bytes_down,
                        "bytes_up": self.progress.bytes_up}
+                if job.suboptimality:
+                    rec["subopt"] = self.objective.suboptimality(self.eval_params())
                 records.append(rec)
                 if on_eval:
                     on_eval(rec)

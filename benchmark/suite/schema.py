@@ -124,6 +124,9 @@ class Settings(Strict):
     client_state: Literal["memory", "memmap"] = Field(
         "memory", description="where per-client state lives: host memory, or memory-mapped files in the job's folder"
     )
+    suboptimality: bool = Field(
+        False, description="convex jobs (logistic model): record subopt = F(w) − F* of the evaluated model each eval"
+    )
 
     @field_validator("metrics")
     @classmethod
@@ -155,6 +158,7 @@ class DatasetEntry(Strict):
     checkpoint_every: int | None = None
     execution: str | None = None
     client_state: str | None = None
+    suboptimality: bool | None = None
 
 
 class Suite(Strict):
@@ -183,3 +187,5 @@ class JobConfig(Strict):
     checkpoint_every: int
     execution: Literal["sequential", "vectorised"] = "sequential"
     client_state: Literal["memory", "memmap"] = "memory"
+    # left out of the dump (so of the job id) when off: existing jobs keep their ids
+    suboptimality: bool = Field(False, exclude_if=lambda on: not on)

@@ -1,0 +1,122 @@
+"""The ℓ2-regularised logistic objective of a convex job, its optimum F*, and F(w) − F*.
+
+F(w) = (1/n) Σ_i CE(W x_i + b, y_i) + (μ/2)‖w‖², w = (fc.weight, fc.bias) of the `logistic`
+model, n = every training example held by the federation's clients, μ = local.weight_decay.
+Every coordinate is regularised, the bias included, because the engine's coupled weight decay
+adds μ·w to the whole flat vector; F is then exactly the objective the local steps descend.
+F* comes from a damped Newton solve in float64 to ‖∇F‖ < 1e-10, cached on disk per
+(checksum of the data, number of classes, μ).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import cached_property
+
+import torch
+
+from benchmark.data.cache import cache_key, cached_tensors
+from benchmark.engine.fed_data import FederatedData
+from benchmark.errors import UserError
+from benchmark.fl.flat import ParamSpec
+
+LOGISTIC_PARAMS = ("fc.weight", "fc.bias")
+GRAD_TOL = 1e-10
+MAX_NEWTON_STEPS = 100
+
+
+@dataclass
+class RegularisedLogistic:
+    x: torch.Tensor  # (n, d + 1) float64, last column 1 (the bias)
+    y: torch.Tensor  # (n,) class indices
+    num_classes: int
+    mu: float
+    digest: str  # checksum of the float32 data: the cache key of F*
+
+    @classmethod
+    def of(cls, x: torch.Tensor, y: torch.Tensor, num_classes: int, mu: float) -> "RegularisedLogistic":
+        if mu <= 0:
+            raise UserError("suboptimality needs a strongly convex objective: set local.weight_decay > 0")
+        x = x.detach().cpu().flatten(1)
+        h = hashlib.sha256(x.float().numpy().tobytes())
+        h.update(y.cpu().numpy().tobytes())
+        ones = torch.ones(len(x), 1, dtype=torch.float64)
+        return cls(torch.cat([x.double(), ones], 1), y.cpu().long(), num_classes, mu, h.hexdigest())
+
+    @classmethod
+    def of_federation(cls, data: FederatedData, spec: ParamSpec, mu: float) -> "RegularisedLogistic":
+        if spec.names != LOGISTIC_PARAMS:
+            raise UserError(f"suboptimality: true needs the `logistic` model (parameters {', '.join(LOGISTIC_PARAMS)}); "
+                            f"this model has {', '.join(spec.names[:4])}{' ...' if len(spec.names) > 4 else ''}")
+        rows = torch.cat(list(data.clients)).to(data.src.train_x.device)
+        return cls.of(data.src.train_x[rows], data.src.train_y[rows], data.src.num_classes, mu)
+
+    # flat w = [W (C×d) row-major, b (C)]  <->  Θ = [W | b] (C × (d+1))
+    def theta(self, w: torch.Tensor) -> torch.Tensor:
+        c, d = self.num_classes, self.x.shape[1] - 1
+        w = w.detach().cpu().double()
+        return torch.cat([w[: c * d].view(c, d), w[c * d :].view(c, 1)], 1)
+
+    def flat(self, theta: torch.Tensor) -> torch.Tensor:
+        return torch.cat([theta[:, :-1].reshape(-1), theta[:, -1]])
+
+    def value_and_grad(self, theta: torch.Tensor) -> tuple[float, torch.Tensor, torch.Tensor]:
+        """(F(Θ), ∇F(Θ), softmax probabilities)."""
+        z = self.x @ theta.T
+        logp = torch.log_softmax(z, 1)
+        n = len(self.y)
+        p = logp.exp()
+        value = -logp.gather(1, self.y[:, None]).mean() + 0.5 * self.mu * (theta**2).sum()
+        err = p.clone()
+        err[torch.arange(n), self.y] -= 1
+        return float(value), err.T @ self.x / n + self.mu * theta, p
+
+    def value(self, w: torch.Tensor) -> float:
+        return self.value_and_grad(self.theta(w))[0]
+
+    def hessian(self, p: torch.Tensor) -> torch.Tensor:
+        """(1/n) Σ_i (diag p_i − p_i p_iᵀ) ⊗ x_i x_iᵀ + μ I, rows ordered like Θ.reshape(-1)."""
+        c, dim, n = self.num_classes, self.x.shape[1], len(self.y)
+        h = torch.empty(c, dim, c, dim, dtype=torch.float64)
+        for a in range(c):
+            for b in range(a, c):
+                weight = p[:, a] * ((1.0 if a == b else 0.0) - p[:, b])
+                block = (self.x * weight[:, None]).T @ self.x / n
+                h[a, :, b, :] = block
+                h[b, :, a, :] = block.T
+        h = h.reshape(c * dim, c * dim)
+        return h + self.mu * torch.eye(c * dim, dtype=torch.float64)
+
+    def solve(self) -> tuple[torch.Tensor, float]:
+        """(Θ*, F*) by Newton's method with Armijo backtracking, from Θ = 0."""
+        theta = torch.zeros(self.num_classes, self.x.shape[1], dtype=torch.float64)
+        value, grad, p = self.value_and_grad(theta)
+        for _ in range(MAX_NEWTON_STEPS):
+            if grad.norm() < GRAD_TOL:
+                return theta, value
+            step = -torch.linalg.solve(self.hessian(p), grad.reshape(-1)).view_as(theta)
+            slope, t = float((grad * step).sum()), 1.0
+            while True:  # F is strongly convex and step a descent direction: this ends
+                candidate = theta + t * step
+                new_value, new_grad, new_p = self.value_and_grad(candidate)
+                if new_value <= value + 1e-4 * t * slope or t < 1e-12:
+                    break
+                t *= 0.5
+            theta, value, grad, p = candidate, new_value, new_grad, new_p
+        raise RuntimeError(f"Newton solve for F* stopped at ‖∇F‖ = {float(grad.norm()):.3g} > {GRAD_TOL:g}")
+
+    @cached_property
+    def optimum(self) -> tuple[torch.Tensor, float]:
+        """(flat w*, F*), solved once per (data, classes, μ) and cached on disk."""
+        key = cache_key(self.digest, self.num_classes, self.mu, GRAD_TOL)
+
+        def build() -> dict[str, torch.Tensor]:
+            theta, value = self.solve()
+            return {"w": self.flat(theta), "value": torch.tensor(value, dtype=torch.float64)}
+
+        t = cached_tensors("fstar", key, build)
+        return t["w"], float(t["value"])
+
+    def suboptimality(self, w: torch.Tensor) -> float:
+        return self.value(w) - self.optimum[1]

@@ -1,0 +1,107 @@
+"""FedAc (Yuan & Ma, Algorithm 1): federated accelerated SGD with two sequences (w, w_ag).
+
+Per local step, with η the step's learning rate and K = local steps per round:
+    w_md = w/β + (1 − 1/β) w_ag ;  g = ∇F(w_md; ξ)  (CE gradient + weight_decay · w_md)
+    w_ag ← w_md − η g ;  w ← (1 − 1/α) w + w_md/α − γ g
+After K steps the server averages both sequences over the participants (plain mean over
+workers, as in Algorithm 1) and broadcasts both. Evaluation reports the averaged w_ag.
+MB-AC-SGD is this recursion with one step per round on a K-times larger minibatch: for K = 1
+FedAc-I's γ is max(√(η/μ), η) = √(η/μ) (η ≤ 1/μ), i.e. standard accelerated SGD.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from pydantic import Field
+
+from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo, ServerRule, StrictParams, Uploads
+from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
+
+AG = "ag"  # the broadcast averaged w_ag, and (as AG_DELTA) its change uploaded by a client
+AG_DELTA = "ag_delta"
+SCRATCH = "fedac"  # ctx.scratch key: this round's coefficients and the running w_ag
+
+Variant = Literal["I", "II", "vanilla"]
+
+
+@dataclass(frozen=True)
+class Coefficients:
+    gamma: float
+    alpha: float
+    beta: float
+
+
+def coefficients(variant: Variant, eta: float, mu: float, steps: int) -> Coefficients:
+    """(γ, α, β) of Eq. (3.1) FedAc-I, Eq. (3.2) FedAc-II, or vanilla FedAc (Section 5)."""
+    if variant == "vanilla":
+        gamma = math.sqrt(eta / mu)
+    else:  # the acceleration-stability trade-off of FedAc-I and FedAc-II
+        gamma = max(math.sqrt(eta / (mu * steps)), eta)
+    if variant == "II":
+        alpha = 3 / (2 * gamma * mu) - 0.5
+        if alpha <= 1:
+            raise ValueError(f"FedAc-II needs α > 1 (γμ < 1); got γ={gamma:g}, μ={mu:g}: lower the lr")
+        return Coefficients(gamma, alpha, (2 * alpha**2 - 1) / (alpha - 1))
+    alpha = 1 / (gamma * mu)
+    return Coefficients(gamma, alpha, alpha + 1)
+
+
+class FedAcServerParams(StrictParams):
+    pass
+
+
+@SERVER_RULES.register
+class FedAcServer(ServerRule):
+    """State θ_ag (the averaged w_ag, starting at θ₀); broadcasts θ and θ_ag; both are averaged."""
+
+    name = "fedac"
+    Params = FedAcServerParams
+
+    def init_state(self, theta):
+        return {AG: theta.clone()}
+
+    def broadcast(self, theta, state, rnd):
+        return {"model": theta, AG: state[AG]}
+
+    def update(self, theta, state, sent, up: Uploads, rnd: RoundInfo):
+        # uploads are changes relative to what each client received, like "delta"
+        theta = sent["model"] + up.messages["delta"].mean(0)
+        return theta, {AG: sent[AG] + up.messages[AG_DELTA].mean(0)}
+
+    def eval_params(self, theta, state):
+        return state[AG]
+
+
+class FedAcParams(StrictParams):
+    variant: Variant = Field("I", description="I: Eq. (3.1); II: Eq. (3.2); vanilla: γ = √(η/μ)")
+    mu: float = Field(1e-3, gt=0, description="strong convexity μ in γ, α, β: keep equal to local.weight_decay")
+
+
+@CLIENT_TERMS.register
+class FedAcTerm(ClientTerm):
+    """The FedAc step; w_ag lives in ctx.scratch during the round, its change goes up as `ag_delta`."""
+
+    name = "fedac"
+    Params = FedAcParams
+
+    def begin(self, ctx: ClientContext) -> None:
+        coef = coefficients(self.p.variant, ctx.rnd.lr, self.p.mu, ctx.steps)
+        ctx.scratch[SCRATCH] = {"coef": coef, AG: ctx.received[AG].detach().clone()}
+
+    def grad_point(self, ctx: ClientContext, w: torch.Tensor) -> torch.Tensor:
+        s = ctx.scratch[SCRATCH]
+        beta = s["coef"].beta
+        return w / beta + (1 - 1 / beta) * s[AG]
+
+    def step(self, ctx: ClientContext, w, point, g, lr: float) -> torch.Tensor:
+        s = ctx.scratch[SCRATCH]
+        c: Coefficients = s["coef"]
+        s[AG] = point - lr * g
+        return (1 - 1 / c.alpha) * w + point / c.alpha - c.gamma * g
+
+    def finish(self, ctx: ClientContext, w: torch.Tensor) -> None:
+        ctx.messages[AG_DELTA] = ctx.scratch[SCRATCH][AG] - ctx.received[AG]
