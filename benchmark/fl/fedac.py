@@ -18,6 +18,7 @@ from typing import Literal
 import torch
 from pydantic import Field
 
+from benchmark.errors import UserError
 from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo, ServerRule, StrictParams, Uploads
 from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
 
@@ -89,6 +90,8 @@ class FedAcTerm(ClientTerm):
     Params = FedAcParams
 
     def begin(self, ctx: ClientContext) -> None:
+        if AG not in ctx.received:
+            raise UserError("client term 'fedac' needs the server rule 'fedac' (it broadcasts the averaged w_ag)")
         coef = coefficients(self.p.variant, ctx.rnd.lr, self.p.mu, ctx.steps)
         ctx.scratch[SCRATCH] = {"coef": coef, AG: ctx.received[AG].detach().clone()}
 
