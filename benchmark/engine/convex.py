@@ -47,8 +47,9 @@ class RegularisedLogistic:
     @classmethod
     def of_federation(cls, data: FederatedData, spec: ParamSpec, mu: float) -> "RegularisedLogistic":
         if spec.names != LOGISTIC_PARAMS:
-            raise UserError(f"suboptimality: true needs the `logistic` model (parameters {', '.join(LOGISTIC_PARAMS)}); "
-                            f"this model has {', '.join(spec.names[:4])}{' ...' if len(spec.names) > 4 else ''}")
+            shown = ", ".join(spec.names[:4]) + (" ..." if len(spec.names) > 4 else "")
+            raise UserError(f"suboptimality: true needs the `logistic` model (parameters "
+                            f"{', '.join(LOGISTIC_PARAMS)}); this model has {shown}")
         rows = torch.cat(list(data.clients)).to(data.src.train_x.device)
         return cls.of(data.src.train_x[rows], data.src.train_y[rows], data.src.num_classes, mu)
 

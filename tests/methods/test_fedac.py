@@ -17,8 +17,8 @@ from benchmark.engine.vectorised import NotVectorisable
 from benchmark.errors import UserError
 from benchmark.fl.base import ClientTerm
 from benchmark.fl.fedac import coefficients
-from fedtest import job_config
 from benchmark.suite.expand import job_id
+from fedtest import job_config
 from methods_support import CLASSES, DIM, LR, client_xy, make_sim, random_init
 
 P = DIM * CLASSES + CLASSES
