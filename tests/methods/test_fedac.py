@@ -19,7 +19,7 @@ from benchmark.fl.base import ClientTerm
 from benchmark.fl.fedac import coefficients
 from benchmark.suite.expand import job_id
 from fedtest import job_config
-from methods_support import CLASSES, DIM, LR, client_xy, make_sim, random_init
+from methods_support import CLASSES, DIM, LR, TwoStageMLP, client_xy, make_sim, random_init
 
 P = DIM * CLASSES + CLASSES
 MU = 0.05  # = local.weight_decay = FedAc's μ; large enough that w, w_md and w_ag differ visibly
@@ -191,6 +191,10 @@ def test_newton_optimum_is_stationary_and_below_every_point():
 def test_suboptimality_needs_the_logistic_model_and_weight_decay():
     with pytest.raises(UserError, match="weight_decay"):
         RegularisedLogistic.of(torch.zeros(3, 2), torch.zeros(3, dtype=torch.long), 2, 0.0)
+    sim = make_sim("fedavg", model=TwoStageMLP())
+    sim.job = sim.job.model_copy(update={"suboptimality": True})
+    with pytest.raises(UserError, match="`logistic` model"):
+        sim.run(stop_after=1)
 
 
 def test_suboptimality_off_keeps_job_ids():
