@@ -35,6 +35,9 @@ class ClientStateStore:
         if state:
             self._data[client] = {k: v.detach().to("cpu", copy=True) for k, v in state.items()}
 
+    def drop(self, client: int) -> None:
+        self._data.pop(client, None)
+
     def __contains__(self, client: int) -> bool:
         return client in self._data
 
@@ -84,6 +87,10 @@ class MemmapClientStateStore:
                 self._open(name, tuple(tensor.shape), create=True)
             self._values[name][client] = tensor.detach().to("cpu", torch.float32).reshape(-1).numpy()
             self._present[name][client] = True
+
+    def drop(self, client: int) -> None:
+        for present in self._present.values():
+            present[client] = False
 
     def __contains__(self, client: int) -> bool:
         return any(bool(p[client]) for p in self._present.values())

@@ -46,6 +46,7 @@ class PoolConfig(Strict):
         "resample", description="resample: draw a new pool of C out of N; replace: each member replaced w.p. replace_prob"
     )
     replace_prob: float = Field(0.5, ge=0, le=1)
+    reset_state: bool = Field(True, description="clients joining the pool start from empty client state")
 
 
 class Participation(Strict):
