@@ -19,7 +19,7 @@ from benchmark.engine.client_round import train_sequential
 from benchmark.engine.fed_data import FederatedData, default_preprocess
 from benchmark.engine.setup import build_simulation
 from benchmark.engine.simulation import TRAINERS, Simulation
-from benchmark.engine.vectorised import NotVectorisable, train_vectorised
+from benchmark.engine.vectorised import NotVectorisable, train_vectorised, train_vectorised_job
 from benchmark.fl.base import ClientTerm
 from benchmark.suite.expand import expand
 from benchmark.suite.schema import Suite
@@ -192,4 +192,4 @@ def test_unbalanced_clients_are_refused_not_run_sequentially():
 
 
 def test_registered_as_an_execution_mode():
-    assert TRAINERS["vectorised"] is train_vectorised
+    assert TRAINERS["vectorised"] is train_vectorised_job
