@@ -18,9 +18,9 @@ from fedtest import StageMLP
 from vec_support import ATOL, assert_same, image_simulation, make_jobs, run, with_term
 
 SKEWED = {"kind": "dirichlet", "alpha": 0.1}
-# every preset with a client term other than prox (those are in test_vectorised.py), and composed variants
-LOGISTIC = ["fedagm", "feddyn", "scaffold", "moon", "fedcm", "fedlc", "fedntd", "feddecorr", "feddc",
-            "fedlc+acg", "fedntd+acg", "feddecorr+acg"]
+# every preset not in test_vectorised.py (fedavg, fedprox, fedavgm, fedacg there), and composed variants
+LOGISTIC = ["fedadam", "fedpaq", "fedagm", "feddyn", "scaffold", "moon", "fedcm", "fedlc", "fedntd", "feddecorr",
+            "feddc", "fedlc+acg", "fedntd+acg", "feddecorr+acg", "scaffold+paq"]
 STAGED = ["fedmlb", "moon", "feddecorr", "fedntd", "fedmlb+acg"]
 # half the clients each round: over 3 rounds most train twice, so their state is read back
 STATEFUL = {"participation": {"mode": "fixed", "rate": 0.5}}
