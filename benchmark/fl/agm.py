@@ -41,6 +41,7 @@ class CeScaleParams(StrictParams):
 class CeScale(ClientTerm):
     name = "ce_scale"
     Params = CeScaleParams
+    vmappable = True  # no loss: only the per-client ce_weight, which runs outside vmap
 
     def ce_weight(self, ctx: ClientContext) -> float:
         return self.p.alpha

@@ -125,6 +125,9 @@ class Settings(Strict):
     client_state: Literal["memory", "memmap"] = Field(
         "memory", description="where per-client state lives: host memory, or memory-mapped files in the job's folder"
     )
+    vmap_chunk: int | None = Field(
+        None, ge=1, description="execution: vectorised trains at most this many clients per vmap call (bounds memory); None: all"
+    )
 
     @field_validator("metrics")
     @classmethod
@@ -156,6 +159,7 @@ class DatasetEntry(Strict):
     checkpoint_every: int | None = None
     execution: str | None = None
     client_state: str | None = None
+    vmap_chunk: int | None = None
 
 
 class Suite(Strict):
@@ -184,3 +188,4 @@ class JobConfig(Strict):
     checkpoint_every: int
     execution: Literal["sequential", "vectorised"] = "sequential"
     client_state: Literal["memory", "memmap"] = "memory"
+    vmap_chunk: int | None = Field(None, ge=1)
