@@ -77,9 +77,10 @@ def sync(device: torch.device) -> None:
 def train_round(sim: Simulation, mode: str) -> tuple[float, torch.Tensor]:
     """(seconds for one round of all the simulation's clients, their final parameters (M, P))."""
     chosen, rnd = list(range(sim.data.num_clients)), sim.round_info(0)
+    received = sim.method.server.broadcast(sim.progress.theta, sim.progress.server_state, rnd)  # e.g. SCAFFOLD's c too
     sync(sim.device)
     start = time.perf_counter()
-    outcomes = TRAINERS[mode](sim, chosen, rnd, {"model": sim.progress.theta})
+    outcomes = TRAINERS[mode](sim, chosen, rnd, received)
     sync(sim.device)
     return time.perf_counter() - start, torch.stack([o.final for o in outcomes])
 

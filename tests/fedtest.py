@@ -1,4 +1,4 @@
-"""Test helpers: tiny suites written to disk, and hand-built simulations on tiny data."""
+"""Test helpers: tiny suites written to disk, hand-built simulations on tiny data, a stage-protocol MLP."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from pathlib import Path
 
 import torch
 import yaml
+from torch import nn
 
 from benchmark.data.source import SourceData
 from benchmark.engine.fed_data import FederatedData, default_preprocess
@@ -57,3 +58,26 @@ def tiny_simulation(job, x: torch.Tensor, y: torch.Tensor, clients: list[list[in
     data = FederatedData(src, [torch.tensor(c) for c in clients], default_preprocess(src))
     model = build_model("logistic", src.input_shape, num_classes, {}, "zeros", 0)
     return Simulation(job, data, model)
+
+
+class StageMLP(nn.Module):
+    """in_dim → hidden → hidden → classes with tanh; stages = the two hidden layers (the stage
+    protocol of models/registry.py, so every method runs on it, FedMLB included). Defaults: FEMNIST."""
+
+    num_stages = 2
+
+    def __init__(self, classes: int = 62, hidden: int = 64, in_dim: int = 784):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(in_dim, hidden), nn.Linear(hidden, hidden)])
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, x, features: bool = False, stages: bool = False, start: int = 0):
+        h = x.flatten(1) if start == 0 else x
+        outs = []
+        for k in range(start, len(self.blocks)):
+            h = torch.tanh(self.blocks[k](h))
+            outs.append(h)
+        logits = self.head(h)
+        if stages:
+            return logits, outs
+        return (logits, h) if features else logits

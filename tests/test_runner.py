@@ -93,3 +93,29 @@ def test_client_sampling_depends_only_on_seed_and_round():
     assert a[0] != sample_clients(1, 0, 100, fixed)
     bern = Participation(mode="bernoulli", rate=0.01)
     assert all(1 <= len(sample_clients(0, t, 20, bern)) for t in range(50))  # never empty
+
+
+@pytest.mark.parametrize("store", ["memory", "memmap"])
+def test_crash_between_checkpoints_resumes_exactly_for_stateful_methods(tmp_path, monkeypatch, store):
+    """SCAFFOLD keeps per-client state: a crash after clients trained in round 4 (checkpoint at 2)
+    must resume from the checkpoint's client states, not the newer ones."""
+    suite = tiny_suite(methods=["scaffold"])
+    suite["defaults"].update(rounds=6, checkpoint_every=2, client_state=store, participation={"rate": 1.0})
+    jobs, straight = run_suite(tmp_path, suite, results="a")
+    rule = SERVER_RULES.get("scaffold")
+    update = rule.update
+
+    def crash_in_round_4(self, theta, state, sent, up, rnd):
+        if rnd.round == 3:
+            raise RuntimeError("power cut")
+        return update(self, theta, state, sent, up, rnd)
+
+    monkeypatch.setattr(rule, "update", crash_in_round_4)
+    _, crashed = run_suite(tmp_path, suite, results="b")
+    assert crashed[jobs[0].id]["status"] == "failed"
+    monkeypatch.setattr(rule, "update", update)
+    _, resumed = run_suite(tmp_path, suite, results="b")
+    a, b = JobDir(tmp_path / "a", "tiny", jobs[0].id), JobDir(tmp_path / "b", "tiny", jobs[0].id)
+    assert a.read_metrics() == b.read_metrics()
+    assert resumed[jobs[0].id]["metrics"] == straight[jobs[0].id]["metrics"]
+    assert not (b.path / "client_state").exists() and not (b.path / "client_state.checkpoint").exists()

@@ -10,13 +10,16 @@ participants are drawn from the current pool. The pool of any round is recompute
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from benchmark.engine.rng import Stream, numpy_rng
 
 
 def clients_per_round(rate: float, num_clients: int) -> int:
-    return max(1, int(round(rate * num_clients)))
+    """M = max(1, round(p·N)), rounding halves up (Python's round() would send 2.5 to 2)."""
+    return max(1, math.floor(rate * num_clients + 0.5))
 
 
 def pool_members(seed: int, rnd: int, num_clients: int, pool) -> np.ndarray:
@@ -35,6 +38,14 @@ def pool_members(seed: int, rnd: int, num_clients: int, pool) -> np.ndarray:
         members = members.copy()
         members[leaving] = rng.choice(outside, int(leaving.sum()), replace=False)
     return np.sort(members)
+
+
+def pool_entrants(seed: int, rnd: int, num_clients: int, pool) -> list[int]:
+    """Clients that join the pool at round `rnd` (they start from empty state, ALGORITHMS.md)."""
+    if rnd == 0 or rnd % pool.every:
+        return []
+    previous = pool_members(seed, rnd - 1, num_clients, pool)
+    return [int(c) for c in np.setdiff1d(pool_members(seed, rnd, num_clients, pool), previous)]
 
 
 def sample_clients(seed: int, rnd: int, num_clients: int, cfg) -> list[int]:

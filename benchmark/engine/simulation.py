@@ -11,7 +11,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from benchmark.data.participation import sample_clients
+from benchmark.data.participation import pool_entrants, sample_clients
 from benchmark.engine.fed_data import FederatedData
 from benchmark.engine.client_round import train_sequential
 from benchmark.engine.convex import RegularisedLogistic
@@ -81,6 +81,10 @@ class Simulation:
         """Advance from round t to t+1; returns the participants' weighted mean training loss."""
         job, p, m = self.job, self.progress, self.method
         rnd = self.round_info(t)
+        pool = job.participation.pool
+        if pool is not None and pool.reset_state:
+            for cid in pool_entrants(job.seed, t, self.data.num_clients, pool):
+                self.clients.drop(cid)
         chosen = sample_clients(job.seed, t, self.data.num_clients, job.participation)
         sent = m.server.broadcast(p.theta, p.server_state, rnd)
         received, down_bytes = {}, 0

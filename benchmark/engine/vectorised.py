@@ -4,7 +4,8 @@ Same contract and same numbers as `train_sequential` (up to float reduction orde
 math is `engine/local.py`'s (step_loss, descent_direction, rewrite_direction, step_lr), each
 client gets the batches of its own (seed, round, client) stream, and terms' begin / ce_weight /
 direction / finish run per client on that client's real context. Only the gradient of the
-local loss and the clipped, weight-decayed direction are computed under vmap.
+local loss and the clipped, weight-decayed direction are computed under vmap; per-client tensors
+the loss reads (a term's `scratch_inputs`, set by its begin) are stacked and sliced by vmap.
 
 A round is vectorisable when every chosen client takes the same number of steps with the same
 batch size at each step (balanced splits) and every client term is `vmappable`. Otherwise the
@@ -63,24 +64,39 @@ def check_plans(chosen: list[int], batches: list[list[Batch]], local: LocalTrain
             )
 
 
-def _shared_context(template: ClientContext, received: dict[str, torch.Tensor]) -> ClientContext:
-    """What a vmappable term sees inside vmap: this client's slice of `received`, the round, K.
+def _shared_context(template: ClientContext, received: dict[str, torch.Tensor],
+                    scratch: dict[str, torch.Tensor]) -> ClientContext:
+    """What a vmappable term sees inside vmap: this client's slice of `received` and of the terms'
+    `scratch_inputs`, the round, K.
 
-    Per-client host data (id, state, counts, scratch) is deliberately absent (see ClientTerm.vmappable).
+    Other per-client data (id, state, counts, other scratch) is deliberately absent (see ClientTerm.vmappable).
     """
     return ClientContext(
         client_id=-1, rnd=template.rnd, received=received, num_samples=0, forward=template.forward,
         state={}, class_counts=torch.empty(0, dtype=torch.long), total_samples=template.total_samples,
-        steps=template.steps,
+        steps=template.steps, scratch=scratch,
     )
 
 
+def stack_scratch_inputs(ctxs: list[ClientContext], terms: list[ClientTerm]) -> dict[str, torch.Tensor]:
+    """name -> (C, ...) for every term's `scratch_inputs`, row i from client i's scratch (after begin)."""
+    stacked = {}
+    for term in terms:
+        for name in term.scratch_inputs:
+            values = [ctx.scratch.get(name) for ctx in ctxs]
+            if not all(isinstance(v, torch.Tensor) for v in values):
+                raise TypeError(f"client term {term.name!r} declares scratch input {name!r}, "
+                                "but its begin did not put a tensor there for every client")
+            stacked[name] = torch.stack(values)
+    return stacked
+
+
 def _batched_direction(template: ClientContext, terms: list[ClientTerm], local: LocalTraining) -> Callable:
-    """(W, received, ce_weights, X, Y) -> (directions (C, P), losses (C,)), one vmapped call."""
+    """(W, received, scratch, ce_weights, X, Y) -> (directions (C, P), losses (C,)), one vmapped call."""
     needs_features = any(t.needs_features for t in terms)
 
-    def one_client(w, received, ce_weight, x, y):
-        ctx = _shared_context(template, received)
+    def one_client(w, received, scratch, ce_weight, x, y):
+        ctx = _shared_context(template, received, scratch)
         grad, loss = grad_and_value(lambda v: step_loss(ctx, terms, v, x, y, ce_weight, needs_features))(w)
         return descent_direction(grad, w, local), loss
 
@@ -103,6 +119,7 @@ def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> l
         for term in terms:
             term.begin(ctx)
     ce_weights = torch.tensor([ce_weight_of(ctx, terms) for ctx in ctxs], device=sim.device)
+    scratch = stack_scratch_inputs(ctxs, terms)
     # one broadcast reaches every client: expanded views, no copies (a per-client start would be stacked)
     per_client = {k: v.expand(count, *v.shape) for k, v in received.items()}
     direction = _batched_direction(ctxs[0], terms, local)
@@ -113,7 +130,7 @@ def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> l
     for s in range(steps):
         x = torch.stack([b[s].x for b in batches])
         y = torch.stack([b[s].y for b in batches])
-        g, loss = direction(w, per_client, ce_weights, x, y)
+        g, loss = direction(w, per_client, scratch, ce_weights, x, y)
         if rewriters:  # per client, on its own context, like the sequential path
             g = torch.stack([rewrite_direction(ctx, rewriters, w[i], g[i]) for i, ctx in enumerate(ctxs)])
         w = w - step_lr(rnd.lr, batches[0][s], local) * g
@@ -138,4 +155,9 @@ def train_vectorised(sim, chosen: list[int], rnd: RoundInfo, received: dict,
     return outcomes
 
 
-TRAINERS["vectorised"] = train_vectorised
+def train_vectorised_job(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> list[ClientOutcome]:
+    """The `execution: vectorised` trainer: chunks of the job's `vmap_chunk` clients (None: all at once)."""
+    return train_vectorised(sim, chosen, rnd, received, max_clients_per_vmap=sim.job.vmap_chunk)
+
+
+TRAINERS["vectorised"] = train_vectorised_job

@@ -1,5 +1,6 @@
 """FedAGM (Kim et al.): lookahead broadcast x = θ + λm with m = θ_t − θ_{t−1}, client loss
-α·CE + (β/2)‖w − x‖² (the `ce_scale` and `prox` terms), server θ ← τ·mean(w_i) + (1−τ)·x."""
+α·CE + (β/2)‖w − x‖² (the `ce_scale` and `prox` terms), server θ ← τ·mean(w_i) + (1−τ)·x with the
+plain mean over participants (FedAGM's Algorithm 2: τ/|S_t|·Σ), like FedDyn's and FedDC's mean_S."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ class AgmServer(ServerRule):
 
     def update(self, theta, state, sent, up: Uploads, rnd: RoundInfo):
         x = sent["model"]
-        new = self.p.tau * (x + up.mean()) + (1 - self.p.tau) * x
+        new = self.p.tau * (x + up.messages["delta"].mean(0)) + (1 - self.p.tau) * x
         return new, {"m": new - theta}
 
 
@@ -40,6 +41,7 @@ class CeScaleParams(StrictParams):
 class CeScale(ClientTerm):
     name = "ce_scale"
     Params = CeScaleParams
+    vmappable = True  # no loss: only the per-client ce_weight, which runs outside vmap
 
     def ce_weight(self, ctx: ClientContext) -> float:
         return self.p.alpha

@@ -111,11 +111,16 @@ class ClientTerm:
     Params: ClassVar[type[StrictParams]] = StrictParams
     needs_features: ClassVar[bool] = False
     # True promises that adjust_logits and loss are pure tensor functions of their arguments
-    # and of ctx.received / ctx.start / ctx.rnd / ctx.steps only (no ctx.state, ctx.scratch,
-    # class counts or other per-client data), so `execution: vectorised` can evaluate them under
-    # torch.func.vmap. begin, ce_weight, direction and finish always run per client, outside vmap.
+    # and of ctx.received / ctx.start / ctx.rnd / ctx.steps and the ctx.scratch entries named in
+    # `scratch_inputs` only (no ctx.state, class counts, client id or other per-client data), so
+    # `execution: vectorised` can evaluate them under torch.func.vmap. begin, ce_weight, direction
+    # and finish always run per client, outside vmap.
     # A term overriding grad_point or step (FedAc's two sequences) can never be vmappable.
     vmappable: ClassVar[bool] = False
+    # Per-client tensors the loss needs (h_i, a previous model, class counts, ...): `begin` puts
+    # them in ctx.scratch under these names, each the same shape for every client; the vectorised
+    # trainer stacks them along a new dim 0 and each vmapped call sees its own slice in ctx.scratch.
+    scratch_inputs: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -29,6 +29,7 @@ class Decorrelation(ClientTerm):
     name = "decorr"
     Params = DecorrParams
     needs_features = True
+    vmappable = True  # a pure function of the batch's features
 
     def loss(self, ctx: ClientContext, w, out, x, y):
         if len(out.features) < 2:

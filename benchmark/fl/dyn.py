@@ -39,9 +39,14 @@ class DynTerm(ClientTerm):
     name = "dyn"
     Params = DynParams
     KEY = "dyn.h"
+    vmappable = True
+    scratch_inputs = (KEY,)  # h_i, read by the loss
+
+    def begin(self, ctx: ClientContext) -> None:
+        ctx.scratch[self.KEY] = state_or_zeros(ctx.state, self.KEY, ctx.start)
 
     def loss(self, ctx: ClientContext, w, out, x, y):
-        h = state_or_zeros(ctx.state, self.KEY, w)
+        h = ctx.scratch[self.KEY]
         return -(h * w).sum() + 0.5 * self.p.alpha * sq_dist(w, ctx.start)
 
     def finish(self, ctx: ClientContext, w):

@@ -42,6 +42,7 @@ class FedCMParams(StrictParams):
 class FedCMTerm(ClientTerm):
     name = "fedcm"
     Params = FedCMParams
+    vmappable = True  # no loss: direction runs per client, outside vmap
 
     def direction(self, ctx: ClientContext, w, g):
         return self.p.alpha * g + (1 - self.p.alpha) * ctx.received[DIRECTION]

@@ -49,6 +49,9 @@ class FedDCTerm(ClientTerm):
     name = "feddc"
     Params = FedDCParams
     H, G = "feddc.h", "feddc.G"
+    PULL, ANCHOR, LINEAR = "feddc.pull", "feddc.anchor", "feddc.linear"
+    vmappable = True
+    scratch_inputs = (PULL, ANCHOR, LINEAR)  # per client: α_i/2, θ − h_i, G/ω̃_i − G_i
 
     @staticmethod
     def relative_weight(ctx: ClientContext) -> float:
@@ -59,14 +62,17 @@ class FedDCTerm(ClientTerm):
         wt = self.relative_weight(ctx)
         h = state_or_zeros(ctx.state, self.H, ctx.start)
         g_i = state_or_zeros(ctx.state, self.G, ctx.start)
-        ctx.scratch["feddc"] = (wt, ctx.start - h, ctx.received[GLOBAL_GRAD] / wt - g_i)
+        # a 0-dim tensor (not a float) so it can be stacked across clients; same float32 product
+        ctx.scratch[self.PULL] = torch.tensor(0.5 * (self.p.alpha / wt), dtype=ctx.start.dtype, device=ctx.start.device)
+        ctx.scratch[self.ANCHOR] = ctx.start - h
+        ctx.scratch[self.LINEAR] = ctx.received[GLOBAL_GRAD] / wt - g_i
 
     def loss(self, ctx: ClientContext, w, out, x, y):
-        wt, anchor, linear = ctx.scratch["feddc"]
-        return 0.5 * (self.p.alpha / wt) * sq_dist(w, anchor) + (w * linear).sum()
+        s = ctx.scratch
+        return s[self.PULL] * sq_dist(w, s[self.ANCHOR]) + (w * s[self.LINEAR]).sum()
 
     def finish(self, ctx: ClientContext, w):
-        wt = ctx.scratch["feddc"][0]
+        wt = self.relative_weight(ctx)
         delta = w - ctx.start
         lr0 = ctx.rnd.base_lr if ctx.rnd.base_lr is not None else ctx.rnd.lr
         g_i = state_or_zeros(ctx.state, self.G, w)

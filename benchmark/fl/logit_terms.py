@@ -22,6 +22,8 @@ class LabelCalibration(ClientTerm):
 
     name = "lc"
     Params = LcParams
+    vmappable = True
+    scratch_inputs = ("lc.shift",)  # per-client calibration, from its class counts
 
     def begin(self, ctx: ClientContext) -> None:
         counts = ctx.class_counts.float()
@@ -33,9 +35,13 @@ class LabelCalibration(ClientTerm):
 
 
 def not_true_logits(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """(B, C−1): each row without its true class's column."""
-    keep = torch.ones_like(logits, dtype=torch.bool).scatter_(1, y.unsqueeze(1), False)
-    return logits[keep].view(len(y), -1)
+    """(B, C−1): each row without its true class's column.
+
+    A gather of columns j + [j ≥ y] rather than a boolean mask: same values, and no data-dependent
+    shape, so it runs under vmap.
+    """
+    others = torch.arange(logits.shape[1] - 1, device=logits.device).expand(len(y), -1)
+    return logits.gather(1, others + (others >= y.unsqueeze(1)).long())
 
 
 class NtdParams(StrictParams):
@@ -53,6 +59,7 @@ class NotTrueDistillation(ClientTerm):
 
     name = "ntd"
     Params = NtdParams
+    vmappable = True  # reads only w and the received model's logits
 
     def ce_weight(self, ctx: ClientContext) -> float:
         return 1 - self.p.beta if self.p.ce_weight == "one_minus_beta" else 1.0

@@ -29,6 +29,7 @@ class MlbParams(StrictParams):
 class Mlb(ClientTerm):
     name = "mlb"
     Params = MlbParams
+    vmappable = True  # reads only w and the received model
 
     def loss(self, ctx: ClientContext, w, out, x, y):
         # a second local forward for the stage outputs: the engine's forward returns logits only

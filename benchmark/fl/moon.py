@@ -26,9 +26,14 @@ class Moon(ClientTerm):
     Params = MoonParams
     needs_features = True
     KEY = "moon.prev"
+    vmappable = True
+    scratch_inputs = (KEY,)  # the previous local model, read by the loss
+
+    def begin(self, ctx: ClientContext) -> None:
+        ctx.scratch[self.KEY] = ctx.state.get(self.KEY, ctx.start)
 
     def loss(self, ctx: ClientContext, w, out, x, y):
-        previous = ctx.state.get(self.KEY, ctx.start)
+        previous = ctx.scratch[self.KEY]
         with torch.no_grad():
             z_g = ctx.forward(ctx.start, x, features=True)[1]
             z_p = ctx.forward(previous, x, features=True)[1]

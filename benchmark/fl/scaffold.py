@@ -38,6 +38,7 @@ class ScaffoldServer(ServerRule):
 class ScaffoldTerm(ClientTerm):
     name = "scaffold"
     KEY = "scaffold.c"
+    vmappable = True  # no loss: direction and finish run per client, outside vmap
 
     def direction(self, ctx: ClientContext, w, g):
         return g - state_or_zeros(ctx.state, self.KEY, w) + ctx.received[CONTROL]

@@ -14,6 +14,7 @@ Two backends with one interface (get / put / in / len / state_dict / load_state_
 from __future__ import annotations
 
 import re
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -34,6 +35,9 @@ class ClientStateStore:
         if state:
             self._data[client] = {k: v.detach().to("cpu", copy=True) for k, v in state.items()}
 
+    def drop(self, client: int) -> None:
+        self._data.pop(client, None)
+
     def __contains__(self, client: int) -> bool:
         return client in self._data
 
@@ -49,7 +53,7 @@ class ClientStateStore:
 
 class MemmapClientStateStore:
     """Client state in memory-mapped files under `directory`: `<name>.f32` (N x P float32) and
-    `<name>.present` (N bools). Files persist, so a checkpoint only records the directory."""
+    `<name>.present` (N bools). A checkpoint snapshots them into `<directory>.checkpoint`."""
 
     def __init__(self, num_clients: int, directory: str | Path | None = None):
         self.num_clients = num_clients
@@ -84,6 +88,10 @@ class MemmapClientStateStore:
             self._values[name][client] = tensor.detach().to("cpu", torch.float32).reshape(-1).numpy()
             self._present[name][client] = True
 
+    def drop(self, client: int) -> None:
+        for present in self._present.values():
+            present[client] = False
+
     def __contains__(self, client: int) -> bool:
         return any(bool(p[client]) for p in self._present.values())
 
@@ -92,14 +100,26 @@ class MemmapClientStateStore:
             return 0
         return int(np.logical_or.reduce([np.asarray(p) for p in self._present.values()]).sum())
 
+    def _snapshot_dir(self) -> Path:
+        return self.directory.with_name(self.directory.name + ".checkpoint")
+
     def state_dict(self) -> dict:
+        """Copy the files to a sibling snapshot folder: the live files keep changing after a
+        checkpoint, and a resume must see the client states of the checkpoint's round."""
         for arr in (*self._values.values(), *self._present.values()):
             arr.flush()
-        return {"__memmap__": str(self.directory), "shapes": {k: list(v) for k, v in self._shapes.items()}}
+        snapshot, tmp = self._snapshot_dir(), self.directory.with_name(self.directory.name + ".checkpoint-tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(self.directory, tmp)
+        shutil.rmtree(snapshot, ignore_errors=True)
+        tmp.rename(snapshot)
+        return {"__memmap__": snapshot.name, "shapes": {k: list(v) for k, v in self._shapes.items()}}
 
     def load_state_dict(self, data: dict) -> None:
-        self.directory = Path(data["__memmap__"])
+        """Restore the snapshot (found beside this store's folder) into this store's folder."""
         self._values, self._present, self._shapes = {}, {}, {}
+        shutil.rmtree(self.directory, ignore_errors=True)
+        shutil.copytree(self.directory.with_name(data["__memmap__"]), self.directory)
         for name, shape in data["shapes"].items():
             self._open(name, tuple(shape), create=False)
 

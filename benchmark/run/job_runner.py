@@ -82,6 +82,7 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
     atomic_write_json(jobdir.summary, summary)
     if done:  # resume material is no longer needed (memmap client state can be large)
         jobdir.checkpoint.unlink(missing_ok=True)
-        shutil.rmtree(jobdir.path / "client_state", ignore_errors=True)
+        for leftover in ("client_state", "client_state.checkpoint"):
+            shutil.rmtree(jobdir.path / leftover, ignore_errors=True)
     tracker.end_job(summary, [jobdir.config, jobdir.metrics, jobdir.summary])
     return summary

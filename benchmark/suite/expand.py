@@ -23,7 +23,7 @@ from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, Settings, Suite
 # Fields that never change a trajectory: kept in config.json, left out of the job id.
 NOT_HASHED = {("dataset", "label"), ("dataset", "reference"), ("dataset", "root"), ("method", "label"),
               ("metrics",), ("checkpoint_every",), ("execution",),
-              ("client_state",)}
+              ("client_state",), ("vmap_chunk",)}
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ class PoolConfig(Strict):
         "resample", description="resample: draw a new pool of C out of N; replace: each member replaced w.p. replace_prob"
     )
     replace_prob: float = Field(0.5, ge=0, le=1)
+    reset_state: bool = Field(True, description="clients joining the pool start from empty client state")
 
 
 class Participation(Strict):
@@ -124,6 +125,9 @@ class Settings(Strict):
     client_state: Literal["memory", "memmap"] = Field(
         "memory", description="where per-client state lives: host memory, or memory-mapped files in the job's folder"
     )
+    vmap_chunk: int | None = Field(
+        None, ge=1, description="execution: vectorised trains at most this many clients per vmap call (bounds memory); None: all"
+    )
     suboptimality: bool = Field(
         False, description="convex jobs (logistic model): record subopt = F(w) − F* of the evaluated model each eval"
     )
@@ -158,6 +162,7 @@ class DatasetEntry(Strict):
     checkpoint_every: int | None = None
     execution: str | None = None
     client_state: str | None = None
+    vmap_chunk: int | None = None
     suboptimality: bool | None = None
 
 
@@ -187,5 +192,6 @@ class JobConfig(Strict):
     checkpoint_every: int
     execution: Literal["sequential", "vectorised"] = "sequential"
     client_state: Literal["memory", "memmap"] = "memory"
+    vmap_chunk: int | None = Field(None, ge=1)
     # left out of the dump (so of the job id) when off: existing jobs keep their ids
     suboptimality: bool = Field(False, exclude_if=lambda on: not on)

@@ -12,59 +12,18 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch import nn
 
-from benchmark.data.source import SourceData
 from benchmark.engine.client_round import train_sequential
-from benchmark.engine.fed_data import FederatedData, default_preprocess
 from benchmark.engine.setup import build_simulation
-from benchmark.engine.simulation import TRAINERS, Simulation
-from benchmark.engine.vectorised import NotVectorisable, train_vectorised
+from benchmark.engine.simulation import TRAINERS
+from benchmark.engine.vectorised import NotVectorisable, train_vectorised, train_vectorised_job
 from benchmark.fl.base import ClientTerm
-from benchmark.suite.expand import expand
-from benchmark.suite.schema import Suite
+from vec_support import ATOL, assert_same, image_simulation, make_jobs, run, with_term
 
-ATOL = 1e-5
 METHODS = ["fedavg", {"preset": "fedprox", "client": {"prox": {"mu": 0.01}}}, "fedavgm", "fedacg"]
 
 
-def make_jobs(methods=METHODS, split=None, local=None, max_samples=60, **defaults):
-    suite = Suite(
-        name="vec",
-        defaults={
-            "rounds": 3, "num_clients": 10, "participation": {"mode": "fixed", "rate": 0.4},
-            "local": {"epochs": 1, "batch_size": 8, "lr": 0.05, "lr_decay": 0.99, "weight_decay": 1e-3,
-                      "clip_norm": 1.0, **(local or {})},
-            "model": {"name": "logistic"}, **defaults,
-        },
-        datasets=[{"name": "synthetic", "params": {"num_users": 10, "dim": 12, "num_classes": 4, "max_samples": max_samples},
-                   "split": split or {"kind": "iid"}}],
-        methods=methods,
-    )
-    return expand(suite)
-
-
-def run(config, execution: str, sim_factory=build_simulation, **update):
-    sim = sim_factory(config.model_copy(update={"execution": execution, **update}))
-    records = sim.run()
-    return sim, records
-
-
-def assert_same(config, sim_factory=build_simulation):
-    seq, seq_records = run(config, "sequential", sim_factory)
-    vec, vec_records = run(config, "vectorised", sim_factory)
-    torch.testing.assert_close(vec.progress.theta, seq.progress.theta, atol=ATOL, rtol=0)
-    for key, value in seq.progress.server_state.items():
-        torch.testing.assert_close(vec.progress.server_state[key], value, atol=ATOL, rtol=0)
-    assert len(vec_records) == len(seq_records) == config.rounds
-    for v, s in zip(vec_records, seq_records):
-        assert v.keys() == s.keys()
-        for key in s:
-            assert v[key] == pytest.approx(s[key], abs=ATOL, rel=0), key
-    return seq, vec
-
-
-@pytest.mark.parametrize("job", make_jobs(), ids=lambda j: j.method_label)
+@pytest.mark.parametrize("job", make_jobs(METHODS), ids=lambda j: j.method_label)
 def test_logistic_matches_sequential(job):
     assert_same(job.config)
 
@@ -83,41 +42,7 @@ def test_intra_round_decay_two_epochs_and_chunking_match_sequential():
         assert a.loss == pytest.approx(b.loss, abs=ATOL)
 
 
-class TinyCNN(nn.Module):
-    """Conv + GroupNorm + pooling + linear head, with penultimate features (buffer-free)."""
-
-    def __init__(self, num_classes: int = 4):
-        super().__init__()
-        self.conv = nn.Conv2d(1, 4, 3, padding=1)
-        self.norm = nn.GroupNorm(2, 4)
-        self.fc1 = nn.Linear(4 * 4 * 4, 16)
-        self.fc2 = nn.Linear(16, num_classes)
-
-    def forward(self, x, features: bool = False):
-        h = torch.max_pool2d(torch.relu(self.norm(self.conv(x))), 2)
-        z = torch.relu(self.fc1(h.flatten(1)))
-        logits = self.fc2(z)
-        return (logits, z) if features else logits
-
-
-def image_simulation(config, dtype: torch.dtype = torch.float32) -> Simulation:
-    """Random 1x8x8 images for TinyCNN, already normalised floats in `dtype`.
-
-    Source kind "vector" hands them to the model as they are, so no image pipeline is involved.
-    """
-    gen = torch.Generator().manual_seed(0)
-
-    def images(n: int) -> torch.Tensor:
-        return (torch.randint(0, 256, (n, 1, 8, 8), generator=gen).to(dtype) / 255 - 0.5) / 0.25
-
-    src = SourceData(train_x=images(120), train_y=torch.randint(0, 4, (120,), generator=gen),
-                     test_x=images(40), test_y=torch.randint(0, 4, (40,), generator=gen), num_classes=4, kind="vector")
-    clients = list(torch.randperm(120, generator=gen).view(10, 12))
-    torch.manual_seed(1)
-    return Simulation(config, FederatedData(src, clients, default_preprocess(src)), TinyCNN().to(dtype))
-
-
-@pytest.mark.parametrize("job", make_jobs(), ids=lambda j: j.method_label)
+@pytest.mark.parametrize("job", make_jobs(METHODS), ids=lambda j: j.method_label)
 def test_small_cnn_matches_sequential(job):
     assert_same(job.config, image_simulation)
 
@@ -158,21 +83,10 @@ class ScaledStep(ClientTerm):
     needs_features = True
 
 
-def with_term(term: ClientTerm):
-    def factory(config):
-        sim = build_simulation(config)
-        sim.method.terms.append(term)
-        return sim
-    return factory
-
-
 def test_terms_begin_ce_weight_direction_finish_are_respected_per_client():
     (job,) = make_jobs(["fedavg"])
-    seq, vec = assert_same(job.config, with_term(ScaledStep(None)))
+    _, vec = assert_same(job.config, with_term(ScaledStep(None)))  # client states compared there
     assert len(vec.clients) > 0
-    for cid in range(job.config.num_clients):
-        assert (cid in vec.clients) == (cid in seq.clients)
-        assert vec.clients.get(cid, "cpu") == seq.clients.get(cid, "cpu")
 
 
 class Opaque(ClientTerm):
@@ -192,4 +106,10 @@ def test_unbalanced_clients_are_refused_not_run_sequentially():
 
 
 def test_registered_as_an_execution_mode():
-    assert TRAINERS["vectorised"] is train_vectorised
+    assert TRAINERS["vectorised"] is train_vectorised_job
+
+
+def test_vmap_chunk_is_execution_only():
+    (job,) = make_jobs(["fedavg"])
+    (chunked,) = make_jobs(["fedavg"], vmap_chunk=3)
+    assert chunked.config.vmap_chunk == 3 and chunked.id == job.id

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 
-from benchmark.data.participation import pool_members, sample_clients
+from benchmark.data.participation import pool_entrants, pool_members, sample_clients
 from benchmark.engine import client_round
 from benchmark.engine.simulation import TRAINERS
 from benchmark.suite.schema import Participation
@@ -61,3 +62,26 @@ def test_two_methods_see_the_same_clients(monkeypatch):
             sim.run_round(t)
     assert seen["fedavg"] == seen["scaffold"]
     assert len({c for r in seen["fedavg"] for c in r}) > 1
+
+
+def test_clients_joining_the_pool_start_from_empty_state():
+    """SCAFFOLD with a pool redrawn every round: a client that (re)joins the pool trains from empty
+    state, while a client that stays in the pool keeps its c_i."""
+    from fedtest import job_config, tiny_simulation
+
+    pool = {"size": 3, "every": 1, "mode": "resample"}  # M = 3 = the pool: every member trains every round
+    job = job_config("scaffold", rounds=8, num_clients=6, participation={"rate": 0.5, "pool": pool},
+                     local={"steps": 1, "batch_size": 4, "lr": 0.1})
+    x = torch.randn(24, 3)
+    y = torch.arange(24) % 3
+    sim = tiny_simulation(job, x, y, [list(range(i * 4, i * 4 + 4)) for i in range(6)], 3)
+    seen, get = [], sim.clients.get
+    sim.clients.get = lambda cid, device: seen.append((t, cid, bool(get(cid, device)))) or get(cid, device)
+    trained: set[int] = set()
+    for t in range(8):
+        sim.run_round(t)
+        entrants = set(pool_entrants(job.seed, t, 6, job.participation.pool))
+        for rnd, cid, had_state in (s for s in seen if s[0] == t):
+            assert had_state == (cid in trained and cid not in entrants), (t, cid)
+        trained |= {cid for rnd, cid, _ in seen if rnd == t}
+    assert any(had for _, _, had in seen) and pool_entrants(job.seed, 0, 6, job.participation.pool) == []

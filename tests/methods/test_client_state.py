@@ -17,9 +17,11 @@ def test_memmap_store_roundtrip_and_empty_state(tmp_path):
     got = store.get(3, "cpu")
     assert torch.equal(got["x"], a) and torch.equal(got["y"], b)
     assert set(store.get(1, "cpu")) == {"x"} and len(store) == 2 and store.get(0, "cpu") == {}
-    reopened = MemmapClientStateStore(5)
-    reopened.load_state_dict(store.state_dict())
-    assert torch.equal(reopened.get(3, "cpu")["y"], b)
+    checkpoint = store.state_dict()
+    store.put(3, {"x": a * 3, "y": b * 3})  # training goes on after the checkpoint...
+    reopened = MemmapClientStateStore(5, tmp_path)  # ...then a resume reopens the job's folder
+    reopened.load_state_dict(checkpoint)
+    assert torch.equal(reopened.get(3, "cpu")["y"], b) and torch.equal(reopened.get(1, "cpu")["x"], a * 2)
 
 
 def test_scaffold_gives_the_same_numbers_with_either_store(tmp_path):

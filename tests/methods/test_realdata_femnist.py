@@ -11,40 +11,18 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch import nn
 
 from benchmark.engine.setup import federated_data
 from benchmark.engine.simulation import Simulation
 from benchmark.fl.method import resolve_method
 from benchmark.fl.presets import PRESETS
 from benchmark.suite.schema import DatasetEntry, JobConfig, LocalTraining, ModelConfig, Participation
+from fedtest import StageMLP
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 
 ARCHIVE = "femnist-leaf-sample.tar.gz"
 COMPOSED = ["fedmlb+acg", "fedlc+acg", "feddecorr+acg", "fedntd+acg", "fedpaq+acg"]
-
-
-class StageMLP(nn.Module):
-    """784 → 64 → 64 → 62 with tanh; stages = the two hidden layers (stage protocol of models/registry.py)."""
-
-    num_stages = 2
-
-    def __init__(self, classes: int = 62, hidden: int = 64):
-        super().__init__()
-        self.blocks = nn.ModuleList([nn.Linear(784, hidden), nn.Linear(hidden, hidden)])
-        self.head = nn.Linear(hidden, classes)
-
-    def forward(self, x, features: bool = False, stages: bool = False, start: int = 0):
-        h = x.flatten(1) if start == 0 else x
-        outs = []
-        for k in range(start, len(self.blocks)):
-            h = torch.tanh(self.blocks[k](h))
-            outs.append(h)
-        logits = self.head(h)
-        if stages:
-            return logits, outs
-        return (logits, h) if features else logits
 
 
 @pytest.fixture(scope="module")
