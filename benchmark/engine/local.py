@@ -37,8 +37,9 @@ def make_forward(model: nn.Module, spec: ParamSpec, precision: str = "fp32"):
         )
         with ctx:
             out = functional_call(model, spec.unflatten(w), (x,), {"features": features, **kwargs})
-        if kwargs:
-            return out
+        # logits (and features) leave autocast in float32, so every loss is computed in full precision
+        if kwargs.get("stages"):
+            return out[0].float(), out[1]
         if features:
             return out[0].float(), out[1].float()
         return out.float()

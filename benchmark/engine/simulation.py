@@ -149,7 +149,8 @@ class Simulation:
         return records
 
     def final_state_dict(self) -> dict[str, torch.Tensor]:
-        return {k: v.detach().cpu().clone() for k, v in self.spec.unflatten(self.progress.theta).items()}
+        """The model the metrics were measured on (θ; FedAc's averaged w_ag)."""
+        return {k: v.detach().cpu().clone() for k, v in self.spec.unflatten(self.eval_params()).items()}
 
 
 import benchmark.engine.vectorised  # noqa: E402,F401  (registers TRAINERS["vectorised"]; last, as it imports TRAINERS)

@@ -51,6 +51,9 @@ def result_tables(suite: Suite, jobs: list[Job], summaries: dict[str, dict]) -> 
             if ref and m in ref.metrics:
                 table.add_column(m + " (paper)", justify="right", style="dim")
         table.add_column("final acc", justify="right")
+        convex = any(j.config.suboptimality for j in d_jobs)
+        if convex:
+            table.add_column("final F − F*", justify="right")
         table.add_column("status")
         by_label: dict[str, list[dict]] = {}
         for job in d_jobs:
@@ -64,6 +67,9 @@ def result_tables(suite: Suite, jobs: list[Job], summaries: dict[str, dict]) -> 
                 if ref and m in ref.metrics:
                     row.append(_fmt(ref_row[ref.metrics.index(m)], m) if ref_row else "-")
             row.append(_fmt(_mean([s.get("final_acc") for s in sums])))
+            if convex:
+                subopt = _mean([s.get("final_subopt") for s in sums])
+                row.append(f"{subopt:.3e}" if isinstance(subopt, float) else "-")
             statuses = sorted({s.get("status", "?") for s in sums})
             row.append(",".join(statuses))
             table.add_row(*row)

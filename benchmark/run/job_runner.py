@@ -74,6 +74,7 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
         "rounds_completed": sim.progress.round,
         "final_acc": records[-1]["test_acc"] if records else None,
         "final_ema_acc": records[-1]["ema_acc"] if records else None,
+        "final_subopt": records[-1].get("subopt") if records else None,
         "metrics": summarise(records, job.config.metrics, job.config.rounds),
         "bytes_down": sim.progress.bytes_down,
         "bytes_up": sim.progress.bytes_up,

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 DEFAULT_URI = "sqlite:///mlflow.db"
-METRIC_KEYS = ("test_acc", "test_loss", "train_loss", "ema_acc", "bytes_down", "bytes_up")
+METRIC_KEYS = ("test_acc", "test_loss", "train_loss", "ema_acc", "bytes_down", "bytes_up", "subopt")
 
 
 def flatten(obj, prefix: str = "") -> dict[str, str]:
