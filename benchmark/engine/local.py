@@ -115,9 +115,15 @@ def take_step(ctx: ClientContext, terms: list[ClientTerm], w: torch.Tensor, poin
     return w - lr * g
 
 
+def set_step_budget(ctx: ClientContext, batches: list[Batch], local: LocalTraining) -> None:
+    """K and Σ_k η_k, which SCAFFOLD's and FedCM's per-step normalisations divide by."""
+    ctx.steps = len(batches)
+    ctx.lr_sum = sum(step_lr(ctx.rnd.lr, b, local) for b in batches)
+
+
 def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batch], local: LocalTraining):
     """Returns (w_K, mean training loss over the steps)."""
-    ctx.steps = len(batches)
+    set_step_budget(ctx, batches, local)
     for term in terms:
         term.begin(ctx)
     needs_features = any(t.needs_features for t in terms)

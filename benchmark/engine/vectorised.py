@@ -21,7 +21,8 @@ from torch.func import grad_and_value, vmap
 
 from benchmark.engine.client_round import ClientOutcome, make_context
 from benchmark.engine.fed_data import Batch
-from benchmark.engine.local import ce_weight_of, descent_direction, rewrite_direction, step_loss, step_lr
+from benchmark.engine.local import (ce_weight_of, descent_direction, rewrite_direction, set_step_budget, step_loss,
+                                    step_lr)
 from benchmark.engine.simulation import TRAINERS
 from benchmark.errors import UserError
 from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo
@@ -114,8 +115,8 @@ def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> l
     check_plans(chosen, batches, local, rnd.round)
     ctxs = [make_context(sim, cid, rnd, received) for cid in chosen]
     steps, count = len(batches[0]), len(chosen)
-    for ctx in ctxs:
-        ctx.steps = steps
+    for ctx, plan in zip(ctxs, batches):
+        set_step_budget(ctx, plan, local)
         for term in terms:
             term.begin(ctx)
     ce_weights = torch.tensor([ce_weight_of(ctx, terms) for ctx in ctxs], device=sim.device)
@@ -140,7 +141,7 @@ def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> l
     for i, (cid, ctx) in enumerate(zip(chosen, ctxs)):
         for term in terms:
             term.finish(ctx, w[i])
-        outcomes.append(ClientOutcome(cid, ctx.start, w[i], ctx.messages, ctx.state, steps, mean_losses[i]))
+        outcomes.append(ClientOutcome(cid, ctx.start, w[i], ctx.messages, ctx.state, steps, ctx.lr_sum, mean_losses[i]))
     return outcomes
 
 

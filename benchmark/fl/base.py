@@ -45,6 +45,7 @@ class Uploads:
     client_ids: list[int]
     num_samples: torch.Tensor  # (M,) float
     steps: torch.Tensor  # (M,) float: local steps each client took
+    lr_sums: torch.Tensor  # (M,) float: Σ_k η_k of each client's steps
     messages: dict[str, torch.Tensor]  # name -> (M, P); always contains "delta" = w_K − x_i
 
     @property
@@ -96,6 +97,7 @@ class ClientContext:
     class_counts: torch.Tensor  # (num_classes,) labels in this client's data
     total_samples: int = 0  # Σ n over all N clients (FedDC's ω̃)
     steps: int = 0  # K, set before training
+    lr_sum: float = 0.0  # Σ_k η_k over the K steps (= K·η_t unless the lr also decays inside the round)
     messages: dict[str, torch.Tensor] = field(default_factory=dict)  # extra uplink messages
     scratch: dict[str, Any] = field(default_factory=dict)  # per-round precomputations of terms
 

@@ -30,7 +30,7 @@ class FedCMServer(ServerRule):
         return {"model": theta, DIRECTION: state["D"]}
 
     def update(self, theta, state, sent, up: Uploads, rnd: RoundInfo):
-        per_step = up.messages["delta"] / (rnd.lr * up.steps.unsqueeze(1))
+        per_step = up.messages["delta"] / up.lr_sums.unsqueeze(1)  # Δ_i/(η K), or Σ_k η_k with intra-round decay
         return theta + self.p.global_lr * up.mean(), {"D": -(up.weights @ per_step)}
 
 

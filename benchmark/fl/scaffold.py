@@ -45,6 +45,6 @@ class ScaffoldTerm(ClientTerm):
 
     def finish(self, ctx: ClientContext, w):
         c_i = state_or_zeros(ctx.state, self.KEY, w)
-        c_new = c_i - ctx.received[CONTROL] + (ctx.start - w) / (ctx.steps * ctx.rnd.lr)
+        c_new = c_i - ctx.received[CONTROL] + (ctx.start - w) / ctx.lr_sum
         ctx.messages[CONTROL_DELTA] = c_new - c_i
         ctx.state[self.KEY] = c_new

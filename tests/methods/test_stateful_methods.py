@@ -153,3 +153,18 @@ def test_fedcm_bytes_two_down_one_up():
     sim = make_sim("fedcm")
     sim.run_round(0)
     assert (sim.progress.bytes_down, sim.progress.bytes_up) == (3 * 2 * P * 4, 3 * P * 4)
+
+
+def test_scaffold_normalises_by_the_lrs_actually_used_with_intra_round_decay():
+    """Two epochs of one full-batch step, lr η then η·d: c_i⁺ = (x − w_K)/(η + η·d), not /(K·η)."""
+    from fedtest import job_config, tiny_simulation
+
+    eta, d = 0.1, 0.5
+    job = job_config("scaffold", rounds=1, num_clients=1, participation={"rate": 1.0},
+                     local={"epochs": 2, "batch_size": 16, "lr": eta, "lr_decay": d, "intra_round_decay": True})
+    x, y = torch.randn(6, 3), torch.tensor([0, 1, 2, 0, 1, 2])
+    sim = tiny_simulation(job, x, y, [list(range(6))], 3)
+    theta0 = sim.progress.theta.clone()
+    sim.run_round(0)
+    expected = (theta0 - sim.progress.theta) / (eta + eta * d)  # one client: w_K = θ_1, c = c_i = 0
+    assert torch.allclose(sim.clients.get(0, "cpu")["scaffold.c"], expected, atol=1e-6)
