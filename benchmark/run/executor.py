@@ -40,8 +40,8 @@ def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu
         suite_task = progress.add_task("jobs", total=len(jobs), status="")
         for job in jobs:
             jobdir = JobDir(results_root, suite, job.id)
-            if jobdir.is_finished():
-                summaries[job.id] = {**jobdir.read_summary(), "skipped": True}
+            if done := jobdir.skipped_summary():
+                summaries[job.id] = done
                 progress.advance(suite_task)
                 continue
             label = f"{job.dataset_label} / {job.method_label} / seed {job.config.seed}"

@@ -82,9 +82,8 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
         with Progress(*progress_columns(), console=console, transient=False) as progress:
             bar = progress.add_task("jobs (ray)", total=len(jobs), status="")
             for job in jobs:
-                jobdir = JobDir(results_root, suite, job.id)
-                if jobdir.is_finished():
-                    summaries[job.id] = {**jobdir.read_summary(), "skipped": True}
+                if done := JobDir(results_root, suite, job.id).skipped_summary():
+                    summaries[job.id] = done
                     progress.advance(bar)
                 else:
                     ref = task.remote(job, suite, root, device, stop_after, max(1, int(cpus_per_job)))

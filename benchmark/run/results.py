@@ -63,6 +63,10 @@ class JobDir:
         s = self.read_summary()
         return bool(s) and s.get("status") == FINISHED and self.model.exists()
 
+    def skipped_summary(self) -> dict | None:
+        """The summary of a finished job, marked as skipped; None if the job must (re)run."""
+        return {**self.read_summary(), "skipped": True} if self.is_finished() else None
+
     def read_metrics(self) -> list[dict]:
         if not self.metrics.exists():
             return []
