@@ -93,3 +93,11 @@ def test_cli_exits_2_with_a_message_and_no_traceback(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "methods[2].server.lam" in err and str(path.name) in err and "Traceback" not in err
     assert main(["run", str(tmp_path / "missing.yaml"), "--no-tracking"]) == 2
+
+
+def test_dataset_params_are_checked_before_anything_runs(tmp_path):
+    suite = tiny_suite()
+    suite["datasets"][0]["params"]["alpah"] = 1.0
+    suite["datasets"].append({"name": "femnist", "params": {"size": 3}, "split": {"kind": "natural"}})
+    found = dict(problems_of(tmp_path, suite))
+    assert "unknown field" in found["datasets[0].params.alpah"] and "datasets[1].params.size" in found

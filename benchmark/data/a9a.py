@@ -69,7 +69,7 @@ def to_binary(y: torch.Tensor, path: Path) -> torch.Tensor:
     return (y > 0).long()
 
 
-@register_dataset("a9a", A9A_HELP)
+@register_dataset("a9a", A9A_HELP, params=A9aParams)
 def load_a9a(params: dict, root: Path | None) -> SourceData:
     p = A9aParams(**params)
     train_path, test_path = libsvm_file(root, "a9a"), libsvm_file(root, "a9a.t")

@@ -50,7 +50,7 @@ def _binary(y: list, user: str) -> torch.Tensor:
     return t
 
 
-@register_dataset("celeba", HELP)
+@register_dataset("celeba", HELP, params=CelebaParams)
 def load_celeba(params: dict, root: Path | None) -> SourceData:
     p = CelebaParams(**params)
     users, train, test = load_leaf_users(root, "celeba")

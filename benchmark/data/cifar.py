@@ -139,12 +139,14 @@ def load_cifar(spec: CifarSpec, params: dict, root: Path | None) -> SourceData:
                       mean=tuple(t["mean"].tolist()), std=tuple(t["std"].tolist()))
 
 
-@register_dataset("cifar10", "CIFAR-10: official python archive, an image folder or Hugging Face (docs/datasets.md)")
+@register_dataset("cifar10", "CIFAR-10: official python archive, an image folder or Hugging Face (docs/datasets.md)",
+                  params=CifarParams)
 def load_cifar10(params: dict, root: Path | None) -> SourceData:
     return load_cifar(CIFAR10, params, root)
 
 
-@register_dataset("cifar100", "CIFAR-100: official python archive, an image folder or Hugging Face (docs/datasets.md)")
+@register_dataset("cifar100", "CIFAR-100: official python archive, an image folder or Hugging Face (docs/datasets.md)",
+                  params=CifarParams)
 def load_cifar100(params: dict, root: Path | None) -> SourceData:
     return load_cifar(CIFAR100, params, root)
 

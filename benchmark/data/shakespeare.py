@@ -48,7 +48,7 @@ def encode(texts: list[str], user: str, length: int) -> torch.Tensor:
     return torch.from_numpy(ids.reshape(len(texts), length))
 
 
-@register_dataset("shakespeare", SHAKESPEARE_HELP)
+@register_dataset("shakespeare", SHAKESPEARE_HELP, params=ShakespeareParams)
 def load_shakespeare(params: dict, root: Path | None) -> SourceData:
     ShakespeareParams(**params)
 

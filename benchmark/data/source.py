@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 import torch
+from pydantic import BaseModel, ConfigDict
 
 from benchmark.errors import DatasetMissing
 
@@ -40,18 +41,27 @@ class SourceData:
 Loader = Callable[[dict, "Path | None"], SourceData]
 DATASETS: dict[str, Loader] = {}
 DATASET_HELP: dict[str, str] = {}
+DATASET_PARAMS: dict[str, type[BaseModel]] = {}
+
+
+class NoParams(BaseModel):
+    """For datasets that take no `params:`."""
+
+    model_config = ConfigDict(extra="forbid")
 # name -> probe(root) -> where the files were found (raises DatasetMissing); for `fedbench data ls`
 DATASET_PROBES: dict[str, Callable] = {}
 
 
-def register_dataset(name: str, help_missing: str = ""):
-    """Register `loader(params, root) -> SourceData`; `help_missing` says what to download where."""
+def register_dataset(name: str, help_missing: str = "", params: type[BaseModel] | None = None):
+    """Register `loader(params, root) -> SourceData`; `help_missing` says what to download where;
+    `params` is the pydantic model of its `params:` (checked when a suite is expanded)."""
 
     def deco(fn: Loader) -> Loader:
         if name in DATASETS:
             raise ValueError(f"dataset {name!r} registered twice")
         DATASETS[name] = fn
         DATASET_HELP[name] = help_missing
+        DATASET_PARAMS[name] = params or NoParams
         return fn
 
     return deco

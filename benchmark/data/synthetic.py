@@ -70,6 +70,6 @@ def generate(p: SyntheticParams) -> SourceData:
     )
 
 
-@register_dataset("synthetic")
+@register_dataset("synthetic", params=SyntheticParams)
 def load_synthetic(params: dict, root) -> SourceData:
     return generate(SyntheticParams(**params))

@@ -114,7 +114,7 @@ def load_split(params: dict, root: Path | None, split: Literal["train", "val"]) 
         *hf_split(open_hf(source), names, ["image", "img"], ["label", "labels"], str(source)), split == "train"))
 
 
-@register_dataset("tiny_imagenet", HELP)
+@register_dataset("tiny_imagenet", HELP, params=TinyImageNetParams)
 def load_tiny_imagenet(params: dict, root: Path | None) -> SourceData:
     train = load_split(params, root, "train")
     test = load_split(params, root, "val")

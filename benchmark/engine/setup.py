@@ -17,6 +17,7 @@ from benchmark.engine.fed_data import FederatedData, default_preprocess
 from benchmark.engine.simulation import Simulation
 from benchmark.errors import UserError
 from benchmark.models.registry import MODELS, build_model
+from benchmark.suite.load import pydantic_problems
 from benchmark.suite.schema import JobConfig
 
 # source kind -> factory(src, job) -> Preprocessor(x, train, gen); image augmentation registers here
@@ -39,7 +40,10 @@ def known_models() -> list[str]:
 def _load_source(name: str, params_json: str, root: str | None) -> SourceData:
     try:
         return DATASETS[name](json.loads(params_json), data_root(root))
-    except (ValidationError, ValueError, TypeError) as err:
+    except ValidationError as err:  # params swept by a grid are only seen here
+        found = "; ".join(f"{p}: {m}" for p, m in pydantic_problems(err, "params"))
+        raise UserError(f"dataset {name!r}: {found}") from None
+    except (ValueError, TypeError) as err:
         raise UserError(f"dataset {name!r}: bad params: {err}") from None
 
 

@@ -142,9 +142,16 @@ def _check_names(suite: Suite, settings: list[Settings | None], problems: list) 
     """Dataset and model names must be registered (checked here so errors carry YAML paths)."""
     from benchmark.engine.setup import known_datasets, known_models
 
+    from benchmark.data.source import DATASET_PARAMS
+
     for i, (entry, s) in enumerate(zip(suite.datasets, settings)):
         if entry.name not in known_datasets():
             problems.append((f"datasets[{i}].name", f"unknown dataset {entry.name!r}; allowed: {', '.join(known_datasets())}"))
+        else:
+            try:
+                DATASET_PARAMS[entry.name](**entry.params)
+            except ValidationError as err:
+                problems.extend(pydantic_problems(err, f"datasets[{i}].params"))
         if s is not None and s.model.name not in known_models():
             where = f"datasets[{i}].model.name" if entry.model and "name" in entry.model else "defaults.model.name"
             problems.append((where, f"unknown model {s.model.name!r}; allowed: {', '.join(known_models())}"))
