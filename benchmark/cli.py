@@ -17,12 +17,21 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 
 def _device(name: str) -> str:
+    """The torch device to train on; a name this machine cannot use is a user error, not N failed jobs."""
     import torch
 
     if name == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise UserError(f"--device {name}: no CUDA device is available here; use --device cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise UserError(f"--device {name!r} is not a device; use cpu, cuda, cuda:N or auto") from None
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0 or (device.index or 0) >= count:
+            raise UserError(f"--device {name}: {count} CUDA device(s) here; use --device cpu or auto")
+    elif device.type != "cpu":
+        raise UserError(f"--device {name}: only cpu and cuda devices are supported")
     return name
 
 

@@ -39,3 +39,11 @@ def test_only_filter_and_missing_match(tmp_path, capsys):
 def test_shipped_suites_validate():
     for suite in sorted((REPO / "suites").rglob("*.yaml")):
         assert main(["plan", str(suite)]) == 0, suite.name
+
+
+def test_unusable_device_is_one_clear_error(tmp_path, capsys):
+    path = write_suite(tmp_path, tiny_suite())
+    for device in ("gpu", "cuda:7"):
+        assert main(["run", str(path), "--no-tracking", "--device", device, "--results-dir", str(tmp_path)]) == 2
+        assert "--device" in capsys.readouterr().err
+    assert not list(tmp_path.glob("tiny/*"))  # nothing ran
