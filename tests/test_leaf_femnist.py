@@ -76,3 +76,13 @@ def test_shipped_femnist_sample_trains(data_root, tmp_path):
     assert main(["run", str(write_suite(tmp_path, suite)), "--no-tracking", "--results-dir", str(results)]) == 0
     (summary,) = [json.loads(p.read_text()) for p in results.glob("femnist-real/*/summary.json")]
     assert summary["status"] == "finished" and summary["final_acc"] > 100 / 62  # beats chance
+
+
+def test_a_num_samples_header_that_disagrees_with_the_records_is_reported(femnist_root):
+    shard = femnist_root / "femnist" / "data" / "test" / "all_data_0_test.json"
+    blob = json.loads(shard.read_text())
+    blob["num_samples"][0] += 5
+    shard.write_text(json.dumps(blob))
+    with pytest.warns(UserWarning, match="num_samples says 9 examples but the shard holds 4"):
+        src = load_femnist({}, femnist_root)
+    assert len(src.test_y) == 4

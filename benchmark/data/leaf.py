@@ -8,6 +8,7 @@ users" selects from.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -39,9 +40,19 @@ def read_leaf_split(directory: Path) -> dict[str, dict]:
                 entry = users.setdefault(user, {"x": [], "y": []})
                 entry["x"].extend(data["x"])
                 entry["y"].extend(data["y"])
+            warn_if_counts_disagree(shard, blob)
         except (json.JSONDecodeError, KeyError, TypeError) as err:
             raise DatasetMissing(f"{shard} is not a LEAF JSON shard ({type(err).__name__}: {err})") from None
     return users
+
+
+def warn_if_counts_disagree(shard: Path, blob: dict) -> None:
+    """The records are what gets loaded; a `num_samples` header that disagrees is worth a word."""
+    declared = sum(blob.get("num_samples", []))
+    actual = sum(len(blob["user_data"][u]["y"]) for u in blob["users"])
+    if "num_samples" in blob and declared != actual:
+        warnings.warn(f"{shard.name}: num_samples says {declared} examples but the shard holds {actual}; "
+                      f"loading the {actual} records", stacklevel=3)
 
 
 def leaf_archives(name: str) -> list[str]:
