@@ -21,7 +21,6 @@ class ClientOutcome:
     final: torch.Tensor  # w_K
     messages: dict[str, torch.Tensor]  # extra uplink messages (besides delta = w_K − x_i)
     state: dict[str, torch.Tensor]  # its persistent state after the round
-    steps: int
     lr_sum: float  # Σ_k η_k over its steps
     loss: float  # mean training loss over its steps
 
@@ -40,5 +39,5 @@ def train_sequential(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> 
         ctx = make_context(sim, cid, rnd, received)
         batches = sim.data.client_batches(job.seed, rnd.round, cid, job.local)
         w, loss = train_client(ctx, sim.method.terms, batches, job.local)
-        outcomes.append(ClientOutcome(cid, ctx.start, w, ctx.messages, ctx.state, ctx.steps, ctx.lr_sum, loss))
+        outcomes.append(ClientOutcome(cid, ctx.start, w, ctx.messages, ctx.state, ctx.lr_sum, loss))
     return outcomes

@@ -102,12 +102,10 @@ class Simulation:
                 decoded, nbytes = m.uplink.transmit(vec, self.spec, gen)
                 messages.setdefault(name, []).append(decoded)
                 up_bytes += nbytes
-        steps = [o.steps for o in outcomes]
         losses = [o.loss for o in outcomes]
 
         n = self.sizes[chosen].to(self.device, torch.float32)
-        up = Uploads(chosen, n, torch.tensor(steps, dtype=torch.float32, device=self.device),
-                     torch.tensor([o.lr_sum for o in outcomes], dtype=torch.float32, device=self.device),
+        up = Uploads(chosen, n, torch.tensor([o.lr_sum for o in outcomes], dtype=torch.float32, device=self.device),
                      {k: torch.stack(v) for k, v in messages.items()})
         p.theta, p.server_state = m.server.update(p.theta, p.server_state, received, up, rnd)
         p.round, p.bytes_down, p.bytes_up = t + 1, p.bytes_down + down_bytes, p.bytes_up + up_bytes

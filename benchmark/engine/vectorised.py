@@ -141,7 +141,7 @@ def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> l
     for i, (cid, ctx) in enumerate(zip(chosen, ctxs)):
         for term in terms:
             term.finish(ctx, w[i])
-        outcomes.append(ClientOutcome(cid, ctx.start, w[i], ctx.messages, ctx.state, steps, ctx.lr_sum, mean_losses[i]))
+        outcomes.append(ClientOutcome(cid, ctx.start, w[i], ctx.messages, ctx.state, ctx.lr_sum, mean_losses[i]))
     return outcomes
 
 

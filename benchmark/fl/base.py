@@ -44,7 +44,6 @@ class Uploads:
 
     client_ids: list[int]
     num_samples: torch.Tensor  # (M,) float
-    steps: torch.Tensor  # (M,) float: local steps each client took
     lr_sums: torch.Tensor  # (M,) float: Σ_k η_k of each client's steps
     messages: dict[str, torch.Tensor]  # name -> (M, P); always contains "delta" = w_K − x_i
 
