@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from benchmark.errors import UserError
+from benchmark.run.batched import BatchedJobs
 from benchmark.run.job_runner import run_job
 from benchmark.run.results import JobDir, atomic_write_json
 from benchmark.run.tracking import NullTracker
@@ -36,6 +37,7 @@ def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu
     tracker = tracker or NullTracker()
     console = console or Console(stderr=True)
     summaries: dict[str, dict] = {}
+    batched = BatchedJobs([j for j in jobs if not JobDir(results_root, suite, j.id).skipped_summary()])
     with Progress(*progress_columns(), console=console, transient=False) as progress:
         suite_task = progress.add_task("jobs", total=len(jobs), status="")
         for job in jobs:
@@ -51,7 +53,8 @@ def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu
                 progress.update(task, completed=rec["round"], status=f"acc {rec['test_acc']:.2f}% (ema {rec['ema_acc']:.2f})")
 
             try:
-                summaries[job.id] = run_job(job, suite, jobdir, device, tracker, on_eval, stop_after)
+                summaries[job.id] = run_job(job, suite, jobdir, device, tracker, on_eval, stop_after,
+                                             batched.simulation_for)
             except UserError:
                 raise
             except Exception as err:  # a crashing job must not take the suite (or its results) down

@@ -19,14 +19,16 @@ def job_config_json(job: Job, suite: str) -> dict:
 
 
 def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=None,
-            on_eval: Callable[[dict], None] | None = None, stop_after: int | None = None) -> dict:
-    """Run (or resume) `job`; returns its summary. `stop_after` stops early (tests, CI smoke)."""
+            on_eval: Callable[[dict], None] | None = None, stop_after: int | None = None,
+            simulation_for: Callable | None = None) -> dict:
+    """Run (or resume) `job`; returns its summary. `stop_after` stops early (tests, CI smoke).
+    `simulation_for(job)` may supply the simulation (the batched FedAc engine's replay); None: build it."""
     tracker = tracker or NullTracker()
     start = time.time()
     config = job_config_json(job, suite)
     atomic_write_json(jobdir.config, config)
     tracker.start_job(job, config)  # first, so a job that fails while building still has its run
-    sim = build_simulation(job.config, device, jobdir.path / "client_state")
+    sim = (simulation_for and simulation_for(job)) or build_simulation(job.config, device, jobdir.path / "client_state")
 
     records: list[dict] = []
     checkpoint = jobdir.load_checkpoint()

@@ -1,0 +1,81 @@
+"""The batched FedAc engine (all workers as one tensor computation, an lr grid as one batch)
+gives the numbers of the per-client round loop, record by record."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from benchmark.engine.fedac_batched import batch_key
+from benchmark.run.batched import BatchedJobs
+from benchmark.run.job_runner import run_job
+from benchmark.run.results import JobDir
+from benchmark.suite.expand import expand
+from benchmark.suite.schema import Suite
+
+LRS = [0.05, 0.2, 1.0]
+
+
+def shared_suite(method, steps: int = 3, clients: int = 4, batch: int = 2, **defaults) -> Suite:
+    return Suite(**{
+        "name": "fedac-batched",
+        "defaults": {
+            "rounds": 4, "eval_every": 2, "num_clients": clients, "participation": {"rate": 1.0},
+            "local": {"steps": steps, "batch_size": batch, "weight_decay": 0.01, "clip_norm": None},
+            "model": {"name": "binary_logistic", "init": "normal"}, "suboptimality": True, **defaults,
+        },
+        "datasets": [{"name": "synthetic", "params": {"num_users": 5, "dim": 6, "num_classes": 2, "max_samples": 40},
+                      "split": {"kind": "shared"}}],
+        "methods": [method],
+        "grid": {"local.lr": LRS},
+    })
+
+
+def run_both(tmp_path, suite: Suite):
+    """(records per job from the per-client loop, records per job from the batched engine)."""
+    jobs = expand(suite)
+    loop = {j.id: run_job(j, "loop", JobDir(tmp_path, "loop", j.id)) and JobDir(tmp_path, "loop", j.id).read_metrics()
+            for j in jobs}
+    batched = BatchedJobs(jobs)
+    assert len(batched.groups) == 1, "an lr grid is one batch"
+    fast = {}
+    for j in jobs:
+        d = JobDir(tmp_path, "fast", j.id)
+        run_job(j, "fast", d, simulation_for=batched.simulation_for)
+        fast[j.id] = d.read_metrics()
+    return jobs, loop, fast
+
+
+def assert_same_records(loop: list[dict], fast: list[dict]) -> None:
+    assert loop and [r["round"] for r in loop] == [r["round"] for r in fast]
+    for a, b in zip(loop, fast):
+        assert a.keys() == b.keys()
+        for key in a:
+            assert b[key] == pytest.approx(a[key], rel=2e-5, abs=1e-6), key
+
+
+@pytest.mark.parametrize("method", ["fedac1", "fedac2", "fedac_vanilla", "fedavg", "mbsgd", "mbacsgd"])
+def test_batched_engine_equals_the_per_client_loop(tmp_path, method):
+    jobs, loop, fast = run_both(tmp_path, shared_suite(method))
+    for j in jobs:
+        assert_same_records(loop[j.id], fast[j.id])
+    finals = [torch.load(tmp_path / "fast" / j.id / "final_model.pt")["fc.weight"] for j in jobs]
+    loops = [torch.load(tmp_path / "loop" / j.id / "final_model.pt")["fc.weight"] for j in jobs]
+    for a, b in zip(loops, finals):
+        assert torch.allclose(a, b, atol=1e-5)
+
+
+def test_one_local_step_and_larger_batches_agree(tmp_path):
+    jobs, loop, fast = run_both(tmp_path, shared_suite("fedac1", steps=1, batch=3))
+    for j in jobs:
+        assert_same_records(loop[j.id], fast[j.id])
+
+
+def test_only_the_fedac_protocol_is_batched():
+    job = expand(shared_suite("fedac1"))[0]
+    assert batch_key(job.config) is not None
+    other = job.config.model_copy(update={"local": job.config.local.model_copy(update={"clip_norm": 10.0})})
+    assert batch_key(other) is None
+    assert batch_key(job.config.model_copy(update={"method": {**job.config.method, "client": []}})) is None
+    seeds = expand(shared_suite("fedac1", seeds=[0, 1]))
+    assert len({batch_key(j.config) for j in seeds}) == 2, "batches group lr values, not seeds"
