@@ -159,6 +159,13 @@ class BinaryLogistic(RegularisedLogistic):
         grad = -(self.x.T @ (sign * (1 - p))) / len(self.y) + self.mu * theta
         return float(value), grad, p
 
+    def suboptimalities(self, ws: torch.Tensor) -> torch.Tensor:
+        """F(w) − F* for every row of ws (B, d) at once (float64)."""
+        ws = ws.detach().cpu().double()
+        sign = 2.0 * self.y.double() - 1.0
+        losses = torch.nn.functional.softplus(-sign[:, None] * (self.x @ ws.T)).mean(0)
+        return losses + 0.5 * self.mu * (ws**2).sum(1) - self.optimum[1]
+
     def hessian(self, p: torch.Tensor) -> torch.Tensor:
         weight = p * (1 - p) / len(self.y)
         return (self.x * weight[:, None]).T @ self.x + self.mu * torch.eye(self.x.shape[1], dtype=torch.float64)

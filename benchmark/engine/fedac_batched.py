@@ -78,13 +78,12 @@ class Outcome:
 
 @dataclass
 class Batch:
-    """The settings shared by a batch, and the per-job coefficients as (B, 1) columns."""
+    """The settings shared by a batch and its jobs' recursion, a linear map per job (below)."""
 
     jobs: list[JobConfig]
     rule: str
     one_step: bool  # every worker takes one step per round (minibatch methods, K = 1)
-    lr: torch.Tensor
-    coef: dict[str, torch.Tensor] | None  # FedAc's γ, α, β
+    linear: "Recursion"
 
     @classmethod
     def of(cls, jobs: list[JobConfig], outcomes: list[Outcome]) -> "Batch":
@@ -103,33 +102,89 @@ class Batch:
                     outcome.error = err
                     continue
             kept.append(job)
-        lr = torch.tensor([[j.local.lr] for j in kept])
-        coef = None
-        if rule == "fedac":
-            coef = {k: torch.tensor([[getattr(c, k)] for c in coefs]) for k in ("gamma", "alpha", "beta")}
-        return cls(kept, rule, one_step, lr, coef)
+        lrs = [j.local.lr for j in kept]
+        lam = first.local.weight_decay
+        linear = Recursion.fedac(lrs, coefs, lam) if rule == "fedac" else Recursion.sgd(lrs, lam)
+        return cls(kept, rule, one_step, linear)
 
 
-class Step:
-    """One local step of every (job, worker) at once: S = w, A = w_ag (FedAc only)."""
+@dataclass
+class Recursion:
+    """A local step of every method here is linear in its state X (c × d per job: c = 1 for SGD,
+    w; c = 2 for FedAc, (w, w_ag)) plus a rank-one data term:
 
-    def __init__(self, batch: Batch, lam: float, extra_dims: int):
-        shape = (-1,) + (1,) * extra_dims
-        self.lam, self.fedac = lam, batch.rule == "fedac"
-        self.lr = batch.lr.view(shape)
-        if self.fedac:
-            c = {k: v.view(shape) for k, v in batch.coef.items()}
-            self.inv_beta, self.inv_alpha, self.gamma = 1 / c["beta"], 1 / c["alpha"], c["gamma"]
+        X' = T X − v (ℓ'(z) xᵀ),   z = r X x   (the score at the gradient point),
 
-    def point(self, s, a):
-        """Where the gradient is taken: w, or FedAc's w_md = w/β + (1 − 1/β) w_ag."""
-        return s * self.inv_beta + (1 - self.inv_beta) * a if self.fedac else s
+    with the weight decay λ folded into T. SGD: T = 1 − ηλ, v = η, r = 1. FedAc, gradient point
+    p = w/β + (1 − 1/β) w_ag = r X:  w' = (1 − 1/α) w + (1/α − γλ) p − γ g,  w_ag' = (1 − ηλ) p − η g.
+    T (B, c, c), v and r (B, c) are float64, one row per job of the batch."""
 
-    def __call__(self, s, a, point, loss_grad):
-        g = loss_grad + self.lam * point
-        if not self.fedac:
-            return s - self.lr * g, a
-        return (1 - self.inv_alpha) * s + point * self.inv_alpha - self.gamma * g, point - self.lr * g
+    T: torch.Tensor
+    v: torch.Tensor
+    r: torch.Tensor
+
+    @classmethod
+    def sgd(cls, lrs: list[float], lam: float) -> "Recursion":
+        eta = torch.tensor(lrs, dtype=torch.float64)
+        return cls((1 - eta * lam).view(-1, 1, 1), eta.view(-1, 1), torch.ones(len(lrs), 1, dtype=torch.float64))
+
+    @classmethod
+    def fedac(cls, lrs: list[float], coefs: list, lam: float) -> "Recursion":
+        eta = torch.tensor(lrs, dtype=torch.float64)
+        gamma, alpha, beta = (torch.tensor([getattr(c, k) for c in coefs], dtype=torch.float64)
+                              for k in ("gamma", "alpha", "beta"))
+        r = torch.stack([1 / beta, 1 - 1 / beta], 1)
+        pull = (1 / alpha - gamma * lam)[:, None]  # FedAc-I (μ = λ): 0, w forgets the point
+        top = torch.stack([1 - 1 / alpha, torch.zeros_like(alpha)], 1) + pull * r
+        return cls(torch.stack([top, (1 - eta * lam)[:, None] * r], 1), torch.stack([gamma, eta], 1), r)
+
+    @property
+    def size(self) -> int:
+        return self.v.shape[1]
+
+    def step(self, state: torch.Tensor, data_grad: torch.Tensor) -> torch.Tensor:
+        """state (B, c, d), data_grad (B, d) = mean ℓ'(z) x: one step of every job."""
+        return self.T.float() @ state - self.v.float()[:, :, None] * data_grad[:, None, :]
+
+    def schedule(self, steps: int) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor | None]]:
+        """For K local steps on the lazy form X_k = P_k U_k (P_k c × c per job, shared by every
+        worker): r P_k (how U gives the score), P_{k+1}⁻¹ v (how the data term enters U), and
+        where P is folded back into U (when its condition number passes FOLD_CONDITION, so
+        float32 U loses no precision); P at the end. The same every round: computed once per batch, in float64."""
+        eye = torch.eye(self.size, dtype=torch.float64).expand_as(self.T)
+        p, reads, enters, folds = eye, [], [], []
+        for k in range(steps):
+            reads.append((self.r[:, None, :] @ p)[:, 0])
+            p = self.T @ p
+            enters.append(torch.linalg.solve(p, self.v))
+            fold = k + 1 == steps or float(torch.linalg.cond(p).max()) > FOLD_CONDITION
+            folds.append(p.float() if fold else None)
+            if fold:
+                p = eye
+        return torch.stack(reads).float(), torch.stack(enters).float(), folds
+
+
+FOLD_CONDITION = 50.0
+
+
+@dataclass
+class SparseRows:
+    """x as padded (column, value) lists: a9a has at most 14 non-zeros in 123 features, so a
+    worker's step reads and writes 14 coordinates. Padding points at an extra, unused column d."""
+
+    cols: torch.Tensor  # (n, nnz) int64
+    vals: torch.Tensor  # (n, nnz) float32
+    width: int  # d + 1: the columns and the padding one
+
+    @classmethod
+    def of(cls, x: torch.Tensor) -> "SparseRows":
+        n, d = x.shape
+        present = x != 0
+        nnz = max(int(present.sum(1).max()), 1)
+        order = torch.argsort((~present).to(torch.int8), dim=1, stable=True)[:, :nnz]
+        vals = torch.gather(x, 1, order)
+        cols = torch.where(torch.gather(present, 1, order), order, torch.full_like(order, d))
+        return cls(cols, vals, d + 1)
 
 
 def _logistic_parts(z: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -151,76 +206,106 @@ def run_batch(jobs: list[JobConfig], x: torch.Tensor, y01: torch.Tensor, test_x:
     y, test_y = 2.0 * y01.float() - 1.0, 2.0 * test_y01.float() - 1.0
     n, d = x.shape
     b_count, m, k, bs = len(batch.jobs), first.num_clients, first.local.steps, first.local.batch_size
-    lam = first.local.weight_decay
-    s = initial_model(first).expand(b_count, d).clone()
-    a = s.clone() if batch.rule == "fedac" else None
-    messages = 2 if batch.rule == "fedac" else 1  # (θ, θ_ag) down and (Δ, Δ_ag) up per worker
-    round_bytes = m * messages * d * 4
-    shared_step, worker_step = Step(batch, lam, 1), Step(batch, lam, 2)
+    linear = batch.linear
+    state = initial_model(first).expand(b_count, linear.size, d).clone()  # (B, c, d): w (and w_ag)
+    round_bytes = m * linear.size * d * 4  # (θ[, θ_ag]) down and (Δ[, Δ_ag]) up per worker
+    local = None if batch.one_step else LocalSteps(linear, SparseRows.of(x), y, m, k)
     ema: list[float | None] = [None] * b_count
     finite = torch.ones(b_count, dtype=torch.bool)
-    for r in range(first.rounds):
-        idx = shared_positions(first.seed, r, m, k, bs, n)
-        if batch.one_step:
-            s, a, loss = _one_step(shared_step, s, a, x[idx.view(-1)], y[idx.view(-1)])
+    for rnd in range(first.rounds):
+        idx = shared_positions(first.seed, rnd, m, k, bs, n)
+        done = rnd + 1
+        evaluate = done % first.eval_every == 0 or done == first.rounds
+        if local is None:
+            state, loss = _one_step(linear, state, x, y, idx.view(-1))
         else:
-            s, a, loss = _local_steps(worker_step, s, a, x, y, idx)
-        done = r + 1
-        now_finite = torch.isfinite(s).all(1) & (torch.isfinite(a).all(1) if a is not None else True)
+            state, loss = local.round(state, idx, with_loss=evaluate)
+        now_finite = torch.isfinite(state).flatten(1).all(1)
         for i in torch.nonzero(finite & ~now_finite).flatten().tolist():
             live[i].diverged_round = done
         finite &= now_finite  # diverged jobs go on (NaN records, as in the per-client loop)
-        if done % first.eval_every and done != first.rounds:
+        if not evaluate:
             continue
-        evaluated = a if a is not None else s
+        evaluated = state[:, -1]  # w, or FedAc's w_ag
         scores = test_x @ evaluated.T  # (test, B)
         test_loss = F.softplus(-test_y[:, None] * scores).mean(0)
         acc = 100.0 * ((scores > 0) == (test_y[:, None] > 0)).float().mean(0)
+        subopt = objective.suboptimalities(evaluated) if first.suboptimality else None
         for i in range(b_count):
             ema[i] = ema_update(ema[i], float(acc[i]))
             rec = {"round": done, "test_acc": float(acc[i]), "test_loss": float(test_loss[i]),
                    "train_loss": float(loss[i]), "ema_acc": ema[i], "bytes_down": done * round_bytes,
                    "bytes_up": done * round_bytes}
             if first.suboptimality:
-                rec["subopt"] = objective.suboptimality(evaluated[i])
+                rec["subopt"] = float(subopt[i])
             live[i].records.append(rec)
-    final = a if a is not None else s
     for i, outcome in enumerate(live):
-        outcome.final, outcome.round_bytes = final[i].clone(), round_bytes
+        outcome.final, outcome.round_bytes = state[i, -1].clone(), round_bytes
     return outcomes
 
 
-def _one_step(step: Step, s, a, xs, ys):
-    """All workers from the broadcast model, one step each, averaged: one step on the mean gradient."""
-    point = step.point(s, a)
-    loss, dz = _logistic_parts(xs @ point.T, ys[:, None])  # (M·K·batch, B)
-    new_s, new_a = step(s, a, point, dz.T @ xs / len(xs))
-    return new_s, new_a, loss.mean(0)
+CHUNK = 1 << 15  # examples per matrix product in a one-step round (bounds memory at M·K·batch)
 
 
-def _local_steps(step: Step, s, a, x, y, idx):
-    """K local steps of every worker from the broadcast (s, a); returns the averaged models."""
-    b_count, d = s.shape
-    m, k, bs = idx.shape
-    ws = s[:, None, :].expand(b_count, m, d).clone()
-    wa = a[:, None, :].expand(b_count, m, d).clone() if a is not None else None
-    loss_sum = torch.zeros(b_count)
-    for j in range(k):
-        rows = idx[:, j, :]
-        xk, yk = x[rows], y[rows]  # (M, batch, d), (M, batch)
-        point = step.point(ws, wa)
-        if bs == 1:
-            z = torch.einsum("bmd,md->bm", point, xk[:, 0])[..., None]
-        else:
-            z = torch.einsum("bmd,mjd->bmj", point, xk)
-        loss, dz = _logistic_parts(z, yk)
-        grad = torch.einsum("bmj,mjd->bmd", dz, xk) / bs
-        ws, wa = step(ws, wa, point, grad)
-        loss_sum += loss.mean((1, 2))
-    # the server adds the mean change, as the per-client path does (Δ = w_K − θ)
-    new_s = s + (ws - s[:, None]).mean(1)
-    new_a = a + (wa - a[:, None]).mean(1) if a is not None else None
-    return new_s, new_a, loss_sum / k
+def _one_step(linear: Recursion, state, x, y, rows):
+    """All workers from the broadcast model, one step each, averaged: one step on the mean
+    gradient over the round's M·K·batch examples (the steps are linear in the gradient)."""
+    point = (linear.r.float()[:, None, :] @ state)[:, 0]  # (B, d)
+    grad = torch.zeros_like(point)
+    loss = torch.zeros(len(point))
+    for start in range(0, len(rows), CHUNK):
+        xs, ys = x[rows[start : start + CHUNK]], y[rows[start : start + CHUNK]]
+        part_loss, dz = _logistic_parts(xs @ point.T, ys[:, None])  # (chunk, B)
+        grad += dz.T @ xs
+        loss += part_loss.sum(0)
+    return linear.step(state, grad / len(rows)), loss / len(rows)
+
+
+class LocalSteps:
+    """K local steps of M workers, each step touching only its examples' non-zero coordinates.
+
+    Every worker's state is X_k = P_k U_k with P_k (c × c per job) the product of the steps'
+    linear parts, the same for all workers, so a step updates U only where x is non-zero
+    (Recursion.schedule). U is stored (M·(d+1), c·B): a worker's coordinate j is row m(d+1) + j.
+    The average over workers is P · mean(U): no worker's full state is ever formed."""
+
+    def __init__(self, linear: Recursion, sparse: SparseRows, y: torch.Tensor, workers: int, steps: int):
+        self.sparse, self.y, self.m = sparse, y, workers
+        reads, enters, self.folds = linear.schedule(steps)
+        self.reads, self.enters = (t.transpose(1, 2).contiguous() for t in (reads, enters))  # (K, c, B)
+        self.width = sparse.width
+        self.offsets = (torch.arange(workers) * self.width)[:, None, None, None]  # (M, 1, 1, 1)
+
+    def round(self, state: torch.Tensor, idx: torch.Tensor, with_loss: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The averaged state after one round from the broadcast `state` (B, c, d), and the mean
+        training loss over the steps (only when asked: it is recorded on evaluated rounds only)."""
+        b_count, c, d = state.shape
+        m, k, bs = idx.shape
+        cb = c * b_count
+        start = torch.zeros(self.width, c, b_count)
+        start[:d] = state.permute(2, 1, 0)
+        u = start.view(1, self.width, cb).expand(m, self.width, cb).reshape(m * self.width, cb)
+        cols, vals, ys = self.sparse.cols[idx], self.sparse.vals[idx], self.y[idx]  # (M, K, batch[, nnz])
+        rows = (self.offsets + cols).transpose(0, 1).reshape(k, -1)  # per step: (M·batch·nnz,)
+        vals = vals.transpose(0, 1).reshape(k, m * bs, -1, 1)  # per step: (M·batch, nnz, 1)
+        ys = ys.transpose(0, 1).reshape(k, m * bs, 1)
+        loss_sum = torch.zeros(b_count) if with_loss else None
+        for j in range(k):
+            x_j = vals[j]
+            gathered = u.index_select(0, rows[j]).view(m * bs, -1, cb)
+            ux = (gathered * x_j).sum(1).view(m * bs, c, b_count)  # U x, per worker-example
+            z = (ux * self.reads[j]).sum(1)  # (M·batch, B): the scores at the gradient points
+            margin = ys[j] * z
+            dz = ys[j] * (torch.sigmoid(margin) - 1)  # d/dz log(1 + e^{−yz})
+            if with_loss:
+                loss_sum += F.softplus(-margin).mean(0)
+            push = (dz * (-1.0 / bs))[:, None, :] * self.enters[j]  # (M·batch, c, B)
+            u.index_add_(0, rows[j], (x_j * push.reshape(m * bs, 1, cb)).view(-1, cb))
+            if self.folds[j] is not None and j + 1 < k:
+                u = torch.einsum("bcq,rqb->rcb", self.folds[j], u.view(-1, c, b_count)).reshape(-1, cb)
+        mean_u = u.view(m, self.width, c, b_count).mean(0)[:d]  # (d, c, B)
+        new = torch.einsum("bcq,dqb->bcd", self.folds[k - 1], mean_u)
+        return new, (loss_sum / k if with_loss else None)
 
 
 def initial_model(job: JobConfig) -> torch.Tensor:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from benchmark.engine import fedac_batched
 from benchmark.engine.fedac_batched import batch_key
 from benchmark.run.batched import BatchedJobs
 from benchmark.run.job_runner import run_job
@@ -65,8 +66,11 @@ def test_batched_engine_equals_the_per_client_loop(tmp_path, method):
         assert torch.allclose(a, b, atol=1e-5)
 
 
-def test_one_local_step_and_larger_batches_agree(tmp_path):
-    jobs, loop, fast = run_both(tmp_path, shared_suite("fedac1", steps=1, batch=3))
+@pytest.mark.parametrize("steps,batch,fold", [(1, 3, 50.0), (6, 2, 1.0001)])
+def test_one_step_rounds_and_folds_agree(tmp_path, monkeypatch, steps, batch, fold):
+    """K = 1 (the one-step path), and the sparse path folding P into U after almost every step."""
+    monkeypatch.setattr(fedac_batched, "FOLD_CONDITION", fold)
+    jobs, loop, fast = run_both(tmp_path, shared_suite("fedac2", steps=steps, batch=batch, rounds=2, eval_every=1))
     for j in jobs:
         assert_same_records(loop[j.id], fast[j.id])
 
