@@ -1,0 +1,154 @@
+"""fedbench's batched FedAc engine vs a plain numpy loop of the same algorithm, on a9a.
+
+The loop is what a researcher writes by hand: one vectorised update over all M workers per
+step (no Python per worker), float32, FedAc-I for one learning rate. fedbench runs the
+paper's whole 13-level lr grid as one batch (engine/fedac_batched.py) through the real job
+path, results files included; its time per job is the batch's time / 13.
+
+    PYTHONPATH=$PWD FEDBENCH_DATA=../shared/data python benchmarks/fedac_speed.py [--grid]
+
+Prints seconds per job and the ratio loop / fedbench at (M, K) = (64, 64) and (1024, 64),
+T = 4096, one thread each, interleaved (A, B, A, B) with medians; the peak RSS of a FedAc-I
+batch at M = 8192; with --grid, the time of a representative subset of Figure 1's cells and
+the extrapolation to the whole grid (stated as such).
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from benchmark.engine.setup import load_source
+from benchmark.fl.fedac import coefficients
+from benchmark.report.fedac_suites import LR_GRID, T, protocol_suite
+from benchmark.run.executor import run_jobs
+from benchmark.run.tracking import NullTracker
+from benchmark.suite.expand import expand
+from benchmark.suite.schema import Suite
+
+LAM = 1e-3
+EVAL_STEPS = 512
+
+
+def numpy_fedac(x: np.ndarray, y: np.ndarray, m: int, k: int, eta: float, seed: int = 0) -> float:
+    """FedAc-I (Algorithm 1), all M workers as (M, d) arrays; returns F(w̄_ag) − F(0)-free loss."""
+    rng = np.random.default_rng(seed)
+    n, d = x.shape
+    c = coefficients("I", eta, LAM, k)
+    w = np.tile(rng.standard_normal(d).astype(np.float32), (m, 1))
+    ag = w.copy()
+    loss = float("nan")
+    for r in range(T // k):
+        idx = rng.integers(n, size=(m, k))
+        for j in range(k):
+            xb, yb = x[idx[:, j]], y[idx[:, j]]
+            md = w / c.beta + (1 - 1 / c.beta) * ag
+            z = np.einsum("md,md->m", md, xb)
+            g = (-yb / (1 + np.exp(yb * z)))[:, None] * xb + LAM * md
+            ag = md - eta * g
+            w = (1 - 1 / c.alpha) * w + md / c.alpha - c.gamma * g
+        w = np.tile(w.mean(0), (m, 1))
+        ag = np.tile(ag.mean(0), (m, 1))
+        if ((r + 1) * k) % EVAL_STEPS == 0:  # the paper's evaluation: F on the whole training set
+            v = ag[0]
+            loss = float(np.logaddexp(0, -y * (x @ v)).mean() + 0.5 * LAM * v @ v)
+    return loss
+
+
+def fedbench_jobs(m: int, k: int, methods: list[str], results: Path):
+    suite = Suite(**protocol_suite(f"speed-{m}-{k}", LAM, [m], [k], methods, "fedac speed"))
+    return expand(suite), suite.name
+
+
+def time_fedbench(m: int, k: int, methods: list[str]) -> tuple[float, int]:
+    """(seconds for the batch through run_jobs, number of jobs)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        jobs, name = fedbench_jobs(m, k, methods, Path(tmp))
+        start = time.perf_counter()
+        run_jobs(jobs, name, Path(tmp), tracker=NullTracker(), console=None)
+        return time.perf_counter() - start, len(jobs)
+
+
+def speed(args) -> None:
+    src = load_source(expand(Suite(**protocol_suite("probe", LAM, [4], [1], ["fedavg"], "")))[0].config)
+    x = src.train_x.numpy().astype(np.float32)
+    y = (2.0 * src.train_y.numpy() - 1.0).astype(np.float32)
+    time_fedbench(4, 4, ["fedac1"])  # warm: data, F* cache
+    print(f"{'M':>6} {'K':>4} {'loop s/job':>11} {'fedbench s/job':>15} {'ratio':>7}   (T = {T}, 1 thread, median of {args.repeats})")
+    for m, k in ((64, 64), (1024, 64)):
+        loop, fast = [], []
+        for _ in range(args.repeats):  # interleaved
+            start = time.perf_counter()
+            numpy_fedac(x, y, m, k, 0.1)
+            loop.append(time.perf_counter() - start)
+            seconds, count = time_fedbench(m, k, ["fedac1"])
+            fast.append(seconds / count)
+        a, b = statistics.median(loop), statistics.median(fast)
+        print(f"{m:>6} {k:>4} {a:>11.3f} {b:>15.3f} {a / b:>6.1f}x")
+
+
+def peak_memory() -> None:
+    code = ("import resource, torch; torch.set_num_threads(1);"
+            "from benchmarks.fedac_speed import time_fedbench; time_fedbench(8192, 64, ['fedac1']);"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    print(f"peak RSS, FedAc-I batch (13 lr values) at M = 8192, K = 64, T = {T}: "
+          f"{int(out.stdout.split()[-1]) / 1024:.0f} MiB (whole process, data and F* included)")
+
+
+# A representative subset of Figure 1: every method, small/middle/large M, small/large K.
+SUBSET_M, SUBSET_K = (16, 256, 2048), (1, 16, 256)
+FIG1_M, FIG1_K = tuple(2**e for e in range(2, 14)), tuple(2**e for e in range(0, 9))
+FIG1_METHODS = ["fedac1", "fedac2", "fedavg", "mbsgd", "mbacsgd"]
+
+
+def grid(args) -> None:
+    """Time the subset cells; interpolate each cell's cost in M (linear in log-log between the
+    measured M) and in K (nearest measured K), summed over Figure 1's cells."""
+    cost: dict[tuple[int, int], float] = {}
+    for m in SUBSET_M:
+        for k in SUBSET_K:
+            seconds, count = time_fedbench(m, k, FIG1_METHODS)
+            cost[m, k] = seconds
+            print(f"  M={m:>5} K={k:>3}: {count} jobs in {seconds:7.1f} s")
+    total = 0.0
+    for m in FIG1_M:
+        for k in FIG1_K:
+            kk = min(SUBSET_K, key=lambda s: abs(np.log2(s) - np.log2(k)))
+            xs = np.log2(SUBSET_M)
+            ys = np.log2([cost[mm, kk] for mm in SUBSET_M])
+            total += 2 ** float(np.interp(np.log2(m), xs, ys, left=None, right=None)
+                                if xs[0] <= np.log2(m) <= xs[-1]
+                                else ys[-1] + (np.log2(m) - xs[-1]) * (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+                                if np.log2(m) > xs[-1] else ys[0])
+    jobs = len(FIG1_M) * len(FIG1_K) * len(FIG1_METHODS) * len(LR_GRID)
+    print(f"extrapolated Figure 1 ({jobs} jobs): {total / 3600:.2f} h on this machine, 1 thread "
+          f"(from the {len(SUBSET_M) * len(SUBSET_K)} measured cells above; an estimate, not a run)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--grid", action="store_true", help="also time a subset of Figure 1 and extrapolate")
+    parser.add_argument("--no-memory", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    print(f"threads: torch {torch.get_num_threads()}; peak RSS so far {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MiB")
+    speed(args)
+    if not args.no_memory:
+        peak_memory()
+    if args.grid:
+        grid(args)
+
+
+if __name__ == "__main__":
+    main()
