@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from rich.console import Console
 
 from benchmark.engine.setup import load_source
 from benchmark.fl.fedac import coefficients
@@ -70,11 +71,11 @@ def fedbench_jobs(m: int, k: int, methods: list[str], results: Path):
 
 
 def time_fedbench(m: int, k: int, methods: list[str]) -> tuple[float, int]:
-    """(seconds for the batch through run_jobs, number of jobs)."""
+    """(seconds to run and write the cell's jobs through run_jobs, number of jobs)."""
     with tempfile.TemporaryDirectory() as tmp:
         jobs, name = fedbench_jobs(m, k, methods, Path(tmp))
         start = time.perf_counter()
-        run_jobs(jobs, name, Path(tmp), tracker=NullTracker(), console=None)
+        run_jobs(jobs, name, Path(tmp), tracker=NullTracker(), console=Console(quiet=True))
         return time.perf_counter() - start, len(jobs)
 
 
@@ -83,17 +84,21 @@ def speed(args) -> None:
     x = src.train_x.numpy().astype(np.float32)
     y = (2.0 * src.train_y.numpy() - 1.0).astype(np.float32)
     time_fedbench(4, 4, ["fedac1"])  # warm: data, F* cache
-    print(f"{'M':>6} {'K':>4} {'loop s/job':>11} {'fedbench s/job':>15} {'ratio':>7}   (T = {T}, 1 thread, median of {args.repeats})")
+    print(f"T = {T}, 1 thread, medians of {args.repeats} interleaved runs; loop = FedAc-I, one lr per run;")
+    print("fedbench = FedAc-I's 13 lr values as one batch, or the whole Figure-1 cell (5 methods x 13 lr)")
+    print(f"{'M':>6} {'K':>4} {'loop s/job':>11} {'FedAc-I s/job':>14} {'ratio':>6} {'cell s/job':>11} {'ratio':>6}")
     for m, k in ((64, 64), (1024, 64)):
-        loop, fast = [], []
+        loop, alone, cell = [], [], []
         for _ in range(args.repeats):  # interleaved
             start = time.perf_counter()
             numpy_fedac(x, y, m, k, 0.1)
             loop.append(time.perf_counter() - start)
             seconds, count = time_fedbench(m, k, ["fedac1"])
-            fast.append(seconds / count)
-        a, b = statistics.median(loop), statistics.median(fast)
-        print(f"{m:>6} {k:>4} {a:>11.3f} {b:>15.3f} {a / b:>6.1f}x")
+            alone.append(seconds / count)
+            seconds, count = time_fedbench(m, k, FIG1_METHODS)
+            cell.append(seconds / count)
+        a, b, c = (statistics.median(v) for v in (loop, alone, cell))
+        print(f"{m:>6} {k:>4} {a:>11.3f} {b:>14.3f} {a / b:>5.1f}x {c:>11.3f} {a / c:>5.1f}x")
 
 
 def peak_memory() -> None:

@@ -33,7 +33,8 @@ ENGINE = "fedac_batched"  # the name recorded beside the results of the jobs run
 
 
 def batch_key(job: JobConfig) -> str | None:
-    """Jobs with equal keys differ only in their lr and run as one batch; None: not for this engine."""
+    """Jobs with equal keys run as one batch: they differ only in their lr and method (among
+    the ones here), and all take K local steps, or all one step per round. None: not for this engine."""
     from benchmark.suite.expand import canonical_json
 
     local, part, method = job.local, job.participation, job.method
@@ -46,11 +47,12 @@ def batch_key(job: JobConfig) -> str | None:
     )
     if not eligible:
         return None
-    data = job.model_dump(mode="json", exclude={"execution", "vmap_chunk", "client_state", "checkpoint_every"})
+    data = job.model_dump(mode="json", exclude={"execution", "vmap_chunk", "client_state", "checkpoint_every",
+                                                "method", "metrics"})
     data["local"].pop("lr")
-    data["method"].pop("label")
     data["dataset"].pop("label", None)
     data["dataset"].pop("reference", None)
+    data["one_step"] = _one_step_rounds(job)
     return canonical_json(data)
 
 
@@ -63,6 +65,11 @@ def _rule(method: dict) -> str | None:
     if server["rule"] == "fedac" and terms.count("fedac") == 1 and set(terms) <= {"fedac", "minibatch"}:
         return "fedac"
     return None
+
+
+def _one_step_rounds(job: JobConfig) -> bool:
+    """Every worker takes one step per round: the minibatch methods, or K = 1."""
+    return job.local.steps == 1 or any(t["term"] == "minibatch" for t in job.method["client"])
 
 
 @dataclass
@@ -78,65 +85,57 @@ class Outcome:
 
 @dataclass
 class Batch:
-    """The settings shared by a batch and its jobs' recursion, a linear map per job (below)."""
+    """The jobs a batch runs (those whose coefficients exist) and their recursions, row by row."""
 
     jobs: list[JobConfig]
-    rule: str
-    one_step: bool  # every worker takes one step per round (minibatch methods, K = 1)
+    outcomes: list[Outcome]
+    one_step: bool
     linear: "Recursion"
 
     @classmethod
     def of(cls, jobs: list[JobConfig], outcomes: list[Outcome]) -> "Batch":
-        first = jobs[0]
-        rule = _rule(first.method)
-        terms = {t["term"]: t for t in first.method["client"]}
-        one_step = "minibatch" in terms or first.local.steps == 1
-        steps = 1 if one_step else first.local.steps
-        kept, coefs = [], []
+        one_step = _one_step_rounds(jobs[0])
+        kept, rows = [], []
         for job, outcome in zip(jobs, outcomes):
-            if rule == "fedac":
-                mu = terms["fedac"]["mu"] if terms["fedac"]["mu"] is not None else job.local.weight_decay
-                try:
-                    coefs.append(coefficients(terms["fedac"]["variant"], job.local.lr, mu, steps))
-                except ValueError as err:
-                    outcome.error = err
-                    continue
-            kept.append(job)
-        lrs = [j.local.lr for j in kept]
-        lam = first.local.weight_decay
-        linear = Recursion.fedac(lrs, coefs, lam) if rule == "fedac" else Recursion.sgd(lrs, lam)
-        return cls(kept, rule, one_step, linear)
+            try:
+                rows.append(Recursion.of_job(job, 1 if one_step else job.local.steps))
+            except ValueError as err:  # FedAc-II's α ≤ 1: the job fails as in the per-client loop
+                outcome.error = err
+                continue
+            kept.append((job, outcome))
+        linear = Recursion(*(torch.cat([getattr(r, k) for r in rows]) for k in ("T", "v", "r"))) if rows else None
+        return cls([j for j, _ in kept], [o for _, o in kept], one_step, linear)
 
 
 @dataclass
 class Recursion:
-    """A local step of every method here is linear in its state X (c × d per job: c = 1 for SGD,
-    w; c = 2 for FedAc, (w, w_ag)) plus a rank-one data term:
+    """A local step of every method here is linear in its state X = (w, w_ag) (2 × d per job)
+    plus a rank-one data term:
 
         X' = T X − v (ℓ'(z) xᵀ),   z = r X x   (the score at the gradient point),
 
-    with the weight decay λ folded into T. SGD: T = 1 − ηλ, v = η, r = 1. FedAc, gradient point
-    p = w/β + (1 − 1/β) w_ag = r X:  w' = (1 − 1/α) w + (1/α − γλ) p − γ g,  w_ag' = (1 − ηλ) p − η g.
-    T (B, c, c), v and r (B, c) are float64, one row per job of the batch."""
+    with the weight decay λ folded into T. FedAc, gradient point p = w/β + (1 − 1/β) w_ag = r X:
+    w' = (1 − 1/α) w + (1/α − γλ) p − γ g,  w_ag' = (1 − ηλ) p − η g. SGD keeps its w in the
+    second row (the first stays put): T = diag(1, 1 − ηλ), v = (0, η), r = (0, 1). The last row
+    is what is evaluated either way. T (B, 2, 2), v and r (B, 2) are float64, a row per job."""
 
     T: torch.Tensor
     v: torch.Tensor
     r: torch.Tensor
 
     @classmethod
-    def sgd(cls, lrs: list[float], lam: float) -> "Recursion":
-        eta = torch.tensor(lrs, dtype=torch.float64)
-        return cls((1 - eta * lam).view(-1, 1, 1), eta.view(-1, 1), torch.ones(len(lrs), 1, dtype=torch.float64))
-
-    @classmethod
-    def fedac(cls, lrs: list[float], coefs: list, lam: float) -> "Recursion":
-        eta = torch.tensor(lrs, dtype=torch.float64)
-        gamma, alpha, beta = (torch.tensor([getattr(c, k) for c in coefs], dtype=torch.float64)
-                              for k in ("gamma", "alpha", "beta"))
-        r = torch.stack([1 / beta, 1 - 1 / beta], 1)
-        pull = (1 / alpha - gamma * lam)[:, None]  # FedAc-I (μ = λ): 0, w forgets the point
-        top = torch.stack([1 - 1 / alpha, torch.zeros_like(alpha)], 1) + pull * r
-        return cls(torch.stack([top, (1 - eta * lam)[:, None] * r], 1), torch.stack([gamma, eta], 1), r)
+    def of_job(cls, job: JobConfig, steps: int) -> "Recursion":
+        lam, eta = job.local.weight_decay, job.local.lr
+        term = next((t for t in job.method["client"] if t["term"] == "fedac"), None)
+        if term is None:
+            return cls(torch.tensor([[[1.0, 0.0], [0.0, 1 - eta * lam]]], dtype=torch.float64),
+                       torch.tensor([[0.0, eta]], dtype=torch.float64), torch.tensor([[0.0, 1.0]], dtype=torch.float64))
+        c = coefficients(term["variant"], eta, term["mu"] if term["mu"] is not None else lam, steps)
+        r = [1 / c.beta, 1 - 1 / c.beta]
+        pull = 1 / c.alpha - c.gamma * lam  # FedAc-I (μ = λ): 0, w forgets the point
+        T = [[1 - 1 / c.alpha + pull * r[0], pull * r[1]], [(1 - eta * lam) * r[0], (1 - eta * lam) * r[1]]]
+        return cls(torch.tensor([T], dtype=torch.float64), torch.tensor([[c.gamma, eta]], dtype=torch.float64),
+                   torch.tensor([r], dtype=torch.float64))
 
     @property
     def size(self) -> int:
@@ -199,7 +198,7 @@ def run_batch(jobs: list[JobConfig], x: torch.Tensor, y01: torch.Tensor, test_x:
     first = jobs[0]
     outcomes = [Outcome() for _ in jobs]
     batch = Batch.of(jobs, outcomes)
-    live = [o for o in outcomes if o.error is None]
+    live = batch.outcomes
     if not batch.jobs:
         return outcomes
     x, test_x = x.flatten(1).float(), test_x.flatten(1).float()
@@ -208,7 +207,8 @@ def run_batch(jobs: list[JobConfig], x: torch.Tensor, y01: torch.Tensor, test_x:
     b_count, m, k, bs = len(batch.jobs), first.num_clients, first.local.steps, first.local.batch_size
     linear = batch.linear
     state = initial_model(first).expand(b_count, linear.size, d).clone()  # (B, c, d): w (and w_ag)
-    round_bytes = m * linear.size * d * 4  # (θ[, θ_ag]) down and (Δ[, Δ_ag]) up per worker
+    # (θ, θ_ag) down and (Δ, Δ_ag) up per worker for FedAc, θ and Δ for SGD
+    round_bytes = [m * (2 if _rule(j.method) == "fedac" else 1) * d * 4 for j in batch.jobs]
     local = None if batch.one_step else LocalSteps(linear, SparseRows.of(x), y, m, k)
     ema: list[float | None] = [None] * b_count
     finite = torch.ones(b_count, dtype=torch.bool)
@@ -234,13 +234,13 @@ def run_batch(jobs: list[JobConfig], x: torch.Tensor, y01: torch.Tensor, test_x:
         for i in range(b_count):
             ema[i] = ema_update(ema[i], float(acc[i]))
             rec = {"round": done, "test_acc": float(acc[i]), "test_loss": float(test_loss[i]),
-                   "train_loss": float(loss[i]), "ema_acc": ema[i], "bytes_down": done * round_bytes,
-                   "bytes_up": done * round_bytes}
+                   "train_loss": float(loss[i]), "ema_acc": ema[i], "bytes_down": done * round_bytes[i],
+                   "bytes_up": done * round_bytes[i]}
             if first.suboptimality:
                 rec["subopt"] = float(subopt[i])
             live[i].records.append(rec)
     for i, outcome in enumerate(live):
-        outcome.final, outcome.round_bytes = state[i, -1].clone(), round_bytes
+        outcome.final, outcome.round_bytes = state[i, -1].clone(), round_bytes[i]
     return outcomes
 
 
