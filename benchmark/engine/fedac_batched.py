@@ -272,7 +272,8 @@ class LocalSteps:
     def __init__(self, linear: Recursion, sparse: SparseRows, y: torch.Tensor, workers: int, steps: int):
         self.sparse, self.y, self.m = sparse, y, workers
         reads, enters, self.folds = linear.schedule(steps)
-        self.reads, self.enters = (t.transpose(1, 2).contiguous() for t in (reads, enters))  # (K, c, B)
+        self.reads = reads.transpose(1, 2).contiguous()  # (K, c, B)
+        self.enters = enters.transpose(1, 2).contiguous()  # (K, c, B)
         self.width = sparse.width
         self.offsets = (torch.arange(workers) * self.width)[:, None, None, None]  # (M, 1, 1, 1)
 
@@ -288,19 +289,19 @@ class LocalSteps:
         cols, vals, ys = self.sparse.cols[idx], self.sparse.vals[idx], self.y[idx]  # (M, K, batch[, nnz])
         rows = (self.offsets + cols).transpose(0, 1).reshape(k, -1)  # per step: (M·batch·nnz,)
         vals = vals.transpose(0, 1).reshape(k, m * bs, -1, 1)  # per step: (M·batch, nnz, 1)
-        ys = ys.transpose(0, 1).reshape(k, m * bs, 1)
+        minus_y = -ys.transpose(0, 1).reshape(k, m * bs, 1)
+        enters = self.enters * (-1.0 / bs)  # U ← U − P⁻¹v · mean over the batch of ℓ'(z) x
         loss_sum = torch.zeros(b_count) if with_loss else None
         for j in range(k):
             x_j = vals[j]
             gathered = u.index_select(0, rows[j]).view(m * bs, -1, cb)
             ux = (gathered * x_j).sum(1).view(m * bs, c, b_count)  # U x, per worker-example
             z = (ux * self.reads[j]).sum(1)  # (M·batch, B): the scores at the gradient points
-            margin = ys[j] * z
-            dz = ys[j] * (torch.sigmoid(margin) - 1)  # d/dz log(1 + e^{−yz})
+            slope = minus_y[j] * torch.sigmoid(minus_y[j] * z)  # ℓ'(z) = −y σ(−yz), ℓ = log(1 + e^{−yz})
             if with_loss:
-                loss_sum += F.softplus(-margin).mean(0)
-            push = (dz * (-1.0 / bs))[:, None, :] * self.enters[j]  # (M·batch, c, B)
-            u.index_add_(0, rows[j], (x_j * push.reshape(m * bs, 1, cb)).view(-1, cb))
+                loss_sum += F.softplus(minus_y[j] * z).mean(0)
+            push = slope[:, None, :] * enters[j]  # (M·batch, c, B)
+            u.index_add_(0, rows[j], (x_j * push.view(m * bs, 1, cb)).view(-1, cb))
             if self.folds[j] is not None and j + 1 < k:
                 u = torch.einsum("bcq,rqb->rcb", self.folds[j], u.view(-1, c, b_count)).reshape(-1, cb)
         mean_u = u.view(m, self.width, c, b_count).mean(0)[:d]  # (d, c, B)
