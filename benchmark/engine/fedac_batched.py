@@ -174,6 +174,7 @@ class SparseRows:
     cols: torch.Tensor  # (n, nnz) int64
     vals: torch.Tensor  # (n, nnz) float32
     width: int  # d + 1: the columns and the padding one
+    binary: bool  # every non-zero is 1 (a9a): x's values need no multiplication
 
     @classmethod
     def of(cls, x: torch.Tensor) -> "SparseRows":
@@ -183,7 +184,7 @@ class SparseRows:
         order = torch.argsort((~present).to(torch.int8), dim=1, stable=True)[:, :nnz]
         vals = torch.gather(x, 1, order)
         cols = torch.where(torch.gather(present, 1, order), order, torch.full_like(order, d))
-        return cls(cols, vals, d + 1)
+        return cls(cols, vals, d + 1, bool((vals[cols < d] == 1).all()))
 
 
 def _logistic_parts(z: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -285,26 +286,32 @@ class LocalSteps:
         cb = c * b_count
         start = torch.zeros(self.width, c, b_count)
         start[:d] = state.permute(2, 1, 0)
-        u = start.view(1, self.width, cb).expand(m, self.width, cb).reshape(m * self.width, cb)
+        # U, then one zero row that binary data's padding reads (and nothing writes)
+        u = torch.zeros(m * self.width + 1, cb)
+        u[:-1] = start.view(1, self.width, cb).expand(m, self.width, cb).reshape(m * self.width, cb)
         cols, vals, ys = self.sparse.cols[idx], self.sparse.vals[idx], self.y[idx]  # (M, K, batch[, nnz])
         rows = (self.offsets + cols).transpose(0, 1).reshape(k, -1)  # per step: (M·batch·nnz,)
+        binary = self.sparse.binary
+        reads_from = torch.where(cols.transpose(0, 1).reshape(k, -1) < d, rows, m * self.width) if binary else rows
         vals = vals.transpose(0, 1).reshape(k, m * bs, -1, 1)  # per step: (M·batch, nnz, 1)
         minus_y = -ys.transpose(0, 1).reshape(k, m * bs, 1)
         enters = self.enters * (-1.0 / bs)  # U ← U − P⁻¹v · mean over the batch of ℓ'(z) x
         loss_sum = torch.zeros(b_count) if with_loss else None
         for j in range(k):
             x_j = vals[j]
-            gathered = u.index_select(0, rows[j]).view(m * bs, -1, cb)
-            ux = (gathered * x_j).sum(1).view(m * bs, c, b_count)  # U x, per worker-example
+            gathered = u.index_select(0, reads_from[j]).view(m * bs, -1, cb)
+            ux = (gathered if binary else gathered * x_j).sum(1).view(m * bs, c, b_count)  # U x per worker-example
             z = (ux * self.reads[j]).sum(1)  # (M·batch, B): the scores at the gradient points
             slope = minus_y[j] * torch.sigmoid(minus_y[j] * z)  # ℓ'(z) = −y σ(−yz), ℓ = log(1 + e^{−yz})
             if with_loss:
                 loss_sum += F.softplus(minus_y[j] * z).mean(0)
             push = slope[:, None, :] * enters[j]  # (M·batch, c, B)
-            u.index_add_(0, rows[j], (x_j * push.view(m * bs, 1, cb)).view(-1, cb))
+            push = push.view(m * bs, 1, cb)
+            spread = push.expand(-1, x_j.shape[1], -1) if binary else x_j * push  # binary: padding writes go to column d
+            u.index_add_(0, rows[j], spread.reshape(-1, cb))
             if self.folds[j] is not None and j + 1 < k:
                 u = torch.einsum("bcq,rqb->rcb", self.folds[j], u.view(-1, c, b_count)).reshape(-1, cb)
-        mean_u = u.view(m, self.width, c, b_count).mean(0)[:d]  # (d, c, B)
+        mean_u = u[:-1].view(m, self.width, c, b_count).mean(0)[:d]  # (d, c, B)
         new = torch.einsum("bcq,dqb->bcd", self.folds[k - 1], mean_u)
         return new, (loss_sum / k if with_loss else None)
 

@@ -91,3 +91,21 @@ def test_only_the_fedac_protocol_is_batched():
     assert batch_key(job.config.model_copy(update={"method": {**job.config.method, "client": []}})) is None
     seeds = expand(shared_suite("fedac1", seeds=[0, 1]))
     assert len({batch_key(j.config) for j in seeds}) == 2, "batches group lr values, not seeds"
+
+
+def test_binary_features_shortcut_equals_the_general_sparse_step():
+    """a9a's features are 0/1: the engine then skips multiplying by x (padding reads a zero row)."""
+    g = torch.Generator().manual_seed(0)
+    x = (torch.rand(50, 9, generator=g) < 0.3).float()
+    y = torch.randint(0, 2, (50,), generator=g) * 2.0 - 1.0
+    jobs = [j.config for j in expand(shared_suite(ALL[:4], steps=5, clients=3))]
+    linear = fedac_batched.Batch.of(jobs, [fedac_batched.Outcome() for _ in jobs]).linear
+    sparse = fedac_batched.SparseRows.of(x)
+    assert sparse.binary and int((sparse.cols == 9).sum()) > 0  # padded rows present
+    general = fedac_batched.SparseRows(sparse.cols, sparse.vals, sparse.width, binary=False)
+    state = torch.randn(len(jobs), 2, 9, generator=g)
+    idx = torch.randint(0, 50, (3, 5, 2), generator=g)
+    fast = fedac_batched.LocalSteps(linear, sparse, y, 3, 5).round(state, idx, True)
+    slow = fedac_batched.LocalSteps(linear, general, y, 3, 5).round(state, idx, True)
+    for a, b in zip(fast, slow):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
