@@ -164,6 +164,7 @@ class Recursion:
 
 
 FOLD_CONDITION = 50.0
+STEP_BLOCK = 32  # local steps whose index arrays are built at once (M·32·nnz rows each)
 
 
 @dataclass
@@ -276,7 +277,19 @@ class LocalSteps:
         self.reads = reads.transpose(1, 2).contiguous()  # (K, c, B)
         self.enters = enters.transpose(1, 2).contiguous()  # (K, c, B)
         self.width = sparse.width
-        self.offsets = (torch.arange(workers) * self.width)[:, None, None, None]  # (M, 1, 1, 1)
+        self.offsets = (torch.arange(workers) * self.width)[None, :, None, None]  # (1, M, 1, 1): worker m's rows
+
+    def _block(self, block: torch.Tensor, d: int):
+        """Per step of `block` (M, steps, batch): rows of U written, rows read (binary data's
+        padding reads the zero row), x's values (M·batch, nnz, 1) and −y (M·batch, 1)."""
+        m, steps, bs = block.shape
+        cols = self.sparse.cols[block].transpose(0, 1)  # (steps, M, batch, nnz)
+        rows = (self.offsets + cols).reshape(steps, -1)
+        zero_row = m * self.width
+        reads_from = torch.where(cols.reshape(steps, -1) < d, rows, zero_row) if self.sparse.binary else rows
+        vals = self.sparse.vals[block].transpose(0, 1).reshape(steps, m * bs, -1, 1)
+        minus_y = -self.y[block].transpose(0, 1).reshape(steps, m * bs, 1)
+        return rows, reads_from, vals, minus_y
 
     def round(self, state: torch.Tensor, idx: torch.Tensor, with_loss: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The averaged state after one round from the broadcast `state` (B, c, d), and the mean
@@ -289,28 +302,23 @@ class LocalSteps:
         # U, then one zero row that binary data's padding reads (and nothing writes)
         u = torch.zeros(m * self.width + 1, cb)
         u[:-1] = start.view(1, self.width, cb).expand(m, self.width, cb).reshape(m * self.width, cb)
-        cols, vals, ys = self.sparse.cols[idx], self.sparse.vals[idx], self.y[idx]  # (M, K, batch[, nnz])
-        rows = (self.offsets + cols).transpose(0, 1).reshape(k, -1)  # per step: (M·batch·nnz,)
-        binary = self.sparse.binary
-        reads_from = torch.where(cols.transpose(0, 1).reshape(k, -1) < d, rows, m * self.width) if binary else rows
-        vals = vals.transpose(0, 1).reshape(k, m * bs, -1, 1)  # per step: (M·batch, nnz, 1)
-        minus_y = -ys.transpose(0, 1).reshape(k, m * bs, 1)
         enters = self.enters * (-1.0 / bs)  # U ← U − P⁻¹v · mean over the batch of ℓ'(z) x
         loss_sum = torch.zeros(b_count) if with_loss else None
-        for j in range(k):
-            x_j = vals[j]
-            gathered = u.index_select(0, reads_from[j]).view(m * bs, -1, cb)
-            ux = (gathered if binary else gathered * x_j).sum(1).view(m * bs, c, b_count)  # U x per worker-example
-            z = (ux * self.reads[j]).sum(1)  # (M·batch, B): the scores at the gradient points
-            slope = minus_y[j] * torch.sigmoid(minus_y[j] * z)  # ℓ'(z) = −y σ(−yz), ℓ = log(1 + e^{−yz})
-            if with_loss:
-                loss_sum += F.softplus(minus_y[j] * z).mean(0)
-            push = slope[:, None, :] * enters[j]  # (M·batch, c, B)
-            push = push.view(m * bs, 1, cb)
-            spread = push.expand(-1, x_j.shape[1], -1) if binary else x_j * push  # binary: padding writes go to column d
-            u.index_add_(0, rows[j], spread.reshape(-1, cb))
-            if self.folds[j] is not None and j + 1 < k:
-                u = torch.einsum("bcq,rqb->rcb", self.folds[j], u.view(-1, c, b_count)).reshape(-1, cb)
+        for first in range(0, k, STEP_BLOCK):  # the steps' index arrays, a block at a time (memory)
+            block = idx[:, first : first + STEP_BLOCK]
+            for j, (rows, reads_from, x_j, minus_y) in enumerate(zip(*self._block(block, d)), first):
+                gathered = u.index_select(0, reads_from).view(m * bs, -1, cb)
+                ux = (gathered if self.sparse.binary else gathered * x_j).sum(1).view(m * bs, c, b_count)  # U x
+                z = (ux * self.reads[j]).sum(1)  # (M·batch, B): the scores at the gradient points
+                slope = minus_y * torch.sigmoid(minus_y * z)  # ℓ'(z) = −y σ(−yz), ℓ = log(1 + e^{−yz})
+                if with_loss:
+                    loss_sum += F.softplus(minus_y * z).mean(0)
+                push = (slope[:, None, :] * enters[j]).view(m * bs, 1, cb)
+                # binary: no multiplication by x; padding writes land in the unused column d
+                spread = push.expand(-1, x_j.shape[1], -1) if self.sparse.binary else x_j * push
+                u.index_add_(0, rows, spread.reshape(-1, cb))
+                if self.folds[j] is not None and j + 1 < k:
+                    u = torch.einsum("bcq,rqb->rcb", self.folds[j], u.view(-1, c, b_count)).reshape(-1, cb)
         mean_u = u[:-1].view(m, self.width, c, b_count).mean(0)[:d]  # (d, c, B)
         new = torch.einsum("bcq,dqb->bcd", self.folds[k - 1], mean_u)
         return new, (loss_sum / k if with_loss else None)
