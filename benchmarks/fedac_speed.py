@@ -3,13 +3,13 @@
 The loop is what a researcher writes by hand: one vectorised update over all M workers per
 step (no Python per worker), float32, FedAc-I for one learning rate. fedbench runs the
 paper's whole 13-level lr grid as one batch (engine/fedac_batched.py) through the real job
-path, results files included; its time per job is the batch's time / 13.
+path, results files included; its time per job is the batch's time / 13, or a whole Figure-1 cell's (5 methods x 13 lr, two batches) / 65.
 
     PYTHONPATH=$PWD FEDBENCH_DATA=../shared/data python benchmarks/fedac_speed.py [--grid]
 
 Prints seconds per job and the ratio loop / fedbench at (M, K) = (64, 64) and (1024, 64),
-T = 4096, one thread each, interleaved (A, B, A, B) with medians; the peak RSS of a FedAc-I
-batch at M = 8192; with --grid, the time of a representative subset of Figure 1's cells and
+T = 4096, one thread each, interleaved (A, B, A, B) with medians; the peak RSS of the
+largest cell (M = 8192, K = 256); with --grid, the time of a representative subset of Figure 1's cells and
 the extrapolation to the whole grid (stated as such).
 """
 
@@ -41,7 +41,7 @@ EVAL_STEPS = 512
 
 
 def numpy_fedac(x: np.ndarray, y: np.ndarray, m: int, k: int, eta: float, seed: int = 0) -> float:
-    """FedAc-I (Algorithm 1), all M workers as (M, d) arrays; returns F(w̄_ag) − F(0)-free loss."""
+    """FedAc-I (Algorithm 1), all M workers as (M, d) arrays; returns the last F(w̄_ag)."""
     rng = np.random.default_rng(seed)
     n, d = x.shape
     c = coefficients("I", eta, LAM, k)
@@ -65,7 +65,7 @@ def numpy_fedac(x: np.ndarray, y: np.ndarray, m: int, k: int, eta: float, seed: 
     return loss
 
 
-def fedbench_jobs(m: int, k: int, methods: list[str], results: Path):
+def fedbench_jobs(m: int, k: int, methods: list[str]):
     suite = Suite(**protocol_suite(f"speed-{m}-{k}", LAM, [m], [k], methods, "fedac speed"))
     return expand(suite), suite.name
 
@@ -73,7 +73,7 @@ def fedbench_jobs(m: int, k: int, methods: list[str], results: Path):
 def time_fedbench(m: int, k: int, methods: list[str]) -> tuple[float, int]:
     """(seconds to run and write the cell's jobs through run_jobs, number of jobs)."""
     with tempfile.TemporaryDirectory() as tmp:
-        jobs, name = fedbench_jobs(m, k, methods, Path(tmp))
+        jobs, name = fedbench_jobs(m, k, methods)
         start = time.perf_counter()
         run_jobs(jobs, name, Path(tmp), tracker=NullTracker(), console=Console(quiet=True))
         return time.perf_counter() - start, len(jobs)
@@ -101,13 +101,23 @@ def speed(args) -> None:
         print(f"{m:>6} {k:>4} {a:>11.3f} {b:>14.3f} {a / b:>5.1f}x {c:>11.3f} {a / c:>5.1f}x")
 
 
+def cell_memory(m: int, k: int, rounds: int) -> None:
+    """Run the (M, K) cell of Figure 1 (5 methods x 13 lr, both batches) for `rounds` rounds."""
+    from benchmark.run.batched import BatchedJobs, run_group
+
+    jobs = expand(Suite(**protocol_suite("memory", LAM, [m], [k], FIG1_METHODS, "")))
+    for group in BatchedJobs(jobs).groups.values():
+        run_group([j.config.model_copy(update={"rounds": rounds}) for j in group])
+
+
 def peak_memory() -> None:
+    m, k, rounds = 8192, 256, 2
     code = ("import resource, torch; torch.set_num_threads(1);"
-            "from benchmarks.fedac_speed import time_fedbench; time_fedbench(8192, 64, ['fedac1']);"
+            f"from benchmarks.fedac_speed import cell_memory; cell_memory({m}, {k}, {rounds});"
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    print(f"peak RSS, FedAc-I batch (13 lr values) at M = 8192, K = 64, T = {T}: "
-          f"{int(out.stdout.split()[-1]) / 1024:.0f} MiB (whole process, data and F* included)")
+    print(f"peak RSS of the Figure-1 cell M = {m}, K = {k} (65 jobs in two batches; {rounds} rounds, as a "
+          f"round's arrays are the whole footprint): {int(out.stdout.split()[-1]) / 1024:.0f} MiB, whole process")
 
 
 # A representative subset of Figure 1: every method, small/middle/large M, small/large K.
@@ -116,9 +126,19 @@ FIG1_M, FIG1_K = tuple(2**e for e in range(2, 14)), tuple(2**e for e in range(0,
 FIG1_METHODS = ["fedac1", "fedac2", "fedavg", "mbsgd", "mbacsgd"]
 
 
+def log_interpolate(x: float, xs: list[float], ys: list[float]) -> float:
+    """y at x on the log-log polyline through (xs, ys), extended beyond with the end slopes."""
+    lx, lxs, lys = np.log(x), np.log(xs), np.log(ys)
+    if lx > lxs[-1]:
+        return float(np.exp(lys[-1] + (lx - lxs[-1]) * (lys[-1] - lys[-2]) / (lxs[-1] - lxs[-2])))
+    if lx < lxs[0]:
+        return float(np.exp(lys[0] + (lx - lxs[0]) * (lys[1] - lys[0]) / (lxs[1] - lxs[0])))
+    return float(np.exp(np.interp(lx, lxs, lys)))
+
+
 def grid(args) -> None:
-    """Time the subset cells; interpolate each cell's cost in M (linear in log-log between the
-    measured M) and in K (nearest measured K), summed over Figure 1's cells."""
+    """Time the subset's cells; estimate every Figure-1 cell by log-log interpolation in M (and
+    extrapolation past the largest measured M) and in K, and sum."""
     cost: dict[tuple[int, int], float] = {}
     for m in SUBSET_M:
         for k in SUBSET_K:
@@ -126,18 +146,12 @@ def grid(args) -> None:
             cost[m, k] = seconds
             print(f"  M={m:>5} K={k:>3}: {count} jobs in {seconds:7.1f} s")
     total = 0.0
-    for m in FIG1_M:
-        for k in FIG1_K:
-            kk = min(SUBSET_K, key=lambda s: abs(np.log2(s) - np.log2(k)))
-            xs = np.log2(SUBSET_M)
-            ys = np.log2([cost[mm, kk] for mm in SUBSET_M])
-            total += 2 ** float(np.interp(np.log2(m), xs, ys, left=None, right=None)
-                                if xs[0] <= np.log2(m) <= xs[-1]
-                                else ys[-1] + (np.log2(m) - xs[-1]) * (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
-                                if np.log2(m) > xs[-1] else ys[0])
+    for k in FIG1_K:
+        by_m = [log_interpolate(k, list(SUBSET_K), [cost[m, kk] for kk in SUBSET_K]) for m in SUBSET_M]
+        total += sum(log_interpolate(m, list(SUBSET_M), by_m) for m in FIG1_M)
     jobs = len(FIG1_M) * len(FIG1_K) * len(FIG1_METHODS) * len(LR_GRID)
-    print(f"extrapolated Figure 1 ({jobs} jobs): {total / 3600:.2f} h on this machine, 1 thread "
-          f"(from the {len(SUBSET_M) * len(SUBSET_K)} measured cells above; an estimate, not a run)")
+    print(f"extrapolated Figure 1 ({jobs} jobs): {total / 3600:.2f} h on this machine, one process, 1 thread "
+          f"(an estimate from the {len(cost)} measured cells above, not a run)")
 
 
 def main() -> None:
