@@ -116,8 +116,8 @@ def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, de
         tracker.close(status)
     for table in result_tables(suite, jobs, summaries):
         out.print(table)
-    out.print(f"results: {results_dir / suite.name}" + ("" if no_tracking else f"   MLflow: {tracker.uri} (mlflow ui --backend-store-uri {tracker.uri})"),
-              markup=False)
+    out.print(f"results: {results_dir / suite.name}" + (f"   MLflow: {tracker.uri} (mlflow ui --backend-store-uri "
+                                                        f"{tracker.uri})" if tracker.uri else ""), markup=False)
     exit_for_statuses(jobs, summaries)
 
 
@@ -162,7 +162,7 @@ def open_tracker(suite_name: str, uri: str | None, results_dir: Path):
     try:
         return MlflowTracker(suite_name, uri, results_dir)
     except Exception as err:
-        first = str(err).splitlines()[0] if str(err) else ""
+        first = (str(err).splitlines() or [""])[0][:160]
         err_console.print(f"warning: MLflow store {uri or 'default'} cannot be used ({type(err).__name__}: {first}); "
                           "running without tracking, results on disk are unaffected", markup=False)
         return NullTracker()

@@ -94,6 +94,12 @@ def _clients(name: str, params_json: str, root: str | None, split_json: str, num
     return list(torch.split(t["indices"], t["sizes"].tolist()))
 
 
+def forget_loaded_data() -> None:
+    """Drop this process's loaded datasets, so the next load reads the files again (they changed)."""
+    for cached in (_load_source, _fingerprint, _clients):
+        cached.cache_clear()
+
+
 def federated_data(job: JobConfig) -> FederatedData:
     d = job.dataset
     src = load_source(job)
