@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import signal
 import sys
@@ -259,13 +260,20 @@ from benchmark.cli_data import data as _data_group
 cli.add_command(_data_group)
 
 
-def _stop_on_sigterm() -> None:
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c():
     """SIGTERM (a scheduler's kill, `kill PID`) stops like Ctrl-C: runs closed, resume hint printed."""
     def interrupt(signum, frame):
         raise KeyboardInterrupt
 
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, interrupt)
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _interrupted(err: BaseException, argv: list[str] | None) -> int:
@@ -277,9 +285,9 @@ def _interrupted(err: BaseException, argv: list[str] | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    _stop_on_sigterm()
     try:
-        code = cli.main(args=argv, prog_name="fedbench", standalone_mode=False)
+        with _sigterm_as_ctrl_c():
+            code = cli.main(args=argv, prog_name="fedbench", standalone_mode=False)
         if isinstance(code, int):  # click returns an Exit's code instead of raising it here
             return code
     except UserError as err:

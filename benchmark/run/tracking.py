@@ -102,10 +102,8 @@ class MlflowTracker(NullTracker):
         try:
             mlflow.set_tracking_uri(self.uri)
             self.client = MlflowClient(self.uri)
-            exp = self.client.get_experiment_by_name(suite_name)
-            self.experiment_id = exp.experiment_id if exp else self.client.create_experiment(suite_name)
-            self.parent = self._find_run("tags.`fedbench.kind` = 'suite'") or self.client.create_run(
-                self.experiment_id, run_name=suite_name, tags={"fedbench.kind": "suite"}).info.run_id
+            self.experiment_id = self._experiment(suite_name)
+            self.parent = self._parent(suite_name)
             self.client.update_run(self.parent, status="RUNNING")
         finally:
             if lock:
@@ -114,6 +112,28 @@ class MlflowTracker(NullTracker):
         if self.running:
             self.running.acquire(shared=True)
             self.close_abandoned_runs()
+
+    def _experiment(self, name: str) -> str:
+        if exp := self.client.get_experiment_by_name(name):
+            return exp.experiment_id
+        try:
+            return self.client.create_experiment(name)
+        except Exception:  # created meanwhile by another process (a remote store has no lock file)
+            if exp := self.client.get_experiment_by_name(name):
+                return exp.experiment_id
+            raise
+
+    def _parent(self, suite_name: str) -> str:
+        """The suite's one parent run. On a remote store two processes may both create one: the
+        oldest wins and the other is deleted (a SQLite store is serialised by its lock file)."""
+        query = "tags.`fedbench.kind` = 'suite'"
+        if found := self._find_run(query):
+            return found
+        mine = self.client.create_run(self.experiment_id, run_name=suite_name, tags={"fedbench.kind": "suite"}).info.run_id
+        oldest = self._find_run(query)
+        if oldest != mine:
+            self.client.delete_run(mine)
+        return oldest
 
     def _find_run(self, filter_string: str) -> str | None:
         """The oldest run of the experiment matching `filter_string` (there is one by construction)."""
