@@ -57,7 +57,8 @@ def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu
             if not (done := reusable_summary(job, jobdir)) and not lock.acquire(blocking=wait):
                 return False
             try:  # re-read under the lock: the other process may have finished it meanwhile
-                done = done or reusable_summary(job, jobdir)
+                if not (done := done or reusable_summary(job, jobdir)):
+                    jobdir.set_aside_other_data(data_fingerprint(job.config))
                 summaries[job.id] = done or _run_one(job, suite, jobdir, device, tracker, console, progress, stop_after)
             finally:
                 lock.release()

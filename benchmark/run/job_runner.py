@@ -41,6 +41,11 @@ def resume_point(job: Job, jobdir: JobDir, sim: Simulation) -> list[dict]:
     if checkpoint is None:
         return []
     at = checkpoint["simulation"]["round"]
+    if checkpoint.get("data_fingerprint", sim.data.fingerprint) != sim.data.fingerprint:
+        log.warning("%s was written on other data (fingerprint %s, now %s); restarting job %s from round 0",
+                    jobdir.checkpoint, checkpoint["data_fingerprint"], sim.data.fingerprint, job.id)
+        jobdir.checkpoint.unlink()
+        return []
     records = [r for r in jobdir.read_metrics() if r["round"] <= at]
     if [r["round"] for r in records] != eval_rounds(job, at):
         log.warning("%s lacks rounds before the checkpoint's round %d; restarting job %s from round 0",
@@ -49,6 +54,10 @@ def resume_point(job: Job, jobdir: JobDir, sim: Simulation) -> list[dict]:
         return []
     sim.load_state_dict(checkpoint["simulation"])
     return records
+
+
+def save_checkpoint(jobdir: JobDir, sim: Simulation) -> None:
+    atomic_torch_save(jobdir.checkpoint, {"simulation": sim.state_dict(), "data_fingerprint": sim.data.fingerprint})
 
 
 def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=None,
@@ -86,7 +95,7 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
         due = (every and r % every == 0) or (minutes and time.monotonic() - saved["at"] >= 60 * minutes)
         if due and r < job.config.rounds:
             flush()
-            atomic_torch_save(jobdir.checkpoint, {"simulation": sim.state_dict()})
+            save_checkpoint(jobdir, sim)
             saved.update(round=r, at=time.monotonic())
 
     diverged = None
@@ -119,7 +128,7 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
         if done:
             atomic_torch_save(jobdir.model, sim.final_state_dict())
         else:  # stopped early on purpose: keep a checkpoint to resume from
-            atomic_torch_save(jobdir.checkpoint, {"simulation": sim.state_dict()})
+            save_checkpoint(jobdir, sim)
     summary["wall_time_s"] = round(time.time() - start, 3)
     atomic_write_json(jobdir.summary, summary)
     if summary["status"] != STOPPED:  # resume material is no longer needed (memmap client state can be large)

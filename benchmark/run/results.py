@@ -92,23 +92,31 @@ class JobDir:
         return bool(s) and s.get("status") in TERMINAL and (s["status"] != FINISHED or self.model.exists())
 
     def skipped_summary(self, fingerprint: str | None = None) -> dict | None:
-        """The summary of a finished or diverged job, marked as skipped; None if the job must (re)run.
-
-        Results computed on other data than `fingerprint` (the data were fixed or replaced) are
-        moved aside to `<job-id>.data-<their fingerprint>/`, never reused nor overwritten.
-        """
+        """The summary of a job done on the data with `fingerprint` (finished or diverged),
+        marked as skipped; None if the job must (re)run. Reads only."""
         if not self.is_done():
             return None
         summary = self.read_summary()
         recorded = summary.get("data_fingerprint")
         if fingerprint and recorded and recorded != fingerprint:
-            aside = self.path.with_name(f"{self.path.name}.data-{recorded}")
-            shutil.rmtree(aside, ignore_errors=True)
-            os.replace(self.path, aside)
-            log.warning("results of job %s were computed on other data (fingerprint %s, now %s): "
-                        "moved to %s, rerunning the job", self.path.name, recorded, fingerprint, aside)
             return None
         return {**summary, "skipped": True}
+
+    def set_aside_other_data(self, fingerprint: str) -> None:
+        """Results computed on other data than `fingerprint` (the files were fixed or replaced)
+        move to `<job-id>.data-<their fingerprint>/`: never reused, never overwritten. Call it
+        holding the job's lock."""
+        summary = self.read_summary() or {}
+        recorded = summary.get("data_fingerprint")
+        if not recorded or recorded == fingerprint or summary.get("status") not in TERMINAL:
+            return
+        aside, n = self.path.with_name(f"{self.path.name}.data-{recorded}"), 1
+        while aside.exists():
+            n += 1
+            aside = self.path.with_name(f"{self.path.name}.data-{recorded}-{n}")
+        os.replace(self.path, aside)
+        log.warning("results of job %s were computed on other data (fingerprint %s, now %s): moved to %s; "
+                    "running the job again", self.path.name, recorded, fingerprint, aside)
 
     def read_metrics(self) -> list[dict]:
         """The records up to the first line that is not a complete JSON record (a file cut

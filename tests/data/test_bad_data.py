@@ -57,19 +57,27 @@ def test_source_problems_say_what_is_wrong():
         "train label -1 (example 1) is outside 0..1"]
 
 
-def test_results_of_changed_data_are_moved_aside_and_the_job_reruns(tmp_path, caplog):
-    write_leaf(tmp_path / "data", "femnist", femnist_users([0, 1, 2, 3]), femnist_users([3, 1]))
-    suite = femnist_suite(tmp_path, tmp_path / "data")
-    run = ["run", str(suite), "--no-tracking", "--results-dir", str(tmp_path / "r")]
-    assert main(run) == 0
-    (job,) = [p for p in (tmp_path / "r" / "leaf").iterdir() if not p.name.startswith(".")]
-    before = json.loads((job / "summary.json").read_text())["data_fingerprint"]
-
-    shard = tmp_path / "data" / "femnist" / "data" / "test" / "all_data_0_test.json"
+def change_a_test_label(root) -> None:
+    """The data were fixed: same shapes, other labels (as a new process would see them)."""
+    shard = root / "femnist" / "data" / "test" / "all_data_0_test.json"
     blob = json.loads(shard.read_text())
-    blob["user_data"]["u0"]["y"] = [2, 2]  # the data were fixed: same shapes, other labels
+    blob["user_data"]["u0"]["y"] = [2, 2]
     shard.write_text(json.dumps(blob))
-    forget_loaded_data()  # as a new process would
+    forget_loaded_data()
+
+
+def fixed_later(tmp_path, *first_run: str):
+    write_leaf(tmp_path / "data", "femnist", femnist_users([0, 1, 2, 3]), femnist_users([3, 1]))
+    run = ["run", str(femnist_suite(tmp_path, tmp_path / "data")), "--no-tracking", "--results-dir", str(tmp_path / "r")]
+    assert main(run + list(first_run)) == 0
+    (job,) = [p for p in (tmp_path / "r" / "leaf").iterdir() if not p.name.startswith(".")]
+    return run, job
+
+
+def test_results_of_changed_data_are_moved_aside_and_the_job_reruns(tmp_path, caplog):
+    run, job = fixed_later(tmp_path)
+    before = json.loads((job / "summary.json").read_text())["data_fingerprint"]
+    change_a_test_label(tmp_path / "data")
     with caplog.at_level(logging.WARNING):
         assert main(run) == 0
     after = json.loads((job / "summary.json").read_text())
@@ -77,3 +85,12 @@ def test_results_of_changed_data_are_moved_aside_and_the_job_reruns(tmp_path, ca
     aside = job.with_name(f"{job.name}.data-{before}")
     assert json.loads((aside / "summary.json").read_text())["data_fingerprint"] == before  # nothing lost
     assert "computed on other data" in caplog.text
+
+
+def test_a_checkpoint_of_changed_data_is_not_resumed(tmp_path, caplog):
+    run, job = fixed_later(tmp_path, "--stop-after", "1")
+    change_a_test_label(tmp_path / "data")
+    with caplog.at_level(logging.WARNING):
+        assert main(run) == 0
+    assert "checkpoint.pt was written on other data" in caplog.text and "restarting job" in caplog.text
+    assert json.loads((job / "summary.json").read_text())["status"] == "finished"
