@@ -146,13 +146,8 @@ def check_datasets(jobs) -> None:
     broken dataset is one error now, not a failure after hours of other jobs."""
     from benchmark.engine.setup import data_fingerprint
 
-    seen = set()
-    for job in jobs:
-        d = job.config.dataset
-        key = (d.name, repr(sorted(d.params.items())), d.root)
-        if key not in seen:
-            seen.add(key)
-            data_fingerprint(job.config)
+    for job in jobs:  # cached per dataset: each is loaded once
+        data_fingerprint(job.config)
 
 
 def open_tracker(suite_name: str, uri: str | None, results_dir: Path):
@@ -278,9 +273,9 @@ def _sigterm_as_ctrl_c():
 
 def _interrupted(err: BaseException, argv: list[str] | None) -> int:
     command = "fedbench " + shlex.join(sys.argv[1:] if argv is None else argv)
-    what = f"{err}; " if str(err) else ""
-    err_console.print(f"interrupted: {what}finished jobs, their results and checkpoints are kept.\n"
-                      f"resume with: {command}", markup=False, highlight=False)
+    what = f"{err}. " if str(err) else ""
+    err_console.print(f"interrupted: {what}Finished jobs and their results are kept.\nresume with: {command}",
+                      markup=False, highlight=False)
     return 130
 
 

@@ -55,11 +55,15 @@ def _load_source(name: str, params_json: str, root: str | None) -> SourceData:
         raise UserError(f"dataset {name!r}: bad params: {err}") from None
 
 
-def load_source(job: JobConfig) -> SourceData:
+def _source_key(job: JobConfig) -> tuple[str, str, str | None]:
     d = job.dataset
     if d.name not in known_datasets():
         raise UserError(f"unknown dataset {d.name!r}; known: {', '.join(known_datasets())}")
-    return _load_source(d.name, json.dumps(d.params, sort_keys=True), d.root)
+    return d.name, json.dumps(d.params, sort_keys=True), d.root
+
+
+def load_source(job: JobConfig) -> SourceData:
+    return _load_source(*_source_key(job))
 
 
 @functools.lru_cache(maxsize=16)
@@ -69,9 +73,7 @@ def _fingerprint(name: str, params_json: str, root: str | None) -> str:
 
 def data_fingerprint(job: JobConfig) -> str:
     """The fingerprint of the data `job` trains on (loads and checks it, once per process)."""
-    load_source(job)
-    d = job.dataset
-    return _fingerprint(d.name, json.dumps(d.params, sort_keys=True), d.root)
+    return _fingerprint(*_source_key(job))
 
 
 @functools.lru_cache(maxsize=8)

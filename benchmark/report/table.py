@@ -60,7 +60,9 @@ def result_tables(suite: Suite, jobs: list[Job], summaries: dict[str, dict]) -> 
         table.add_column("status")
         by_label: dict[str, list[dict]] = {}
         for job in d_jobs:
-            key = job.method_label + ("".join(f" {k}={v}" for k, v in job.grid_point.items() if not k.startswith("method")))
+            # suite-grid values; a method grid's are already in the label ("FedACG[lam=0.8]")
+            key = job.method_label + "".join(f" {k}={v}" for k, v in job.grid_point.items()
+                                             if f"{k.split('.')[-1]}={v}" not in job.method_label)
             by_label.setdefault(key, []).append(summaries.get(job.id, {"status": "not run"}))
         for label, all_sums in by_label.items():
             ref_row = _match_reference(label, ref.rows) if ref else None

@@ -4,7 +4,8 @@ metrics as they come, and finish with summary.json (and final_model.pt when it f
 from __future__ import annotations
 
 import logging
-import shutil
+import signal
+import threading
 import time
 from typing import Callable
 
@@ -22,6 +23,33 @@ FLUSH_EVERY = 50  # evaluated rounds between metrics.jsonl / MLflow flushes (che
 
 class JobInterrupted(KeyboardInterrupt):
     """Ctrl-C (or SIGTERM) during a job: says what was kept of it."""
+
+
+class StopAtRoundEnd:
+    """While a job trains, the first Ctrl-C (or SIGTERM) asks it to stop when the current round
+    ends, with a checkpoint there, so nothing is lost; a second one stops at once. Outside the
+    main thread (Ray workers) signals stay as they are."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.requested = False
+        self._previous: dict = {}
+
+    def _request(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        log.warning("stopping when this round ends, with a checkpoint (press Ctrl-C again to stop at once)")
+
+    def __enter__(self) -> "StopAtRoundEnd":
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {sig: signal.signal(sig, self._request) for sig in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
 
 
 def job_config_json(job: Job, suite: str) -> dict:
@@ -93,19 +121,24 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
 
     def round_cb(r: int) -> None:
         due = (every and r % every == 0) or (minutes and time.monotonic() - saved["at"] >= 60 * minutes)
-        if due and r < job.config.rounds:
+        if (due or stop.requested) and r < job.config.rounds:
             flush()
             save_checkpoint(jobdir, sim)
             saved.update(round=r, at=time.monotonic())
+        if stop.requested and r < job.config.rounds:
+            raise KeyboardInterrupt
 
     diverged = None
     try:
-        sim.run(on_eval=eval_cb, on_round=round_cb, stop_after=stop_after)
+        with StopAtRoundEnd() as stop:
+            sim.run(on_eval=eval_cb, on_round=round_cb, stop_after=stop_after)
     except Diverged as err:
         diverged = err
     except KeyboardInterrupt:
-        kept = f"its checkpoint at round {saved['round']}" if saved["round"] else "no checkpoint (it restarts)"
-        raise JobInterrupted(f"job {job.id} interrupted at round {sim.progress.round}; kept {kept}") from None
+        at, kept = sim.progress.round, saved["round"]
+        where = ("its checkpoint there is kept" if kept == at else f"it resumes from its checkpoint at round {kept}"
+                 if kept else "no checkpoint yet, it restarts from round 0")
+        raise JobInterrupted(f"job {job.id} stopped at round {at}; {where}") from None
     flush()
     summary = {
         "job_id": job.id, "suite": suite, "dataset": job.dataset_label, "method": job.method_label,
@@ -134,4 +167,6 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
     if summary["status"] != STOPPED:  # resume material is no longer needed (memmap client state can be large)
         jobdir.discard_checkpoint()
     tracker.end_job(summary, [jobdir.config, jobdir.metrics, jobdir.summary])
+    if stop.requested:  # Ctrl-C in the job's last round: it finished, the suite stops here
+        raise JobInterrupted(f"job {job.id} ended ({summary['status']}) in the round Ctrl-C came in")
     return summary

@@ -42,12 +42,33 @@ def test_ctrl_c_says_what_was_kept_and_how_to_resume(tmp_path, monkeypatch, caps
     assert main(args) == 130
     _, (job,) = load_jobs(suite)
     err = capsys.readouterr().err
-    assert f"job {job.id} interrupted at round 3; kept its checkpoint at round 3" in err
+    assert f"job {job.id} stopped at round 3; its checkpoint there is kept" in err
     assert "resume with: fedbench run " + str(suite) in err
     assert JobDir(tmp_path / "r", "tiny", job.id).load_checkpoint()["simulation"]["round"] == 3
     monkeypatch.undo()
     assert main(args) == 0
     assert JobDir(tmp_path / "r", "tiny", job.id).read_summary()["status"] == "finished"
+
+
+def test_first_ctrl_c_stops_at_the_end_of_the_round_with_a_checkpoint(tmp_path, monkeypatch, capsys, caplog):
+    raw = tiny_suite(methods=["fedavg"])
+    raw["defaults"].update(rounds=6, checkpoint_every=0, checkpoint_minutes=0)  # no scheduled checkpoint
+    suite = write_suite(tmp_path, raw)
+    run_round = Simulation.run_round
+
+    def ctrl_c_during_round_2(self, t):
+        if t == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+        return run_round(self, t)
+
+    monkeypatch.setattr(Simulation, "run_round", ctrl_c_during_round_2)
+    assert main(["run", str(suite), "--no-tracking", "--results-dir", str(tmp_path / "r")]) == 130
+    _, (job,) = load_jobs(suite)
+    d = JobDir(tmp_path / "r", "tiny", job.id)
+    assert d.load_checkpoint()["simulation"]["round"] == 2 and [r["round"] for r in d.read_metrics()] == [1, 2]
+    err = capsys.readouterr().err
+    assert "stopping when this round ends" in caplog.text and f"job {job.id} stopped at round 2; its checkpoint there is kept" in err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
 
 
 def test_time_based_checkpoints_are_on_by_default():
@@ -72,7 +93,7 @@ def test_a_signalled_process_keeps_its_checkpoint_and_closes_its_runs(tmp_path, 
         time.sleep(0.1)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "kept its checkpoint at round" in err and "resume with" in err
+    assert proc.returncode == 130 and "its checkpoint there is kept" in err and "resume with" in err  # nothing lost
     import mlflow
 
     client = mlflow.tracking.MlflowClient(f"sqlite:///{tmp_path / 'store.db'}")
