@@ -8,6 +8,7 @@ import copy
 import pytest
 import yaml
 from click.testing import CliRunner
+from fedtest import REPO, write_suite
 
 from benchmark.cli import cli
 from benchmark.data.participation import sample_clients
@@ -16,7 +17,6 @@ from benchmark.report.paper_settings import GenerationError
 from benchmark.report.paper_suites import main as generate
 from benchmark.report.paper_suites import suites_from
 from benchmark.suite.expand import load_jobs
-from fedtest import REPO, write_suite
 
 # shared/ sits beside the main checkout (/work/main) and two levels above worktrees (/work/wt/NAME)
 REFERENCE = next((p / "shared" / "reference" for p in (REPO.parent, REPO.parent.parent)
@@ -148,3 +148,17 @@ def test_a_setting_the_generator_cannot_express_is_an_error(tmp_path):
         with pytest.raises(GenerationError, match=key):
             suites_from([tmp_path / "fedcm.yaml"])
     assert generate([str(tmp_path), str(tmp_path / "out")]) == 2
+
+
+def test_report_marks_contradicted_paper_cells():
+    from rich.console import Console
+
+    from benchmark.report.table import result_tables
+
+    suite, jobs = jobs_of("fedacg.moderate_dir0.3")
+    summaries = {j.id: {"status": "finished", "metrics": {"rounds_to@85": 300}} for j in jobs if j.dataset_index == 0}
+    console = Console(width=400, record=True)
+    console.print(result_tables(suite, jobs, summaries)[0])
+    text = console.export_text()
+    feddc = next(line for line in text.splitlines() if line.strip("│ ").startswith("FedDC"))
+    assert "519 †" in feddc and "FedDC rounds_to@85" in text

@@ -94,7 +94,7 @@ def stated(table: dict, labels: dict[str, str]) -> dict[str, dict]:
     """{"all": {...}, label: {...}} for this table; `labels` maps row label -> suite method label."""
     s, tid = table["setting"], table["id"]
     paper = paper_of(tid)
-    where, text = PAPER_TEXT[paper]
+    text = PAPER_TEXT[paper][1]
     out: dict[str, dict] = {k: dict(v) for k, v in text.items()}
     if paper == "fedcm":
         for label, values in fedcm_text_by_table(table).items():

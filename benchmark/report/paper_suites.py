@@ -24,7 +24,14 @@ import yaml
 
 from benchmark.fl.method import resolve_method
 from benchmark.report.paper_settings import (
-    ACC_METRIC, DATASET, PAPER_TEXT, SHAKESPEARE_USERS, GenerationError, derived_batch_size, paper_of, stated,
+    ACC_METRIC,
+    DATASET,
+    PAPER_TEXT,
+    SHAKESPEARE_USERS,
+    GenerationError,
+    derived_batch_size,
+    paper_of,
+    stated,
 )
 
 PRESET_OF_ROW = {
@@ -55,17 +62,17 @@ FEDACG_CODE = "authors' scripts (geehokim/FedACG exp_fedacg*.sh: DECAY=0.995, ti
 
 # Cells the paper contradicts beyond what `_contradictions` derives (from the reference notes).
 PAPER_FLAGS = {
-    "fedacg.moderate_iid.cifar100": [("FedDyn", "rounds_to@58", "acc@1000 = 56.88 < 58 yet rounds_to@58 = 898: "
-                                      "the EMA would have to fall back by over a point (reference note)")],
+    "fedacg.moderate_iid.cifar100": [("FedDyn", "rounds_to@58", ("acc@1000 = 56.88 < 58 yet rounds_to@58 = 898: "
+                                      "the EMA would have to fall back by over a point (reference note)"))],
     "fedagm.moderate_dir0.3.cifar10": [
-        (None, "rounds_to@84", "header prints 84%/87%, but the rows are FedACG's 81%/85% columns "
-                               "(e.g. FedAvg '84%' at round 840 with acc@1000 82.53)"),
+        (None, "rounds_to@84", ("header prints 84%/87%, but the rows are FedACG's 81%/85% columns "
+                               "(e.g. FedAvg '84%' at round 840 with acc@1000 82.53)")),
         (None, "rounds_to@87", "header prints 84%/87%, but the rows are FedACG's 81%/85% columns"),
     ],
-    "fedagm.moderate_dir0.3.tiny_imagenet": [(None, "acc@800", "header prints 800R; FedACG prints the same numbers "
-                                              "under 1000R and '>1000' rounds show training ran 1000 rounds")],
-    "fedagm.large_dir0.3.tiny_imagenet": [(None, "acc@800", "header prints 800R; FedACG prints the same numbers "
-                                           "under 1000R and '>1000' rounds show training ran 1000 rounds")],
+    "fedagm.moderate_dir0.3.tiny_imagenet": [(None, "acc@800", ("header prints 800R; FedACG prints the same numbers "
+                                              "under 1000R and '>1000' rounds show training ran 1000 rounds"))],
+    "fedagm.large_dir0.3.tiny_imagenet": [(None, "acc@800", ("header prints 800R; FedACG prints the same numbers "
+                                           "under 1000R and '>1000' rounds show training ran 1000 rounds"))],
 }
 
 
@@ -321,16 +328,16 @@ def extra_tables(tables_by_id: dict[str, dict]) -> dict[str, list[dict]]:
                       source_lines="002:122-124, 002:322-324", rows={r: [None] * len(draft["metrics"]) for r in draft["rows"]},
                       caption="CIFAR-100, Dirichlet(0.3): 250 of 500 clients kept, each replaced w.p. 0.5 every 100 rounds, "
                               "4% of the pool per round",
-                      notes=["002 prints no numbers for this protocol; the draft's numbers (other protocol) are in "
-                             "fedacg_iclr.dynamic_clients."], discrepancies=[])
+                      notes=[("002 prints no numbers for this protocol; the draft's numbers (other protocol) are in "
+                             "fedacg_iclr.dynamic_clients.")], discrepancies=[])
     final_pool["setting"].pop("pool_resample_every_rounds")
     quant = []
     for name in ("cifar10", "cifar100"):
         base = copy.deepcopy(tables_by_id[f"fedacg.large_dir0.3.{name}"])
         base.update(id=f"fedacg.quantization.{name}", source_table="Table 6 (absent from 002 and 000)", source_lines="002:130-131",
                     caption=f"{name}: FedPAQ vs FedPAQ+ACG (numbers not printed)", discrepancies=[],
-                    notes=["The table is missing from both versions: the setting is chosen (the paper's large-scale "
-                           "Dir(0.3) setting, used by its ablations), 4-bit QSGD uplink (ALGORITHMS.md default)."],
+                    notes=[("The table is missing from both versions: the setting is chosen (the paper's large-scale "
+                           "Dir(0.3) setting, used by its ablations), 4-bit QSGD uplink (ALGORITHMS.md default).")],
                     rows={"FedPAQ": [None] * len(base["metrics"]), "FedPAQ+ACG": [None] * len(base["metrics"])})
         quant.append(base)
     return {"fedacg.dynamic_pool_final": [final_pool], "fedacg.quantization": quant}
