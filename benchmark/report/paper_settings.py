@@ -75,6 +75,9 @@ PAPER_TEXT = {
 }
 
 
+LEAF_SILENT = ("local.lr", "local.weight_decay", "local.epochs")
+
+
 def fedcm_text_by_table(table: dict) -> dict:
     """FedCM Appendix C (004:644-646): FedDyn's α is 0.01, except CIFAR-100 setting II (0.001)."""
     s = table["setting"]
@@ -100,6 +103,9 @@ def stated(table: dict, labels: dict[str, str]) -> dict[str, dict]:
         for label, values in fedcm_text_by_table(table).items():
             out.setdefault(label, {}).update(values)
     common = out["all"]
+    if s["split"] == "leaf_natural":  # the papers' lr and weight decay are stated for CIFAR / Tiny-ImageNet only
+        for path in LEAF_SILENT:
+            common.pop(path, None)
 
     def put(path: str, key: str):
         base, by_method = _per_method(table, key)
