@@ -298,6 +298,9 @@ def header(group: str, tables: list[dict], suite: dict) -> str:
                 who = f" ({c['method']})" if c.get("method") else ""
                 lines.append(f"Chosen{who}: {c['setting']} = {c['value']} — {c['reason']}")
     for t, e in zip(tables, entries):
+        dropped = [m for m in t["metrics"] if not (PLAIN_METRIC.fullmatch(m) or SWEEP_RE.match(m))]
+        if dropped:
+            lines.append(f"Not carried ({t['id']}): {', '.join(dropped)} — derived from the carried columns")
         for note in [*t.get("notes", []), *[d for d in t.get("discrepancies", []) if not d.startswith("none")]]:
             lines.append(f"Paper ({t['id']}): {note}")
         for c in e["reference"]["contradicted"]:
