@@ -186,7 +186,9 @@ def chosen_settings(table: dict, said: dict[str, dict]) -> list[dict]:
     if leaf:
         choose("local.epochs", 5, "LEAF tables state no local budget; the paper's E = 5 of its other experiments")
         choose("local.batch_size", 10, "LEAF tables state no batch size; LEAF's own default (10)")
-        choose("local.lr", 0.1, "LEAF tables state no lr; the paper's lr for every other experiment")
+        choose("local.lr", 0.1, "LEAF tables state no lr; the paper's lr for every other experiment" + (
+            "; NOT VALIDATED: with B = 10 FEMNIST sits on the class-prior plateau for 20-25 rounds (issue 11 "
+            "audit); a measured choice is still to be made" if s["dataset"] == "femnist" else ""))
         choose("local.weight_decay", 0.001, "the paper's weight decay for every other experiment")
     if s.get("num_clients") is None:
         choose("num_clients", SHAKESPEARE_USERS, "N not stated; LEAF Shakespeare after its sample split has 660 users")
@@ -289,14 +291,14 @@ def header(group: str, tables: list[dict], suite: dict) -> str:
     entries = suite["datasets"]
     lines.append("Paper lines followed for settings the tables leave out: "
                  + "; ".join(sorted({f"{paper_of(t['id'])} {_paper_lines(t)}" for t in tables})))
-    seen = set()
+    chosen: dict[tuple, list[str]] = {}
     for e in entries:
         for c in e["reference"]["chosen"]:
-            key = (c["setting"], json.dumps(c["value"]), c.get("method"))
-            if key not in seen:
-                seen.add(key)
-                who = f" ({c['method']})" if c.get("method") else ""
-                lines.append(f"Chosen{who}: {c['setting']} = {c['value']} — {c['reason']}")
+            key = (c["setting"], json.dumps(c["value"]), c.get("method"), c["reason"])
+            chosen.setdefault(key, []).append(e["label"])
+    for (setting, value, method, reason), where in chosen.items():
+        scope = ", ".join(filter(None, [method, "all tables" if len(where) == len(entries) else ", ".join(where)]))
+        lines.append(f"Chosen ({scope}): {setting} = {json.loads(value)} — {reason}")
     for t, e in zip(tables, entries):
         dropped = [m for m in t["metrics"] if not (PLAIN_METRIC.fullmatch(m) or SWEEP_RE.match(m))]
         if dropped:
