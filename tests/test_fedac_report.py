@@ -25,8 +25,8 @@ from engine.test_fedac_batched import shared_suite
 def fake_results(tmp_path: Path, jobs, values) -> dict:
     summaries = {}
     for job, value in zip(jobs, values):
-        status = "diverged" if value == "diverged" else "finished"
-        summary = {"status": status, "final_subopt": None if status == "diverged" else value}
+        status = value if isinstance(value, str) else "finished"
+        summary = {"status": status, "final_subopt": None if isinstance(value, str) else value}
         atomic_write_json(JobDir(tmp_path, "fedac-batched", job.id).summary, summary)
         summaries[job.id] = summary
     return summaries
@@ -34,12 +34,12 @@ def fake_results(tmp_path: Path, jobs, values) -> dict:
 
 def test_best_lr_is_chosen_among_finite_finished_runs(tmp_path):
     jobs = expand(shared_suite(["fedac1", "fedavg"], clients=4))  # lr grid 0.05, 0.2, 1.0 per method
-    values = [3e-3, 1e-3, "diverged", 2e-2, float("nan"), 5e-3]  # FedAc-I; FedAvg (NaN = diverged)
+    values = [3e-3, 1e-3, "diverged", 2e-2, "failed", 5e-3]  # FedAc-I; FedAvg
     summaries = fake_results(tmp_path, jobs, values)
     cells = collect(jobs, summaries)
     fedac, fedavg = cells["FedAc-I", 4, 3], cells["FedAvg", 4, 3]
     assert fedac.best == (0.2, 1e-3) and list(fedac.lost.values()) == ["diverged"]
-    assert fedavg.best == (1.0, 5e-3) and fedavg.at_edge and fedavg.lost == {0.2: "diverged"}
+    assert fedavg.best == (1.0, 5e-3) and fedavg.at_edge and fedavg.lost == {0.2: "failed"}
     (table,) = fedac_tables(cells)
     assert [c.header for c in table.columns] == ["method", "M=4"]
     assert "1.00e-03 (0.2) x1" in table.columns[1]._cells[0]

@@ -50,6 +50,7 @@ class FederatedData:
     src: SourceData
     clients: list[torch.Tensor]  # index tensors into src.train_*
     preprocess: Preprocessor
+    fingerprint: str = ""  # of the source tensors (engine.setup.data_fingerprint); recorded in summary.json
     shared: bool = False  # split kind shared: every client samples with replacement from all data
 
     @property
@@ -68,9 +69,10 @@ class FederatedData:
             s.train_x.to(device), s.train_y.to(device), s.test_x.to(device), s.test_y.to(device),
             s.num_classes, s.kind, s.train_users, s.user_names, s.mean, s.std,
         )
-        if self.shared:
-            return FederatedData(moved, [self.clients[0].to(device)] * self.num_clients, self.preprocess, True)
-        return FederatedData(moved, [c.to(device) for c in self.clients], self.preprocess)
+        if self.shared:  # one index tensor for every client, not N copies
+            return FederatedData(moved, [self.clients[0].to(device)] * self.num_clients, self.preprocess,
+                                 self.fingerprint, shared=True)
+        return FederatedData(moved, [c.to(device) for c in self.clients], self.preprocess, self.fingerprint)
 
     def training_rows(self) -> torch.Tensor:
         """Every training example the federation holds (once each)."""

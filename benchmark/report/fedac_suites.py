@@ -39,8 +39,23 @@ HEADER = """\
 """
 
 
+CODE = "the authors' released code (the paper's appendix is not in our text)"
+
+
+def reference(source: str, lam: float, k: int) -> dict:
+    """No numbers (the paper has figures only): what the paper states, and what the suite takes
+    from the authors' code, for `fedbench plan --audit`."""
+    return {
+        "source": source, "metrics": [], "rows": {},
+        "stated": {"all": {"local.weight_decay": lam, "local.steps": k, "participation.rate": 1.0}},
+        "chosen": [{"setting": path, "value": value, "reason": CODE} for path, value in (
+            ("model.name", "binary_logistic"), ("model.init", "normal"), ("dataset.split.kind", "shared"),
+            ("local.batch_size", 1), ("rounds", T // k), ("local.clip_norm", None))],
+    }
+
+
 def protocol_suite(name: str, lam: float, workers: list[int], intervals: list[int], methods: list,
-                   description: str, lrs: list[float] | None = None) -> dict:
+                   description: str, lrs: list[float] | None = None, source: str | None = None) -> dict:
     """A suite of the FedAc protocol: one dataset entry per K (rounds T/K), M and η as grids."""
     return {
         "name": name,
@@ -54,7 +69,8 @@ def protocol_suite(name: str, lam: float, workers: list[int], intervals: list[in
         },
         "datasets": [
             {"name": "a9a", "label": f"a9a K={k}", "split": {"kind": "shared"}, "rounds": T // k,
-             "eval_every": max(1, EVAL_STEPS // k), "local": {"steps": k, "epochs": None}}
+             "eval_every": max(1, EVAL_STEPS // k), "local": {"steps": k, "epochs": None},
+             **({"reference": reference(source, lam, k)} if source else {})}
             for k in intervals
         ],
         "methods": methods,
@@ -91,7 +107,7 @@ def fedac_suites(reference: Path) -> dict[str, tuple[str, dict]]:
         title = f"FedAc {exp['figure']}: {exp['task']} on {exp['dataset']}, lambda = {exp['l2_strength']} ({exp['id']})"
         suite = protocol_suite(stem.replace("_", "-"), float(exp["l2_strength"]), _powers(exp["num_workers_M"]),
                                _powers(exp["sync_interval_K"]), methods, f"{title}; paper: {exp['reported_outcome']}",
-                               _lr_grid(exp["learning_rate_grid"]))
+                               _lr_grid(exp["learning_rate_grid"]), exp["id"])
         suites[stem] = (HEADER.format(title=title, T=T, eval=EVAL_STEPS), suite)
     return suites
 
@@ -106,7 +122,7 @@ def small_suite() -> tuple[str, dict]:
     tests/test_fedac_small.py checks the paper's conclusions on its results."""
     title = "FedAc Figure 1, small subset (M in {4, 64, 1024}, K in {1, 16, 256}, lambda = 1e-3)"
     suite = protocol_suite("fedac-small", 1e-3, [4, 64, 1024], [1, 16, 256],
-                           ["fedac1", "fedac2", "fedavg", "mbsgd", "mbacsgd"], title)
+                           ["fedac1", "fedac2", "fedavg", "mbsgd", "mbacsgd"], title, source="fedac.exp.linear_speedup")
     return SMALL_HEADER.format(title=title, T=T, eval=EVAL_STEPS), suite
 
 

@@ -12,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from benchmark.engine.convex import BinaryLogistic
+from benchmark.engine.simulation import Diverged
 from benchmark.engine.fedac_batched import Outcome, batch_key, run_batch
 from benchmark.suite.expand import Job
 
@@ -23,12 +24,20 @@ class ReplayProgress:
     bytes_up: int = 0
 
 
+@dataclass
+class ReplayData:
+    fingerprint: str
+
+
 class ReplaySimulation:
     """What run_job needs of a Simulation, answered from one job's precomputed Outcome."""
 
     def __init__(self, job: Job, outcome: Outcome):
+        from benchmark.engine.setup import data_fingerprint
+
         self.job, self.outcome = job.config, outcome
         self.progress = ReplayProgress()
+        self.data = ReplayData(data_fingerprint(job.config))
 
     def state_dict(self) -> dict:
         return {"round": self.progress.round, "engine": "fedac_batched"}
@@ -41,6 +50,9 @@ class ReplaySimulation:
             raise self.outcome.error
         start = self.progress.round
         last = self.job.rounds if stop_after is None else min(self.job.rounds, stop_after)
+        diverged = self.outcome.diverged_round
+        if diverged is not None and diverged <= last:
+            last = diverged - 1  # as the per-client loop, which stops at the first non-finite round
         records = [r for r in self.outcome.records if start < r["round"] <= last]
         for rec in records:
             if on_eval:
@@ -49,6 +61,8 @@ class ReplaySimulation:
         if on_round:
             for r in range(start + 1, last + 1):
                 on_round(r)
+        if diverged is not None and diverged == last + 1:
+            raise Diverged(diverged, "parameters")
         return records
 
     def final_state_dict(self) -> dict:
