@@ -168,11 +168,17 @@ def open_tracker(suite_name: str, uri: str | None, results_dir: Path):
 @click.argument("suite_file", type=click.Path(path_type=Path))
 @click.option("--splits", is_flag=True, help="also load the data and print each split's client sizes and label histograms")
 @click.option("--max-clients", type=int, default=20, show_default=True, help="with --splits: clients listed per split")
-def plan(suite_file: Path, splits: bool, max_clients: int) -> None:
+@click.option("--audit", "audit_only", is_flag=True,
+              help="instead of the job table: each setting the paper states vs the value the suite runs, and the "
+                   "settings chosen where the paper is silent; exit 1 on a mismatch")
+def plan(suite_file: Path, splits: bool, max_clients: int, audit_only: bool) -> None:
     """Print the expanded job table without running anything."""
     from benchmark.suite.expand import load_jobs
 
     suite, jobs = load_jobs(suite_file)
+    if audit_only:
+        _print_audit(suite, jobs)
+        return
     if splits:
         from benchmark.report.splits import split_tables
 
@@ -192,6 +198,27 @@ def plan(suite_file: Path, splits: bool, max_clients: int) -> None:
         table.add_row(j.id, escape(j.dataset_label), split, str(c.num_clients), f"{c.participation.rate:g}",
                       str(c.rounds), escape(j.method_label), escape(" ".join(hyper + [local])), str(c.seed))
     out.print(table)
+
+
+def _print_audit(suite, jobs) -> None:
+    from benchmark.report.audit import audit
+
+    rows = audit(suite, jobs)
+    if not rows:
+        raise UserError(f"{suite.name}: no dataset entry has reference.stated / reference.chosen to audit")
+    for source in dict.fromkeys(r.source for r in rows):
+        table = Table(title=f"{suite.name}: {source} — paper vs suite")
+        for col in ("method", "setting", "paper", "suite runs", "", "chosen where the paper is silent"):
+            table.add_column(col, overflow="fold")
+        for r in (r for r in rows if r.source == source):
+            mark = "ok" if r.ok else "[bold red]MISMATCH[/]"
+            table.add_row(r.method, r.setting, str(r.paper), r.runs, mark, r.reason)
+        out.print(table)
+    bad = [r for r in rows if not r.ok]
+    if bad:
+        err_console.print(f"[red]{len(bad)} mismatch(es) between the paper's stated settings and the suite[/]")
+        raise SystemExit(1)
+    out.print(f"{len(rows)} settings checked: the suite runs every stated and chosen value")
 
 
 @cli.command()

@@ -37,6 +37,11 @@ def _match_reference(label: str, rows: dict) -> list | None:
     return rows.get(label) or rows.get(base) or lowered.get(base.lower())
 
 
+def _matched_row(label: str, rows: dict) -> str | None:
+    ref = _match_reference(label, rows)
+    return next((k for k, v in rows.items() if v is ref), None)
+
+
 def result_tables(suite: Suite, jobs: list[Job], summaries: dict[str, dict]) -> list[Table]:
     tables = []
     for d_index, entry in enumerate(suite.datasets):
@@ -71,7 +76,9 @@ def result_tables(suite: Suite, jobs: list[Job], summaries: dict[str, dict]) -> 
             for m in metrics:
                 row.append(_fmt(_mean([s.get("metrics", {}).get(m) for s in sums]), m))
                 if ref and m in ref.metrics:
-                    row.append(_fmt(ref_row[ref.metrics.index(m)], m) if ref_row else "-")
+                    cell = _fmt(ref_row[ref.metrics.index(m)], m) if ref_row else "-"
+                    contradicted = ref_row and ref.is_contradicted(_matched_row(label, ref.rows), m)
+                    row.append(cell + " †" if contradicted else cell)
             row.append(_fmt(_mean([s.get("final_acc") for s in sums])))
             if convex:
                 subopt = _mean([s.get("final_subopt") for s in sums])
@@ -79,5 +86,8 @@ def result_tables(suite: Suite, jobs: list[Job], summaries: dict[str, dict]) -> 
             statuses = sorted({status_label(s) for s in all_sums})
             row.append(escape(",".join(statuses)))
             table.add_row(*row)
+        if ref and ref.contradicted:
+            table.caption = "† paper cell its own numbers contradict (not a target): " + "; ".join(
+                f"{c.row} {c.metric}: {c.reason}" for c in ref.contradicted)
         tables.append(table)
     return tables
