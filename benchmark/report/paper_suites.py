@@ -157,8 +157,8 @@ def method_entries(tables: list[dict]) -> tuple[list, dict[str, dict], list[dict
     return list({json.dumps(m, sort_keys=True): m for m in methods}.values()), labels, chosen
 
 
-def chosen_settings(table: dict, said: dict[str, dict]) -> list[dict]:
-    """What the suite runs where the paper is silent, with the reason."""
+def chosen_settings(table: dict, said: dict[str, dict], labels: set[str]) -> list[dict]:
+    """What the suite runs where the paper is silent, with the reason (`labels`: the table's methods)."""
     s, paper, common = table["setting"], paper_of(table["id"]), said["all"]
     out = []
 
@@ -169,7 +169,7 @@ def chosen_settings(table: dict, said: dict[str, dict]) -> list[dict]:
     leaf = s["split"] == "leaf_natural"
     if paper == "fedcm":
         choose("local.clip_norm", None, "FedCM's text states no gradient clipping")
-        if "FedAdam" in said:
+        if "FedAdam" in labels:
             choose("method.server.beta2", 0.99, "FedCM states FedAdam's α (β1) and τ only; β2 as Reddi et al.", "FedAdam")
     else:
         choose("local.clip_norm", 10.0, "the paper clips gradients without a value; ALGORITHMS.md / official code: norm 10")
@@ -177,9 +177,9 @@ def chosen_settings(table: dict, said: dict[str, dict]) -> list[dict]:
         choose("local.lr_decay", 1.0 if leaf else decay,
                "paper: selected from {0.995, 0.998, 1}; no LEAF config in the authors' code, so no decay" if leaf
                else f"paper: selected from {{0.995, 0.998, 1}}; {FEDACG_CODE}")
-        if "FedAvgM" in said:
+        if "FedAvgM" in labels:
             choose("method.server.beta", 0.4, "paper silent; official code default (ALGORITHMS.md)", "FedAvgM")
-        if "FedACG" in said:
+        if "FedACG" in labels:
             choose("method.server.lam", 0.85, "paper: λ ∈ {0.8, 0.85, 0.9}; 0.85 is best in its λ sweep", "FedACG")
             choose("method.client.prox.mu", 0.01, "paper: β ∈ {0.1, 0.01, 0.001}; 0.01 is best in its β sweep", "FedACG")
     choose("method.*", "preset defaults", "hyper-parameters the paper does not state follow ALGORITHMS.md")
@@ -233,7 +233,7 @@ def dataset_entry(table: dict, methods: dict[str, dict], row_chosen: list[dict])
     name, model, augment, _ = DATASET[s["dataset"]]
     labels = {r: m["label"] for r, m in methods.items()}
     said = stated(table, labels)
-    chosen = chosen_settings(table, said) + [c for c in row_chosen if c["method"] in labels.values()]
+    chosen = chosen_settings(table, said, set(labels.values())) + [c for c in row_chosen if c["method"] in labels.values()]
     overrides: dict[str, dict] = {}
     entry: dict = {"name": name, "label": table["id"].split(".", 1)[1],
                    "model": {"name": model, **({"params": {"norm": "group"}} if model == "femnist_cnn" else {})}}
