@@ -157,6 +157,20 @@ def method_entries(tables: list[dict]) -> tuple[list, dict[str, dict], list[dict
     return list({json.dumps(m, sort_keys=True): m for m in methods}.values()), labels, chosen
 
 
+def _has_components(method: dict, wanted: list[bool]) -> bool:
+    """FedACG's ablation check marks (server momentum, lookahead, local regulariser) vs a composition."""
+    rule = method["server"]["rule"]
+    reg = any(t["term"] == "prox" and t["mu"] > 0 for t in method["client"])
+    return [rule in ("momentum", "acg"), rule == "acg", reg] == wanted
+
+
+def check_components(table: dict, methods: dict[str, dict]) -> None:
+    for row, wanted in table.get("components", {}).items():
+        if not _has_components(methods[row], wanted):
+            raise GenerationError(f"{table['id']}: row {row!r} is marked {wanted} (momentum, lookahead, local reg) "
+                                  f"but runs {methods[row]['server']['rule']} with {methods[row]['client']}")
+
+
 def chosen_settings(table: dict, said: dict[str, dict], labels: set[str]) -> list[dict]:
     """What the suite runs where the paper is silent, with the reason (`labels`: the table's methods)."""
     s, paper, common = table["setting"], paper_of(table["id"]), said["all"]
@@ -232,6 +246,7 @@ def dataset_entry(table: dict, methods: dict[str, dict], row_chosen: list[dict])
     s = table["setting"]
     name, model, augment, _ = DATASET[s["dataset"]]
     labels = {r: m["label"] for r, m in methods.items()}
+    check_components(table, methods)
     said = stated(table, labels)
     chosen = chosen_settings(table, said, set(labels.values())) + [c for c in row_chosen if c["method"] in labels.values()]
     overrides: dict[str, dict] = {}
@@ -303,7 +318,8 @@ def header(group: str, tables: list[dict], suite: dict) -> str:
         dropped = [m for m in t["metrics"] if not (PLAIN_METRIC.fullmatch(m) or SWEEP_RE.match(m))]
         if dropped:
             lines.append(f"Not carried ({t['id']}): {', '.join(dropped)} — derived from the carried columns")
-        for note in [*t.get("notes", []), *[d for d in t.get("discrepancies", []) if not d.startswith("none")]]:
+        row_notes = [f"row {row}: {note}" for row, note in t.get("row_notes", {}).items()]
+        for note in [*t.get("notes", []), *row_notes, *[d for d in t.get("discrepancies", []) if not d.startswith("none")]]:
             lines.append(f"Paper ({t['id']}): {note}")
         for c in e["reference"]["contradicted"]:
             lines.append(f"Contradicted cell, not scored ({t['id']}): {c['row']} {c['metric']}: {c['reason']}")
