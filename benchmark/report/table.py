@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import statistics
 
+from rich.markup import escape
 from rich.table import Table
+
+from benchmark.run.status import has_numbers, status_label
 
 from benchmark.suite.expand import Job
 from benchmark.suite.schema import Suite
@@ -48,7 +51,7 @@ def result_tables(suite: Suite, jobs: list[Job], summaries: dict[str, dict]) -> 
         metrics = d_jobs[0].config.metrics
         ref = entry.reference
         title = f"{entry.label or entry.name} ({entry.split.kind}, {d_jobs[0].config.num_clients} clients)"
-        table = Table(title=title + (f" — paper: {ref.source}" if ref else ""))
+        table = Table(title=escape(title + (f" — paper: {ref.source}" if ref else "")))
         table.add_column("method")
         table.add_column("seeds", justify="right")
         for m in metrics:
@@ -62,11 +65,14 @@ def result_tables(suite: Suite, jobs: list[Job], summaries: dict[str, dict]) -> 
         table.add_column("status")
         by_label: dict[str, list[dict]] = {}
         for job in d_jobs:
-            key = job.method_label + ("".join(f" {k}={v}" for k, v in job.grid_point.items() if not k.startswith("method")))
+            # suite-grid values; a method grid's are already in the label ("FedACG[lam=0.8]")
+            key = job.method_label + "".join(f" {k}={v}" for k, v in job.grid_point.items()
+                                             if f"{k.split('.')[-1]}={v}" not in job.method_label)
             by_label.setdefault(key, []).append(summaries.get(job.id, {"status": "not run"}))
-        for label, sums in by_label.items():
+        for label, all_sums in by_label.items():
             ref_row = _match_reference(label, ref.rows) if ref else None
-            row = [label, str(len(sums))]
+            sums = [s for s in all_sums if has_numbers(s)]  # diverged, failed, unfinished: no numbers
+            row = [escape(label), f"{len(sums)}/{len(all_sums)}" if len(sums) != len(all_sums) else str(len(sums))]
             for m in metrics:
                 row.append(_fmt(_mean([s.get("metrics", {}).get(m) for s in sums]), m))
                 if ref and m in ref.metrics:
@@ -77,8 +83,8 @@ def result_tables(suite: Suite, jobs: list[Job], summaries: dict[str, dict]) -> 
             if convex:
                 subopt = _mean([s.get("final_subopt") for s in sums])
                 row.append(f"{subopt:.3e}" if isinstance(subopt, float) else "-")
-            statuses = sorted({s.get("status", "?") for s in sums})
-            row.append(",".join(statuses))
+            statuses = sorted({status_label(s) for s in all_sums})
+            row.append(escape(",".join(statuses)))
             table.add_row(*row)
         if ref and ref.contradicted:
             table.caption = "† paper cell its own numbers contradict (not a target): " + "; ".join(

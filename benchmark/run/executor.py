@@ -1,7 +1,9 @@
 """Run a suite's jobs in this process, one after another, with a live progress display.
 
-Finished jobs are skipped; a job that fails is recorded (status "failed", the error in its
-summary.json) and the suite goes on. Bad user input (UserError) stops the suite with exit 2.
+Finished and diverged jobs are skipped; a job that fails is recorded (status "failed", the
+error in its summary.json) and the suite goes on. Bad user input (UserError) stops the suite
+with exit 2. Each job is trained under a per-job lock, so processes sharing a results folder
+never train the same job twice: a job another process holds is left for last, then waited for.
 """
 
 from __future__ import annotations
@@ -10,11 +12,15 @@ import traceback
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from benchmark.engine.setup import data_fingerprint
 from benchmark.errors import UserError
 from benchmark.run.job_runner import run_job
+from benchmark.run.locks import job_lock
 from benchmark.run.results import JobDir, atomic_write_json
+from benchmark.run.status import FAILED
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
 
@@ -27,39 +33,63 @@ def progress_columns() -> tuple:
 
 def failed_summary(job: Job, suite: str, error: str, trace: str = "") -> dict:
     return {"job_id": job.id, "suite": suite, "dataset": job.dataset_label, "method": job.method_label,
-            "seed": job.config.seed, "status": "failed", "error": error, "traceback": trace}
+            "seed": job.config.seed, "status": FAILED, "error": error, "traceback": trace}
+
+
+def reusable_summary(job: Job, jobdir: JobDir) -> dict | None:
+    """The summary of a job already done on the same data (marked skipped), else None."""
+    return jobdir.skipped_summary(data_fingerprint(job.config))
 
 
 def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu", tracker=None,
              console: Console | None = None, stop_after: int | None = None) -> dict[str, dict]:
-    """Run every unfinished job; returns job id -> summary (finished, skipped, or failed)."""
+    """Run every unfinished job; returns job id -> summary (finished, diverged, skipped, or failed)."""
     tracker = tracker or NullTracker()
     console = console or Console(stderr=True)
     summaries: dict[str, dict] = {}
     with Progress(*progress_columns(), console=console, transient=False) as progress:
         suite_task = progress.add_task("jobs", total=len(jobs), status="")
-        for job in jobs:
+
+        def attempt(job: Job, wait: bool) -> bool:
+            """Run or skip `job`; False when another process holds it and `wait` is off."""
             jobdir = JobDir(results_root, suite, job.id)
-            if done := jobdir.skipped_summary():
-                summaries[job.id] = done
-                progress.advance(suite_task)
-                continue
-            label = f"{job.dataset_label} / {job.method_label} / seed {job.config.seed}"
-            task = progress.add_task(label[:60], total=job.config.rounds, status="")
-
-            def on_eval(rec: dict, task=task) -> None:
-                progress.update(task, completed=rec["round"], status=f"acc {rec['test_acc']:.2f}% (ema {rec['ema_acc']:.2f})")
-
-            try:
-                summaries[job.id] = run_job(job, suite, jobdir, device, tracker, on_eval, stop_after)
-            except UserError:
-                raise
-            except Exception as err:  # a crashing job must not take the suite (or its results) down
-                summary = failed_summary(job, suite, f"{type(err).__name__}: {err}", traceback.format_exc())
-                atomic_write_json(jobdir.summary, summary)
-                tracker.end_job(summary, [jobdir.summary])
-                summaries[job.id] = summary
-                console.print(f"[red]job {job.id} ({label}) failed: {type(err).__name__}: {err}[/red]")
-            progress.update(task, visible=False)
+            lock = job_lock(results_root, suite, job.id)
+            if not (done := reusable_summary(job, jobdir)) and not lock.acquire(blocking=wait):
+                return False
+            try:  # re-read under the lock: the other process may have finished it meanwhile
+                if not (done := done or reusable_summary(job, jobdir)):
+                    jobdir.set_aside_other_data(data_fingerprint(job.config))
+                summaries[job.id] = done or _run_one(job, suite, jobdir, device, tracker, console, progress, stop_after)
+            finally:
+                lock.release()
             progress.advance(suite_task)
-    return summaries
+            return True
+
+        held_elsewhere = [job for job in jobs if not attempt(job, wait=False)]
+        for job in held_elsewhere:
+            console.print(f"job {job.id}: another fedbench process is training it; waiting for it to finish")
+            attempt(job, wait=True)
+    return {job.id: summaries[job.id] for job in jobs}
+
+
+def _run_one(job: Job, suite: str, jobdir: JobDir, device: str, tracker, console: Console, progress: Progress,
+             stop_after: int | None) -> dict:
+    label = f"{job.dataset_label} / {job.method_label} / seed {job.config.seed}"
+    task = progress.add_task(escape(label[:60]), total=job.config.rounds, status="")
+
+    def on_eval(rec: dict) -> None:
+        progress.update(task, completed=rec["round"], status=f"acc {rec['test_acc']:.2f}% (ema {rec['ema_acc']:.2f})")
+
+    try:
+        summary = run_job(job, suite, jobdir, device, tracker, on_eval, stop_after)
+        if summary.get("diverged_at_round"):
+            console.print(f"[yellow]job {job.id} ({escape(label)}) diverged: {escape(summary['error'])}[/yellow]")
+    except UserError:
+        raise
+    except Exception as err:  # a crashing job must not take the suite (or its results) down
+        summary = failed_summary(job, suite, f"{type(err).__name__}: {err}", traceback.format_exc())
+        atomic_write_json(jobdir.summary, summary)
+        tracker.end_job(summary, [jobdir.summary])
+        console.print(f"[red]job {job.id} ({escape(label)}) failed: {escape(f'{type(err).__name__}: {err}')}[/red]")
+    progress.update(task, visible=False)
+    return summary

@@ -15,10 +15,11 @@ import traceback
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 
 from benchmark.errors import UserError
-from benchmark.run.executor import failed_summary, progress_columns, run_jobs
+from benchmark.run.executor import failed_summary, progress_columns, reusable_summary, run_jobs
 from benchmark.run.job_runner import job_config_json
 from benchmark.run.results import JobDir, atomic_write_json
 from benchmark.run.tracking import NullTracker
@@ -60,6 +61,15 @@ def _check_device(device: str, gpus_per_job: float) -> None:
         raise UserError(f"--device {device}: under Ray use --device cuda; Ray assigns each job its GPU")
 
 
+def check_resources(available: dict, gpus_per_job: float, cpus_per_job: float) -> None:
+    """A task asking for more than the whole cluster has would wait forever: refuse it now."""
+    for flag, want, kind in (("--gpus-per-job", gpus_per_job, "GPU"), ("--cpus-per-job", cpus_per_job, "CPU")):
+        have = available.get(kind, 0)
+        if want > have:
+            raise UserError(f"{flag} {want:g}: the Ray cluster has {have:g} {kind}(s), so no job could ever start; "
+                            f"lower {flag} or join a cluster that has them (--ray-address)")
+
+
 def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu", tracker=None,
                  console: Console | None = None, stop_after: int | None = None, address: str | None = None,
                  gpus_per_job: float = 0.0, cpus_per_job: float = 1.0) -> dict[str, dict]:
@@ -71,6 +81,12 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
     started_here = not ray.is_initialized()
     if started_here:
         ray.init(address=address)  # None: start a local cluster (or join $RAY_ADDRESS)
+    try:
+        check_resources(ray.cluster_resources(), gpus_per_job, cpus_per_job)
+    except UserError:
+        if started_here:
+            ray.shutdown()
+        raise
     task = ray.remote(run_one_job).options(num_cpus=cpus_per_job, num_gpus=gpus_per_job, max_retries=0)
 
     # absolute: Ray workers do not run in the driver's working directory; on a multi-node
@@ -82,7 +98,7 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
         with Progress(*progress_columns(), console=console, transient=False) as progress:
             bar = progress.add_task("jobs (ray)", total=len(jobs), status="")
             for job in jobs:
-                if done := JobDir(results_root, suite, job.id).skipped_summary():
+                if done := reusable_summary(job, JobDir(results_root, suite, job.id)):
                     summaries[job.id] = done
                     progress.advance(bar)
                 else:
@@ -117,7 +133,8 @@ def _collect(ray, ref, job: Job, suite: str, results_root: Path, tracker, consol
             raise UserError(result["user_error"])
         summary = result["summary"]
     if summary.get("status") == "failed":
-        console.print(f"[red]job {job.id} ({job.dataset_label} / {job.method_label}) failed: {summary['error']}[/red]")
+        console.print(f"[red]job {job.id} ({escape(job.dataset_label)} / {escape(job.method_label)}) failed: "
+                      f"{escape(summary['error'])}[/red]")
     if not summary.get("skipped"):  # finished in the meantime by another run: already mirrored
-        mirror_to_tracker(tracker, job, suite, jobdir, summary)
+        mirror_to_tracker(tracker, job, suite, jobdir, summary)  # the tracker finds the job's run
     return summary

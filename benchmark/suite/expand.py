@@ -22,7 +22,7 @@ from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, Settings, Suite
 
 # Fields that never change a trajectory: kept in config.json, left out of the job id.
 NOT_HASHED = {("dataset", "label"), ("dataset", "reference"), ("dataset", "root"), ("method", "label"),
-              ("metrics",), ("checkpoint_every",), ("execution",),
+              ("metrics",), ("checkpoint_every",), ("checkpoint_minutes",), ("execution",),
               ("client_state",), ("vmap_chunk",)}
 
 

@@ -160,6 +160,9 @@ class Settings(Strict):
     metrics: list[str] = Field(default_factory=list, description="extra acc@R / acc_raw@R / rounds_to@X to report")
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
     checkpoint_every: int = Field(0, ge=0, description="rounds between resume checkpoints; 0 = none")
+    checkpoint_minutes: float = Field(
+        5.0, ge=0, description="also write a resume checkpoint when this many minutes passed since the last; 0 = off"
+    )
     execution: Literal["sequential", "vectorised"] = Field(
         "sequential", description="train a round's clients one by one, or together under torch.func.vmap (same numbers)"
     )
@@ -206,6 +209,7 @@ class DatasetEntry(Strict):
     metrics: list[str] | None = None
     precision: str | None = None
     checkpoint_every: int | None = None
+    checkpoint_minutes: float | None = None
     execution: str | None = None
     client_state: str | None = None
     vmap_chunk: int | None = None
@@ -213,12 +217,19 @@ class DatasetEntry(Strict):
 
 
 class Suite(Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="results/<name>/ and the MLflow experiment")
     description: str = ""
     defaults: dict[str, Any] = Field(default_factory=dict)
     datasets: list[DatasetEntry] = Field(min_length=1)
     methods: list[Any] = Field(min_length=1)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _stays_inside_results(cls, v):
+        if set(v) == {"."}:  # "." or ".." would write into (or above) the results folder itself
+            raise ValueError(f"{v!r} is not a folder name; use letters, digits, '_', '-' or '.'")
+        return v
 
 
 class JobConfig(Strict):
@@ -236,6 +247,7 @@ class JobConfig(Strict):
     metrics: list[str]
     precision: Literal["fp32", "bf16", "fp16"]
     checkpoint_every: int
+    checkpoint_minutes: float = 5.0
     execution: Literal["sequential", "vectorised"] = "sequential"
     client_state: Literal["memory", "memmap"] = "memory"
     vmap_chunk: int | None = Field(None, ge=1)
