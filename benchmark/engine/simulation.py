@@ -96,7 +96,8 @@ class Simulation:
     # -- one round ------------------------------------------------------------------------
     def round_info(self, t: int) -> RoundInfo:
         lr = self.job.local.lr * self.job.local.lr_decay**t
-        return RoundInfo(round=t, lr=lr, num_clients=self.data.num_clients, spec=self.spec, base_lr=self.job.local.lr)
+        return RoundInfo(round=t, lr=lr, num_clients=self.data.num_clients, spec=self.spec, base_lr=self.job.local.lr,
+                         weight_decay=self.job.local.weight_decay)
 
     def run_round(self, t: int) -> float:
         """Advance from round t to t+1; returns the participants' weighted mean training loss."""
