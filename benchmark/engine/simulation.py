@@ -75,6 +75,16 @@ class Simulation:
             "ema": p.ema, "bytes_down": p.bytes_down, "bytes_up": p.bytes_up, "clients": self.clients.state_dict(),
         }
 
+    STATE_KEYS = frozenset({"round", "theta", "server_state", "ema", "bytes_down", "bytes_up", "clients"})
+
+    def misfit(self, s) -> str | None:
+        """Why `s` cannot be a state of this simulation (a foreign or damaged checkpoint), or None."""
+        if not isinstance(s, dict) or set(s) != self.STATE_KEYS:
+            return f"expected the keys {sorted(self.STATE_KEYS)}"
+        if not isinstance(s["theta"], torch.Tensor) or s["theta"].shape != self.progress.theta.shape:
+            return f"its parameters are not a tensor of shape {tuple(self.progress.theta.shape)}"
+        return None
+
     def load_state_dict(self, s: dict) -> None:
         self.progress = Progress(
             round=s["round"], theta=s["theta"].to(self.device),

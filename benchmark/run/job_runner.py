@@ -68,6 +68,9 @@ def resume_point(job: Job, jobdir: JobDir, sim: Simulation) -> list[dict]:
     checkpoint = jobdir.load_checkpoint()
     if checkpoint is None:
         return []
+    if problem := sim.misfit(checkpoint["simulation"]):
+        jobdir.set_aside_checkpoint(f"it does not fit this job: {problem}")
+        return []
     at = checkpoint["simulation"]["round"]
     if checkpoint.get("data_fingerprint", sim.data.fingerprint) != sim.data.fingerprint:
         log.warning("%s was written on other data (fingerprint %s, now %s); restarting job %s from round 0",
