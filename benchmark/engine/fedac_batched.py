@@ -29,7 +29,7 @@ from benchmark.fl.fedac import coefficients
 from benchmark.fl.flat import flat_params
 from benchmark.suite.schema import JobConfig
 
-ENGINE = "fedac_batched"  # the name recorded beside the results of the jobs run here
+ENGINE = "fedac_batched"  # recorded in the checkpoints of the jobs run here
 
 
 def batch_key(job: JobConfig) -> str | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from benchmark.engine.convex import BinaryLogistic
 from benchmark.engine.simulation import Diverged
-from benchmark.engine.fedac_batched import Outcome, batch_key, run_batch
+from benchmark.engine.fedac_batched import ENGINE, Outcome, batch_key, run_batch
 from benchmark.suite.expand import Job
 
 
@@ -40,7 +40,7 @@ class ReplaySimulation:
         self.data = ReplayData(data_fingerprint(job.config))
 
     def state_dict(self) -> dict:
-        return {"round": self.progress.round, "engine": "fedac_batched"}
+        return {"round": self.progress.round, "engine": ENGINE}
 
     def load_state_dict(self, state: dict) -> None:
         self.progress.round = state["round"]  # records up to here are on disk already
