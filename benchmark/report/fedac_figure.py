@@ -88,8 +88,7 @@ def fedac_tables(cells: dict[tuple[str, int, int], Cell]) -> list[Table]:
     methods = list(dict.fromkeys(m for m, _, _ in cells))
     for k in _intervals(cells):
         workers = sorted({m for (_, m, kk) in cells if kk == k})
-        table = Table(title=f"K = {k}: best final F(w) − F* over η (the η chosen); "
-                            "'!' = best η at the grid's edge, 'xN' = N η values diverged or failed")
+        table = Table(title=f"K = {k}: best final F(w) − F* over η (that η)")
         table.add_column("method")
         for m in workers:
             table.add_column(f"M={m}", justify="right")
@@ -161,7 +160,8 @@ def lost_summary(cells: dict[tuple[str, int, int], Cell]) -> str:
         for fate in c.lost.values():
             kinds[fate] += 1
     detail = ", ".join(f"{n} {fate}" for fate, n in sorted(kinds.items()))
-    return f"{runs} runs, {lost} excluded from the choice of η" + (f" ({detail})" if detail else "")
+    return (f"{runs} runs, {lost} excluded from the choice of η" + (f" ({detail})" if detail else "")
+            + "; '!' = best η at the grid's edge, 'xN' = N η values diverged, failed or not run")
 
 
 def fedac_report(console, suite_name: str, jobs: list[Job], summaries: dict[str, dict], results_dir: Path) -> list[Job]:
