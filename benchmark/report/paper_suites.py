@@ -23,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from benchmark.fl.method import resolve_method
+from benchmark.report.fedac_suites import fedac_suites
 from benchmark.report.paper_settings import (
     ACC_METRIC,
     DATASET,
@@ -425,12 +426,17 @@ def main(argv: list[str]) -> int:
                          "datasets": [d for g in names for d in suites[g]["datasets"]],
                          "methods": list(dict.fromkeys(m for g in names for m in suites[g]["methods"]))}
         groups[alias] = [t for g in names for t in groups[g]]
-    for group, suite in suites.items():
+    files = {group: (header(group, groups[group], suite), suite) for group, suite in suites.items()}
+    files.update(fedac_suites(ref_dir))  # FedAc's figures: their own protocol and header
+    for group, (head, suite) in files.items():
         path = out_dir / f"{group}.yaml"
-        path.write_text(header(group, groups[group], suite)
-                        + yaml.dump(suite, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120))
+        path.write_text(head + dump_suite(suite))
         print(path)
     return 0
+
+
+def dump_suite(suite: dict) -> str:
+    return yaml.dump(suite, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
 
 
 if __name__ == "__main__":

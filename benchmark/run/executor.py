@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from benchmark.engine.setup import data_fingerprint
 from benchmark.errors import UserError
+from benchmark.run.batched import BatchedJobs
 from benchmark.run.job_runner import run_job
 from benchmark.run.locks import job_lock
 from benchmark.run.results import JobDir, atomic_write_json
@@ -47,6 +48,8 @@ def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu
     tracker = tracker or NullTracker()
     console = console or Console(stderr=True)
     summaries: dict[str, dict] = {}
+    # FedAc-protocol jobs: each (M, K) cell is computed once, as one batch, when its first job is due
+    batched = BatchedJobs([j for j in jobs if not reusable_summary(j, JobDir(results_root, suite, j.id))])
     with Progress(*progress_columns(), console=console, transient=False) as progress:
         suite_task = progress.add_task("jobs", total=len(jobs), status="")
 
@@ -59,7 +62,8 @@ def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu
             try:  # re-read under the lock: the other process may have finished it meanwhile
                 if not (done := done or reusable_summary(job, jobdir)):
                     jobdir.set_aside_other_data(data_fingerprint(job.config))
-                summaries[job.id] = done or _run_one(job, suite, jobdir, device, tracker, console, progress, stop_after)
+                summaries[job.id] = done or _run_one(job, suite, jobdir, device, tracker, console, progress, stop_after,
+                                                     batched.simulation_for)
             finally:
                 lock.release()
             progress.advance(suite_task)
@@ -73,7 +77,7 @@ def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu
 
 
 def _run_one(job: Job, suite: str, jobdir: JobDir, device: str, tracker, console: Console, progress: Progress,
-             stop_after: int | None) -> dict:
+             stop_after: int | None, simulation_for=None) -> dict:
     label = f"{job.dataset_label} / {job.method_label} / seed {job.config.seed}"
     task = progress.add_task(escape(label[:60]), total=job.config.rounds, status="")
 
@@ -81,7 +85,7 @@ def _run_one(job: Job, suite: str, jobdir: JobDir, device: str, tracker, console
         progress.update(task, completed=rec["round"], status=f"acc {rec['test_acc']:.2f}% (ema {rec['ema_acc']:.2f})")
 
     try:
-        summary = run_job(job, suite, jobdir, device, tracker, on_eval, stop_after)
+        summary = run_job(job, suite, jobdir, device, tracker, on_eval, stop_after, simulation_for)
         if summary.get("diverged_at_round"):
             console.print(f"[yellow]job {job.id} ({escape(label)}) diverged: {escape(summary['error'])}[/yellow]")
     except UserError:
