@@ -9,6 +9,7 @@ from typing import Callable
 
 from benchmark.engine.metrics import summarise
 from benchmark.engine.setup import build_simulation
+from benchmark.run.heartbeat import Heartbeat
 from benchmark.run.results import FINISHED, JobDir, atomic_torch_save, atomic_write_json
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
@@ -45,6 +46,7 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
         pending.clear()
 
     def eval_cb(rec: dict) -> None:
+        heartbeat.beat(rec["round"], rec)
         records.append(rec)
         pending.append(rec)
         if len(pending) >= 50:
@@ -53,11 +55,16 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
             on_eval(rec)
 
     def round_cb(r: int) -> None:
+        heartbeat.beat(r)
         if every and r % every == 0 and r < job.config.rounds:
             flush()
             atomic_torch_save(jobdir.checkpoint, {"simulation": sim.state_dict()})
 
-    sim.run(on_eval=eval_cb, on_round=round_cb, stop_after=stop_after)
+    heartbeat = Heartbeat(jobdir.heartbeat, job.config.rounds, sim.progress.round)
+    try:
+        sim.run(on_eval=eval_cb, on_round=round_cb, stop_after=stop_after)
+    finally:
+        heartbeat.stop()
     flush()
     done = sim.progress.round >= job.config.rounds
     if not done:  # stopped early on purpose: keep a checkpoint to resume from
