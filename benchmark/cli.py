@@ -60,6 +60,11 @@ def _progress(jobs, quiet: bool, verbose: bool):
     return reporter(jobs, err_console, verbosity)
 
 
+def _typed_overrides(sets, seeds, rounds) -> list[str]:
+    """The overrides as typed on the command line (recorded on the MLflow parent run)."""
+    return [*(f"--set {s}" for s in sets), *([f"--seeds {seeds}"] if seeds else []), *([f"--rounds {rounds}"] if rounds else [])]
+
+
 VERBOSITY = [click.option("--quiet", "-q", is_flag=True, help="no progress output: warnings, errors and the result table only"),
              click.option("--verbose", "-v", is_flag=True, help="log every evaluated round")]
 
@@ -108,7 +113,8 @@ def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, de
     else:
         dev = _device(device)
     progress = _progress(jobs, quiet, verbose)
-    tracker = NullTracker() if no_tracking else MlflowTracker(suite.name, tracking_uri)
+    tracker = NullTracker() if no_tracking else MlflowTracker(suite.name, tracking_uri, suite_file=suite_file,
+                                                               overrides=_typed_overrides(sets, seeds, rounds))
     status = "FAILED"
     try:
         if executor == "ray":
@@ -218,7 +224,7 @@ def check(suite_file: Path, baseline, results_dir: Path, tolerance, update: bool
     suite, jobs = load_selected(suite_file)
     spread_jobs = load_selected(suite_file, seeds=spread_seeds)[1] if spread_seeds else []
     every = jobs + [j for j in spread_jobs if j.id not in {k.id for k in jobs}]
-    tracker = NullTracker() if no_tracking else MlflowTracker(suite.name)
+    tracker = NullTracker() if no_tracking else MlflowTracker(suite.name, suite_file=suite_file)
     try:
         summaries = run_jobs(every, suite.name, results_dir, _device("auto"), tracker, _progress(every, quiet, verbose))
     finally:

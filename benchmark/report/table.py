@@ -57,8 +57,7 @@ def result_tables(suite: Suite, jobs: list[Job], summaries: dict[str, dict]) -> 
         table.add_column("status")
         by_label: dict[str, list[dict]] = {}
         for job in d_jobs:
-            key = job.method_label + ("".join(f" {k}={v}" for k, v in job.grid_point.items() if not k.startswith("method")))
-            by_label.setdefault(key, []).append(summaries.get(job.id, {"status": "not run"}))
+            by_label.setdefault(job.setting_label, []).append(summaries.get(job.id, {"status": "not run"}))
         for label, sums in by_label.items():
             ref_row = _match_reference(label, ref.rows) if ref else None
             row = [label, str(len(sums))]

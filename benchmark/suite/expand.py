@@ -34,6 +34,12 @@ class Job:
     config: JobConfig
     grid_point: dict = field(default_factory=dict)
     dataset_index: int = 0  # which entry of the suite's `datasets:` it came from
+    suite_point: dict = field(default_factory=dict)  # the suite grid's and command-line overrides' settings
+
+    @property
+    def setting_label(self) -> str:
+        """The method label plus the suite-grid / override settings: a row of a results table."""
+        return " ".join([self.method_label, *(f"{k}={v}" for k, v in self.suite_point.items())])
 
     @property
     def method_label(self) -> str:
@@ -206,7 +212,8 @@ def expand(suite: Suite, file: str = "<suite>", overrides: Overrides | None = No
                         dataset = entry.model_dump(exclude=SETTINGS_FIELDS)
                         raw.update(dataset=dataset, method=variant, seed=seed, metrics=metrics)
                         config = _job_config(raw, s_point, overrides, file)
-                        job = Job(job_id(config), config, {**m_point, **s_point, **overrides.values}, d_index)
+                        point = {**s_point, **overrides.values}
+                        job = Job(job_id(config), config, {**m_point, **point}, d_index, point)
                         if job.id not in seen:
                             seen.add(job.id)
                             jobs.append(job)
