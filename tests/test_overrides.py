@@ -41,6 +41,8 @@ def test_seeds_and_method_override_through_the_cli(tmp_path, capsys):
     (["--set", "local.lr=-1"], ["--set local.lr", "greater than 0"]),
     (["--set", "method.server.lamm=0.7"], ["--set method.server.lamm", "unknown parameter 'lamm'", "did you mean 'lam'"]),
     (["--set", "local.lr"], ["expected PATH=VALUE"]),
+    (["--set", "dataset.params.num_user=3"], ["--set dataset.params.num_user", "did you mean 'num_users'"]),
+    (["--set", "dataset.name=femnistt"], ["--set dataset.name", "did you mean 'femnist'"]),
     (["--seeds", "0,x"], ["--seeds", "comma-separated integers"]),
     (["--rounds", "0"], ["--rounds", "greater than or equal to 1"]),
     (["--only", "FedAvgg"], ["--only 'FedAvgg' matches no job", "did you mean 'FedAvg'"]),

@@ -180,6 +180,18 @@ def _job_config(raw: dict, s_point: dict, overrides: Overrides, file: str) -> Jo
     except (ValidationError, MethodProblems) as err:
         found = err.problems if isinstance(err, MethodProblems) else pydantic_problems(err, model=JobConfig)
         raise SuiteError(file, [(overrides.source(p) or f"grid ({s_point})", f"{p}: {m}") for p, m in found]) from None
+    if any(k.startswith("dataset.") for k in [*s_point, *overrides.values]):  # as _check_names does for the YAML
+        from benchmark.data.source import DATASET_PARAMS
+        from benchmark.engine.setup import known_datasets
+
+        name, where = config.dataset.name, overrides.source("dataset.name") or f"grid ({s_point})"
+        if name not in known_datasets():
+            raise SuiteError(file, [(where, f"unknown dataset {name!r}; " + allowed_names(name, known_datasets()))])
+        try:
+            DATASET_PARAMS[name](**config.dataset.params)
+        except ValidationError as err:
+            found = pydantic_problems(err, "dataset.params", DATASET_PARAMS[name])
+            raise SuiteError(file, [(overrides.source(p) or f"grid ({s_point})", f"{p}: {m}") for p, m in found]) from None
     return config
 
 
