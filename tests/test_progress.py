@@ -49,3 +49,17 @@ def test_terminal_display_shows_eta_and_a_line_per_finished_job(tmp_path):
         acc = f"{summaries[job.id]['final_acc']:.2f}%"
         assert re.search(rf"done.*{job.method_label} / seed 0: acc {re.escape(acc)}.*{job.id}", text)
     assert "suite rounds" in text and "ETA" in text and "2/2 jobs" in text
+
+
+def test_a_failed_job_is_a_warning_without_accuracy(tmp_path, capsys, monkeypatch):
+    from benchmark.fl.registry import SERVER_RULES
+
+    def explode(self, *args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(SERVER_RULES.get("acg"), "update", explode)
+    path = write_suite(tmp_path, tiny_suite())
+    assert main(["run", str(path), "--no-tracking", "--results-dir", str(tmp_path / "r"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert re.search(r"WARNING job 2/2 synthetic / FedACG / seed 0: failed: RuntimeError: boom \(id \w{12}\)", err)
+    assert "FedAvg" not in err  # --quiet: the finished job is not logged
