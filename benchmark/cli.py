@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from benchmark.cli_options import job_options, load_selected
+from benchmark.cli_options import job_options, load_selected, verbosity_options
 from benchmark.errors import UserError
 
 # Piped output (CI logs, files) gets wide tables instead of rich's 80-column default.
@@ -63,16 +63,6 @@ def _progress(jobs, quiet: bool, verbose: bool):
 def _typed_overrides(sets, seeds, rounds) -> list[str]:
     """The overrides as typed on the command line (recorded on the MLflow parent run)."""
     return [*(f"--set {s}" for s in sets), *([f"--seeds {seeds}"] if seeds else []), *([f"--rounds {rounds}"] if rounds else [])]
-
-
-VERBOSITY = [click.option("--quiet", "-q", is_flag=True, help="no progress output: warnings, errors and the result table only"),
-             click.option("--verbose", "-v", is_flag=True, help="log every evaluated round")]
-
-
-def verbosity_options(command):
-    for option in reversed(VERBOSITY):
-        command = option(command)
-    return command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

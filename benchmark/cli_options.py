@@ -11,18 +11,26 @@ import click
 from benchmark.errors import UserError
 
 
-def job_options(command):
-    """--set/--seeds/--rounds (overrides, as a one-valued suite grid) and --only (selection)."""
-    options = [
-        click.option("--only", multiple=True, metavar="NAME",
-                     help="only jobs whose id, method label (with or without its [grid] suffix) or dataset label is "
-                          "exactly NAME (case-insensitive); repeatable"),
-        click.option("--set", "sets", multiple=True, metavar="PATH=VALUE",
-                     help="override a job setting for every job, e.g. --set local.lr=0.05 (YAML value); repeatable"),
-        click.option("--seeds", default=None, metavar="S1,S2,..", help="run these seeds instead of the suite's"),
-        click.option("--rounds", type=int, default=None, help="rounds per job instead of the suite's (same as --set rounds=N)"),
-    ]
-    return functools.reduce(lambda f, option: option(f), reversed(options), command)
+def _stacked(*options):
+    """One decorator applying `options` in the order given (as --help lists them)."""
+    return lambda command: functools.reduce(lambda f, option: option(f), reversed(options), command)
+
+
+verbosity_options = _stacked(
+    click.option("--quiet", "-q", is_flag=True, help="no progress output: warnings, errors and the result table only"),
+    click.option("--verbose", "-v", is_flag=True, help="log every evaluated round"),
+)
+
+# --only (selection) and --set/--seeds/--rounds (overrides, applied like a one-valued suite grid)
+job_options = _stacked(
+    click.option("--only", multiple=True, metavar="NAME",
+                 help="only jobs whose id, method label (with or without its [grid] suffix) or dataset label is "
+                      "exactly NAME (case-insensitive); repeatable"),
+    click.option("--set", "sets", multiple=True, metavar="PATH=VALUE",
+                 help="override a job setting for every job, e.g. --set local.lr=0.05 (YAML value); repeatable"),
+    click.option("--seeds", default=None, metavar="S1,S2,..", help="run these seeds instead of the suite's"),
+    click.option("--rounds", type=int, default=None, help="rounds per job instead of the suite's (same as --set rounds=N)"),
+)
 
 
 def job_names(job) -> set[str]:
