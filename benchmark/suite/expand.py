@@ -225,7 +225,7 @@ def expand(suite: Suite, file: str = "<suite>", overrides: Overrides | None = No
                         raw.update(dataset=dataset, method=variant, seed=seed, metrics=metrics)
                         config = _job_config(raw, s_point, overrides, file)
                         point = {**s_point, **overrides.values}
-                        job = Job(job_id(config), config, {**m_point, **point}, d_index, point)
+                        job = Job(job_id(config), config, {**m_point, **point}, d_index, suite_point=point)
                         if job.id not in seen:
                             seen.add(job.id)
                             jobs.append(job)
