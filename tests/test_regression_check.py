@@ -58,3 +58,18 @@ def test_tolerances_are_k_times_the_largest_seed_spread(tmp_path):
     tolerance_path(baseline).write_text("{}")
     with pytest.raises(UserError, match="b.tolerance.json: not a tolerance file"):
         load_tolerances(baseline)
+
+
+def test_real_data_gate_is_run_by_ci_and_its_baseline_covers_every_job():
+    """The FEMNIST gate itself runs in `.ci/run` (minutes); here: its files agree with its suite."""
+    from benchmark.report.check import load_tolerances
+    from benchmark.suite.expand import load_jobs
+
+    assert "fedbench check suites/ci_femnist.yaml" in (REPO / ".ci" / "run").read_text()
+    suite, jobs = load_jobs(REPO / "suites" / "ci_femnist.yaml")
+    baseline = REPO / "results" / "baselines" / f"{suite.name}.json"
+    expected = {f"{j.dataset_label} / {j.method_label} / seed {j.config.seed}" for j in jobs}
+    assert set(json.loads(baseline.read_text())) == expected
+    spread = json.loads(baseline.with_name(f"{suite.name}.tolerance.json").read_text())
+    assert len(spread["seeds"]) >= 3 and set(load_tolerances(baseline)) >= {"final_acc", "acc@20"}
+    assert {m for j in jobs for m in [j.method_label]} == {g.split(" / ")[1] for g in spread["values"]}
