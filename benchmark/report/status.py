@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from rich.table import Table
 
 from benchmark.run.heartbeat import is_alive, read_heartbeat, seconds_per_round
-from benchmark.run.results import FINISHED, JobDir
+from benchmark.run.results import JobDir
+from benchmark.run.status import DIVERGED, FAILED, FINISHED, STOPPED
 from benchmark.suite.expand import Job
 
 STATES = ("done", "running", "failed", "diverged", "pending")
@@ -57,11 +58,11 @@ def job_status(job: Job, jobdir: JobDir, now: float) -> JobStatus:
     per_round = summary["wall_time_s"] / rounds if rounds and summary.get("wall_time_s") else None
     if status == FINISHED and jobdir.model.exists():
         return JobStatus(job, "done", rounds, summary.get("final_acc"), per_round)
-    if status in ("failed", "diverged"):
-        what = summary.get("error") or (f"at round {summary['diverged_round']}" if "diverged_round" in summary else "")
-        return JobStatus(job, status, rounds, None, per_round, str(what).splitlines()[0][:80] if what else "")
+    if status in (FAILED, DIVERGED):  # no accuracy: neither has a result to show
+        what = str(summary.get("error") or "").splitlines()
+        return JobStatus(job, status, rounds, None, per_round, what[0][:80] if what else "")
     last = _last_metrics(jobdir)
-    if status == "stopped":
+    if status == STOPPED:
         return JobStatus(job, "pending", rounds, summary.get("final_acc"), per_round, "stopped early (--stop-after); resumes")
     if last is None and not jobdir.checkpoint.exists():
         return JobStatus(job, "pending", 0, None, None)

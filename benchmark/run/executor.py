@@ -1,7 +1,9 @@
 """Run a suite's jobs in this process, one after another, reporting progress (run/progress.py).
 
-Finished jobs are skipped; a job that fails is recorded (status "failed", the error in its
-summary.json) and the suite goes on. Bad user input (UserError) stops the suite with exit 2.
+Finished and diverged jobs are skipped; a job that fails is recorded (status "failed", the
+error in its summary.json) and the suite goes on. Bad user input (UserError) stops the suite
+with exit 2. Each job is trained under a per-job lock, so processes sharing a results folder
+never train the same job twice: a job another process holds is left for last, then waited for.
 """
 
 from __future__ import annotations
@@ -9,42 +11,69 @@ from __future__ import annotations
 import traceback
 from pathlib import Path
 
+from benchmark.engine.setup import data_fingerprint
 from benchmark.errors import UserError
 from benchmark.run.job_runner import run_job
-from benchmark.run.progress import LogProgress
+from benchmark.run.locks import job_lock
+from benchmark.run.progress import LogProgress, log
 from benchmark.run.results import JobDir, atomic_write_json
+from benchmark.run.status import FAILED
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
 
 
 def failed_summary(job: Job, suite: str, error: str, trace: str = "") -> dict:
     return {"job_id": job.id, "suite": suite, "dataset": job.dataset_label, "method": job.method_label,
-            "seed": job.config.seed, "status": "failed", "error": error, "traceback": trace}
+            "seed": job.config.seed, "status": FAILED, "error": error, "traceback": trace}
+
+
+def reusable_summary(job: Job, jobdir: JobDir) -> dict | None:
+    """The summary of a job already done on the same data (marked skipped), else None."""
+    return jobdir.skipped_summary(data_fingerprint(job.config))
 
 
 def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu", tracker=None,
              progress=None, stop_after: int | None = None) -> dict[str, dict]:
-    """Run every unfinished job; returns job id -> summary (finished, skipped, or failed)."""
+    """Run every unfinished job; returns job id -> summary (finished, diverged, skipped, or failed)."""
     tracker = tracker or NullTracker()
     progress = progress or LogProgress(jobs)
     summaries: dict[str, dict] = {}
     with progress:
-        for job in jobs:
+
+        def attempt(job: Job, wait: bool) -> bool:
+            """Run or skip `job`; False when another process holds it and `wait` is off."""
             jobdir = JobDir(results_root, suite, job.id)
-            if done := jobdir.skipped_summary():
-                summaries[job.id] = done
-                progress.skipped(job, done)
-                continue
-            progress.job_started(job)
-            try:
-                summaries[job.id] = run_job(job, suite, jobdir, device, tracker,
-                                            lambda rec, job=job: progress.evaluated(job, rec), stop_after)
-            except UserError:
-                raise
-            except Exception as err:  # a crashing job must not take the suite (or its results) down
-                summary = failed_summary(job, suite, f"{type(err).__name__}: {err}", traceback.format_exc())
-                atomic_write_json(jobdir.summary, summary)
-                tracker.end_job(summary, [jobdir.summary])
-                summaries[job.id] = summary
-            progress.job_finished(job, summaries[job.id])
-    return summaries
+            lock = job_lock(results_root, suite, job.id)
+            if not (done := reusable_summary(job, jobdir)) and not lock.acquire(blocking=wait):
+                return False
+            try:  # re-read under the lock: the other process may have finished it meanwhile
+                if not (done := done or reusable_summary(job, jobdir)):
+                    jobdir.set_aside_other_data(data_fingerprint(job.config))
+                if done:
+                    summaries[job.id] = done
+                    progress.skipped(job, done)
+                else:
+                    summaries[job.id] = _run_one(job, suite, jobdir, device, tracker, progress, stop_after)
+            finally:
+                lock.release()
+            return True
+
+        held_elsewhere = [job for job in jobs if not attempt(job, wait=False)]
+        for job in held_elsewhere:
+            log.info("job %s: another fedbench process is training it; waiting for it to finish", job.id)
+            attempt(job, wait=True)
+    return {job.id: summaries[job.id] for job in jobs}
+
+
+def _run_one(job: Job, suite: str, jobdir: JobDir, device: str, tracker, progress, stop_after: int | None) -> dict:
+    progress.job_started(job)
+    try:
+        summary = run_job(job, suite, jobdir, device, tracker, lambda rec: progress.evaluated(job, rec), stop_after)
+    except UserError:
+        raise
+    except Exception as err:  # a crashing job must not take the suite (or its results) down
+        summary = failed_summary(job, suite, f"{type(err).__name__}: {err}", traceback.format_exc())
+        atomic_write_json(jobdir.summary, summary)
+        tracker.end_job(summary, [jobdir.summary])
+    progress.job_finished(job, summary)
+    return summary

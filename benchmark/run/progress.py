@@ -11,6 +11,7 @@ import sys
 import time
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 
@@ -111,7 +112,7 @@ class RichProgress(LogProgress):
         self._suite_status()
 
     def job_started(self, job) -> None:
-        self.tasks[job.id] = (self.progress.add_task(job_name(job)[:60], total=job.config.rounds, status=""), 0)
+        self.tasks[job.id] = (self.progress.add_task(escape(job_name(job)[:60]), total=job.config.rounds, status=""), 0)
 
     def evaluated(self, job, rec: dict) -> None:
         task, counted = self.tasks[job.id]
@@ -119,7 +120,8 @@ class RichProgress(LogProgress):
         self.progress.advance(self.suite, rec["round"] - counted)
         self.tasks[job.id] = (task, rec["round"])
         if self.verbosity >= VERBOSE:
-            self.console.print(f"  {job_name(job)}: round {rec['round']}, acc {rec['test_acc']:.2f}%", highlight=False)
+            self.console.print(f"  {job_name(job)}: round {rec['round']}, acc {rec['test_acc']:.2f}%", markup=False,
+                               highlight=False)
 
     def job_finished(self, job, summary: dict) -> None:
         self.done_jobs += 1
@@ -129,8 +131,8 @@ class RichProgress(LogProgress):
         self.progress.advance(self.suite, job.config.rounds - counted)  # a failed job's rounds will not come
         self._suite_status()
         ok = summary.get("status") in ("finished", "stopped")
-        mark = "[green]done[/green]" if ok else f"[red]{summary.get('status')}[/red]"
-        self.console.print(f"{mark} {job_name(job)}: {outcome(summary)} [dim]{job.id}[/dim]", highlight=False)
+        mark = "[green]done[/green]" if ok else f"[red]{escape(str(summary.get('status')))}[/red]"
+        self.console.print(f"{mark} {escape(job_name(job))}: {escape(outcome(summary))} [dim]{job.id}[/dim]", highlight=False)
 
 
 def reporter(jobs: list, console: Console, verbosity: int = NORMAL):

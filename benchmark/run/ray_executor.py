@@ -14,7 +14,7 @@ import traceback
 from pathlib import Path
 
 from benchmark.errors import UserError
-from benchmark.run.executor import failed_summary, run_jobs
+from benchmark.run.executor import failed_summary, reusable_summary, run_jobs
 from benchmark.run.progress import LogProgress
 from benchmark.run.job_runner import job_config_json
 from benchmark.run.results import JobDir, atomic_write_json
@@ -57,6 +57,15 @@ def _check_device(device: str, gpus_per_job: float) -> None:
         raise UserError(f"--device {device}: under Ray use --device cuda; Ray assigns each job its GPU")
 
 
+def check_resources(available: dict, gpus_per_job: float, cpus_per_job: float) -> None:
+    """A task asking for more than the whole cluster has would wait forever: refuse it now."""
+    for flag, want, kind in (("--gpus-per-job", gpus_per_job, "GPU"), ("--cpus-per-job", cpus_per_job, "CPU")):
+        have = available.get(kind, 0)
+        if want > have:
+            raise UserError(f"{flag} {want:g}: the Ray cluster has {have:g} {kind}(s), so no job could ever start; "
+                            f"lower {flag} or join a cluster that has them (--ray-address)")
+
+
 def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu", tracker=None,
                  progress=None, stop_after: int | None = None, address: str | None = None,
                  gpus_per_job: float = 0.0, cpus_per_job: float = 1.0) -> dict[str, dict]:
@@ -68,6 +77,12 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
     started_here = not ray.is_initialized()
     if started_here:
         ray.init(address=address)  # None: start a local cluster (or join $RAY_ADDRESS)
+    try:
+        check_resources(ray.cluster_resources(), gpus_per_job, cpus_per_job)
+    except UserError:
+        if started_here:
+            ray.shutdown()
+        raise
     task = ray.remote(run_one_job).options(num_cpus=cpus_per_job, num_gpus=gpus_per_job, max_retries=0)
 
     # absolute: Ray workers do not run in the driver's working directory; on a multi-node
@@ -78,7 +93,7 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
     try:
         with progress:  # Ray workers report no rounds: the display advances as jobs finish
             for job in jobs:
-                if done := JobDir(results_root, suite, job.id).skipped_summary():
+                if done := reusable_summary(job, JobDir(results_root, suite, job.id)):
                     summaries[job.id] = done
                     progress.skipped(job, done)
                 else:
@@ -111,5 +126,5 @@ def _collect(ray, ref, job: Job, suite: str, results_root: Path, tracker) -> dic
             raise UserError(result["user_error"])
         summary = result["summary"]
     if not summary.get("skipped"):  # finished in the meantime by another run: already mirrored
-        mirror_to_tracker(tracker, job, suite, jobdir, summary)
+        mirror_to_tracker(tracker, job, suite, jobdir, summary)  # the tracker finds the job's run
     return summary
