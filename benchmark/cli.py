@@ -65,6 +65,16 @@ def _progress(jobs, quiet: bool, verbose: bool):
     return reporter(jobs, err_console, verbosity)
 
 
+def _print_results(suite, jobs, summaries: dict, results_dir: Path) -> None:
+    """The FedAc figure's tables (and PNG) for FedAc-protocol jobs, the paper tables for the rest."""
+    from benchmark.report.fedac_figure import fedac_report
+    from benchmark.report.table import result_tables
+
+    rest = fedac_report(out, suite.name, jobs, summaries, results_dir)
+    for table in result_tables(suite, rest, summaries):
+        out.print(table)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="fedbench", prog_name="fedbench", message="%(prog)s %(version)s")
 def cli() -> None:
@@ -93,7 +103,6 @@ def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, de
     _threads(threads)
     if executor == "local" and (ray_address or gpus_per_job):
         raise UserError("--ray-address and --gpus-per-job need --executor ray")
-    from benchmark.report.table import result_tables
     from benchmark.run.executor import run_jobs
     from benchmark.run.tracking import NullTracker
 
@@ -120,8 +129,7 @@ def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, de
         raise
     finally:
         tracker.close(status)
-    for table in result_tables(suite, jobs, summaries):
-        out.print(table)
+    _print_results(suite, jobs, summaries, results_dir)
     out.print(f"results: {results_dir / suite.name}" + (f"   MLflow: {tracker.uri} (mlflow ui --backend-store-uri "
                                                         f"{tracker.uri})" if tracker.uri else ""), markup=False)
     exit_for_statuses(jobs, summaries)
@@ -231,15 +239,13 @@ def _print_audit(suite, jobs) -> None:
 @job_options
 def report(suite_file: Path, results_dir: Path, only, sets, seeds, rounds) -> None:
     """Print measured vs paper numbers from the results already on disk (never reruns)."""
-    from benchmark.report.table import result_tables
     from benchmark.run.results import JobDir
 
     suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
     summaries = {j.id: s for j in jobs if (s := JobDir(results_dir, suite.name, j.id).read_summary())}
     if not summaries:
         raise UserError(f"no results for suite {suite.name!r} under {results_dir}; run `fedbench run {suite_file}` first")
-    for table in result_tables(suite, jobs, summaries):
-        out.print(table)
+    _print_results(suite, jobs, summaries, results_dir)
 
 
 @cli.command()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from benchmark.engine.setup import data_fingerprint
 from benchmark.errors import UserError
+from benchmark.run.batched import BatchedJobs
 from benchmark.run.job_runner import run_job
 from benchmark.run.locks import job_lock
 from benchmark.run.progress import LogProgress, log
@@ -38,6 +39,8 @@ def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu
     tracker = tracker or NullTracker()
     progress = progress or LogProgress(jobs)
     summaries: dict[str, dict] = {}
+    # FedAc-protocol jobs: each (M, K) cell is computed once, as one batch, when its first job is due
+    batched = BatchedJobs([j for j in jobs if not reusable_summary(j, JobDir(results_root, suite, j.id))])
     with progress:
 
         def attempt(job: Job, wait: bool) -> bool:
@@ -53,7 +56,8 @@ def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu
                     summaries[job.id] = done
                     progress.skipped(job, done)
                 else:
-                    summaries[job.id] = _run_one(job, suite, jobdir, device, tracker, progress, stop_after)
+                    summaries[job.id] = _run_one(job, suite, jobdir, device, tracker, progress, stop_after,
+                                                       batched.simulation_for)
             finally:
                 lock.release()
             return True
@@ -65,10 +69,12 @@ def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu
     return {job.id: summaries[job.id] for job in jobs}
 
 
-def _run_one(job: Job, suite: str, jobdir: JobDir, device: str, tracker, progress, stop_after: int | None) -> dict:
+def _run_one(job: Job, suite: str, jobdir: JobDir, device: str, tracker, progress, stop_after: int | None,
+             simulation_for=None) -> dict:
     progress.job_started(job)
     try:
-        summary = run_job(job, suite, jobdir, device, tracker, lambda rec: progress.evaluated(job, rec), stop_after)
+        summary = run_job(job, suite, jobdir, device, tracker, lambda rec: progress.evaluated(job, rec), stop_after,
+                          simulation_for)
     except UserError:
         raise
     except Exception as err:  # a crashing job must not take the suite (or its results) down

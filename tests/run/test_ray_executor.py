@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from benchmark.errors import UserError
 from benchmark.run.executor import run_jobs
@@ -62,10 +63,11 @@ def test_ray_matches_local_executor_mirrors_and_skips(tmp_path, local_ray, monke
 
     jobs = jobs_of(["fedavg", "fedavgm", "fedacg"])
     good, broken = [jobs[0], jobs[2]], jobs[1]
-    for root in ("local", "ray"):  # a corrupt checkpoint: the job fails inside (not a UserError)
-        corrupt = JobDir(tmp_path / root, SUITE, broken.id).checkpoint
-        corrupt.parent.mkdir(parents=True)
-        corrupt.write_bytes(b"not a checkpoint")
+    for root in ("local", "ray"):  # a checkpoint lacking FedAvgM's momentum: the job fails inside (not a UserError)
+        bad = JobDir(tmp_path / root, SUITE, broken.id).checkpoint
+        bad.parent.mkdir(parents=True)
+        torch.save({"simulation": {"round": 0, "theta": torch.zeros(33), "server_state": {}, "ema": None,
+                                   "bytes_down": 0, "bytes_up": 0, "clients": {}}}, bad)
     local = run_jobs(jobs, SUITE, tmp_path / "local")
     tracker = RecordingTracker()
     start = time.time()
@@ -84,7 +86,7 @@ def test_ray_matches_local_executor_mirrors_and_skips(tmp_path, local_ray, monke
         assert ours.is_done()
     # one child run per job, replayed from its files: config, every round, summary + artifacts
     assert [c[0] for c in tracker.calls] == ["start", "records", "end"] * 3
-    assert ("end", broken.id, "failed", ["config.json", "summary.json"]) in tracker.calls
+    assert ("end", broken.id, "failed", ["config.json", "metrics.jsonl", "summary.json"]) in tracker.calls
     for job in good:
         assert ("start", job.id, job.id) in tracker.calls
         assert ("end", job.id, "finished", ["config.json", "metrics.jsonl", "summary.json"]) in tracker.calls
@@ -110,3 +112,11 @@ def test_cuda_without_gpus_per_job_is_refused_before_starting_ray(tmp_path):
 
     with pytest.raises(UserError, match="--gpus-per-job"):
         run_jobs_ray(jobs_of(["fedavg"]), SUITE, tmp_path, device="cuda")
+
+
+@pytest.mark.slow
+def test_a_gpu_request_the_cluster_cannot_meet_is_refused_instead_of_hanging(tmp_path, local_ray):
+    from benchmark.run.ray_executor import run_jobs_ray
+
+    with pytest.raises(UserError, match="--gpus-per-job 0.5: the Ray cluster has 0 GPU"):
+        run_jobs_ray(jobs_of(["fedavg"]), SUITE, tmp_path, device="cuda", gpus_per_job=0.5)
