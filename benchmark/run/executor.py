@@ -1,4 +1,4 @@
-"""Run a suite's jobs in this process, one after another, with a live progress display.
+"""Run a suite's jobs in this process, one after another, reporting progress (run/progress.py).
 
 Finished and diverged jobs are skipped; a job that fails is recorded (status "failed", the
 error in its summary.json) and the suite goes on. Bad user input (UserError) stops the suite
@@ -11,25 +11,16 @@ from __future__ import annotations
 import traceback
 from pathlib import Path
 
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from benchmark.engine.setup import data_fingerprint
 from benchmark.errors import UserError
 from benchmark.run.batched import BatchedJobs
 from benchmark.run.job_runner import run_job
 from benchmark.run.locks import job_lock
+from benchmark.run.progress import LogProgress, log
 from benchmark.run.results import JobDir, atomic_write_json
 from benchmark.run.status import FAILED
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
-
-
-def progress_columns() -> tuple:
-    """Jobs done/total, and per running job its round bar and latest accuracy (`status` field)."""
-    return (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[status]}"), TimeElapsedColumn())
 
 
 def failed_summary(job: Job, suite: str, error: str, trace: str = "") -> dict:
@@ -43,15 +34,14 @@ def reusable_summary(job: Job, jobdir: JobDir) -> dict | None:
 
 
 def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu", tracker=None,
-             console: Console | None = None, stop_after: int | None = None) -> dict[str, dict]:
+             progress=None, stop_after: int | None = None) -> dict[str, dict]:
     """Run every unfinished job; returns job id -> summary (finished, diverged, skipped, or failed)."""
     tracker = tracker or NullTracker()
-    console = console or Console(stderr=True)
+    progress = progress or LogProgress(jobs)
     summaries: dict[str, dict] = {}
     # FedAc-protocol jobs: each (M, K) cell is computed once, as one batch, when its first job is due
     batched = BatchedJobs([j for j in jobs if not reusable_summary(j, JobDir(results_root, suite, j.id))])
-    with Progress(*progress_columns(), console=console, transient=False) as progress:
-        suite_task = progress.add_task("jobs", total=len(jobs), status="")
+    with progress:
 
         def attempt(job: Job, wait: bool) -> bool:
             """Run or skip `job`; False when another process holds it and `wait` is off."""
@@ -62,38 +52,34 @@ def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu
             try:  # re-read under the lock: the other process may have finished it meanwhile
                 if not (done := done or reusable_summary(job, jobdir)):
                     jobdir.set_aside_other_data(data_fingerprint(job.config))
-                summaries[job.id] = done or _run_one(job, suite, jobdir, device, tracker, console, progress, stop_after,
-                                                     batched.simulation_for)
+                if done:
+                    summaries[job.id] = done
+                    progress.skipped(job, done)
+                else:
+                    summaries[job.id] = _run_one(job, suite, jobdir, device, tracker, progress, stop_after,
+                                                       batched.simulation_for)
             finally:
                 lock.release()
-            progress.advance(suite_task)
             return True
 
         held_elsewhere = [job for job in jobs if not attempt(job, wait=False)]
         for job in held_elsewhere:
-            console.print(f"job {job.id}: another fedbench process is training it; waiting for it to finish")
+            log.info("job %s: another fedbench process is training it; waiting for it to finish", job.id)
             attempt(job, wait=True)
     return {job.id: summaries[job.id] for job in jobs}
 
 
-def _run_one(job: Job, suite: str, jobdir: JobDir, device: str, tracker, console: Console, progress: Progress,
-             stop_after: int | None, simulation_for=None) -> dict:
-    label = f"{job.dataset_label} / {job.method_label} / seed {job.config.seed}"
-    task = progress.add_task(escape(label[:60]), total=job.config.rounds, status="")
-
-    def on_eval(rec: dict) -> None:
-        progress.update(task, completed=rec["round"], status=f"acc {rec['test_acc']:.2f}% (ema {rec['ema_acc']:.2f})")
-
+def _run_one(job: Job, suite: str, jobdir: JobDir, device: str, tracker, progress, stop_after: int | None,
+             simulation_for=None) -> dict:
+    progress.job_started(job)
     try:
-        summary = run_job(job, suite, jobdir, device, tracker, on_eval, stop_after, simulation_for)
-        if summary.get("diverged_at_round"):
-            console.print(f"[yellow]job {job.id} ({escape(label)}) diverged: {escape(summary['error'])}[/yellow]")
+        summary = run_job(job, suite, jobdir, device, tracker, lambda rec: progress.evaluated(job, rec), stop_after,
+                          simulation_for)
     except UserError:
         raise
     except Exception as err:  # a crashing job must not take the suite (or its results) down
         summary = failed_summary(job, suite, f"{type(err).__name__}: {err}", traceback.format_exc())
         atomic_write_json(jobdir.summary, summary)
         tracker.end_job(summary, [jobdir.summary])
-        console.print(f"[red]job {job.id} ({escape(label)}) failed: {escape(f'{type(err).__name__}: {err}')}[/red]")
-    progress.update(task, visible=False)
+    progress.job_finished(job, summary)
     return summary

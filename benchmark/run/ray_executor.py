@@ -9,17 +9,13 @@ workers need no access to the tracking store.
 
 from __future__ import annotations
 
-import io
 import json
 import traceback
 from pathlib import Path
 
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import Progress
-
 from benchmark.errors import UserError
-from benchmark.run.executor import failed_summary, progress_columns, reusable_summary, run_jobs
+from benchmark.run.executor import failed_summary, reusable_summary, run_jobs
+from benchmark.run.progress import LogProgress
 from benchmark.run.job_runner import job_config_json
 from benchmark.run.results import JobDir, atomic_write_json
 from benchmark.run.tracking import NullTracker
@@ -40,7 +36,7 @@ def run_one_job(job: Job, suite: str, results_root: str, device: str, stop_after
 
     torch.set_num_threads(threads)
     try:
-        summaries = run_jobs([job], suite, Path(results_root), device, NullTracker(), Console(file=io.StringIO()), stop_after)
+        summaries = run_jobs([job], suite, Path(results_root), device, NullTracker(), LogProgress([job]), stop_after)
     except UserError as err:
         return {"user_error": str(err)}
     return {"summary": summaries[job.id]}
@@ -71,13 +67,13 @@ def check_resources(available: dict, gpus_per_job: float, cpus_per_job: float) -
 
 
 def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu", tracker=None,
-                 console: Console | None = None, stop_after: int | None = None, address: str | None = None,
+                 progress=None, stop_after: int | None = None, address: str | None = None,
                  gpus_per_job: float = 0.0, cpus_per_job: float = 1.0) -> dict[str, dict]:
     """Run every unfinished job as a Ray task; returns job id -> summary (finished, skipped, or failed)."""
     _check_device(device, gpus_per_job)
     ray = import_ray()
     tracker = tracker or NullTracker()
-    console = console or Console(stderr=True)
+    progress = progress or LogProgress(jobs)
     started_here = not ray.is_initialized()
     if started_here:
         ray.init(address=address)  # None: start a local cluster (or join $RAY_ADDRESS)
@@ -95,22 +91,19 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
     summaries: dict[str, dict] = {}
     pending: dict = {}  # object ref -> job
     try:
-        with Progress(*progress_columns(), console=console, transient=False) as progress:
-            bar = progress.add_task("jobs (ray)", total=len(jobs), status="")
+        with progress:  # Ray workers report no rounds: the display advances as jobs finish
             for job in jobs:
                 if done := reusable_summary(job, JobDir(results_root, suite, job.id)):
                     summaries[job.id] = done
-                    progress.advance(bar)
+                    progress.skipped(job, done)
                 else:
                     ref = task.remote(job, suite, root, device, stop_after, max(1, int(cpus_per_job)))
                     pending[ref] = job
             while pending:
-                progress.update(bar, status=f"{len(pending)} queued or running")
                 (ref,), _ = ray.wait(list(pending), num_returns=1)
                 job = pending.pop(ref)
-                summaries[job.id] = _collect(ray, ref, job, suite, results_root, tracker, console)
-                progress.advance(bar)
-            progress.update(bar, status="")
+                summaries[job.id] = _collect(ray, ref, job, suite, results_root, tracker)
+                progress.job_finished(job, summaries[job.id])
     except BaseException:  # UserError, Ctrl-C: stop what is queued; finished jobs and checkpoints stay
         for ref in pending:
             ray.cancel(ref, force=True)
@@ -121,7 +114,7 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
     return {job.id: summaries[job.id] for job in jobs}
 
 
-def _collect(ray, ref, job: Job, suite: str, results_root: Path, tracker, console: Console) -> dict:
+def _collect(ray, ref, job: Job, suite: str, results_root: Path, tracker) -> dict:
     jobdir = JobDir(results_root, suite, job.id)
     try:
         result = ray.get(ref)
@@ -132,9 +125,6 @@ def _collect(ray, ref, job: Job, suite: str, results_root: Path, tracker, consol
         if "user_error" in result:
             raise UserError(result["user_error"])
         summary = result["summary"]
-    if summary.get("status") == "failed":
-        console.print(f"[red]job {job.id} ({escape(job.dataset_label)} / {escape(job.method_label)}) failed: "
-                      f"{escape(summary['error'])}[/red]")
     if not summary.get("skipped"):  # finished in the meantime by another run: already mirrored
         mirror_to_tracker(tracker, job, suite, jobdir, summary)  # the tracker finds the job's run
     return summary
