@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -199,7 +200,18 @@ from benchmark.cli_data import data as _data_group
 cli.add_command(_data_group)
 
 
+def _log_to_stderr() -> None:
+    """fedbench's own log lines (progress without a terminal) on stderr; other libraries' stay quiet."""
+    logger = logging.getLogger("fedbench")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+
+
 def main(argv: list[str] | None = None) -> int:
+    _log_to_stderr()
     try:
         code = cli.main(args=argv, prog_name="fedbench", standalone_mode=False)
         if isinstance(code, int):  # click returns an Exit's code instead of raising it here

@@ -8,21 +8,16 @@ from __future__ import annotations
 
 import traceback
 from pathlib import Path
+from typing import Callable
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from benchmark.errors import UserError
 from benchmark.run.job_runner import run_job
+from benchmark.run.progress import SuiteProgress
 from benchmark.run.results import JobDir, atomic_write_json
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
-
-
-def progress_columns() -> tuple:
-    """Jobs done/total, and per running job its round bar and latest accuracy (`status` field)."""
-    return (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[status]}"), TimeElapsedColumn())
 
 
 def failed_summary(job: Job, suite: str, error: str, trace: str = "") -> dict:
@@ -30,36 +25,35 @@ def failed_summary(job: Job, suite: str, error: str, trace: str = "") -> dict:
             "seed": job.config.seed, "status": "failed", "error": error, "traceback": trace}
 
 
+def run_or_record_failure(job: Job, suite: str, jobdir: JobDir, device: str, tracker,
+                          on_eval: Callable[[dict], None] | None = None, stop_after: int | None = None,
+                          on_checkpoint: Callable[[int], None] | None = None) -> dict:
+    """`run_job`, except that a crash becomes a "failed" summary.json; a UserError propagates."""
+    try:
+        return run_job(job, suite, jobdir, device, tracker, on_eval, stop_after, on_checkpoint)
+    except UserError:
+        raise
+    except Exception as err:  # a crashing job must not take the suite (or its results) down
+        summary = failed_summary(job, suite, f"{type(err).__name__}: {err}", traceback.format_exc())
+        atomic_write_json(jobdir.summary, summary)
+        tracker.end_job(summary, [jobdir.summary])
+        return summary
+
+
 def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu", tracker=None,
              console: Console | None = None, stop_after: int | None = None) -> dict[str, dict]:
     """Run every unfinished job; returns job id -> summary (finished, skipped, or failed)."""
     tracker = tracker or NullTracker()
-    console = console or Console(stderr=True)
     summaries: dict[str, dict] = {}
-    with Progress(*progress_columns(), console=console, transient=False) as progress:
-        suite_task = progress.add_task("jobs", total=len(jobs), status="")
+    with SuiteProgress(console or Console(stderr=True), len(jobs)) as show:
         for job in jobs:
             jobdir = JobDir(results_root, suite, job.id)
             if done := jobdir.skipped_summary():
                 summaries[job.id] = done
-                progress.advance(suite_task)
+                show.skipped(job)
                 continue
-            label = f"{job.dataset_label} / {job.method_label} / seed {job.config.seed}"
-            task = progress.add_task(label[:60], total=job.config.rounds, status="")
-
-            def on_eval(rec: dict, task=task) -> None:
-                progress.update(task, completed=rec["round"], status=f"acc {rec['test_acc']:.2f}% (ema {rec['ema_acc']:.2f})")
-
-            try:
-                summaries[job.id] = run_job(job, suite, jobdir, device, tracker, on_eval, stop_after)
-            except UserError:
-                raise
-            except Exception as err:  # a crashing job must not take the suite (or its results) down
-                summary = failed_summary(job, suite, f"{type(err).__name__}: {err}", traceback.format_exc())
-                atomic_write_json(jobdir.summary, summary)
-                tracker.end_job(summary, [jobdir.summary])
-                summaries[job.id] = summary
-                console.print(f"[red]job {job.id} ({label}) failed: {type(err).__name__}: {err}[/red]")
-            progress.update(task, visible=False)
-            progress.advance(suite_task)
+            show.started(job)
+            summaries[job.id] = run_or_record_failure(job, suite, jobdir, device, tracker,
+                                                      lambda rec, job=job: show.round(job.id, rec), stop_after)
+            show.ended(job, summaries[job.id])
     return summaries

@@ -3,7 +3,6 @@ metrics as they come, and finish with summary.json and final_model.pt."""
 
 from __future__ import annotations
 
-import shutil
 import time
 from typing import Callable
 
@@ -19,8 +18,10 @@ def job_config_json(job: Job, suite: str) -> dict:
 
 
 def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=None,
-            on_eval: Callable[[dict], None] | None = None, stop_after: int | None = None) -> dict:
-    """Run (or resume) `job`; returns its summary. `stop_after` stops early (tests, CI smoke)."""
+            on_eval: Callable[[dict], None] | None = None, stop_after: int | None = None,
+            on_checkpoint: Callable[[int], None] | None = None) -> dict:
+    """Run (or resume) `job`; returns its summary. `stop_after` stops early (tests, CI smoke);
+    `on_checkpoint(round)` is called after each checkpoint is written (the Ray executor ships it)."""
     tracker = tracker or NullTracker()
     start = time.time()
     config = job_config_json(job, suite)
@@ -56,6 +57,8 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
         if every and r % every == 0 and r < job.config.rounds:
             flush()
             atomic_torch_save(jobdir.checkpoint, {"simulation": sim.state_dict()})
+            if on_checkpoint:
+                on_checkpoint(r)
 
     sim.run(on_eval=eval_cb, on_round=round_cb, stop_after=stop_after)
     flush()
@@ -81,9 +84,7 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
         "wall_time_s": round(time.time() - start, 3),
     }
     atomic_write_json(jobdir.summary, summary)
-    if done:  # resume material is no longer needed (memmap client state can be large)
-        jobdir.checkpoint.unlink(missing_ok=True)
-        for leftover in ("client_state", "client_state.checkpoint"):
-            shutil.rmtree(jobdir.path / leftover, ignore_errors=True)
+    if done:
+        jobdir.drop_resume_material()
     tracker.end_job(summary, [jobdir.config, jobdir.metrics, jobdir.summary])
     return summary

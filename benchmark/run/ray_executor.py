@@ -1,28 +1,43 @@
-"""Run a suite's jobs as Ray tasks: local cluster or `ray.init(address=...)`, fractional GPUs.
+"""Run a suite's jobs as Ray tasks: a local cluster or an existing one (`--ray-address`),
+fractional GPUs, any number of nodes, and no filesystem shared with them.
 
-Same contract as `run/executor.run_jobs`: finished jobs are skipped, a failed job is recorded
-and the suite goes on, a UserError stops the suite. Each task runs `run_jobs` on its one job
-(so resume, failure records and results files are exactly the local executor's) with a
-NullTracker; the driver mirrors every job that ran to MLflow from its results files, so
-workers need no access to the tracking store.
+The driver owns `results/`. A task runs its job (`run_or_record_failure`, the local executor's
+code) in a scratch folder on its node and reports through a queue the driver drains: start,
+every evaluated round (progress display and MLflow, live), every checkpoint (written into
+the driver's results folder at once). The finished job's files come back as the task's
+result. A task whose worker or node dies is resubmitted with the last checkpoint the driver
+holds, so the job resumes on whichever node Ray picks, up to `ATTEMPTS` times.
+
+Code reaches the workers through Ray's runtime environment (`py_modules`: the fedbench
+package this driver imports, installed or a working tree; a caller that runs `ray.init`
+itself passes `runtime_env=code_runtime_env()`); nodes need only the Python dependencies. Datasets are looked up on each node (its $FEDBENCH_DATA or the suite's
+`root:`); a node without them stops the suite with an error naming the node.
 """
 
 from __future__ import annotations
 
-import io
-import json
+import os
+import shutil
+import tempfile
+import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import Progress
 
+import benchmark
 from benchmark.errors import UserError
-from benchmark.run.executor import failed_summary, progress_columns, run_jobs
+from benchmark.run.executor import failed_summary, run_or_record_failure
 from benchmark.run.job_runner import job_config_json
-from benchmark.run.results import JobDir, atomic_write_json
+from benchmark.run.progress import SuiteProgress
+from benchmark.run.results import OUTPUT_FILES, RESUME_FILES, JobDir, atomic_write_json
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
+
+ATTEMPTS = 3  # per job: a lost worker or node costs an attempt, resumed from the last checkpoint
+POLL_S = 0.5  # how often the driver drains the progress queue
+RELAY_EVERY_S = 0.5  # a worker sends its round records at most this often (each send is an actor call)
 
 
 def import_ray():
@@ -33,24 +48,191 @@ def import_ray():
     return ray
 
 
-def run_one_job(job: Job, suite: str, results_root: str, device: str, stop_after: int | None, threads: int) -> dict:
-    """Body of a Ray task: {"summary": ...}, or {"user_error": message} (re-raised by the driver)."""
+def code_runtime_env() -> dict:
+    """Ship the fedbench code this driver runs (installed package or working tree) to the workers.
+    Ray uploads local folders only for a whole Ray job: pass it to `ray.init(runtime_env=...)`."""
+    import leaf_data
+
+    folders = [str(Path(module.__file__).parent) for module in (benchmark, leaf_data)]
+    return {"py_modules": folders, "excludes": ["__pycache__", "*.pyc"]}
+
+
+# -- worker side ---------------------------------------------------------------------------------
+
+class Relay:
+    """Worker -> driver messages through the queue; round records are batched for RELAY_EVERY_S.
+    Also a tracker (start_job / log_records), so the driver mirrors to MLflow what run_job logs."""
+
+    def __init__(self, queue, job_id: str):
+        self.queue, self.job_id = queue, job_id
+        self.rounds: list[tuple[dict, float]] = []
+        self.sent = time.monotonic()
+
+    def send(self, kind: str, payload) -> None:
+        self.flush_rounds()
+        self.queue.put((kind, self.job_id, payload))
+
+    def flush_rounds(self) -> None:
+        if self.rounds:
+            rounds, self.rounds = self.rounds, []
+            self.queue.put(("rounds", self.job_id, rounds))
+        self.sent = time.monotonic()
+
+    def on_eval(self, rec: dict) -> None:
+        self.rounds.append((rec, time.time()))
+        if time.monotonic() - self.sent >= RELAY_EVERY_S:
+            self.flush_rounds()
+
+    # tracker interface: the start, and the records a resumed job starts from
+    def start_job(self, job, config: dict) -> None:
+        self.send("start", config)
+
+    def log_records(self, records: list[dict], job_id: str | None = None) -> None:
+        self.send("records", records)
+
+    def end_job(self, summary: dict, files) -> None: ...  # the task's result carries the end
+
+
+def run_remote_job(job: Job, suite: str, device: str, stop_after: int | None, threads: int,
+                   resume: dict[str, bytes], queue) -> dict:
+    """Body of a Ray task: {"summary", "files", "where"}, or {"user_error": message naming the node}."""
+    import ray
     import torch
 
     torch.set_num_threads(threads)
+    node = ray.get_runtime_context().get_node_id()
+    where = f"node {ray.util.get_node_ip_address()} {node[:8]} pid {os.getpid()}"
+    relay = Relay(queue, job.id)
+    relay.send("where", {"where": where, "code": str(Path(benchmark.__file__).parent)})
+    scratch = Path(tempfile.mkdtemp(prefix=f"fedbench-{job.id}-"))
     try:
-        summaries = run_jobs([job], suite, Path(results_root), device, NullTracker(), Console(file=io.StringIO()), stop_after)
+        jobdir = JobDir(scratch, suite, job.id)
+        jobdir.write_files(resume)
+        summary = run_or_record_failure(job, suite, jobdir, device, relay, relay.on_eval, stop_after,
+                                        lambda r: relay.send("checkpoint", jobdir.read_files(RESUME_FILES)))
+        relay.flush_rounds()
+        return {"summary": summary, "files": jobdir.read_files(OUTPUT_FILES), "where": where}
     except UserError as err:
-        return {"user_error": str(err)}
-    return {"summary": summaries[job.id]}
+        return {"user_error": f"on {where}: {err}"}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
-def mirror_to_tracker(tracker, job: Job, suite: str, jobdir: JobDir, summary: dict) -> None:
-    """Replay one job's results files into the tracker, as if it had run in this process."""
-    config = json.loads(jobdir.config.read_text()) if jobdir.config.exists() else job_config_json(job, suite)
-    tracker.start_job(job, config)
-    tracker.log_records(jobdir.read_metrics())
-    tracker.end_job(summary, [f for f in (jobdir.config, jobdir.metrics, jobdir.summary) if f.exists()])
+# -- driver side ---------------------------------------------------------------------------------
+
+@dataclass
+class Attempt:
+    job: Job
+    number: int
+    tracked: bool = False  # its MLflow child run exists
+    logged_round: int = 0  # rounds up to here are in MLflow already (a resumed attempt re-sends some)
+
+
+class Driver:
+    """Submits tasks, applies their messages to results/, the tracker and the display."""
+
+    def __init__(self, ray, suite: str, results_root: Path, device: str, tracker, show: SuiteProgress,
+                 stop_after: int | None, options: dict, threads: int):
+        self.ray, self.suite, self.root, self.device = ray, suite, Path(results_root), device
+        self.tracker, self.show, self.stop_after, self.threads = tracker, show, stop_after, threads
+        self.task = ray.remote(run_remote_job).options(**options)
+        from ray.util.queue import Queue
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        # on the driver's node: the queue must outlive any worker node
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        self.queue = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": here})
+        self.pending: dict = {}  # object ref -> Attempt
+        self.attempts: dict[str, Attempt] = {}
+
+    def jobdir(self, job: Job) -> JobDir:
+        return JobDir(self.root, self.suite, job.id)
+
+    def submit(self, job: Job, number: int = 1) -> None:
+        jobdir = self.jobdir(job)
+        if number == 1:
+            atomic_write_json(jobdir.config, job_config_json(job, self.suite))
+        previous = self.attempts.get(job.id)
+        attempt = Attempt(job, number, previous.tracked if previous else False, previous.logged_round if previous else 0)
+        self.attempts[job.id] = attempt
+        resume = jobdir.read_files(RESUME_FILES) if jobdir.checkpoint.exists() else {}
+        ref = self.task.remote(job, self.suite, self.device, self.stop_after, self.threads, resume, self.queue)
+        self.pending[ref] = attempt
+
+    def drain(self) -> None:
+        count = self.queue.qsize()
+        messages = self.queue.get_nowait_batch(count) if count else []
+        for kind, job_id, payload in messages:
+            attempt = self.attempts[job_id]
+            getattr(self, f"on_{kind}")(attempt, payload)
+
+    def on_where(self, attempt: Attempt, payload: dict) -> None:
+        self.show.started(attempt.job, payload["where"])
+
+    def on_start(self, attempt: Attempt, config: dict) -> None:
+        if not attempt.tracked:  # one MLflow child run per job, whatever the attempts
+            self.tracker.start_job(attempt.job, config)
+            attempt.tracked = True
+
+    def on_records(self, attempt: Attempt, records: list[dict]) -> None:
+        self.log_new(attempt, records)
+
+    def on_rounds(self, attempt: Attempt, rounds: list[tuple[dict, float]]) -> None:
+        for rec, at in rounds:
+            self.show.round(attempt.job.id, rec, at)
+        self.log_new(attempt, [rec for rec, _ in rounds])
+
+    def log_new(self, attempt: Attempt, records: list[dict]) -> None:
+        new = [r for r in records if r["round"] > attempt.logged_round]
+        if new and attempt.tracked:
+            self.tracker.log_records(new, attempt.job.id)
+            attempt.logged_round = new[-1]["round"]
+
+    def on_checkpoint(self, attempt: Attempt, files: dict[str, bytes]) -> None:
+        self.jobdir(attempt.job).write_files(files)
+
+    def collect(self, ref) -> tuple[Job, dict] | None:
+        """The job and its summary once it is over; None when it was resubmitted."""
+        attempt = self.pending.pop(ref)
+        job, jobdir = attempt.job, self.jobdir(attempt.job)
+        try:
+            result = self.ray.get(ref)
+        except self.ray.exceptions.RayTaskError as err:  # raised outside run_job: imports, the queue
+            if isinstance(err.cause, ImportError):
+                raise UserError(f"job {job.id}: a Ray node cannot import what fedbench needs ({err.cause}). fedbench's "
+                                "own code is shipped to the nodes; its dependencies (torch, pydantic, ...) must be "
+                                "installed there") from None
+            return job, self.record_failure(job, f"{type(err.cause).__name__} on its Ray worker: {err.cause}", str(err))
+        except self.ray.exceptions.RuntimeEnvSetupError as err:
+            raise UserError(f"Ray could not set up fedbench's runtime environment (its code) on a node: {err}") from None
+        except self.ray.exceptions.RayError as err:  # the worker or its node died
+            if attempt.number < ATTEMPTS:
+                ckpt = "its last checkpoint" if jobdir.checkpoint.exists() else "the start (no checkpoint yet)"
+                self.show.note(f"job {job.id}: {type(err).__name__} (worker or node lost); resubmitted from {ckpt}, "
+                               f"attempt {attempt.number + 1}/{ATTEMPTS}")
+                self.submit(job, attempt.number + 1)
+                return None
+            return job, self.record_failure(job, f"lost its Ray worker {ATTEMPTS} times; last: {type(err).__name__}: {err}",
+                                            traceback.format_exc())
+        if "user_error" in result:
+            raise UserError(result["user_error"])
+        summary = result["summary"]
+        jobdir.write_files(result["files"])
+        if summary.get("status") == "finished":
+            jobdir.drop_resume_material()
+        self.tracker.end_job(summary, [f for f in (jobdir.config, jobdir.metrics, jobdir.summary) if f.exists()])
+        return job, summary
+
+    def record_failure(self, job: Job, error: str, trace: str) -> dict:
+        jobdir = self.jobdir(job)
+        summary = failed_summary(job, self.suite, error, trace)
+        atomic_write_json(jobdir.summary, summary)
+        self.tracker.end_job(summary, [jobdir.summary])
+        return summary
+
+    def cancel_all(self) -> None:
+        for ref in self.pending:
+            self.ray.cancel(ref, force=True)
 
 
 def _check_device(device: str, gpus_per_job: float) -> None:
@@ -67,57 +249,33 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
     _check_device(device, gpus_per_job)
     ray = import_ray()
     tracker = tracker or NullTracker()
-    console = console or Console(stderr=True)
     started_here = not ray.is_initialized()
-    if started_here:
-        ray.init(address=address)  # None: start a local cluster (or join $RAY_ADDRESS)
-    task = ray.remote(run_one_job).options(num_cpus=cpus_per_job, num_gpus=gpus_per_job, max_retries=0)
-
-    # absolute: Ray workers do not run in the driver's working directory; on a multi-node
-    # cluster this folder must be on a filesystem shared by the nodes (the driver reads it back)
-    root = str(Path(results_root).resolve())
+    if started_here:  # address None: start a local cluster (or join $RAY_ADDRESS)
+        ray.init(address=address, runtime_env=code_runtime_env())
+    options = {"num_cpus": cpus_per_job, "num_gpus": gpus_per_job, "max_retries": 0}
     summaries: dict[str, dict] = {}
-    pending: dict = {}  # object ref -> job
+    driver = None
     try:
-        with Progress(*progress_columns(), console=console, transient=False) as progress:
-            bar = progress.add_task("jobs (ray)", total=len(jobs), status="")
+        with SuiteProgress(console or Console(stderr=True), len(jobs), "jobs (ray)") as show:
+            driver = Driver(ray, suite, results_root, device, tracker, show, stop_after, options, max(1, int(cpus_per_job)))
             for job in jobs:
-                if done := JobDir(results_root, suite, job.id).skipped_summary():
+                if done := driver.jobdir(job).skipped_summary():
                     summaries[job.id] = done
-                    progress.advance(bar)
+                    show.skipped(job)
                 else:
-                    ref = task.remote(job, suite, root, device, stop_after, max(1, int(cpus_per_job)))
-                    pending[ref] = job
-            while pending:
-                progress.update(bar, status=f"{len(pending)} queued or running")
-                (ref,), _ = ray.wait(list(pending), num_returns=1)
-                job = pending.pop(ref)
-                summaries[job.id] = _collect(ray, ref, job, suite, results_root, tracker, console)
-                progress.advance(bar)
-            progress.update(bar, status="")
+                    driver.submit(job)
+            while driver.pending:
+                ready, _ = ray.wait(list(driver.pending), num_returns=1, timeout=POLL_S)
+                driver.drain()  # after the wait: a finished task's messages are all in the queue
+                for ref in ready:
+                    if over := driver.collect(ref):
+                        job, summaries[job.id] = over
+                        show.ended(job, summaries[job.id])
     except BaseException:  # UserError, Ctrl-C: stop what is queued; finished jobs and checkpoints stay
-        for ref in pending:
-            ray.cancel(ref, force=True)
+        if driver is not None:
+            driver.cancel_all()
         raise
     finally:
         if started_here:
             ray.shutdown()
     return {job.id: summaries[job.id] for job in jobs}
-
-
-def _collect(ray, ref, job: Job, suite: str, results_root: Path, tracker, console: Console) -> dict:
-    jobdir = JobDir(results_root, suite, job.id)
-    try:
-        result = ray.get(ref)
-    except Exception as err:  # the worker itself died (OOM, lost node): record it as run_jobs would
-        summary = failed_summary(job, suite, f"{type(err).__name__}: {err}", traceback.format_exc())
-        atomic_write_json(jobdir.summary, summary)
-    else:
-        if "user_error" in result:
-            raise UserError(result["user_error"])
-        summary = result["summary"]
-    if summary.get("status") == "failed":
-        console.print(f"[red]job {job.id} ({job.dataset_label} / {job.method_label}) failed: {summary['error']}[/red]")
-    if not summary.get("skipped"):  # finished in the meantime by another run: already mirrored
-        mirror_to_tracker(tracker, job, suite, jobdir, summary)
-    return summary

@@ -1,5 +1,8 @@
 """MLflow mirror of the results: one parent run per suite invocation, one child run per job.
 
+Several jobs can be open at once (the Ray executor's driver logs jobs running in parallel):
+`log_records` and `end_job` name their job; without `job_id`, the job started last.
+
 Default store: a local SQLite file (`sqlite:///mlflow.db` in the working directory, which is
 what `mlflow ui` opens); `--tracking-uri` or $MLFLOW_TRACKING_URI override it.
 """
@@ -29,7 +32,7 @@ def flatten(obj, prefix: str = "") -> dict[str, str]:
 
 class NullTracker:
     def start_job(self, job, config: dict) -> None: ...
-    def log_records(self, records: list[dict]) -> None: ...
+    def log_records(self, records: list[dict], job_id: str | None = None) -> None: ...
     def end_job(self, summary: dict, files: list[Path]) -> None: ...
     def close(self, status: str = "FINISHED") -> None: ...
 
@@ -50,44 +53,47 @@ class MlflowTracker(NullTracker):
             self.experiment_id, run_name=run_name or f"{suite_name}-{time.strftime('%Y%m%d-%H%M%S')}",
             tags={"fedbench.kind": "suite"},
         ).info.run_id
-        self.child: str | None = None
+        self.children: dict[str, str] = {}  # job id -> child run id, while the job runs
+        self.last_started: str | None = None
 
     def start_job(self, job, config: dict) -> None:
         from mlflow.entities import Param
 
-        self.child = self.client.create_run(
+        child = self.client.create_run(
             self.experiment_id, run_name=f"{job.dataset_label}/{job.method_label}/s{job.config.seed}",
             tags={"mlflow.parentRunId": self.parent, "fedbench.job_id": job.id, "fedbench.kind": "job"},
         ).info.run_id
+        self.children[job.id], self.last_started = child, job.id
         params = [Param(k[:250], v) for k, v in flatten(config).items()]
         for i in range(0, len(params), 100):
-            self.client.log_batch(self.child, params=params[i : i + 100])
+            self.client.log_batch(child, params=params[i : i + 100])
 
-    def log_records(self, records: list[dict]) -> None:
+    def log_records(self, records: list[dict], job_id: str | None = None) -> None:
         from mlflow.entities import Metric
 
+        child = self.children[job_id or self.last_started]
         now = int(time.time() * 1000)
         metrics = [Metric(k, float(r[k]), now, int(r["round"])) for r in records for k in METRIC_KEYS if r.get(k) is not None]
         for i in range(0, len(metrics), self.BATCH):
-            self.client.log_batch(self.child, metrics=metrics[i : i + self.BATCH])
+            self.client.log_batch(child, metrics=metrics[i : i + self.BATCH])
 
     def end_job(self, summary: dict, files: list[Path]) -> None:
         from mlflow.entities import Metric
 
-        if self.child is None:  # the job failed before its run could be created
+        child = self.children.pop(summary["job_id"], None)
+        if child is None:  # the job failed before its run could be created
             return
         now = int(time.time() * 1000)
         final = [Metric(f"summary.{k.replace('@', '_at_')}", float(v), now, 0)
                  for k, v in summary.get("metrics", {}).items() if isinstance(v, (int, float))]
         if final:
-            self.client.log_batch(self.child, metrics=final)
+            self.client.log_batch(child, metrics=final)
         for f in files:
             if f.exists():
-                self.client.log_artifact(self.child, str(f))
-        self.client.set_terminated(self.child, "FINISHED" if summary.get("status") == "finished" else "FAILED")
-        self.child = None
+                self.client.log_artifact(child, str(f))
+        self.client.set_terminated(child, "FINISHED" if summary.get("status") == "finished" else "FAILED")
 
     def close(self, status: str = "FINISHED") -> None:
-        if self.child:
-            self.client.set_terminated(self.child, "KILLED")
+        for child in self.children.values():
+            self.client.set_terminated(child, "KILLED")
         self.client.set_terminated(self.parent, status)
