@@ -21,13 +21,14 @@ import shutil
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
 
 import benchmark
-from benchmark.errors import UserError
+from benchmark.data.source import DATA_ENV
+from benchmark.errors import DatasetMissing, UserError
 from benchmark.run.executor import failed_summary, run_or_record_failure
 from benchmark.run.job_runner import job_config_json
 from benchmark.run.progress import SuiteProgress
@@ -112,6 +113,9 @@ def run_remote_job(job: Job, suite: str, device: str, stop_after: int | None, th
                                         lambda r: relay.send("checkpoint", jobdir.read_files(RESUME_FILES)))
         relay.flush_rounds()
         return {"summary": summary, "files": jobdir.read_files(OUTPUT_FILES), "where": where}
+    except DatasetMissing as err:
+        return {"user_error": f"on {where}: {err}\n  Each Ray node reads datasets from its own disk: start the node with "
+                              f"{DATA_ENV}=<folder> (or give the dataset a 'root:'), and run `fedbench data ls` there"}
     except UserError as err:
         return {"user_error": f"on {where}: {err}"}
     finally:
@@ -121,11 +125,14 @@ def run_remote_job(job: Job, suite: str, device: str, stop_after: int | None, th
 # -- driver side ---------------------------------------------------------------------------------
 
 @dataclass
-class Attempt:
+class JobRun:
+    """The driver's view of one job across its attempts."""
+
     job: Job
-    number: int
+    attempt: int = 0  # 1 for the first submission
     tracked: bool = False  # its MLflow child run exists
     logged_round: int = 0  # rounds up to here are in MLflow already (a resumed attempt re-sends some)
+    placements: list[dict] = field(default_factory=list)  # per attempt: node, pid, code folder
 
 
 class Driver:
@@ -137,64 +144,61 @@ class Driver:
         self.tracker, self.show, self.stop_after, self.threads = tracker, show, stop_after, threads
         self.task = ray.remote(run_remote_job).options(**options)
         from ray.util.queue import Queue
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        # on the driver's node: the queue must outlive any worker node
-        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-        self.queue = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": here})
-        self.pending: dict = {}  # object ref -> Attempt
-        self.attempts: dict[str, Attempt] = {}
+        # on the head node: the queue must outlive any worker node
+        self.queue = Queue(actor_options={"num_cpus": 0, "resources": {"node:__internal_head__": 0.001}})
+        self.pending: dict = {}  # object ref -> JobRun
+        self.runs: dict[str, JobRun] = {}
 
     def jobdir(self, job: Job) -> JobDir:
         return JobDir(self.root, self.suite, job.id)
 
-    def submit(self, job: Job, number: int = 1) -> None:
+    def submit(self, job: Job) -> None:
         jobdir = self.jobdir(job)
-        if number == 1:
+        run = self.runs.setdefault(job.id, JobRun(job))
+        run.attempt += 1
+        if run.attempt == 1:
             atomic_write_json(jobdir.config, job_config_json(job, self.suite))
-        previous = self.attempts.get(job.id)
-        attempt = Attempt(job, number, previous.tracked if previous else False, previous.logged_round if previous else 0)
-        self.attempts[job.id] = attempt
         resume = jobdir.read_files(RESUME_FILES) if jobdir.checkpoint.exists() else {}
         ref = self.task.remote(job, self.suite, self.device, self.stop_after, self.threads, resume, self.queue)
-        self.pending[ref] = attempt
+        self.pending[ref] = run
 
     def drain(self) -> None:
         count = self.queue.qsize()
         messages = self.queue.get_nowait_batch(count) if count else []
         for kind, job_id, payload in messages:
-            attempt = self.attempts[job_id]
-            getattr(self, f"on_{kind}")(attempt, payload)
+            getattr(self, f"on_{kind}")(self.runs[job_id], payload)
 
-    def on_where(self, attempt: Attempt, payload: dict) -> None:
-        self.show.started(attempt.job, payload["where"])
+    def on_where(self, run: JobRun, payload: dict) -> None:
+        run.placements.append(payload)
+        self.show.started(run.job, payload["where"])
 
-    def on_start(self, attempt: Attempt, config: dict) -> None:
-        if not attempt.tracked:  # one MLflow child run per job, whatever the attempts
-            self.tracker.start_job(attempt.job, config)
-            attempt.tracked = True
+    def on_start(self, run: JobRun, config: dict) -> None:
+        if not run.tracked:  # one MLflow child run per job, whatever the attempts
+            self.tracker.start_job(run.job, config)
+            run.tracked = True
 
-    def on_records(self, attempt: Attempt, records: list[dict]) -> None:
-        self.log_new(attempt, records)
+    def on_records(self, run: JobRun, records: list[dict]) -> None:
+        self.log_new(run, records)
 
-    def on_rounds(self, attempt: Attempt, rounds: list[tuple[dict, float]]) -> None:
+    def on_rounds(self, run: JobRun, rounds: list[tuple[dict, float]]) -> None:
         for rec, at in rounds:
-            self.show.round(attempt.job.id, rec, at)
-        self.log_new(attempt, [rec for rec, _ in rounds])
+            self.show.round(run.job.id, rec, at)
+        self.log_new(run, [rec for rec, _ in rounds])
 
-    def log_new(self, attempt: Attempt, records: list[dict]) -> None:
-        new = [r for r in records if r["round"] > attempt.logged_round]
-        if new and attempt.tracked:
-            self.tracker.log_records(new, attempt.job.id)
-            attempt.logged_round = new[-1]["round"]
+    def log_new(self, run: JobRun, records: list[dict]) -> None:
+        new = [r for r in records if r["round"] > run.logged_round]
+        if new and run.tracked:
+            self.tracker.log_records(new, run.job.id)
+            run.logged_round = new[-1]["round"]
 
-    def on_checkpoint(self, attempt: Attempt, files: dict[str, bytes]) -> None:
-        self.jobdir(attempt.job).write_files(files)
+    def on_checkpoint(self, run: JobRun, files: dict[str, bytes]) -> None:
+        self.jobdir(run.job).write_files(files)
 
     def collect(self, ref) -> tuple[Job, dict] | None:
         """The job and its summary once it is over; None when it was resubmitted."""
-        attempt = self.pending.pop(ref)
-        job, jobdir = attempt.job, self.jobdir(attempt.job)
+        run = self.pending.pop(ref)
+        job, jobdir = run.job, self.jobdir(run.job)
         try:
             result = self.ray.get(ref)
         except self.ray.exceptions.RayTaskError as err:  # raised outside run_job: imports, the queue
@@ -206,18 +210,19 @@ class Driver:
         except self.ray.exceptions.RuntimeEnvSetupError as err:
             raise UserError(f"Ray could not set up fedbench's runtime environment (its code) on a node: {err}") from None
         except self.ray.exceptions.RayError as err:  # the worker or its node died
-            if attempt.number < ATTEMPTS:
+            if run.attempt < ATTEMPTS:
                 ckpt = "its last checkpoint" if jobdir.checkpoint.exists() else "the start (no checkpoint yet)"
                 self.show.note(f"job {job.id}: {type(err).__name__} (worker or node lost); resubmitted from {ckpt}, "
-                               f"attempt {attempt.number + 1}/{ATTEMPTS}")
-                self.submit(job, attempt.number + 1)
+                               f"attempt {run.attempt + 1}/{ATTEMPTS}")
+                self.submit(job)
                 return None
             return job, self.record_failure(job, f"lost its Ray worker {ATTEMPTS} times; last: {type(err).__name__}: {err}",
                                             traceback.format_exc())
         if "user_error" in result:
             raise UserError(result["user_error"])
-        summary = result["summary"]
-        jobdir.write_files(result["files"])
+        summary = {**result["summary"], "ray": {"attempts": run.placements}}
+        jobdir.write_files({k: v for k, v in result["files"].items() if k != "summary.json"})
+        atomic_write_json(jobdir.summary, summary)
         if summary.get("status") == "finished":
             jobdir.drop_resume_material()
         self.tracker.end_job(summary, [f for f in (jobdir.config, jobdir.metrics, jobdir.summary) if f.exists()])
@@ -225,7 +230,7 @@ class Driver:
 
     def record_failure(self, job: Job, error: str, trace: str) -> dict:
         jobdir = self.jobdir(job)
-        summary = failed_summary(job, self.suite, error, trace)
+        summary = {**failed_summary(job, self.suite, error, trace), "ray": {"attempts": self.runs[job.id].placements}}
         atomic_write_json(jobdir.summary, summary)
         self.tracker.end_job(summary, [jobdir.summary])
         return summary
