@@ -1,6 +1,7 @@
 """What both executors show while jobs run: on a terminal a live display (jobs done, and per
-running job its round bar, accuracy and rounds/s); without one, log lines through Python
-logging (job started / round / finished), a round line per job at most every `log_every_s`.
+running job its round bar, accuracy and rounds/s) with a line per finished job; without one,
+log lines through Python logging (job started / round / finished), a round line per job at
+most every `log_every_s`.
 
 Executors report events (`started`, `round`, `ended`, `skipped`, `note`); where a job runs
 (this process or a Ray node) does not matter here.
@@ -68,18 +69,23 @@ class SuiteProgress:
         if self.live:
             self.progress.advance(self.bar)
 
+    def _log(self, message: str) -> None:
+        """A log line; on a terminal the live display says it already (a log line would tear it)."""
+        if not self.live:
+            log.info("%s", message)
+
     def skipped(self, job) -> None:
         self._count_done()
-        log.info("job %s (%s) already finished: skipped [%d/%d]", job.id, job_label(job), self.done, self.total)
+        self._log(f"job {job.id} ({job_label(job)}) already finished: skipped [{self.done}/{self.total}]")
 
-    def started(self, job, where: str = "", from_round: int = 0) -> None:
+    def started(self, job, where: str = "") -> None:
+        """The job runs (again: a resubmitted Ray job restarts its rounds/s)."""
         run = self.running.get(job.id) or _Running(job_label(job), job.config.rounds)
         run.first = None
         self.running[job.id] = run
         if self.live and run.task is None:
-            run.task = self.progress.add_task(run.label[:60], total=run.total, completed=from_round, status=where)
-        resumed = f" from round {from_round}" if from_round else ""
-        log.info("job %s (%s) started%s%s", job.id, run.label, resumed, f" on {where}" if where else "")
+            run.task = self.progress.add_task(run.label[:60], total=run.total, status=where)
+        self._log(f"job {job.id} ({run.label}) started" + (f" on {where}" if where else ""))
 
     def round(self, job_id: str, rec: dict, at: float | None = None) -> None:
         """An evaluated round; `at` is when it was measured (default now)."""
@@ -111,5 +117,7 @@ class SuiteProgress:
         line = f"job {job.id} ({job_label(job)}) {status}: {detail} [{self.done}/{self.total}]"
         if status == "failed":
             self.note(line)
+        elif self.live:
+            self.console.print(line, highlight=False, markup=False)
         else:
             log.info("%s", line)

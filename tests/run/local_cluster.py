@@ -63,23 +63,22 @@ class Node:
     def kill(self) -> None:
         """The node dies at once (SIGKILL to `ray start`, its raylet and every worker)."""
         procs = self.processes()
-        for p in procs:
-            try:
-                p.kill()
-            except psutil.NoSuchProcess:
-                pass
+        _each(procs, psutil.Process.kill)
         psutil.wait_procs(procs, timeout=30)
 
     def stop(self) -> None:
         procs = self.processes()
-        for p in procs:
-            try:
-                p.terminate()
-            except psutil.NoSuchProcess:
-                pass
+        _each(procs, psutil.Process.terminate)
         _, alive = psutil.wait_procs(procs, timeout=15)
-        for p in alive:
-            p.kill()
+        _each(alive, psutil.Process.kill)
+
+
+def _each(procs: list[psutil.Process], action) -> None:
+    for p in procs:
+        try:
+            action(p)
+        except psutil.NoSuchProcess:
+            pass
 
 
 class LocalCluster:
