@@ -1,8 +1,8 @@
 """Run a suite's jobs as Ray tasks: a local cluster or an existing one (`--ray-address`),
 fractional GPUs, any number of nodes, and no filesystem shared with them.
 
-The driver owns `results/`. A task runs its job (`run_or_record_failure`, the local executor's
-code) in a scratch folder on its node and reports through a queue the driver drains: start,
+The driver owns `results/`. A task (ray_worker.py) runs its job with the local executor's code
+in a scratch folder on its node and reports through a queue the driver drains: start,
 every evaluated round (progress display and MLflow, live), every checkpoint (written into
 the driver's results folder at once). The finished job's files come back as the task's
 result. A task whose worker or node dies is resubmitted with the last checkpoint the driver
@@ -10,35 +10,30 @@ holds, so the job resumes on whichever node Ray picks, up to `ATTEMPTS` times.
 
 Code reaches the workers through Ray's runtime environment (`py_modules`: the fedbench
 package this driver imports, installed or a working tree; a caller that runs `ray.init`
-itself passes `runtime_env=code_runtime_env()`); nodes need only the Python dependencies. Datasets are looked up on each node (its $FEDBENCH_DATA or the suite's
-`root:`); a node without them stops the suite with an error naming the node.
+itself passes `runtime_env=code_runtime_env()`); nodes need only the Python dependencies.
+Datasets are looked up on each node (its $FEDBENCH_DATA or the suite's `root:`); a node
+without them stops the suite with an error naming the node.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
 
-import benchmark
-from benchmark.data.source import DATA_ENV
-from benchmark.errors import DatasetMissing, UserError
-from benchmark.run.executor import failed_summary, run_or_record_failure
+from benchmark.errors import UserError
+from benchmark.run.executor import failed_summary
 from benchmark.run.job_runner import job_config_json
 from benchmark.run.progress import SuiteProgress
-from benchmark.run.results import OUTPUT_FILES, RESUME_FILES, JobDir, atomic_write_json
+from benchmark.run.ray_worker import code_runtime_env, run_remote_job
+from benchmark.run.results import RESUME_FILES, JobDir, atomic_write_json
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
 
 ATTEMPTS = 3  # per job: a lost worker or node costs an attempt, resumed from the last checkpoint
 POLL_S = 0.5  # how often the driver drains the progress queue
-RELAY_EVERY_S = 0.5  # a worker sends its round records at most this often (each send is an actor call)
 
 
 def import_ray():
@@ -48,81 +43,6 @@ def import_ray():
         raise UserError("the Ray executor needs Ray: pip install 'fedbench[ray]'") from None
     return ray
 
-
-def code_runtime_env() -> dict:
-    """Ship the fedbench code this driver runs (installed package or working tree) to the workers.
-    Ray uploads local folders only for a whole Ray job: pass it to `ray.init(runtime_env=...)`."""
-    import leaf_data
-
-    folders = [str(Path(module.__file__).parent) for module in (benchmark, leaf_data)]
-    return {"py_modules": folders, "excludes": ["__pycache__", "*.pyc"]}
-
-
-# -- worker side ---------------------------------------------------------------------------------
-
-class Relay:
-    """Worker -> driver messages through the queue; round records are batched for RELAY_EVERY_S.
-    Also a tracker (start_job / log_records), so the driver mirrors to MLflow what run_job logs."""
-
-    def __init__(self, queue, job_id: str):
-        self.queue, self.job_id = queue, job_id
-        self.rounds: list[tuple[dict, float]] = []
-        self.sent = time.monotonic()
-
-    def send(self, kind: str, payload) -> None:
-        self.flush_rounds()
-        self.queue.put((kind, self.job_id, payload))
-
-    def flush_rounds(self) -> None:
-        if self.rounds:
-            rounds, self.rounds = self.rounds, []
-            self.queue.put(("rounds", self.job_id, rounds))
-        self.sent = time.monotonic()
-
-    def on_eval(self, rec: dict) -> None:
-        self.rounds.append((rec, time.time()))
-        if time.monotonic() - self.sent >= RELAY_EVERY_S:
-            self.flush_rounds()
-
-    # tracker interface: the start, and the records a resumed job starts from
-    def start_job(self, job, config: dict) -> None:
-        self.send("start", config)
-
-    def log_records(self, records: list[dict], job_id: str | None = None) -> None:
-        self.send("records", records)
-
-    def end_job(self, summary: dict, files) -> None: ...  # the task's result carries the end
-
-
-def run_remote_job(job: Job, suite: str, device: str, stop_after: int | None, threads: int,
-                   resume: dict[str, bytes], queue) -> dict:
-    """Body of a Ray task: {"summary", "files", "where"}, or {"user_error": message naming the node}."""
-    import ray
-    import torch
-
-    torch.set_num_threads(threads)
-    node = ray.get_runtime_context().get_node_id()
-    where = f"node {ray.util.get_node_ip_address()} {node[:8]} pid {os.getpid()}"
-    relay = Relay(queue, job.id)
-    relay.send("where", {"where": where, "code": str(Path(benchmark.__file__).parent)})
-    scratch = Path(tempfile.mkdtemp(prefix=f"fedbench-{job.id}-"))
-    try:
-        jobdir = JobDir(scratch, suite, job.id)
-        jobdir.write_files(resume)
-        summary = run_or_record_failure(job, suite, jobdir, device, relay, relay.on_eval, stop_after,
-                                        lambda r: relay.send("checkpoint", jobdir.read_files(RESUME_FILES)))
-        relay.flush_rounds()
-        return {"summary": summary, "files": jobdir.read_files(OUTPUT_FILES), "where": where}
-    except DatasetMissing as err:
-        return {"user_error": f"on {where}: {err}\n  Each Ray node reads datasets from its own disk: start the node with "
-                              f"{DATA_ENV}=<folder> (or give the dataset a 'root:'), and run `fedbench data ls` there"}
-    except UserError as err:
-        return {"user_error": f"on {where}: {err}"}
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-# -- driver side ---------------------------------------------------------------------------------
 
 @dataclass
 class JobRun:

@@ -23,7 +23,7 @@ from benchmark.run.results import JobDir
 from benchmark.suite.expand import load_jobs
 
 pytest.importorskip("ray")
-from local_cluster import LocalCluster, clean_env  # noqa: E402
+from local_cluster import LocalCluster, clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 STARTED = re.compile(r"job (\w+) .*started on node (\S+) \w+ pid (\d+)")

@@ -18,11 +18,11 @@ ray = pytest.importorskip("ray")
 SUITE = "raytest"
 
 
-def jobs_of(methods, model: str = "logistic"):
+def jobs_of(methods, model: str = "logistic", **defaults):
     suite = Suite(
         name=SUITE,
         defaults={"rounds": 3, "num_clients": 6, "participation": {"rate": 0.5},
-                  "local": {"epochs": 1, "batch_size": 10, "lr": 0.05}, "model": {"name": model}},
+                  "local": {"epochs": 1, "batch_size": 10, "lr": 0.05}, "model": {"name": model}, **defaults},
         datasets=[{"name": "synthetic", "params": {"num_users": 6, "dim": 10, "num_classes": 3, "max_samples": 80},
                    "split": {"kind": "natural"}}],
         methods=methods,
@@ -54,12 +54,12 @@ class RecordingTracker:
 
 
 def comparable(summary: dict) -> dict:
-    return {k: v for k, v in summary.items() if k != "wall_time_s"}
+    return {k: v for k, v in summary.items() if k not in ("wall_time_s", "ray")}
 
 
 @pytest.fixture(scope="module")
 def local_ray():
-    from benchmark.run.ray_executor import code_runtime_env
+    from benchmark.run.ray_worker import code_runtime_env
 
     ray.init(num_cpus=2, include_dashboard=False, runtime_env=code_runtime_env())
     yield
@@ -106,6 +106,23 @@ def test_ray_matches_local_executor_mirrors_and_skips(tmp_path, local_ray, monke
     rerun = run_jobs_ray(jobs, SUITE, tmp_path / "ray", tracker=again)
     assert [bool(rerun[j.id].get("skipped")) for j in jobs] == [True, False, True]  # a failed job is retried
     assert again.of_job(broken.id) == (["start", "end"], [])
+
+
+@pytest.mark.slow
+def test_stopped_under_ray_then_resumed_equals_a_straight_local_run(tmp_path, local_ray):
+    """The checkpoint, with memmap client state, travels worker -> driver -> another worker."""
+    from benchmark.run.ray_executor import run_jobs_ray
+
+    (job,) = jobs_of(["scaffold"], rounds=4, checkpoint_every=1, client_state="memmap")
+    straight = run_jobs([job], SUITE, tmp_path / "local")[job.id]
+    ours = JobDir(tmp_path / "ray", SUITE, job.id)
+    assert run_jobs_ray([job], SUITE, tmp_path / "ray", stop_after=2)[job.id]["status"] == "stopped"
+    assert ours.checkpoint.exists() and list((ours.path / "client_state.checkpoint").glob("*.f32"))
+
+    resumed = run_jobs_ray([job], SUITE, tmp_path / "ray")[job.id]
+    assert comparable(resumed) == comparable(straight) and resumed["status"] == "finished"
+    assert ours.read_metrics() == JobDir(tmp_path / "local", SUITE, job.id).read_metrics()
+    assert not ours.checkpoint.exists() and not (ours.path / "client_state.checkpoint").exists()
 
 
 @pytest.mark.slow
