@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import shlex
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from benchmark.errors import UserError
@@ -85,7 +90,7 @@ def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, de
         raise UserError("--ray-address and --gpus-per-job need --executor ray")
     from benchmark.report.table import result_tables
     from benchmark.run.executor import run_jobs
-    from benchmark.run.tracking import MlflowTracker, NullTracker
+    from benchmark.run.tracking import NullTracker
     from benchmark.suite.expand import load_jobs
 
     suite, jobs = load_jobs(suite_file)
@@ -94,7 +99,9 @@ def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, de
         dev = ("cuda" if gpus_per_job > 0 else "cpu") if device == "auto" else device
     else:
         dev = _device(device)
-    tracker = NullTracker() if no_tracking else MlflowTracker(suite.name, tracking_uri)
+    if executor == "local":  # under Ray each node reads its own copy: the workers check it there
+        check_datasets(jobs)
+    tracker = NullTracker() if no_tracking else open_tracker(suite.name, tracking_uri, results_dir)
     status = "FAILED"
     try:
         if executor == "ray":
@@ -105,31 +112,81 @@ def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, de
         else:
             summaries = run_jobs(jobs, suite.name, results_dir, dev, tracker, err_console, stop_after)
         status = "FINISHED"
+    except KeyboardInterrupt:
+        status = "KILLED"
+        raise
     finally:
         tracker.close(status)
     for table in result_tables(suite, jobs, summaries):
         out.print(table)
-    failed = [s for s in summaries.values() if s.get("status") == "failed"]
-    out.print(f"results: {results_dir / suite.name}" + ("" if no_tracking else f"   MLflow: {tracker.uri} (mlflow ui --backend-store-uri {tracker.uri})"))
+    out.print(f"results: {results_dir / suite.name}" + (f"   MLflow: {tracker.uri} (mlflow ui --backend-store-uri "
+                                                        f"{tracker.uri})" if tracker.uri else ""), markup=False)
+    exit_for_statuses(jobs, summaries)
+
+
+def exit_for_statuses(jobs, summaries: dict[str, dict]) -> None:
+    """Failed jobs: exit 2. Diverged jobs are results (an lr sweep may diverge at its largest
+    value): exit 0, unless every job of a method on a dataset diverged (exit 1)."""
+    from benchmark.run.status import DIVERGED, FAILED, methods_all_diverged
+
+    failed = [s for s in summaries.values() if s.get("status") == FAILED]
+    diverged = [s for s in summaries.values() if s.get("status") == DIVERGED]
     if failed:
         raise UserError(f"{len(failed)} job(s) failed; see summary.json in their results folders")
+    if diverged:
+        err_console.print(f"{len(diverged)} job(s) diverged (status diverged@round: no accuracy is reported for them)",
+                          markup=False)
+    hopeless = methods_all_diverged([(f"{j.dataset_label} / {j.method_label.split('[')[0]}", summaries[j.id])
+                                     for j in jobs if j.id in summaries])
+    if hopeless:
+        err_console.print("every job diverged for: " + ", ".join(hopeless), markup=False)
+        raise click.exceptions.Exit(1)
+
+
+def check_datasets(jobs) -> None:
+    """Load and check every dataset the jobs need before the first job starts: a missing or
+    broken dataset is one error now, not a failure after hours of other jobs."""
+    from benchmark.engine.setup import data_fingerprint
+
+    for job in jobs:  # cached per dataset: each is loaded once
+        data_fingerprint(job.config)
+
+
+def open_tracker(suite_name: str, uri: str | None, results_dir: Path):
+    """The MLflow tracker; a store that cannot be opened is a warning, and the suite runs
+    without tracking (the results on disk are the record)."""
+    from benchmark.run.tracking import MlflowTracker, NullTracker
+
+    try:
+        return MlflowTracker(suite_name, uri, results_dir)
+    except Exception as err:
+        first = (str(err).splitlines() or [""])[0][:160]
+        err_console.print(f"warning: MLflow store {uri or 'default'} cannot be used ({type(err).__name__}: {first}); "
+                          "running without tracking, results on disk are unaffected", markup=False)
+        return NullTracker()
 
 
 @cli.command()
 @click.argument("suite_file", type=click.Path(path_type=Path))
 @click.option("--splits", is_flag=True, help="also load the data and print each split's client sizes and label histograms")
 @click.option("--max-clients", type=int, default=20, show_default=True, help="with --splits: clients listed per split")
-def plan(suite_file: Path, splits: bool, max_clients: int) -> None:
+@click.option("--audit", "audit_only", is_flag=True,
+              help="instead of the job table: each setting the paper states vs the value the suite runs, and the "
+                   "settings chosen where the paper is silent; exit 1 on a mismatch")
+def plan(suite_file: Path, splits: bool, max_clients: int, audit_only: bool) -> None:
     """Print the expanded job table without running anything."""
     from benchmark.suite.expand import load_jobs
 
     suite, jobs = load_jobs(suite_file)
+    if audit_only:
+        _print_audit(suite, jobs)
+        return
     if splits:
         from benchmark.report.splits import split_tables
 
         for table in split_tables(jobs, max_clients):
             out.print(table)
-    table = Table(title=f"{suite.name}: {len(jobs)} jobs")
+    table = Table(title=escape(f"{suite.name}: {len(jobs)} jobs"))
     for col in ("id", "dataset", "split", "clients", "part.", "rounds", "method", "key hyper-parameters", "seed"):
         table.add_column(col, no_wrap=col in ("id", "method"))
     for j in jobs:
@@ -140,9 +197,30 @@ def plan(suite_file: Path, splits: bool, max_clients: int) -> None:
         if c.method["uplink"]["codec"] != "identity":
             hyper.append("uplink=" + c.method["uplink"]["codec"])
         local = f"lr={c.local.lr} B={c.local.batch_size} " + (f"E={c.local.epochs}" if c.local.epochs else f"K={c.local.steps}")
-        table.add_row(j.id, j.dataset_label, split, str(c.num_clients), f"{c.participation.rate:g}", str(c.rounds),
-                      j.method_label, " ".join(hyper + [local]), str(c.seed))
+        table.add_row(j.id, escape(j.dataset_label), split, str(c.num_clients), f"{c.participation.rate:g}",
+                      str(c.rounds), escape(j.method_label), escape(" ".join(hyper + [local])), str(c.seed))
     out.print(table)
+
+
+def _print_audit(suite, jobs) -> None:
+    from benchmark.report.audit import audit
+
+    rows = audit(suite, jobs)
+    if not rows:
+        raise UserError(f"{suite.name}: no dataset entry has reference.stated / reference.chosen to audit")
+    for source in dict.fromkeys(r.source for r in rows):
+        table = Table(title=f"{suite.name}: {source} — paper vs suite")
+        for col in ("method", "setting", "paper", "suite runs", "", "chosen where the paper is silent"):
+            table.add_column(col, overflow="fold")
+        for r in (r for r in rows if r.source == source):
+            mark = "ok" if r.ok else "[bold red]MISMATCH[/]"
+            table.add_row(r.method, r.setting, str(r.paper), r.runs, mark, r.reason)
+        out.print(table)
+    bad = [r for r in rows if not r.ok]
+    if bad:
+        err_console.print(f"[red]{len(bad)} mismatch(es) between the paper's stated settings and the suite[/]")
+        raise SystemExit(1)
+    out.print(f"{len(rows)} settings checked: the suite runs every stated and chosen value")
 
 
 @cli.command()
@@ -176,15 +254,21 @@ def check(suite_file: Path, baseline, results_dir: Path, tolerance: float, updat
     _threads(threads)
     from benchmark.report.check import compare, write_baseline
     from benchmark.run.executor import run_jobs
-    from benchmark.run.tracking import MlflowTracker, NullTracker
+    from benchmark.run.tracking import NullTracker
     from benchmark.suite.expand import load_jobs
 
     suite, jobs = load_jobs(suite_file)
-    tracker = NullTracker() if no_tracking else MlflowTracker(suite.name)
+    check_datasets(jobs)
+    tracker = NullTracker() if no_tracking else open_tracker(suite.name, None, results_dir)
+    status = "FAILED"
     try:
         summaries = list(run_jobs(jobs, suite.name, results_dir, _device("auto"), tracker, err_console).values())
+        status = "FINISHED"
+    except KeyboardInterrupt:
+        status = "KILLED"
+        raise
     finally:
-        tracker.close()
+        tracker.close(status)
     path = baseline or Path("results") / "baselines" / f"{suite.name}.json"
     if update:
         write_baseline(path, summaries)
@@ -192,7 +276,7 @@ def check(suite_file: Path, baseline, results_dir: Path, tolerance: float, updat
         return
     findings = compare(path, summaries, tolerance)
     for f in findings:
-        out.print(f"[red]regression[/red] {f}")
+        out.print(f"[red]regression[/red] {escape(str(f))}")
     if findings:
         raise click.exceptions.Exit(1)
     out.print(f"[green]no regression[/green]: {len(jobs)} jobs within {tolerance} of {path}")
@@ -200,36 +284,68 @@ from benchmark.cli_data import data as _data_group
 cli.add_command(_data_group)
 
 
+class _CurrentStderr(logging.StreamHandler):
+    """Writes to whatever sys.stderr is now (it may be replaced after the handler is made)."""
+
+    stream = property(lambda self: sys.stderr, lambda self, value: None)
+
+
 def _log_to_stderr() -> None:
     """fedbench's own log lines (progress without a terminal) on stderr; other libraries' stay quiet."""
     logger = logging.getLogger("fedbench")
     if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _CurrentStderr()
         handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
 
 
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c():
+    """SIGTERM (a scheduler's kill, `kill PID`) stops like Ctrl-C: runs closed, resume hint printed."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted(err: BaseException, argv: list[str] | None) -> int:
+    command = "fedbench " + shlex.join(sys.argv[1:] if argv is None else argv)
+    what = f"{err}. " if str(err) else ""
+    err_console.print(f"interrupted: {what}Finished jobs and their results are kept.\nresume with: {command}",
+                      markup=False, highlight=False)
+    return 130
+
+
 def main(argv: list[str] | None = None) -> int:
     _log_to_stderr()
     try:
-        code = cli.main(args=argv, prog_name="fedbench", standalone_mode=False)
+        with _sigterm_as_ctrl_c():
+            code = cli.main(args=argv, prog_name="fedbench", standalone_mode=False)
         if isinstance(code, int):  # click returns an Exit's code instead of raising it here
             return code
     except UserError as err:
-        err_console.print(f"[bold red]error:[/bold red] {err}", highlight=False, markup=True)
+        err_console.print(f"[bold red]error:[/bold red] {escape(str(err))}", highlight=False, markup=True)
         return err.exit_code
     except click.exceptions.Exit as done:
         return done.exit_code
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as abort:  # click turns a KeyboardInterrupt inside a command into Abort
+        if isinstance(abort.__context__, KeyboardInterrupt):
+            return _interrupted(abort.__context__, argv)
         err_console.print("aborted")
         return 130
     except click.ClickException as err:
         err.show()
         return 2
-    except KeyboardInterrupt:
-        err_console.print("interrupted: finished jobs and checkpoints are kept; run the same command to resume")
-        return 130
+    except KeyboardInterrupt as err:
+        return _interrupted(err, argv)
     return 0
 
 

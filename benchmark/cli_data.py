@@ -78,7 +78,7 @@ def _fetch(name: str, dest: Path) -> None:
         download(url, target)
 
 
-def _build_shakespeare(root: Path | None, dest: Path, sf: float, k: int, tf: float, seed: int) -> None:
+def _build_shakespeare(root: Path | None, dest: Path, sf: float, k: int, tf: float, seed: int, gap: int | None) -> None:
     from leaf_data.shakespeare import BuildOptions, build
 
     raw = next((root / n for n in RAW_SHAKESPEARE if root and (root / n).is_file()), None)
@@ -86,7 +86,8 @@ def _build_shakespeare(root: Path | None, dest: Path, sf: float, k: int, tf: flo
         raise UserError(f"shakespeare: no raw text to build from: put {' or '.join(RAW_SHAKESPEARE)} (the 1994 complete "
                         f"works LEAF uses, www.gutenberg.org/files/100/old/1994-01-100.zip) in {root or f'${DATA_ENV}'}")
     click.echo(f"building LEAF Shakespeare from {raw} into {dest / 'shakespeare'}")
-    stats = build(raw, dest / "shakespeare", BuildOptions(fraction=sf, min_samples=k, train_fraction=tf, seed=seed))
+    stats = build(raw, dest / "shakespeare", BuildOptions(fraction=sf, min_samples=k, train_fraction=tf, seed=seed,
+                                                                   test_gap=gap))
     click.echo(", ".join(f"{key} {value}" for key, value in stats.items()))
 
 
@@ -99,7 +100,11 @@ def _build_shakespeare(root: Path | None, dest: Path, sf: float, k: int, tf: flo
 @click.option("-k", "min_samples", type=int, default=0, show_default=True, help="shakespeare: LEAF minimum samples per user")
 @click.option("--tf", type=float, default=0.9, show_default=True, help="shakespeare: LEAF train fraction")
 @click.option("--seed", type=int, default=0, show_default=True, help="shakespeare: sampling seed")
-def prepare(name: str, root: Path | None, dest: Path | None, sf: float, min_samples: int, tf: float, seed: int) -> None:
+@click.option("--test-gap", type=click.IntRange(min=0), default=None,
+              help="shakespeare: windows skipped between a user's train and test text (default 80, the window "
+                   "length, so no test window overlaps training text; 0 = adjacent)")
+def prepare(name: str, root: Path | None, dest: Path | None, sf: float, min_samples: int, tf: float, seed: int,
+            test_gap: int | None) -> None:
     """Make dataset NAME loadable: download it (where a URL exists) or build it from local raw
     files (Shakespeare), then decode it once into the tensor cache."""
     if name not in _registered():
@@ -118,7 +123,7 @@ def prepare(name: str, root: Path | None, dest: Path | None, sf: float, min_samp
             if name in DOWNLOADS:
                 _fetch(name, dest)
             elif name == "shakespeare":
-                _build_shakespeare(root, dest, sf, min_samples, tf, seed)
+                _build_shakespeare(root, dest, sf, min_samples, tf, seed, test_gap)
             else:
                 raise
     load_root = root if present else dest

@@ -20,3 +20,8 @@ class SuiteError(UserError):
 
 class DatasetMissing(UserError):
     """A dataset's files are not where they are expected."""
+
+
+class DataInvalid(UserError):
+    """A dataset's files were found but hold something a job cannot train on (labels out of
+    range, inputs and labels of different lengths, non-finite inputs)."""

@@ -1,99 +1,89 @@
-"""Parsing the 1994 Project Gutenberg complete works (the text LEAF downloads) into speeches.
+"""Parsing the 1994 Project Gutenberg complete works (the text LEAF downloads) into users.
 
-The text is a header, then works, each opening with a year line, a title and "by William
-Shakespeare", and closing with "THE END"; copyright notices `<<THIS ELECTRONIC ...>>` are
-interleaved. In plays a speech starts with an upper-case speaker name and a full stop
-("  HAMLET. To be, ...") at the play's speaker indentation (2 spaces, or 0 in The Comedy of
-Errors, whose lines are laid out differently), and continues on lines indented a little further;
-far-right lines are stage directions ("Exeunt"), left out. A blank or unindented line ends it.
-Works without speakers (the sonnets and poems) yield no users.
+The rules are LEAF's (data/shakespeare/preprocess), so the user counts match its pipeline
+(1,129 play/character users; 660 after its sample split with train fraction 0.8):
+- a work starts at a "by William Shakespeare" line; its title is the nearest non-blank line 2 to
+  7 lines above; the first work (the sonnets) is skipped;
+- a speech starts with exactly two spaces, a name of letters and spaces, ". " and the text
+  ("  HAMLET. To be, ..."); names are upper-cased, so "Ham." and "HAM." are one user;
+- every later line indented by four or more spaces belongs to the current speaker (stage
+  directions included), until the next speaker or work; other lines are skipped and do not end
+  the speech;
+- The Comedy of Errors is laid out without indentation: a speaker line is "NAME. text", every
+  other line belongs to the current speaker (a line opening with "<" ends it; "ACT ..." is a
+  heading, not a speaker);
+- works with fewer than two speakers, and speakers with at most two lines, are dropped;
+- the user's text is their lines joined by spaces, runs of spaces collapsed to one.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 
-YEAR = re.compile(r"^\d{4}$")
-NOTICE_START, NOTICE_END = "<<THIS ELECTRONIC VERSION", ">>"
-# "KING HENRY. text", "FIRST LORD. text", "LADY MACBETH. text"; ACT/SCENE headings excluded below
-SPEAKER = re.compile(r"^( *)([A-Z][A-Z' &-]*[A-Z])\. (\S.*)$")
-HEADINGS = ("ACT ", "SCENE", "EPILOGUE", "PROLOGUE", "INDUCTION")
-# speech continues 2-4 spaces deeper than its speaker; stage directions sit much further right
-MAX_CONTINUATION_INDENT = 8
+WORK_MARK = "by William Shakespeare"
+SPEAKER = re.compile(r"^  ([a-zA-Z][a-zA-Z ]*)\. (.*)")
+CONTINUATION = re.compile(r"^    (.*)")
+UNINDENTED_PLAY = "THE COMEDY OF ERRORS"
+UNINDENTED_SPEAKER = re.compile(r"^([a-zA-Z][a-zA-Z ]*)\. (.*)")
+MIN_LINES = 3  # LEAF skips characters with two lines or fewer
 
 
-def strip_notices(lines: list[str]) -> list[str]:
-    out, inside = [], False
-    for line in lines:
-        if line.startswith(NOTICE_START):
-            inside = True
-        if not inside:
-            out.append(line)
-        elif line.rstrip().endswith(NOTICE_END):
-            inside = False
-    return out
+def _title(lines: list[str], i: int) -> str:
+    for back in range(2, 8):
+        if i - back >= 0 and lines[i - back].strip():
+            return lines[i - back].strip()
+    raise ValueError(f"line {i + 1}: no title above '{WORK_MARK}'")
 
 
-def split_works(text: str) -> list[tuple[str, list[str]]]:
-    """(title, lines) of every work: from a year line to the next "THE END"."""
-    lines = strip_notices(text.splitlines())
-    works, i = [], 0
-    while i < len(lines):
-        if YEAR.match(lines[i].strip()):
-            j = i + 1
-            while j < len(lines) and not lines[j].strip():
-                j += 1
-            title, body = lines[j].strip() if j < len(lines) else "", []
-            k = j + 1
-            while k < len(lines) and lines[k].strip() != "THE END":
-                body.append(lines[k])
-                k += 1
-            works.append((title, body))
-            i = k
-        i += 1
-    return works
-
-
-def _speaker(line: str, indent: int) -> tuple[str, str] | None:
-    m = SPEAKER.match(line)
-    if not m or len(m.group(1)) != indent or m.group(2).startswith(HEADINGS):
-        return None
-    return m.group(2), m.group(3)
-
-
-def speeches(body: list[str]) -> list[tuple[str, str]]:
-    """(speaker, speech text with its lines joined by spaces) in order of appearance."""
-    indents = Counter(len(m.group(1)) for line in body if (m := SPEAKER.match(line)))
-    if not indents:
-        return []
-    indent = indents.most_common(1)[0][0]
-    out: list[tuple[str, list[str]]] = []
-    current: list[str] | None = None
-    for line in body:
-        hit = _speaker(line, indent)
+def plays(text: str) -> list[tuple[str, dict[str, list[str]]]]:
+    """(title, speaker -> lines) per play, in order of appearance."""
+    lines = text.splitlines()
+    out: list[tuple[str, dict[str, list[str]]]] = []
+    works_seen, speaker, unindented = 0, None, False
+    for i, line in enumerate(lines):
+        if WORK_MARK in line:
+            works_seen += 1
+            speaker = None
+            if works_seen >= 2:  # the first work is the sonnets
+                title = _title(lines, i)
+                unindented = title == UNINDENTED_PLAY
+                out.append((title, {}))
+            continue
+        if not out:
+            continue
+        speakers = out[-1][1]
+        hit = (UNINDENTED_SPEAKER if unindented else SPEAKER).match(line)
         if hit:
-            current = [hit[1].strip()]
-            out.append((hit[0], current))
-        elif current is not None and line.strip() and len(line) - len(line.lstrip(" ")) > indent:
-            if len(line) - len(line.lstrip(" ")) <= indent + MAX_CONTINUATION_INDENT:
-                current.append(line.strip())  # else a stage direction inside the speech: skipped
-        else:
-            current = None  # a blank line or a stage direction ends the speech
-    return [(who, " ".join(parts)) for who, parts in out]
+            name = hit.group(1).upper()
+            speaker = None if unindented and name.startswith("ACT ") else name
+            if speaker:
+                speakers.setdefault(speaker, []).append(hit.group(2))
+        elif speaker:
+            if unindented:
+                if line.startswith("<"):
+                    speaker = None
+                else:
+                    speakers[speaker].append(line)
+            elif cont := CONTINUATION.match(line):
+                speakers[speaker].append(cont.group(1))
+    return [(title, speakers) for title, speakers in out if len(speakers) > 1]
+
+
+def user_name(title: str, speaker: str) -> str:
+    """LEAF's user id: "<TITLE>_<SPEAKER>" with every run of non-word characters as one "_"."""
+    return re.sub(r"\W+", "_", f"{title}_{speaker}".replace(" ", "_"))
 
 
 def users_text(text: str, keep: set[str] | None = None) -> dict[str, str]:
-    """"<TITLE>_<SPEAKER>" (spaces as underscores, as LEAF names users) -> all their speeches
-    joined by spaces, with symbols outside `keep` dropped and runs of spaces collapsed."""
-    users: dict[str, list[str]] = {}
-    for title, body in split_works(text):
-        for who, speech in speeches(body):
-            users.setdefault(f"{title}_{who}".replace(" ", "_"), []).append(speech)
-    out = {}
-    for user, parts in users.items():
-        joined = " ".join(parts)
-        if keep is not None:
-            joined = "".join(c for c in joined if c in keep)
-        out[user] = re.sub(r" {2,}", " ", joined)
+    """user -> all their lines joined by spaces, runs of spaces collapsed; symbols outside
+    `keep` become spaces (before collapsing), so window counts stay LEAF's."""
+    out: dict[str, str] = {}
+    for title, speakers in plays(text):
+        for speaker, lines in speakers.items():
+            if len(lines) < MIN_LINES:
+                continue
+            joined = " ".join(lines)
+            if keep is not None:
+                joined = "".join(c if c in keep else " " for c in joined)
+            out[user_name(title, speaker)] = re.sub(r" {2,}", " ", joined)
     return out

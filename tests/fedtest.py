@@ -41,6 +41,11 @@ def tiny_suite(**overrides) -> dict:
     return suite
 
 
+def measured(records: list[dict]) -> list[dict]:
+    """Metric records without their wall-clock `time` (what two equal runs must agree on)."""
+    return [{k: v for k, v in r.items() if k != "time"} for r in records]
+
+
 def job_config(method="fedavg", **settings):
     """A resolved JobConfig for `method` with `settings` overriding the tiny defaults."""
     raw = tiny_suite(methods=[method])

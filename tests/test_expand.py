@@ -72,3 +72,26 @@ def test_reference_metrics_are_reported():
                                          "rows": {"FedAvg": [10.0, ">4"], "FedACG": [20.0, 3]}}
     (job, _) = expand(Suite(**suite))
     assert job.config.metrics == ["acc@2", "rounds_to@30", "acc@4", "rounds_to@50"]
+
+
+def test_method_overrides_train_one_method_of_a_table_differently():
+    """A paper table that trains its methods differently (FedCM's CIFAR-100): local settings and
+    method parameters for one method label of one dataset entry; steps replace the default epochs."""
+    suite = tiny_suite()
+    suite["datasets"][0]["method_overrides"] = {
+        "FedACG": {"local": {"batch_size": 4, "steps": 7}, "server": {"lam": 0.5}, "client": {"prox": {"mu": 0.1}}}}
+    fedavg, fedacg = expand(Suite(**suite))
+    assert (fedavg.config.local.batch_size, fedavg.config.local.epochs, fedavg.config.local.steps) == (8, 1, None)
+    assert (fedacg.config.local.batch_size, fedacg.config.local.epochs, fedacg.config.local.steps) == (4, None, 7)
+    assert fedacg.config.method["server"]["lam"] == 0.5 and fedacg.config.method["client"][0]["mu"] == 0.1
+    plain = expand(Suite(**tiny_suite()))
+    assert plain[0].id == fedavg.id and plain[1].id != fedacg.id
+
+
+def test_new_optional_fields_leave_existing_job_ids_alone():
+    """method_overrides, participation.relative_to and FedAdam's per_step are left out of the
+    hashed config at their defaults, so results of earlier runs are still found."""
+    (job, _) = jobs_of(methods=["fedadam", "fedavg"])
+    dumped = job.config.model_dump(mode="json")
+    assert "method_overrides" not in dumped["dataset"] and "relative_to" not in dumped["participation"]
+    assert "per_step" not in dumped["method"]["server"]

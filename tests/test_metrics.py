@@ -38,3 +38,14 @@ def test_summary_reports_not_reached_and_bytes_to_target():
     assert out["acc@2"] == pytest.approx(18.0)
     assert out["rounds_to@25"] == 3 and out["bytes_to@25"] == 3 * 10 + 3 * 20
     assert out["rounds_to@99"] == ">4" and out["bytes_to@99"] is None
+
+
+def test_acc_raw_is_the_unsmoothed_accuracy_at_round_r():
+    recs = records([10.0, 90.0, 90.0, 90.0])  # raw 90 at round 2, ema 18
+    out = summarise(recs, ["acc_raw@2", "acc@2"], rounds=4)
+    assert out["acc_raw@2"] == pytest.approx(90.0) and out["acc@2"] == pytest.approx(18.0)
+
+
+def test_unknown_metric_names_the_grammar():
+    with pytest.raises(ValueError, match="acc@R, acc_raw@R or rounds_to@X"):
+        summarise([], ["acc_ema@3"], rounds=4)

@@ -1,15 +1,36 @@
-"""Paper suites carry the reference numbers; the committed files match their generator."""
+"""Paper suites carry the reference numbers and run the papers' stated settings; the committed
+files match their generator; `plan --audit` finds no mismatch in any of them."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import yaml
+from click.testing import CliRunner
+from fedtest import REPO, write_suite
 
+from benchmark.cli import cli
+from benchmark.data.participation import sample_clients
+from benchmark.report.audit import audit, job_value
+from benchmark.report.paper_settings import GenerationError
 from benchmark.report.paper_suites import main as generate
+from benchmark.report.paper_suites import suites_from
 from benchmark.suite.expand import load_jobs
-from fedtest import REPO
 
-REFERENCE = REPO.parent / "shared" / "reference"
+# shared/ sits beside the main checkout (/work/main) and two levels above worktrees (/work/wt/NAME)
+REFERENCE = next((p / "shared" / "reference" for p in (REPO.parent, REPO.parent.parent)
+                  if (p / "shared" / "reference").is_dir()), REPO.parent / "shared" / "reference")
+PAPER_SUITES = sorted((REPO / "suites" / "papers").glob("*.yaml")) + [REPO / "suites" / "table1.yaml"]
+needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason="shared/reference is not beside the checkout")
+
+
+def jobs_of(name: str):
+    return load_jobs(REPO / "suites" / "papers" / f"{name}.yaml")
+
+
+def by_method(jobs, dataset_index=0):
+    return {j.method_label: j.config for j in jobs if j.dataset_index == dataset_index}
 
 
 def test_table1_carries_fedacg_table_1():
@@ -28,9 +49,116 @@ def test_sensitivity_columns_become_method_grids():
     assert suite.datasets[0].reference.rows["FedACG[lam=0.8]"] == [82.52]
 
 
-@pytest.mark.skipif(not REFERENCE.is_dir(), reason="shared/reference is not beside the checkout")
+@needs_reference
 def test_committed_paper_suites_match_the_generator(tmp_path):
     assert generate([str(REFERENCE), str(tmp_path)]) == 0
     for path in tmp_path.glob("*.yaml"):
         committed = REPO / "suites" / ("table1.yaml" if path.name == "table1.yaml" else f"papers/{path.name}")
         assert yaml.safe_load(committed.read_text()) == yaml.safe_load(path.read_text()), path.name
+
+
+@pytest.mark.parametrize("path", PAPER_SUITES, ids=lambda p: p.stem)
+def test_audit_finds_no_mismatch_in_any_paper_suite(path):
+    suite, jobs = load_jobs(path)
+    rows = audit(suite, jobs)
+    assert rows, "every paper suite states settings to audit"
+    assert [r for r in rows if not r.ok] == []
+
+
+def test_audit_marks_a_suite_that_runs_another_setting(tmp_path):
+    raw = yaml.safe_load((REPO / "suites" / "papers" / "fedcm.settingI_iid.yaml").read_text())
+    raw["datasets"][1]["method_overrides"]["FedCM"]["local"]["batch_size"] = 20  # paper: 50
+    path = write_suite(tmp_path, raw)
+    result = CliRunner().invoke(cli, ["plan", str(path), "--audit"])
+    assert result.exit_code == 1, result.output
+    assert "MISMATCH" in result.output and "1 mismatch" in result.output
+
+
+def test_fedagm_local_iteration_tables_run_their_k():
+    for k in (50, 70, 100):
+        _, jobs = jobs_of(f"fedagm.local_iters_K{k}")
+        assert {job_value(j, "local.iterations") for j in jobs} == {k}
+        assert {j.config.local.epochs for j in jobs} == {5}  # batch size set so 5 epochs make K steps (001:562)
+
+
+def test_fedcm_cifar100_trains_its_methods_as_stated():
+    """004:646: batch 50 for FedCM and FedAdam, 20 for others; 2 epochs except FedCM in setting II;
+    FedDyn decay 0.999 and α 0.001 in setting II; Bernoulli participation; raw accuracy."""
+    suite, jobs = jobs_of("fedcm.settingII_iid")
+    c100 = by_method(jobs, 1)
+    assert (c100["FedCM"].local.batch_size, c100["FedCM"].local.epochs) == (50, 5)
+    assert (c100["FedAdam"].local.batch_size, c100["FedAdam"].local.epochs) == (50, 2)
+    assert (c100["FedAvg"].local.batch_size, c100["FedAvg"].local.epochs) == (20, 2)
+    assert c100["FedDyn"].local.lr_decay == 0.999 and c100["FedDyn"].method["server"]["alpha"] == 0.001
+    assert c100["FedCM"].method["client"][0]["alpha"] == 0.05
+    adam = c100["FedAdam"].method["server"]
+    assert (adam["global_lr"], adam["tau"], adam["per_step"]) == (0.1, 0.01, True)
+    assert all(c.participation.mode == "bernoulli" for c in c100.values())
+    assert suite.datasets[1].reference.metrics == ["acc_raw@4000"]
+    c10 = by_method(load_jobs(REPO / "suites" / "papers" / "fedcm.settingI_dir0.6.yaml")[1], 0)
+    assert c10["FedCM"].method["client"][0]["alpha"] == 0.1 and c10["FedDyn"].local.lr_decay == 0.9995
+
+
+def test_fedcm_alpha_table_is_bernoulli_and_raw():
+    suite, jobs = jobs_of("fedcm.alpha_sensitivity.settingI_dir0.6")
+    assert {j.config.participation.mode for j in jobs} == {"bernoulli"}
+    assert suite.datasets[0].reference.metrics == ["acc_raw@4000"]
+
+
+def test_dynamic_client_suites_draw_ten_of_the_pool():
+    for name, mode in (("fedacg_iclr.dynamic_clients", "resample"), ("fedacg.dynamic_pool_final", "replace")):
+        _, jobs = jobs_of(name)
+        p = jobs[0].config.participation
+        assert (p.pool.size, p.pool.mode, p.relative_to) == (250, mode, "pool")
+        assert {len(sample_clients(0, t, 500, p)) for t in (0, 100, 555)} == {10}
+    assert jobs[0].config.participation.pool.replace_prob == 0.5
+
+
+def test_ablation_local_reg_row_uses_fedacg_momentum():
+    _, jobs = jobs_of("fedacg.ablation_components")
+    m = by_method(jobs)
+    assert m["FedAvgM w local reg"].method["server"]["beta"] == 0.85
+    assert m["FedAvgM w local reg"].method["client"][0]["mu"] == 0.01
+    assert m["FedAvgM"].method["server"]["beta"] == 0.4
+
+
+def test_quantization_suite_compares_fedpaq_with_and_without_acg():
+    suite, jobs = jobs_of("fedacg.quantization")
+    assert {j.method_label for j in jobs} == {"FedPAQ", "FedPAQ+ACG"}
+    assert all(j.config.method["uplink"]["codec"] == "qsgd" for j in jobs)
+    assert all(v is None for e in suite.datasets for row in e.reference.rows.values() for v in row)
+
+
+def test_cells_the_paper_contradicts_are_flagged():
+    suite, _ = jobs_of("fedacg.moderate_dir0.3")
+    ref = suite.datasets[0].reference
+    assert "86.52" in ref.is_contradicted("FedDC", "rounds_to@85")
+    assert ref.is_contradicted("FedACG", "rounds_to@85") is None
+    agm = jobs_of("fedagm.moderate_dir0.3")[0].datasets[0].reference
+    assert agm.is_contradicted("FedAvg", "rounds_to@84") and agm.is_contradicted("FedAGM", "rounds_to@87")
+
+
+@needs_reference
+def test_a_setting_the_generator_cannot_express_is_an_error(tmp_path):
+    table = yaml.safe_load((REFERENCE / "fedcm.yaml").read_text())["tables"][0]
+    for key, value in (("server_momentum", 0.9), ("lr_decay", "0.998 (FedAvg 0.99)")):
+        bad = copy.deepcopy(table)
+        bad["setting"][key] = value
+        (tmp_path / "fedcm.yaml").write_text(yaml.safe_dump({"tables": [bad]}))
+        with pytest.raises(GenerationError, match=key):
+            suites_from([tmp_path / "fedcm.yaml"])
+    assert generate([str(tmp_path), str(tmp_path / "out")]) == 2
+
+
+def test_report_marks_contradicted_paper_cells():
+    from rich.console import Console
+
+    from benchmark.report.table import result_tables
+
+    suite, jobs = jobs_of("fedacg.moderate_dir0.3")
+    summaries = {j.id: {"status": "finished", "metrics": {"rounds_to@85": 300}} for j in jobs if j.dataset_index == 0}
+    console = Console(width=400, record=True)
+    console.print(result_tables(suite, jobs, summaries)[0])
+    text = console.export_text()
+    feddc = next(line for line in text.splitlines() if line.strip("│ ").startswith("FedDC"))
+    assert "519 †" in feddc and "FedDC rounds_to@85" in text

@@ -13,7 +13,7 @@ from benchmark.run.executor import run_jobs
 from benchmark.run.results import JobDir
 from benchmark.suite.expand import load_jobs
 from benchmark.suite.schema import Participation
-from fedtest import tiny_suite, write_suite
+from fedtest import measured, tiny_suite, write_suite
 
 
 def run_suite(tmp_path, suite=None, stop_after=None, results="results"):
@@ -29,7 +29,7 @@ def test_results_layout_and_contents(tmp_path):
         assert config["job_id"] == job.id and config["method"]["label"] == job.method_label
         lines = d.read_metrics()
         assert [r["round"] for r in lines] == [1, 2, 3, 4]
-        assert set(lines[0]) == {"round", "test_acc", "test_loss", "train_loss", "ema_acc", "bytes_down", "bytes_up"}
+        assert set(lines[0]) == {"round", "test_acc", "test_loss", "train_loss", "ema_acc", "bytes_down", "bytes_up", "time"}
         s = d.read_summary()
         assert s["status"] == "finished" and s["final_acc"] == lines[-1]["test_acc"]
         assert set(s["metrics"]) == {"acc@2", "rounds_to@30", "bytes_to@30"}
@@ -57,7 +57,7 @@ def test_interrupted_then_resumed_equals_straight_run(tmp_path, method):
     assert partial[job.id]["status"] == "stopped" and JobDir(tmp_path / "b", "tiny", job.id).checkpoint.exists()
     _, resumed = run_suite(tmp_path, suite, results="b")
     a, b = JobDir(tmp_path / "a", "tiny", job.id), JobDir(tmp_path / "b", "tiny", job.id)
-    assert a.read_metrics() == b.read_metrics()
+    assert measured(a.read_metrics()) == measured(b.read_metrics())
     ta, tb = torch.load(a.model, weights_only=True), torch.load(b.model, weights_only=True)
     assert all(torch.equal(ta[k], tb[k]) for k in ta)
     assert resumed[job.id]["metrics"] == straight[job.id]["metrics"]
@@ -116,6 +116,6 @@ def test_crash_between_checkpoints_resumes_exactly_for_stateful_methods(tmp_path
     monkeypatch.setattr(rule, "update", update)
     _, resumed = run_suite(tmp_path, suite, results="b")
     a, b = JobDir(tmp_path / "a", "tiny", jobs[0].id), JobDir(tmp_path / "b", "tiny", jobs[0].id)
-    assert a.read_metrics() == b.read_metrics()
+    assert measured(a.read_metrics()) == measured(b.read_metrics())
     assert resumed[jobs[0].id]["metrics"] == straight[jobs[0].id]["metrics"]
     assert not (b.path / "client_state").exists() and not (b.path / "client_state.checkpoint").exists()

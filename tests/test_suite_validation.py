@@ -101,3 +101,18 @@ def test_dataset_params_are_checked_before_anything_runs(tmp_path):
     suite["datasets"].append({"name": "femnist", "params": {"size": 3}, "split": {"kind": "natural"}})
     found = dict(problems_of(tmp_path, suite))
     assert "unknown field" in found["datasets[0].params.alpah"] and "datasets[1].params.size" in found
+
+
+def test_method_overrides_name_an_unknown_label_or_key(tmp_path):
+    suite = tiny_suite()
+    suite["datasets"][0]["method_overrides"] = {"FedCM": {"local": {"batch_size": 50}}, "FedACG": {"locl": {}}}
+    problems = dict(problems_of(tmp_path, suite))
+    assert "no method labelled 'FedCM'" in problems["datasets[0].method_overrides.FedCM"]
+    assert "local" in problems["datasets[0].method_overrides.FedACG"]
+
+
+def test_method_override_of_a_missing_term_names_its_path(tmp_path):
+    suite = tiny_suite()
+    suite["datasets"][0]["method_overrides"] = {"FedAvg": {"client": {"prox": {"mu": 0.1}}}}
+    (path, msg), = problems_of(tmp_path, suite)
+    assert path == "datasets[0].method_overrides.FedAvg.client.prox" and "no client term" in msg

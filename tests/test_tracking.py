@@ -54,7 +54,8 @@ def test_jobs_open_at_the_same_time_log_into_their_own_runs(tmp_path):
     tracker.start_job(b, {"job_id": b.id})
     tracker.log_records([{"round": 1, "test_acc": 10.0}], a.id)
     tracker.log_records([{"round": 1, "test_acc": 20.0}, {"round": 2, "test_acc": 30.0}], b.id)
-    tracker.log_records([{"round": 2, "test_acc": 40.0}])  # no job named: the one started last
+    tracker.log_records([{"round": 2, "test_acc": 40.0}, {"round": 3, "test_acc": 50.0}])  # no job named: the one
+    tracker.log_records([{"round": 1, "test_acc": 10.0}], a.id)  # started last; rounds a run has are skipped
     tracker.end_job({"job_id": a.id, "status": "finished"}, [])
     tracker.close()
 
@@ -63,5 +64,5 @@ def test_jobs_open_at_the_same_time_log_into_their_own_runs(tmp_path):
         [client.get_experiment_by_name("tiny").experiment_id], "tags.`fedbench.kind` = 'job'")}
     history = {job: [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, "test_acc")]
                for job, run in runs.items()}
-    assert history == {a.id: [(1, 10.0)], b.id: [(1, 20.0), (2, 30.0), (2, 40.0)]}
+    assert history == {a.id: [(1, 10.0)], b.id: [(1, 20.0), (2, 30.0), (3, 50.0)]}
     assert runs[a.id].info.status == "FINISHED" and runs[b.id].info.status == "KILLED"  # b never ended

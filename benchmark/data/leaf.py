@@ -18,7 +18,7 @@ import torch
 from benchmark.data.archive import Found, locate
 from benchmark.data.cache import cache_key, cached_tensors
 from benchmark.data.source import SourceData, register_dataset, register_probe, require_dir
-from benchmark.errors import DatasetMissing
+from benchmark.errors import DataInvalid, DatasetMissing
 
 FEMNIST_HELP = (
     "Build FEMNIST with LEAF (github.com/TalwalkarLab/leaf, data/femnist: ./preprocess.sh -s niid "
@@ -37,7 +37,7 @@ def read_leaf_split(directory: Path) -> dict[str, dict]:
             blob = json.loads(shard.read_text())
             for user in blob["users"]:
                 data = blob["user_data"][user]
-                entry = users.setdefault(user, {"x": [], "y": []})
+                entry = users.setdefault(user, {"x": [], "y": [], "file": shard})
                 entry["x"].extend(data["x"])
                 entry["y"].extend(data["y"])
             warn_if_counts_disagree(shard, blob)
@@ -103,7 +103,13 @@ def leaf_source(users: list[str], train: dict, test: dict, to_x, to_y, num_class
     """A SourceData with natural users from LEAF splits, given how to encode x (`to_test_x` for
     the test split, if it differs) and y."""
     train_x, train_y, train_users = stack_users(users, train, to_x, to_y)
-    test_x, test_y, _ = stack_users(users, test, to_test_x or to_x, to_y)
+    test_x, test_y, test_users = stack_users(users, test, to_test_x or to_x, to_y)
+    for split, y, owner in ((train, train_y, train_users), (test, test_y, test_users)):
+        bad = ((y < 0) | (y >= num_classes)).nonzero()
+        if len(bad):
+            user = users[int(owner[bad[0, 0]])]
+            raise DataInvalid(f"{split[user]['file']}: user {user!r} has label {int(y[bad[0, 0]])}, "
+                              f"outside 0..{num_classes - 1}; fix or replace this shard")
     return SourceData(train_x, train_y, test_x, test_y, num_classes, kind, train_users, users, **extra)
 
 

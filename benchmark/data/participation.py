@@ -51,12 +51,14 @@ def pool_entrants(seed: int, rnd: int, num_clients: int, pool) -> list[int]:
 def sample_clients(seed: int, rnd: int, num_clients: int, cfg) -> list[int]:
     """Sorted client ids participating in round `rnd` (ALGORITHMS.md, Client participation).
 
-    M = round(rate·N) is always relative to all N clients, also when drawing from a pool.
+    Fixed mode: M = round(rate·N), or round(rate·C) with `relative_to: pool` (FedACG's dynamic
+    client set: 4% of the 250-client pool = 10 per round).
     """
     rng = numpy_rng(seed, Stream.SAMPLING, rnd)
     candidates = pool_members(seed, rnd, num_clients, cfg.pool) if cfg.pool else np.arange(num_clients)
     if cfg.mode == "fixed":
-        count = min(clients_per_round(cfg.rate, num_clients), len(candidates))
+        base = len(candidates) if cfg.relative_to == "pool" else num_clients
+        count = min(clients_per_round(cfg.rate, base), len(candidates))
         chosen = rng.choice(candidates, count, replace=False)
     elif cfg.mode == "bernoulli":
         chosen = np.array([], dtype=int)

@@ -7,6 +7,7 @@ user id of every training example.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Callable
 import torch
 from pydantic import BaseModel, ConfigDict
 
-from benchmark.errors import DatasetMissing
+from benchmark.errors import DataInvalid, DatasetMissing
 
 DATA_ENV = "FEDBENCH_DATA"
 
@@ -36,6 +37,39 @@ class SourceData:
     @property
     def input_shape(self) -> tuple[int, ...]:
         return tuple(self.train_x.shape[1:])
+
+    def problems(self) -> list[str]:
+        """What makes these tensors unusable for training; empty when they are fine."""
+        found = []
+        for split in ("train", "test"):
+            x, y = getattr(self, f"{split}_x"), getattr(self, f"{split}_y")
+            if len(x) == 0:
+                found.append(f"the {split} split is empty")
+            if len(x) != len(y):
+                found.append(f"{split}: {len(x)} inputs but {len(y)} labels")
+            if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
+                found.append(f"{split} labels are {y.dtype}, not integers")
+            elif len(y) and (int(y.min()) < 0 or int(y.max()) >= self.num_classes):
+                bad = ((y < 0) | (y >= self.num_classes)).nonzero()[0].item()
+                found.append(f"{split} label {int(y[bad])} (example {bad}) is outside 0..{self.num_classes - 1}")
+            if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+                found.append(f"{split} inputs hold NaN or infinite values")
+        if self.train_x.shape[1:] != self.test_x.shape[1:]:
+            found.append(f"train inputs are {tuple(self.train_x.shape[1:])} but test inputs {tuple(self.test_x.shape[1:])}")
+        if self.train_users is not None and len(self.train_users) != len(self.train_y):
+            found.append(f"{len(self.train_users)} user ids for {len(self.train_y)} training examples")
+        return found
+
+    def fingerprint(self) -> str:
+        """sha256 of the tensors themselves: what a job trained on, whatever files they came from."""
+        h = hashlib.sha256()
+        for t in (self.train_x, self.train_y, self.test_x, self.test_y, self.train_users):
+            if t is not None:
+                t = t.contiguous().cpu()
+                h.update(f"{t.dtype}{tuple(t.shape)}".encode())
+                h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        h.update(f"{self.num_classes}".encode())
+        return h.hexdigest()[:16]
 
 
 Loader = Callable[[dict, "Path | None"], SourceData]
@@ -95,3 +129,10 @@ def require_dir(path: Path | None, dataset: str, expected: str) -> Path:
             + (f"\n  {help_text}" if help_text else "")
         )
     return path
+
+
+def check_source(src: SourceData, dataset: str, where: str) -> SourceData:
+    """`src` if it can be trained on, else a DataInvalid naming the dataset and its files."""
+    if found := src.problems():
+        raise DataInvalid(f"dataset {dataset!r} ({where}): " + "; ".join(found) + "\n  fix or replace these files")
+    return src

@@ -39,6 +39,7 @@ class FederatedData:
     src: SourceData
     clients: list[torch.Tensor]  # index tensors into src.train_*
     preprocess: Preprocessor
+    fingerprint: str = ""  # of the source tensors (engine.setup.data_fingerprint); recorded in summary.json
 
     @property
     def num_clients(self) -> int:
@@ -56,7 +57,7 @@ class FederatedData:
             s.train_x.to(device), s.train_y.to(device), s.test_x.to(device), s.test_y.to(device),
             s.num_classes, s.kind, s.train_users, s.user_names, s.mean, s.std,
         )
-        return FederatedData(moved, [c.to(device) for c in self.clients], self.preprocess)
+        return FederatedData(moved, [c.to(device) for c in self.clients], self.preprocess, self.fingerprint)
 
     def batch_positions(self, seed: int, rnd: int, client: int, local: LocalTraining) -> list[tuple[torch.Tensor, int]]:
         """(positions into the client's index tensor, epoch) per local step."""

@@ -1,5 +1,9 @@
 """The papers' metrics: EMA-0.9 smoothed accuracy, acc@R, rounds_to@X, cost to reach X.
 
+The metric grammar lives here: `acc@R` (smoothed accuracy at round R, the FedACG/FedAGM
+tables), `acc_raw@R` (the unsmoothed test accuracy at round R, FedCM's tables) and
+`rounds_to@X` (first round whose smoothed accuracy is ≥ X).
+
 The running average starts at the first evaluated accuracy (a_s(t0) = a(t0)), then
 a_s(t) = 0.9·a_s(t−1) + 0.1·a(t) over evaluated rounds.
 """
@@ -23,19 +27,25 @@ def ema_series(values: list[float], decay: float = EMA_DECAY) -> list[float]:
     return out
 
 
+METRIC_RE = re.compile(r"(acc|acc_raw)@(\d+)|(rounds_to)@(\d+(?:\.\d+)?)")
+METRIC_GRAMMAR = "acc@R, acc_raw@R or rounds_to@X"
+
+
 def parse_metric(name: str) -> tuple[str, float]:
-    m = re.fullmatch(r"(acc|rounds_to)@(\d+(?:\.\d+)?)", name)
+    """('acc' | 'acc_raw' | 'rounds_to', R or X); ValueError naming the grammar otherwise."""
+    m = METRIC_RE.fullmatch(name)
     if not m:
-        raise ValueError(f"unknown metric {name!r}")
-    return m.group(1), float(m.group(2))
+        raise ValueError(f"metric {name!r} is not {METRIC_GRAMMAR}")
+    return (m.group(1), float(m.group(2))) if m.group(1) else (m.group(3), float(m.group(4)))
 
 
-def acc_at(records: list[dict], r: int) -> float | None:
-    """Smoothed accuracy at round r (1-based: after r rounds); None if r was not reached."""
+def acc_at(records: list[dict], r: int, key: str = "ema_acc") -> float | None:
+    """Accuracy (smoothed by default, `key="test_acc"` raw) at round r (1-based: after r rounds);
+    None if r was not reached."""
     last = None
     for rec in records:
         if rec["round"] <= r:
-            last = rec["ema_acc"]
+            last = rec[key]
     if not records or records[-1]["round"] < r:
         return None
     return last
@@ -50,12 +60,14 @@ def rounds_to(records: list[dict], target: float) -> int | None:
 
 
 def summarise(records: list[dict], metrics: list[str], rounds: int) -> dict:
-    """Values of acc@R / rounds_to@X (">R" when not reached) and bytes to reach each target."""
+    """Values of acc@R / acc_raw@R / rounds_to@X (">R" when not reached) and bytes to reach each target."""
     out: dict = {}
     for name in metrics:
         kind, value = parse_metric(name)
         if kind == "acc":
             out[name] = acc_at(records, int(value))
+        elif kind == "acc_raw":
+            out[name] = acc_at(records, int(value), key="test_acc")
         else:
             hit = rounds_to(records, value)
             out[name] = hit if hit is not None else f">{rounds}"

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from benchmark.data.cache import cache_key, cached_tensors
 from benchmark.data.partition import partition
-from benchmark.data.source import DATASETS, SourceData, data_root
+from benchmark.data.source import DATASET_PROBES, DATASETS, SourceData, check_source, data_root
 from benchmark.engine.fed_data import FederatedData, default_preprocess
 from benchmark.engine.simulation import Simulation
 from benchmark.errors import UserError
@@ -36,10 +36,18 @@ def known_models() -> list[str]:
     return sorted(MODELS)
 
 
+def _where(name: str, root: str | None) -> str:
+    """Where a loaded dataset's files are, for messages about their content."""
+    if name in DATASET_PROBES:
+        return f"files under {DATASET_PROBES[name](data_root(root)).path}"
+    return "as its loader built it from params"
+
+
 @functools.lru_cache(maxsize=4)
 def _load_source(name: str, params_json: str, root: str | None) -> SourceData:
     try:
-        return DATASETS[name](json.loads(params_json), data_root(root))
+        src = DATASETS[name](json.loads(params_json), data_root(root))
+        return check_source(src, name, _where(name, root))
     except ValidationError as err:  # params swept by a grid are only seen here
         found = "; ".join(f"{p}: {m}" for p, m in pydantic_problems(err, "params"))
         raise UserError(f"dataset {name!r}: {found}") from None
@@ -47,11 +55,25 @@ def _load_source(name: str, params_json: str, root: str | None) -> SourceData:
         raise UserError(f"dataset {name!r}: bad params: {err}") from None
 
 
-def load_source(job: JobConfig) -> SourceData:
+def _source_key(job: JobConfig) -> tuple[str, str, str | None]:
     d = job.dataset
     if d.name not in known_datasets():
         raise UserError(f"unknown dataset {d.name!r}; known: {', '.join(known_datasets())}")
-    return _load_source(d.name, json.dumps(d.params, sort_keys=True), d.root)
+    return d.name, json.dumps(d.params, sort_keys=True), d.root
+
+
+def load_source(job: JobConfig) -> SourceData:
+    return _load_source(*_source_key(job))
+
+
+@functools.lru_cache(maxsize=16)
+def _fingerprint(name: str, params_json: str, root: str | None) -> str:
+    return _load_source(name, params_json, root).fingerprint()
+
+
+def data_fingerprint(job: JobConfig) -> str:
+    """The fingerprint of the data `job` trains on (loads and checks it, once per process)."""
+    return _fingerprint(*_source_key(job))
 
 
 @functools.lru_cache(maxsize=8)
@@ -74,13 +96,20 @@ def _clients(name: str, params_json: str, root: str | None, split_json: str, num
     return list(torch.split(t["indices"], t["sizes"].tolist()))
 
 
+def forget_loaded_data() -> None:
+    """Drop this process's loaded datasets, so the next load reads the files again (they changed)."""
+    for cached in (_load_source, _fingerprint, _clients):
+        cached.cache_clear()
+
+
 def federated_data(job: JobConfig) -> FederatedData:
     d = job.dataset
     src = load_source(job)
     clients = _clients(d.name, json.dumps(d.params, sort_keys=True), d.root,
                        d.split.model_dump_json(), job.num_clients)
     factory = PREPROCESSORS.get(src.kind)
-    return FederatedData(src, list(clients), factory(src, job) if factory else default_preprocess(src))
+    return FederatedData(src, list(clients), factory(src, job) if factory else default_preprocess(src),
+                         data_fingerprint(job))
 
 
 def build_simulation(job: JobConfig, device: str = "cpu", state_dir=None) -> Simulation:

@@ -3,6 +3,7 @@ objects and reports each evaluated round through a callback."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -35,6 +36,16 @@ class Progress:
     ema: float | None = None
     bytes_down: int = 0
     bytes_up: int = 0
+
+
+class Diverged(Exception):
+    """The loss or the parameters became non-finite in round `round` (1-based); nothing after
+    it means anything, and what it evaluates to (argmax of NaN logits) is not an accuracy."""
+
+    def __init__(self, round: int, what: str):
+        super().__init__(f"non-finite {what} in round {round}")
+        self.round = round
+        self.what = what
 
 
 # execution mode -> fn(sim, chosen, rnd, received) -> list[ClientOutcome]
@@ -132,8 +143,14 @@ class Simulation:
         for t in range(self.progress.round, last):
             train_loss = self.run_round(t)
             r = t + 1
+            if not math.isfinite(train_loss):
+                raise Diverged(r, "training loss")
+            if not bool(torch.isfinite(self.progress.theta).all()):
+                raise Diverged(r, "parameters")
             if r % job.eval_every == 0 or r == job.rounds:
                 acc, loss = self.evaluate()
+                if not math.isfinite(loss):
+                    raise Diverged(r, "test loss")
                 self.progress.ema = ema_update(self.progress.ema, acc)
                 rec = {"round": r, "test_acc": acc, "test_loss": loss, "train_loss": train_loss,
                        "ema_acc": self.progress.ema, "bytes_down": self.progress.bytes_down,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from rich.markup import escape
 from rich.table import Table
 
 from benchmark.engine.setup import federated_data
@@ -38,7 +39,7 @@ def split_tables(jobs: list[Job], max_clients: int) -> list[Table]:
         title = (f"{job.dataset_label}: {split.kind}" + (f"(α={split.alpha})" if split.alpha else "")
                  + f", split seed {split.seed}, {data.num_clients} clients — sizes min {int(sizes.min())} / "
                  f"mean {float(sizes.mean()):.1f} / max {int(sizes.max())}, label skew (mean TV) {label_skew(hist):.3f}")
-        table = Table(title=title)
+        table = Table(title=escape(title))
         for col in ("client", "size", "classes", "label histogram (class:count, most frequent first)"):
             table.add_column(col)
         for i in range(min(max_clients, data.num_clients)):

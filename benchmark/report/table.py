@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import statistics
 
+from rich.markup import escape
 from rich.table import Table
+
+from benchmark.run.status import has_numbers, status_label
 
 from benchmark.suite.expand import Job
 from benchmark.suite.schema import Suite
@@ -34,6 +37,11 @@ def _match_reference(label: str, rows: dict) -> list | None:
     return rows.get(label) or rows.get(base) or lowered.get(base.lower())
 
 
+def _matched_row(label: str, rows: dict) -> str | None:
+    ref = _match_reference(label, rows)
+    return next((k for k, v in rows.items() if v is ref), None)
+
+
 def result_tables(suite: Suite, jobs: list[Job], summaries: dict[str, dict]) -> list[Table]:
     tables = []
     for d_index, entry in enumerate(suite.datasets):
@@ -43,7 +51,7 @@ def result_tables(suite: Suite, jobs: list[Job], summaries: dict[str, dict]) -> 
         metrics = d_jobs[0].config.metrics
         ref = entry.reference
         title = f"{entry.label or entry.name} ({entry.split.kind}, {d_jobs[0].config.num_clients} clients)"
-        table = Table(title=title + (f" — paper: {ref.source}" if ref else ""))
+        table = Table(title=escape(title + (f" — paper: {ref.source}" if ref else "")))
         table.add_column("method")
         table.add_column("seeds", justify="right")
         for m in metrics:
@@ -57,21 +65,29 @@ def result_tables(suite: Suite, jobs: list[Job], summaries: dict[str, dict]) -> 
         table.add_column("status")
         by_label: dict[str, list[dict]] = {}
         for job in d_jobs:
-            key = job.method_label + ("".join(f" {k}={v}" for k, v in job.grid_point.items() if not k.startswith("method")))
+            # suite-grid values; a method grid's are already in the label ("FedACG[lam=0.8]")
+            key = job.method_label + "".join(f" {k}={v}" for k, v in job.grid_point.items()
+                                             if f"{k.split('.')[-1]}={v}" not in job.method_label)
             by_label.setdefault(key, []).append(summaries.get(job.id, {"status": "not run"}))
-        for label, sums in by_label.items():
+        for label, all_sums in by_label.items():
             ref_row = _match_reference(label, ref.rows) if ref else None
-            row = [label, str(len(sums))]
+            sums = [s for s in all_sums if has_numbers(s)]  # diverged, failed, unfinished: no numbers
+            row = [escape(label), f"{len(sums)}/{len(all_sums)}" if len(sums) != len(all_sums) else str(len(sums))]
             for m in metrics:
                 row.append(_fmt(_mean([s.get("metrics", {}).get(m) for s in sums]), m))
                 if ref and m in ref.metrics:
-                    row.append(_fmt(ref_row[ref.metrics.index(m)], m) if ref_row else "-")
+                    cell = _fmt(ref_row[ref.metrics.index(m)], m) if ref_row else "-"
+                    contradicted = ref_row and ref.is_contradicted(_matched_row(label, ref.rows), m)
+                    row.append(cell + " †" if contradicted else cell)
             row.append(_fmt(_mean([s.get("final_acc") for s in sums])))
             if convex:
                 subopt = _mean([s.get("final_subopt") for s in sums])
                 row.append(f"{subopt:.3e}" if isinstance(subopt, float) else "-")
-            statuses = sorted({s.get("status", "?") for s in sums})
-            row.append(",".join(statuses))
+            statuses = sorted({status_label(s) for s in all_sums})
+            row.append(escape(",".join(statuses)))
             table.add_row(*row)
+        if ref and ref.contradicted:
+            table.caption = "† paper cell its own numbers contradict (not a target): " + "; ".join(
+                f"{c.row} {c.metric}: {c.reason}" for c in ref.contradicted)
         tables.append(table)
     return tables

@@ -1,7 +1,9 @@
 """Run a suite's jobs in this process, one after another, with a live progress display.
 
-Finished jobs are skipped; a job that fails is recorded (status "failed", the error in its
-summary.json) and the suite goes on. Bad user input (UserError) stops the suite with exit 2.
+Finished and diverged jobs are skipped; a job that fails is recorded (status "failed", the
+error in its summary.json) and the suite goes on. Bad user input (UserError) stops the suite
+with exit 2. Each job is trained under a per-job lock, so processes sharing a results folder
+never train the same job twice: a job another process holds is left for last, then waited for.
 """
 
 from __future__ import annotations
@@ -12,17 +14,25 @@ from typing import Callable
 
 from rich.console import Console
 
+from benchmark.engine.setup import data_fingerprint
 from benchmark.errors import UserError
 from benchmark.run.job_runner import run_job
+from benchmark.run.locks import job_lock
 from benchmark.run.progress import SuiteProgress
 from benchmark.run.results import JobDir, atomic_write_json
+from benchmark.run.status import FAILED
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
 
 
 def failed_summary(job: Job, suite: str, error: str, trace: str = "") -> dict:
     return {"job_id": job.id, "suite": suite, "dataset": job.dataset_label, "method": job.method_label,
-            "seed": job.config.seed, "status": "failed", "error": error, "traceback": trace}
+            "seed": job.config.seed, "status": FAILED, "error": error, "traceback": trace}
+
+
+def reusable_summary(job: Job, jobdir: JobDir) -> dict | None:
+    """The summary of a job already done on the same data (marked skipped), else None."""
+    return jobdir.skipped_summary(data_fingerprint(job.config))
 
 
 def run_or_record_failure(job: Job, suite: str, jobdir: JobDir, device: str, tracker,
@@ -42,18 +52,33 @@ def run_or_record_failure(job: Job, suite: str, jobdir: JobDir, device: str, tra
 
 def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu", tracker=None,
              console: Console | None = None, stop_after: int | None = None) -> dict[str, dict]:
-    """Run every unfinished job; returns job id -> summary (finished, skipped, or failed)."""
+    """Run every unfinished job; returns job id -> summary (finished, diverged, skipped, or failed)."""
     tracker = tracker or NullTracker()
     summaries: dict[str, dict] = {}
     with SuiteProgress(console or Console(stderr=True), len(jobs)) as show:
-        for job in jobs:
+
+        def attempt(job: Job, wait: bool) -> bool:
+            """Run or skip `job`; False when another process holds it and `wait` is off."""
             jobdir = JobDir(results_root, suite, job.id)
-            if done := jobdir.skipped_summary():
+            lock = job_lock(results_root, suite, job.id)
+            if not (done := reusable_summary(job, jobdir)) and not lock.acquire(blocking=wait):
+                return False
+            try:  # re-read under the lock: the other process may have finished it meanwhile
+                if not (done := done or reusable_summary(job, jobdir)):
+                    jobdir.set_aside_other_data(data_fingerprint(job.config))
+                    show.started(job)
+                    done = run_or_record_failure(job, suite, jobdir, device, tracker,
+                                                 lambda rec: show.round(job.id, rec), stop_after)
+                    show.ended(job, done)
+                else:
+                    show.skipped(job)
                 summaries[job.id] = done
-                show.skipped(job)
-                continue
-            show.started(job)
-            summaries[job.id] = run_or_record_failure(job, suite, jobdir, device, tracker,
-                                                      lambda rec, job=job: show.round(job.id, rec), stop_after)
-            show.ended(job, summaries[job.id])
-    return summaries
+            finally:
+                lock.release()
+            return True
+
+        held_elsewhere = [job for job in jobs if not attempt(job, wait=False)]
+        for job in held_elsewhere:
+            show.note(f"job {job.id}: another fedbench process is training it; waiting for it to finish")
+            attempt(job, wait=True)
+    return {job.id: summaries[job.id] for job in jobs}

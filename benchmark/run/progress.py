@@ -14,7 +14,10 @@ import time
 from dataclasses import dataclass, field
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from benchmark.run.status import DIVERGED, FAILED
 
 log = logging.getLogger("fedbench.progress")
 
@@ -84,7 +87,7 @@ class SuiteProgress:
         run.first = None
         self.running[job.id] = run
         if self.live and run.task is None:
-            run.task = self.progress.add_task(run.label[:60], total=run.total, status=where)
+            run.task = self.progress.add_task(escape(run.label[:60]), total=run.total, status=escape(where))
         self._log(f"job {job.id} ({run.label}) started" + (f" on {where}" if where else ""))
 
     def round(self, job_id: str, rec: dict, at: float | None = None) -> None:
@@ -95,13 +98,13 @@ class SuiteProgress:
             run.first = (rec["round"], at)
         text = round_text(rec, rate)
         if self.live:
-            self.progress.update(run.task, completed=rec["round"], status=text)
+            self.progress.update(run.task, completed=rec["round"], status=escape(text))
         elif at - run.last_logged >= self.log_every_s or rec["round"] == run.total:
             run.last_logged = at
             log.info("job %s round %d/%d %s", job_id, rec["round"], run.total, text)
 
     def note(self, message: str) -> None:
-        """Something the user must see (a lost worker, a failed job): printed on a terminal, else logged."""
+        """Something the user must see (a lost worker, a failed or diverged job): printed on a terminal, else logged."""
         if self.live:
             self.console.print(message, highlight=False, markup=False)
         else:
@@ -115,7 +118,7 @@ class SuiteProgress:
         status = summary.get("status")
         detail = f"acc {summary['final_acc']:.2f}%" if summary.get("final_acc") is not None else summary.get("error", "")
         line = f"job {job.id} ({job_label(job)}) {status}: {detail} [{self.done}/{self.total}]"
-        if status == "failed":
+        if status in (FAILED, DIVERGED):
             self.note(line)
         elif self.live:
             self.console.print(line, highlight=False, markup=False)

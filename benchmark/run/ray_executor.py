@@ -23,12 +23,14 @@ from pathlib import Path
 
 from rich.console import Console
 
-from benchmark.errors import UserError
+from benchmark.errors import DatasetMissing, UserError
+from benchmark.engine.setup import data_fingerprint
 from benchmark.run.executor import failed_summary
 from benchmark.run.job_runner import job_config_json
 from benchmark.run.progress import SuiteProgress
 from benchmark.run.ray_worker import code_runtime_env, run_remote_job
 from benchmark.run.results import RESUME_FILES, JobDir, atomic_write_json
+from benchmark.run.status import TERMINAL
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
 
@@ -50,8 +52,6 @@ class JobRun:
 
     job: Job
     attempt: int = 0  # 1 for the first submission
-    tracked: bool = False  # its MLflow child run exists
-    logged_round: int = 0  # rounds up to here are in MLflow already (a resumed attempt re-sends some)
     placements: list[dict] = field(default_factory=list)  # per attempt: node, pid, code folder
 
 
@@ -72,6 +72,24 @@ class Driver:
 
     def jobdir(self, job: Job) -> JobDir:
         return JobDir(self.root, self.suite, job.id)
+
+    def reusable(self, job: Job) -> dict | None:
+        """The summary of a job done on the same data (as the local executor decides), else None.
+        The driver may lack the data (the nodes read their own copies): then a done job is reused
+        on its summary alone, saying so."""
+        jobdir = self.jobdir(job)
+        if not jobdir.is_done():
+            return None
+        try:
+            fingerprint = data_fingerprint(job.config)
+        except DatasetMissing:
+            self.show.note(f"job {job.id}: done, reused without checking its data fingerprint (its dataset is not "
+                           "on this machine, only on the nodes)")
+            return jobdir.skipped_summary()
+        if done := jobdir.skipped_summary(fingerprint):
+            return done
+        jobdir.set_aside_other_data(fingerprint)
+        return None
 
     def submit(self, job: Job) -> None:
         jobdir = self.jobdir(job)
@@ -94,23 +112,15 @@ class Driver:
         self.show.started(run.job, payload["where"])
 
     def on_start(self, run: JobRun, config: dict) -> None:
-        if not run.tracked:  # one MLflow child run per job, whatever the attempts
-            self.tracker.start_job(run.job, config)
-            run.tracked = True
+        self.tracker.start_job(run.job, config)  # a later attempt continues the job's run
 
     def on_records(self, run: JobRun, records: list[dict]) -> None:
-        self.log_new(run, records)
+        self.tracker.log_records(records, run.job.id)  # it logs only the rounds its run lacks
 
     def on_rounds(self, run: JobRun, rounds: list[tuple[dict, float]]) -> None:
         for rec, at in rounds:
             self.show.round(run.job.id, rec, at)
-        self.log_new(run, [rec for rec, _ in rounds])
-
-    def log_new(self, run: JobRun, records: list[dict]) -> None:
-        new = [r for r in records if r["round"] > run.logged_round]
-        if new and run.tracked:
-            self.tracker.log_records(new, run.job.id)
-            run.logged_round = new[-1]["round"]
+        self.tracker.log_records([rec for rec, _ in rounds], run.job.id)
 
     def on_checkpoint(self, run: JobRun, files: dict[str, bytes]) -> None:
         self.jobdir(run.job).write_files(files)
@@ -143,8 +153,8 @@ class Driver:
         summary = {**result["summary"], "ray": {"attempts": run.placements}}
         jobdir.write_files({k: v for k, v in result["files"].items() if k != "summary.json"})
         atomic_write_json(jobdir.summary, summary)
-        if summary.get("status") == "finished":
-            jobdir.drop_resume_material()
+        if summary.get("status") in TERMINAL:  # as run_job does: a failed or stopped job may resume
+            jobdir.discard_checkpoint()
         self.tracker.end_job(summary, [f for f in (jobdir.config, jobdir.metrics, jobdir.summary) if f.exists()])
         return job, summary
 
@@ -167,6 +177,15 @@ def _check_device(device: str, gpus_per_job: float) -> None:
         raise UserError(f"--device {device}: under Ray use --device cuda; Ray assigns each job its GPU")
 
 
+def check_resources(available: dict, gpus_per_job: float, cpus_per_job: float) -> None:
+    """A task asking for more than the whole cluster has would wait forever: refuse it now."""
+    for flag, want, kind in (("--gpus-per-job", gpus_per_job, "GPU"), ("--cpus-per-job", cpus_per_job, "CPU")):
+        have = available.get(kind, 0)
+        if want > have:
+            raise UserError(f"{flag} {want:g}: the Ray cluster has {have:g} {kind}(s), so no job could ever start; "
+                            f"lower {flag} or join a cluster that has them (--ray-address)")
+
+
 def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu", tracker=None,
                  console: Console | None = None, stop_after: int | None = None, address: str | None = None,
                  gpus_per_job: float = 0.0, cpus_per_job: float = 1.0) -> dict[str, dict]:
@@ -177,6 +196,12 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
     started_here = not ray.is_initialized()
     if started_here:  # address None: start a local cluster (or join $RAY_ADDRESS)
         ray.init(address=address, runtime_env=code_runtime_env())
+    try:
+        check_resources(ray.cluster_resources(), gpus_per_job, cpus_per_job)
+    except UserError:
+        if started_here:
+            ray.shutdown()
+        raise
     options = {"num_cpus": cpus_per_job, "num_gpus": gpus_per_job, "max_retries": 0}
     summaries: dict[str, dict] = {}
     driver = None
@@ -184,7 +209,7 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
         with SuiteProgress(console or Console(stderr=True), len(jobs), "jobs (ray)") as show:
             driver = Driver(ray, suite, results_root, device, tracker, show, stop_after, options, max(1, int(cpus_per_job)))
             for job in jobs:
-                if done := driver.jobdir(job).skipped_summary():
+                if done := driver.reusable(job):
                     summaries[job.id] = done
                     show.skipped(job)
                 else:

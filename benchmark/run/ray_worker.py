@@ -40,6 +40,7 @@ class Relay:
         self.queue, self.job_id = queue, job_id
         self.rounds: list[tuple[dict, float]] = []
         self.sent = time.monotonic()
+        self.upto = 0  # the last round relayed
 
     def send(self, kind: str, payload) -> None:
         self.flush_rounds()
@@ -53,15 +54,19 @@ class Relay:
 
     def on_eval(self, rec: dict) -> None:
         self.rounds.append((rec, time.time()))
+        self.upto = rec["round"]
         if time.monotonic() - self.sent >= RELAY_EVERY_S:
             self.flush_rounds()
 
-    # tracker interface: the start, and the records a resumed job starts from
+    # tracker interface: the start, and the records a resumed job starts from (run_job's later
+    # batches repeat rounds on_eval relayed already)
     def start_job(self, job, config: dict) -> None:
         self.send("start", config)
 
     def log_records(self, records: list[dict], job_id: str | None = None) -> None:
-        self.send("records", records)
+        if new := [r for r in records if r["round"] > self.upto]:
+            self.upto = new[-1]["round"]
+            self.send("records", new)
 
     def end_job(self, summary: dict, files) -> None: ...  # the task's result carries the end
 

@@ -1,10 +1,12 @@
 """results/<suite>/<job-id>/: config.json, metrics.jsonl, summary.json, final_model.pt and,
 while a job is unfinished, checkpoint.pt (plus client_state.checkpoint/ for memmap client
-state). Every file is written atomically (temp + rename)."""
+state). Every file is written atomically (temp + rename),
+with the permissions a plain `open()` would give (umask), and JSON strictly (no bare NaN)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -12,7 +14,9 @@ from pathlib import Path
 
 import torch
 
-FINISHED = "finished"
+from benchmark.run.status import FINISHED, TERMINAL
+
+log = logging.getLogger(__name__)
 # What a job needs to resume elsewhere, in the order to write it (checkpoint.pt, which points
 # at the client-state snapshot, last).
 RESUME_FILES = ("metrics.jsonl", "client_state.checkpoint", "checkpoint.pt")
@@ -20,9 +24,23 @@ RESUME_FILES = ("metrics.jsonl", "client_state.checkpoint", "checkpoint.pt")
 OUTPUT_FILES = ("metrics.jsonl", "final_model.pt", "client_state.checkpoint", "checkpoint.pt", "summary.json")
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _temp_beside(path: Path) -> tuple[int, str]:
+    """A temp file next to `path` (same filesystem, so the rename is atomic); mkstemp makes it
+    0600, which would leave results unreadable to the group a shared results folder is for."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    os.fchmod(fd, 0o666 & ~_umask())
+    return fd, tmp
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    fd, tmp = _temp_beside(path)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -34,13 +52,17 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def strict_json(obj, **kwargs) -> str:
+    """JSON that every parser reads: a NaN or infinity is an error here, not a bare `NaN` on disk."""
+    return json.dumps(obj, allow_nan=False, **kwargs)
+
+
 def atomic_write_json(path: Path, obj) -> None:
-    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
+    atomic_write_bytes(path, (strict_json(obj, indent=2, sort_keys=True) + "\n").encode())
 
 
 def atomic_torch_save(path: Path, obj) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    fd, tmp = _temp_beside(path)
     os.close(fd)
     try:
         torch.save(obj, tmp)
@@ -59,33 +81,93 @@ class JobDir:
     summary = property(lambda self: self.path / "summary.json")
     model = property(lambda self: self.path / "final_model.pt")
     checkpoint = property(lambda self: self.path / "checkpoint.pt")
+    lock = property(lambda self: self.path / ".lock")
 
     def read_summary(self) -> dict | None:
         try:
             return json.loads(self.summary.read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
+        except FileNotFoundError:
+            return None
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            log.warning("%s is not valid JSON (%s); the job counts as not run", self.summary, err)
             return None
 
-    def is_finished(self) -> bool:
+    def is_done(self) -> bool:
+        """Finished (with its model) or diverged: nothing left to run."""
         s = self.read_summary()
-        return bool(s) and s.get("status") == FINISHED and self.model.exists()
+        return bool(s) and s.get("status") in TERMINAL and (s["status"] != FINISHED or self.model.exists())
 
-    def skipped_summary(self) -> dict | None:
-        """The summary of a finished job, marked as skipped; None if the job must (re)run."""
-        return {**self.read_summary(), "skipped": True} if self.is_finished() else None
+    def skipped_summary(self, fingerprint: str | None = None) -> dict | None:
+        """The summary of a job done on the data with `fingerprint` (finished or diverged),
+        marked as skipped; None if the job must (re)run. Reads only."""
+        if not self.is_done():
+            return None
+        summary = self.read_summary()
+        recorded = summary.get("data_fingerprint")
+        if fingerprint and recorded and recorded != fingerprint:
+            return None
+        return {**summary, "skipped": True}
+
+    def set_aside_other_data(self, fingerprint: str) -> None:
+        """Results computed on other data than `fingerprint` (the files were fixed or replaced)
+        move to `<job-id>.data-<their fingerprint>/`: never reused, never overwritten. Call it
+        holding the job's lock."""
+        summary = self.read_summary() or {}
+        recorded = summary.get("data_fingerprint")
+        if not recorded or recorded == fingerprint or summary.get("status") not in TERMINAL:
+            return
+        aside, n = self.path.with_name(f"{self.path.name}.data-{recorded}"), 1
+        while aside.exists():
+            n += 1
+            aside = self.path.with_name(f"{self.path.name}.data-{recorded}-{n}")
+        os.replace(self.path, aside)
+        log.warning("results of job %s were computed on other data (fingerprint %s, now %s): moved to %s; "
+                    "running the job again", self.path.name, recorded, fingerprint, aside)
 
     def read_metrics(self) -> list[dict]:
-        if not self.metrics.exists():
+        """The records up to the first line that is not a complete JSON record (a file cut
+        mid-line by a crash or a full disk); what follows it is dropped, saying so."""
+        try:
+            lines = self.metrics.read_text().splitlines()
+        except FileNotFoundError:
             return []
-        return [json.loads(line) for line in self.metrics.read_text().splitlines() if line.strip()]
+        records = []
+        for number, line in enumerate(lines, 1):
+            try:
+                rec = json.loads(line)
+                if not isinstance(rec, dict) or "round" not in rec:
+                    raise ValueError("not a metrics record")
+            except ValueError as err:
+                log.warning("%s line %d is corrupt (%s); keeping the %d records before it",
+                            self.metrics, number, err, len(records))
+                break
+            records.append(rec)
+        return records
 
     def write_metrics(self, records: list[dict]) -> None:
-        atomic_write_bytes(self.metrics, "".join(json.dumps(r) + "\n" for r in records).encode())
+        atomic_write_bytes(self.metrics, "".join(strict_json(r) + "\n" for r in records).encode())
 
     def load_checkpoint(self) -> dict | None:
+        """The checkpoint, or None when there is none or it is unreadable (truncated, foreign):
+        then it is moved aside to checkpoint.pt.corrupt and the job restarts, saying so."""
         if not self.checkpoint.exists():
             return None
-        return torch.load(self.checkpoint, map_location="cpu", weights_only=True)
+        try:
+            checkpoint = torch.load(self.checkpoint, map_location="cpu", weights_only=True)
+            checkpoint["simulation"]["round"]
+            return checkpoint
+        except Exception as err:  # torch raises RuntimeError, EOFError, UnpicklingError, ... for a bad file
+            aside = self.checkpoint.with_name("checkpoint.pt.corrupt")
+            os.replace(self.checkpoint, aside)
+            log.warning("%s is unreadable (%s: %s); moved to %s, the job restarts from round 0",
+                        self.checkpoint, type(err).__name__, err, aside.name)
+            return None
+
+    def discard_checkpoint(self) -> None:
+        """Remove resume material (memmap client state can be large)."""
+        self.checkpoint.unlink(missing_ok=True)
+        for leftover in ("client_state", "client_state.checkpoint"):
+            shutil.rmtree(self.path / leftover, ignore_errors=True)
 
     def read_files(self, names: tuple[str, ...]) -> dict[str, bytes]:
         """The named files (folders: every file below them) as relative path -> bytes; absent ones are left out."""
@@ -102,9 +184,3 @@ class JobDir:
             shutil.rmtree(self.path / folder, ignore_errors=True)
         for rel, data in files.items():
             atomic_write_bytes(self.path / rel, data)
-
-    def drop_resume_material(self) -> None:
-        """A finished job needs no checkpoint (and memmap client state can be large)."""
-        self.checkpoint.unlink(missing_ok=True)
-        for leftover in ("client_state", "client_state.checkpoint"):
-            shutil.rmtree(self.path / leftover, ignore_errors=True)

@@ -22,7 +22,7 @@ from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, Settings, Suite
 
 # Fields that never change a trajectory: kept in config.json, left out of the job id.
 NOT_HASHED = {("dataset", "label"), ("dataset", "reference"), ("dataset", "root"), ("method", "label"),
-              ("metrics",), ("checkpoint_every",), ("execution",),
+              ("metrics",), ("checkpoint_every",), ("checkpoint_minutes",), ("execution",),
               ("client_state",), ("vmap_chunk",)}
 
 
@@ -47,6 +47,16 @@ def deep_merge(base: dict, over: dict) -> dict:
     out = copy.deepcopy(base)
     for k, v in over.items():
         out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
+    return out
+
+
+def merge_local(base: dict, over: dict) -> dict:
+    """Local-training settings `over` laid over `base`; giving one budget (epochs or steps)
+    drops the other, so a table's `steps: 70` replaces the default `epochs: 5`."""
+    out = deep_merge(base, over)
+    for budget, other in (("steps", "epochs"), ("epochs", "steps")):
+        if over.get(budget) is not None and other not in over:
+            out[other] = None
     return out
 
 
@@ -105,7 +115,9 @@ def _settings_for(suite: Suite, index: int, problems: list) -> Settings | None:
         problems.extend(pydantic_problems(err, "defaults"))
         return None
     try:
-        return Settings(**deep_merge(base, overrides))
+        merged = deep_merge(base, overrides)
+        merged["local"] = merge_local(base["local"], overrides.get("local", {}))
+        return Settings(**merged)
     except ValidationError as err:
         problems.extend(pydantic_problems(err, f"datasets[{index}]"))
         return None
@@ -138,6 +150,34 @@ def _method_variant(method: dict, grid_point: dict, index: int) -> dict:
     return resolve_method(variant, f"methods[{index}]")
 
 
+OVERRIDE_KEYS = {"local", "server", "client"}
+
+
+def _check_overrides(suite: Suite, methods: list[tuple[dict, dict]], problems: list) -> None:
+    labels = {m["label"] for m, _ in methods}
+    for i, entry in enumerate(suite.datasets):
+        for label, over in entry.method_overrides.items():
+            where = f"datasets[{i}].method_overrides.{label}"
+            if label not in labels:
+                problems.append((where, f"no method labelled {label!r}; methods: {', '.join(sorted(labels))}"))
+            elif not isinstance(over, dict) or set(over) - OVERRIDE_KEYS:
+                problems.append((where, f"expected a mapping with keys among {', '.join(sorted(OVERRIDE_KEYS))}"))
+
+
+def _overridden(method: dict, over: dict, path: str) -> dict:
+    """The method with this dataset entry's `server:` / `client:` (term -> params) overrides."""
+    if not over.keys() & {"server", "client"}:
+        return method
+    variant = copy.deepcopy(method)
+    variant["server"].update(over.get("server", {}))
+    terms = {t["term"]: t for t in variant["client"]}
+    for term, params in over.get("client", {}).items():
+        if term not in terms:
+            raise MethodProblems([(f"{path}.client.{term}", f"this method has no client term {term!r}")])
+        terms[term].update(params)
+    return resolve_method(variant, path)
+
+
 def _check_names(suite: Suite, settings: list[Settings | None], problems: list) -> None:
     """Dataset and model names must be registered (checked here so errors carry YAML paths)."""
     from benchmark.engine.setup import known_datasets, known_models
@@ -162,6 +202,7 @@ def expand(suite: Suite, file: str = "<suite>") -> list[Job]:
     methods = _methods(suite, problems)
     settings = [_settings_for(suite, i, problems) for i in range(len(suite.datasets))]
     _check_names(suite, settings, problems)
+    _check_overrides(suite, methods, problems)
     for key, values in suite.grid.items():
         if not values:
             problems.append((f"grid.{key}", "a grid needs at least one value"))
@@ -173,6 +214,11 @@ def expand(suite: Suite, file: str = "<suite>") -> list[Job]:
     for d_index, (entry, base) in enumerate(zip(suite.datasets, settings)):
         metrics = list(dict.fromkeys(base.metrics + (entry.reference.metrics if entry.reference else [])))
         for m_index, (method, method_grid) in enumerate(methods):
+            over = entry.method_overrides.get(method["label"], {})
+            try:
+                method = _overridden(method, over, f"datasets[{d_index}].method_overrides.{method['label']}")
+            except MethodProblems as err:
+                raise SuiteError(file, err.problems) from None
             for m_point in _grid_points(method_grid):
                 try:
                     variant = _method_variant(method, m_point, m_index)
@@ -182,7 +228,8 @@ def expand(suite: Suite, file: str = "<suite>") -> list[Job]:
                 for s_point in _grid_points(suite.grid):
                     for seed in base.seeds:
                         raw = base.model_dump(exclude={"seeds"})
-                        dataset = entry.model_dump(exclude=SETTINGS_FIELDS)
+                        raw["local"] = merge_local(raw["local"], over.get("local", {}))
+                        dataset = entry.model_dump(exclude=SETTINGS_FIELDS | {"method_overrides"})
                         raw.update(dataset=dataset, method=variant, seed=seed, metrics=metrics)
                         for key, value in s_point.items():
                             try:

@@ -6,12 +6,11 @@ into the job id, so anything that changes the trajectory changes the id.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-METRIC_RE = re.compile(r"^(acc@(\d+)|rounds_to@(\d+(?:\.\d+)?))$")
+from benchmark.engine.metrics import parse_metric
 
 
 class Strict(BaseModel):
@@ -53,6 +52,17 @@ class Participation(Strict):
     mode: Literal["fixed", "bernoulli"] = "fixed"
     rate: float = Field(0.1, gt=0, le=1, description="fixed: M = round(rate·N) per round; bernoulli: P(active)")
     pool: PoolConfig | None = None
+    # left out of the dump (so of the job id) at its default: existing jobs keep their ids
+    relative_to: Literal["all", "pool"] = Field(
+        "all", exclude_if=lambda v: v == "all",
+        description="with a pool, fixed mode: M = round(rate·N) (all) or round(rate·pool size) (pool)",
+    )
+
+    @model_validator(mode="after")
+    def _pool_needed(self):
+        if self.relative_to == "pool" and self.pool is None:
+            raise ValueError("relative_to: pool needs a pool (participation.pool)")
+        return self
 
 
 class SplitConfig(Strict):
@@ -83,19 +93,43 @@ class ModelConfig(Strict):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
+class Contradicted(Strict):
+    """A printed cell the paper itself contradicts: shown flagged, never scored against."""
+
+    row: str
+    metric: str
+    reason: str
+
+
+class Chosen(Strict):
+    """A setting the suite chose where the paper is silent."""
+
+    setting: str = Field(description="dotted job-config path, e.g. local.clip_norm")
+    value: Any
+    reason: str
+    method: str | None = Field(None, description="the method label it applies to; None: every method")
+
+
 class Reference(Strict):
-    """A paper table's numbers for this dataset entry: row label -> values, one per metric."""
+    """A paper table's numbers for this dataset entry: row label -> values, one per metric.
+
+    `stated` records what the paper states (dotted job-config paths; key `all` for every
+    method, a method label for that method); `chosen` what the suite picked where the paper is
+    silent. `fedbench plan --audit` checks the jobs against both.
+    """
 
     source: str = Field(description="where the numbers come from, e.g. a table id of shared/reference")
     metrics: list[str]
     rows: dict[str, list[float | int | str | None]]
+    contradicted: list[Contradicted] = Field(default_factory=list)
+    stated: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    chosen: list[Chosen] = Field(default_factory=list)
 
     @field_validator("metrics")
     @classmethod
     def _metric_names(cls, v):
         for m in v:
-            if not METRIC_RE.match(m):
-                raise ValueError(f"metric {m!r} is not acc@R or rounds_to@X")
+            parse_metric(m)
         return v
 
     @model_validator(mode="after")
@@ -103,7 +137,14 @@ class Reference(Strict):
         for label, vals in self.rows.items():
             if len(vals) != len(self.metrics):
                 raise ValueError(f"row {label!r} has {len(vals)} values for {len(self.metrics)} metrics")
+        for c in self.contradicted:
+            if c.row not in self.rows or c.metric not in self.metrics:
+                raise ValueError(f"contradicted cell ({c.row!r}, {c.metric!r}) is not a row/metric of this reference")
         return self
+
+    def is_contradicted(self, row: str, metric: str) -> str | None:
+        """The reason a printed cell is contradicted by the paper, or None."""
+        return next((c.reason for c in self.contradicted if c.row == row and c.metric == metric), None)
 
 
 class Settings(Strict):
@@ -116,9 +157,12 @@ class Settings(Strict):
     participation: Participation = Field(default_factory=Participation)
     local: LocalTraining = Field(default_factory=LocalTraining)
     model: ModelConfig = Field(default_factory=ModelConfig)
-    metrics: list[str] = Field(default_factory=list, description="extra acc@R / rounds_to@X to report")
+    metrics: list[str] = Field(default_factory=list, description="extra acc@R / acc_raw@R / rounds_to@X to report")
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
     checkpoint_every: int = Field(0, ge=0, description="rounds between resume checkpoints; 0 = none")
+    checkpoint_minutes: float = Field(
+        5.0, ge=0, description="also write a resume checkpoint when this many minutes passed since the last; 0 = off"
+    )
     execution: Literal["sequential", "vectorised"] = Field(
         "sequential", description="train a round's clients one by one, or together under torch.func.vmap (same numbers)"
     )
@@ -149,6 +193,11 @@ class DatasetEntry(Strict):
     augment: AugmentConfig = Field(default_factory=AugmentConfig)
     label: str | None = None
     reference: Reference | None = None
+    method_overrides: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, exclude_if=lambda v: not v,
+        description="per method label (as in `methods:`): `local:` settings and `server:`/`client:` parameters "
+        "for this dataset entry only (a paper table that trains its methods differently)",
+    )
     # any Settings field may be overridden per dataset (merged over `defaults:`)
     rounds: int | None = None
     eval_every: int | None = None
@@ -160,6 +209,7 @@ class DatasetEntry(Strict):
     metrics: list[str] | None = None
     precision: str | None = None
     checkpoint_every: int | None = None
+    checkpoint_minutes: float | None = None
     execution: str | None = None
     client_state: str | None = None
     vmap_chunk: int | None = None
@@ -167,12 +217,19 @@ class DatasetEntry(Strict):
 
 
 class Suite(Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="results/<name>/ and the MLflow experiment")
     description: str = ""
     defaults: dict[str, Any] = Field(default_factory=dict)
     datasets: list[DatasetEntry] = Field(min_length=1)
     methods: list[Any] = Field(min_length=1)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _stays_inside_results(cls, v):
+        if set(v) == {"."}:  # "." or ".." would write into (or above) the results folder itself
+            raise ValueError(f"{v!r} is not a folder name; use letters, digits, '_', '-' or '.'")
+        return v
 
 
 class JobConfig(Strict):
@@ -190,6 +247,7 @@ class JobConfig(Strict):
     metrics: list[str]
     precision: Literal["fp32", "bf16", "fp16"]
     checkpoint_every: int
+    checkpoint_minutes: float = 5.0
     execution: Literal["sequential", "vectorised"] = "sequential"
     client_state: Literal["memory", "memmap"] = "memory"
     vmap_chunk: int | None = Field(None, ge=1)

@@ -6,6 +6,7 @@ from click.testing import CliRunner
 from benchmark.cli import main
 from benchmark.cli_data import data
 from data_fixtures import tar_gz, write_cifar_pickles, write_libsvm, write_tiny_imagenet
+from leaf_data.shakespeare_text import users_text
 from test_leaf_builder import RAW
 
 
@@ -52,10 +53,14 @@ def test_prepare_builds_shakespeare_from_the_raw_text(tmp_path):
     with gzip.open(root / "shakespeare-complete-works.txt.gz", "wt") as f:
         f.write(RAW)
     dest = tmp_path / "built"
-    result = CliRunner().invoke(data, ["prepare", "shakespeare", "--root", str(root), "--dest", str(dest), "--tf", "0.2"])
+    args = ["prepare", "shakespeare", "--root", str(root), "--dest", str(dest), "--tf", "0.2", "--test-gap", "10"]
+    result = CliRunner().invoke(data, args)
     assert result.exit_code == 0, result.output
     assert list((dest / "shakespeare" / "data" / "train").glob("*.json"))
-    assert "users_kept 1" in result.output and "shakespeare: 26 train / 25 test" in result.output
+    windows = [len(t) - 80 for t in users_text(RAW).values() if len(t) > 80]  # HERO, DUKE
+    train = sum(int(0.2 * n) for n in windows)
+    test = sum(n - int(0.2 * n) - 10 for n in windows)  # --test-gap 10 windows skipped
+    assert "users_kept 2" in result.output and f"shakespeare: {train} train / {test} test" in result.output
 
 
 def test_prepare_unknown_dataset(tmp_path, capsys):

@@ -2,10 +2,19 @@ import gzip
 import json
 
 import pytest
+import yaml
 
 from benchmark.data.shakespeare import load_shakespeare
+from fedtest import REPO
 from leaf_data.__main__ import main as leaf_main
-from leaf_data.shakespeare import BuildOptions, build, read_raw, sample_users
+from leaf_data.shakespeare import (
+    SEQ_LEN,
+    BuildOptions,
+    build,
+    read_raw,
+    sample_users,
+    split_user,
+)
 from leaf_data.shakespeare_text import users_text
 
 RAW = """Header of the etext, with a SMALL PRINT notice.
@@ -35,8 +44,14 @@ Enter HERO and FIRST LORD
   HERO. Now is the winter of our discontent made glorious summer by this sun,
     and all the clouds that lour'd upon our house in the deep bosom buried.
   FIRST LORD. What news? What news? What news? What news? What news?
-  HERO. A horse, a horse, my kingdom for a horse, and a stable, and some hay.
+    What news?
+  Hero. A horse, a horse, my kingdom for a horse, and a stable, and some hay.
                                                            Exeunt
+
+    Now, the last word.
+  FIRST LORD. Away!
+  PAGE. Two lines
+    only.
 THE END
 
 1593
@@ -48,18 +63,25 @@ by William Shakespeare
 ACT I. SCENE 1
 
 DUKE. Merchant of Syracuse, plead no more; I am not partial to infringe our laws,
-  the enmity and discord which of late sprung from the rancorous outrage of your duke.
+  the enmity and discord which of late sprung
+from the rancorous outrage of your duke.
+AEGEON. Proceed, Solinus.
+<<A NOTICE ENDS THE SPEECH>>
 THE END
 """
 
 
-def test_parses_plays_and_characters_both_layouts():
+def test_parses_plays_and_characters_by_leafs_rules():
+    """Speakers upper-cased (Hero = HERO); indented lines stay with the speaker across a blank line,
+    stage directions included; at most two lines: dropped (PAGE); The Comedy of Errors unindented."""
     users = users_text(RAW)
-    assert sorted(users) == ["A_TINY_PLAY_FIRST_LORD", "A_TINY_PLAY_HERO", "THE_COMEDY_OF_ERRORS_DUKE"]
+    assert sorted(users) == ["A_TINY_PLAY_FIRST_LORD", "A_TINY_PLAY_HERO", "THE_COMEDY_OF_ERRORS_DUKE"]  # AEGEON: 1 line
     hero = users["A_TINY_PLAY_HERO"]
-    assert hero.startswith("Now is the winter") and "sun, and all the clouds" in hero and hero.endswith("some hay.")
-    assert "Exeunt" not in hero and "  " not in hero
-    assert users["THE_COMEDY_OF_ERRORS_DUKE"].endswith("of your duke.")
+    assert hero.startswith("Now is the winter") and "sun, and all the clouds" in hero
+    assert hero.endswith("some hay. Exeunt Now, the last word.") and "  " not in hero
+    assert users["A_TINY_PLAY_FIRST_LORD"] == "What news? " * 5 + "What news? Away!"
+    assert users["THE_COMEDY_OF_ERRORS_DUKE"].startswith("Merchant of Syracuse")
+    assert users["THE_COMEDY_OF_ERRORS_DUKE"].endswith("rancorous outrage of your duke.")
 
 
 def test_build_writes_leaf_json_the_loader_reads(tmp_path):
@@ -67,7 +89,7 @@ def test_build_writes_leaf_json_the_loader_reads(tmp_path):
     with gzip.open(raw, "wt") as f:
         f.write(RAW)
     stats = build(raw, tmp_path / "shakespeare", BuildOptions(min_samples=50, train_fraction=0.5, test_gap=0))
-    assert stats["users_parsed"] == 3 and stats["users_kept"] == 2  # FIRST LORD has < 50 windows
+    assert stats["users"] == 2 and stats["users_kept"] == 2  # FIRST LORD's 69 characters make no window
     (train_file,) = (tmp_path / "shakespeare" / "data" / "train").glob("*.json")
     blob = json.loads(train_file.read_text())
     hero = blob["user_data"]["A_TINY_PLAY_HERO"]
@@ -117,8 +139,16 @@ def test_cli_missing_raw_file_exits_2(tmp_path, capsys):
 
 
 @pytest.mark.realdata
-def test_complete_works_yield_leaf_like_user_counts(data_root):
+def test_complete_works_yield_leafs_user_counts(data_root):
+    """LEAF: 1,129 users (4,226,158 samples), 660 after its sample split (train fraction 0.9, test
+    windows clear of the training text) — the count FedACG's Shakespeare suite runs."""
     texts = users_text(read_raw(data_root / "shakespeare-complete-works.txt.gz"))
-    windows = [len(t) - 80 for t in texts.values()]
-    assert 1_050 <= len(texts) <= 1_250  # LEAF reports 1,129 play/character users
-    assert 800 <= sum(n >= 64 for n in windows) <= 1_000  # ours: 901 with at least 64 samples
+    windows = [len(t) - SEQ_LEN for t in texts.values() if len(t) > SEQ_LEN]
+    assert len(windows) == 1_130  # one more than LEAF's paper reports
+    assert abs(sum(windows) - 4_226_158) / 4_226_158 < 5e-4
+    opts = BuildOptions()  # `fedbench data prepare shakespeare` defaults
+    kept = sum(all(part[1] for part in split_user(range(n), range(n), opts)) for n in windows)
+    assert kept == 660
+    suite = yaml.safe_load((REPO / "suites" / "papers" / "fedacg.leaf.yaml").read_text())
+    (entry,) = [d for d in suite["datasets"] if d["name"] == "shakespeare"]
+    assert entry["num_clients"] == kept  # the paper suite runs on what `data prepare` builds

@@ -19,7 +19,7 @@ from vec_support import ATOL, assert_same, image_simulation, make_jobs, run, wit
 
 SKEWED = {"kind": "dirichlet", "alpha": 0.1}
 # every preset not in test_vectorised.py (fedavg, fedprox, fedavgm, fedacg there), and composed variants
-LOGISTIC = ["fedadam", "fedpaq", "fedagm", "feddyn", "scaffold", "moon", "fedcm", "fedlc", "fedntd", "feddecorr",
+LOGISTIC = ["fedadam", {"preset": "fedadam", "label": "FedAdam per-step", "server": {"per_step": True}}, "fedpaq", "fedagm", "feddyn", "scaffold", "moon", "fedcm", "fedlc", "fedntd", "feddecorr",
             "feddc", "fedlc+acg", "fedntd+acg", "feddecorr+acg", "scaffold+paq"]
 STAGED = ["fedmlb", "moon", "feddecorr", "fedntd", "fedmlb+acg"]
 # half the clients each round: over 3 rounds most train twice, so their state is read back

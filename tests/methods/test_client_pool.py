@@ -85,3 +85,18 @@ def test_clients_joining_the_pool_start_from_empty_state():
             assert had_state == (cid in trained and cid not in entrants), (t, cid)
         trained |= {cid for rnd, cid, _ in seen if rnd == t}
     assert any(had for _, _, had in seen) and pool_entrants(job.seed, 0, 6, job.participation.pool) == []
+
+
+def test_rate_relative_to_the_pool_draws_rate_times_pool_size():
+    """FedACG's dynamic client set: 4% of the 250-client pool = 10 per round (not 4% of 500 = 20)."""
+    c = Participation(rate=0.04, relative_to="pool", pool={"size": 250, "every": 100, "mode": "replace"})
+    assert all(len(sample_clients(0, t, N, c)) == 10 for t in (0, 150, 999))
+    assert len(sample_clients(0, 0, N, Participation(rate=0.04, pool={"size": 250}))) == 20
+
+
+def test_relative_to_pool_needs_a_pool():
+    import pytest
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="needs a pool"):
+        Participation(rate=0.04, relative_to="pool")

@@ -89,6 +89,21 @@ def test_fedadam_two_rounds():
         assert close(sim.progress.theta, theta)
 
 
+def test_fedadam_per_step_is_fedcms_convention():
+    """FedCM's FedAdam: Adam on Δ̄/(ηK), step multiplied by ηK (its η_g = 0.1, τ = 0.01 as printed)."""
+    theta0, K = random_init(P), 2
+    b1, b2, tau, eta = 0.9, 0.99, 0.01, 0.1
+    sim = make_sim({"preset": "fedadam", "server": {"per_step": True, "global_lr": eta, "tau": tau}}, init=theta0, steps=K)
+    m, v, theta = torch.zeros(P).double(), torch.full((P,), tau**2).double(), theta0.double()
+    for t in range(2):
+        sim.run_round(t)
+        g = (weighted_mean(local_models(sim, theta, plain_ce, K)) - theta) / (LR * K)
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g**2
+        theta = theta + eta * LR * K * m / (v.sqrt() + tau)
+        assert close(sim.progress.theta, theta)
+
+
 def test_fedcm_direction_two_rounds():
     theta0, alpha, K = random_init(P), 0.3, 2
     sim = make_sim({"preset": "fedcm", "client": {"fedcm": {"alpha": alpha}}}, init=theta0, steps=K)

@@ -33,11 +33,11 @@ def test_absent_files_are_left_out_and_summary_comes_last(tmp_path):
     assert list(job.read_files(OUTPUT_FILES)) == ["final_model.pt", "summary.json"]
 
 
-def test_drop_resume_material(tmp_path):
+def test_discard_checkpoint(tmp_path):
     job = JobDir(tmp_path, "s", "job1")
     for folder in ("client_state", "client_state.checkpoint"):
         (job.path / folder).mkdir(parents=True)
     job.checkpoint.write_bytes(b"x")
     job.model.write_bytes(b"m")
-    job.drop_resume_material()
+    job.discard_checkpoint()
     assert [p.name for p in job.path.iterdir()] == ["final_model.pt"]

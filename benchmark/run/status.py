@@ -1,0 +1,45 @@
+"""A job's status, as written in its summary.json: the one vocabulary every reader uses.
+
+- finished: every round ran; its numbers are results.
+- diverged: the loss or the parameters became non-finite at `diverged_at_round`; the job
+  stopped there. A result (the method does not train at this setting), never a number:
+  tables, best-over-grid selection, baselines and MLflow summaries leave its accuracy out.
+- failed: the job crashed (`error`, `traceback`); rerunning the suite retries it.
+- stopped: `--stop-after` ended it early on purpose; rerunning resumes it.
+
+finished and diverged are terminal: a rerun skips them.
+"""
+
+from __future__ import annotations
+
+FINISHED = "finished"
+DIVERGED = "diverged"
+FAILED = "failed"
+STOPPED = "stopped"
+
+TERMINAL = (FINISHED, DIVERGED)
+
+
+def has_numbers(summary: dict) -> bool:
+    """Whether a summary's accuracies may be reported, averaged or compared."""
+    return summary.get("status") == FINISHED
+
+
+def status_label(summary: dict) -> str:
+    """The status as shown in tables: `diverged@37` says at which round."""
+    status = summary.get("status", "?")
+    if status == DIVERGED:
+        return f"{DIVERGED}@{summary.get('diverged_at_round', '?')}"
+    return status
+
+
+def methods_all_diverged(labels_and_summaries: list[tuple[str, dict]]) -> list[str]:
+    """Methods (labels) every one of whose jobs diverged: nothing of them can be reported.
+
+    An lr sweep diverging at its largest value is a normal result; a method with no job left
+    is not, and makes `fedbench run` exit 1.
+    """
+    by_method: dict[str, list[str]] = {}
+    for label, s in labels_and_summaries:
+        by_method.setdefault(label, []).append(s.get("status"))
+    return [m for m, statuses in by_method.items() if statuses and all(st == DIVERGED for st in statuses)]
