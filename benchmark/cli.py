@@ -54,6 +54,16 @@ def _threads(n: int | None) -> None:
 THREADS = click.option("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
 
 
+def _print_results(suite, jobs, summaries: dict, results_dir: Path) -> None:
+    """The FedAc figure's tables (and PNG) for FedAc-protocol jobs, the paper tables for the rest."""
+    from benchmark.report.fedac_figure import fedac_report
+    from benchmark.report.table import result_tables
+
+    rest = fedac_report(out, suite.name, jobs, summaries, results_dir)
+    for table in result_tables(suite, rest, summaries):
+        out.print(table)
+
+
 def _filter(jobs, only: tuple[str, ...]):
     if not only:
         return jobs
@@ -88,7 +98,6 @@ def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, de
     _threads(threads)
     if executor == "local" and (ray_address or gpus_per_job):
         raise UserError("--ray-address and --gpus-per-job need --executor ray")
-    from benchmark.report.table import result_tables
     from benchmark.run.executor import run_jobs
     from benchmark.run.tracking import NullTracker
     from benchmark.suite.expand import load_jobs
@@ -117,8 +126,7 @@ def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, de
         raise
     finally:
         tracker.close(status)
-    for table in result_tables(suite, jobs, summaries):
-        out.print(table)
+    _print_results(suite, jobs, summaries, results_dir)
     out.print(f"results: {results_dir / suite.name}" + (f"   MLflow: {tracker.uri} (mlflow ui --backend-store-uri "
                                                         f"{tracker.uri})" if tracker.uri else ""), markup=False)
     exit_for_statuses(jobs, summaries)
@@ -228,7 +236,6 @@ def _print_audit(suite, jobs) -> None:
 @click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
 def report(suite_file: Path, results_dir: Path) -> None:
     """Print measured vs paper numbers from the results already on disk (never reruns)."""
-    from benchmark.report.table import result_tables
     from benchmark.run.results import JobDir
     from benchmark.suite.expand import load_jobs
 
@@ -236,8 +243,7 @@ def report(suite_file: Path, results_dir: Path) -> None:
     summaries = {j.id: s for j in jobs if (s := JobDir(results_dir, suite.name, j.id).read_summary())}
     if not summaries:
         raise UserError(f"no results for suite {suite.name!r} under {results_dir}; run `fedbench run {suite_file}` first")
-    for table in result_tables(suite, jobs, summaries):
-        out.print(table)
+    _print_results(suite, jobs, summaries, results_dir)
 
 
 @cli.command()

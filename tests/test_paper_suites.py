@@ -10,7 +10,7 @@ import yaml
 from click.testing import CliRunner
 from fedtest import REPO, write_suite
 
-from benchmark.cli import cli
+from benchmark.cli import cli, main
 from benchmark.data.participation import sample_clients
 from benchmark.report.audit import audit, job_value
 from benchmark.report.paper_settings import GenerationError
@@ -162,3 +162,18 @@ def test_report_marks_contradicted_paper_cells():
     text = console.export_text()
     feddc = next(line for line in text.splitlines() if line.strip("│ ").startswith("FedDC"))
     assert "519 †" in feddc and "FedDC rounds_to@85" in text
+
+
+@needs_reference
+def test_ablation_check_marks_must_match_the_compositions(tmp_path):
+    tables = yaml.safe_load((REFERENCE / "fedacg.yaml").read_text())["tables"]
+    table = copy.deepcopy(next(t for t in tables if t["id"] == "fedacg.ablation_components.cifar10"))
+    table["components"]["FedAvgM w local reg"] = [True, True, True]  # claims a lookahead it does not run
+    (tmp_path / "fedacg.yaml").write_text(yaml.safe_dump({"tables": [table]}))
+    with pytest.raises(GenerationError, match="FedAvgM w local reg"):
+        suites_from([tmp_path / "fedacg.yaml"])
+
+
+def test_audit_of_a_suite_without_stated_settings_says_so(capsys):
+    assert main(["plan", str(REPO / "suites" / "quickstart.yaml"), "--audit"]) == 2
+    assert "no dataset entry has reference.stated" in capsys.readouterr().err

@@ -100,5 +100,13 @@ def split_natural(src: SourceData, num_clients: int, cfg, seed: int) -> list[tor
     return [order[starts[u] : starts[u] + counts[u]] for u in users.tolist()]
 
 
+@splitter("shared")
+def split_shared(src: SourceData, num_clients: int, cfg, seed: int) -> list[torch.Tensor]:
+    """Every client holds the whole training set (one tensor, not N copies); batches are drawn
+    with replacement (FedAc's stochastic-approximation setting, engine/fed_data.py)."""
+    everything = torch.arange(len(src.train_y))
+    return [everything] * num_clients
+
+
 def partition(src: SourceData, num_clients: int, cfg) -> list[torch.Tensor]:
     return SPLITTERS[cfg.kind](src, num_clients, cfg, cfg.seed)

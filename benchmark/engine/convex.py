@@ -2,6 +2,8 @@
 
 F(w) = (1/n) Σ_i CE(W x_i + b, y_i) + (μ/2)‖w‖², w = (fc.weight, fc.bias) of the `logistic`
 model, n = every training example held by the federation's clients, μ = local.weight_decay.
+For the `binary_logistic` model (FedAc's protocol): F(w) = (1/n) Σ log(1 + exp(−y_i x_iᵀw)) +
+(λ/2)‖w‖², y = ±1, no bias (`BinaryLogistic`).
 Every coordinate is regularised, the bias included, because the engine's coupled weight decay
 adds μ·w to the whole flat vector; F is then exactly the objective the local steps descend.
 F* comes from a damped Newton solve in float64 to ‖∇F‖ < 1e-10, cached on disk per
@@ -22,6 +24,7 @@ from benchmark.errors import UserError
 from benchmark.fl.flat import ParamSpec
 
 LOGISTIC_PARAMS = ("fc.weight", "fc.bias")
+BINARY_PARAMS = ("fc.weight",)
 GRAD_TOL = 1e-10
 MAX_NEWTON_STEPS = 100
 
@@ -46,12 +49,17 @@ class RegularisedLogistic:
 
     @classmethod
     def of_federation(cls, data: FederatedData, spec: ParamSpec, mu: float) -> "RegularisedLogistic":
-        if spec.names != LOGISTIC_PARAMS:
+        kind = {LOGISTIC_PARAMS: cls, BINARY_PARAMS: BinaryLogistic}.get(spec.names)
+        if kind is None:
             shown = ", ".join(spec.names[:4]) + (" ..." if len(spec.names) > 4 else "")
-            raise UserError(f"suboptimality: true needs the `logistic` model (parameters "
-                            f"{', '.join(LOGISTIC_PARAMS)}); this model has {shown}")
-        rows = torch.cat(list(data.clients)).to(data.src.train_x.device)
-        return cls.of(data.src.train_x[rows], data.src.train_y[rows], data.src.num_classes, mu)
+            raise UserError(f"suboptimality: true needs the `logistic` or `binary_logistic` model (parameters "
+                            f"{', '.join(LOGISTIC_PARAMS)}, or {BINARY_PARAMS[0]} alone); this model has {shown}")
+        rows = data.training_rows().to(data.src.train_x.device)
+        return kind.of(data.src.train_x[rows], data.src.train_y[rows], data.src.num_classes, mu)
+
+    def start(self) -> torch.Tensor:
+        """Where the Newton solve starts (Θ = 0)."""
+        return torch.zeros(self.num_classes, self.x.shape[1], dtype=torch.float64)
 
     # flat w = [W (C×d) row-major, b (C)]  <->  Θ = [W | b] (C × (d+1))
     def theta(self, w: torch.Tensor) -> torch.Tensor:
@@ -91,7 +99,7 @@ class RegularisedLogistic:
 
     def solve(self) -> tuple[torch.Tensor, float]:
         """(Θ*, F*) by Newton's method with Armijo backtracking, from Θ = 0."""
-        theta = torch.zeros(self.num_classes, self.x.shape[1], dtype=torch.float64)
+        theta = self.start()
         value, grad, p = self.value_and_grad(theta)
         for _ in range(MAX_NEWTON_STEPS):
             if grad.norm() < GRAD_TOL:
@@ -110,7 +118,7 @@ class RegularisedLogistic:
     @cached_property
     def optimum(self) -> tuple[torch.Tensor, float]:
         """(flat w*, F*), solved once per (data, classes, μ) and cached on disk."""
-        key = cache_key(self.digest, self.num_classes, self.mu, GRAD_TOL)
+        key = cache_key(type(self).__name__, self.digest, self.num_classes, self.mu, GRAD_TOL)
 
         def build() -> dict[str, torch.Tensor]:
             theta, value = self.solve()
@@ -121,3 +129,43 @@ class RegularisedLogistic:
 
     def suboptimality(self, w: torch.Tensor) -> float:
         return self.value(w) - self.optimum[1]
+
+
+class BinaryLogistic(RegularisedLogistic):
+    """F(w) = mean log(1 + exp(−y xᵀw)) + (λ/2)‖w‖², y = ±1 (class 1 is +1), no bias: the
+    objective of the `binary_logistic` model, whose flat vector is w itself."""
+
+    @classmethod
+    def of(cls, x: torch.Tensor, y: torch.Tensor, num_classes: int, mu: float) -> "BinaryLogistic":
+        full = super().of(x, y, num_classes, mu)
+        full.x = full.x[:, :-1]  # no bias column
+        return full
+
+    def start(self) -> torch.Tensor:
+        return torch.zeros(self.x.shape[1], dtype=torch.float64)
+
+    def theta(self, w: torch.Tensor) -> torch.Tensor:
+        return w.detach().cpu().double().reshape(-1)
+
+    def flat(self, theta: torch.Tensor) -> torch.Tensor:
+        return theta
+
+    def value_and_grad(self, theta: torch.Tensor) -> tuple[float, torch.Tensor, torch.Tensor]:
+        """(F(w), ∇F(w), σ(y xᵀw)) with y = ±1."""
+        sign = 2.0 * self.y.double() - 1.0
+        margin = sign * (self.x @ theta)
+        value = torch.nn.functional.softplus(-margin).mean() + 0.5 * self.mu * (theta**2).sum()
+        p = torch.sigmoid(margin)
+        grad = -(self.x.T @ (sign * (1 - p))) / len(self.y) + self.mu * theta
+        return float(value), grad, p
+
+    def suboptimalities(self, ws: torch.Tensor) -> torch.Tensor:
+        """F(w) − F* for every row of ws (B, d) at once (float64)."""
+        ws = ws.detach().cpu().double()
+        sign = 2.0 * self.y.double() - 1.0
+        losses = torch.nn.functional.softplus(-sign[:, None] * (self.x @ ws.T)).mean(0)
+        return losses + 0.5 * self.mu * (ws**2).sum(1) - self.optimum[1]
+
+    def hessian(self, p: torch.Tensor) -> torch.Tensor:
+        weight = p * (1 - p) / len(self.y)
+        return (self.x * weight[:, None]).T @ self.x + self.mu * torch.eye(self.x.shape[1], dtype=torch.float64)

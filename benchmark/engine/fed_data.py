@@ -6,6 +6,7 @@ stream, so every method and execution mode sees the same batches.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -13,6 +14,7 @@ import torch
 
 from benchmark.data.source import SourceData
 from benchmark.engine.rng import Stream, generator
+from benchmark.errors import UserError
 from benchmark.suite.schema import LocalTraining
 
 # kind -> fn(x, train, gen) -> float tensor; image pipelines register augmentation here
@@ -25,6 +27,15 @@ def default_preprocess(src: SourceData) -> Preprocessor:
     if src.kind == "image":
         raise ValueError("image sources use the preprocessor registered for kind 'image' (benchmark.data.augment)")
     return lambda x, train, gen: x
+
+
+@functools.lru_cache(maxsize=2)
+def shared_positions(seed: int, rnd: int, num_clients: int, steps: int, batch_size: int, n: int) -> torch.Tensor:
+    """(clients, steps, batch) example indices of one round of a shared split, drawn uniformly
+    with replacement in one call, so the per-client path and the batched FedAc engine
+    (engine/fedac_batched.py) see the very same examples."""
+    gen = generator(seed, Stream.BATCHES, rnd)
+    return torch.randint(n, (num_clients, steps, batch_size), generator=gen)
 
 
 @dataclass
@@ -40,6 +51,7 @@ class FederatedData:
     clients: list[torch.Tensor]  # index tensors into src.train_*
     preprocess: Preprocessor
     fingerprint: str = ""  # of the source tensors (engine.setup.data_fingerprint); recorded in summary.json
+    shared: bool = False  # split kind shared: every client samples with replacement from all data
 
     @property
     def num_clients(self) -> int:
@@ -57,11 +69,24 @@ class FederatedData:
             s.train_x.to(device), s.train_y.to(device), s.test_x.to(device), s.test_y.to(device),
             s.num_classes, s.kind, s.train_users, s.user_names, s.mean, s.std,
         )
+        if self.shared:  # one index tensor for every client, not N copies
+            return FederatedData(moved, [self.clients[0].to(device)] * self.num_clients, self.preprocess,
+                                 self.fingerprint, shared=True)
         return FederatedData(moved, [c.to(device) for c in self.clients], self.preprocess, self.fingerprint)
+
+    def training_rows(self) -> torch.Tensor:
+        """Every training example the federation holds (once each)."""
+        return self.clients[0] if self.shared else torch.cat(list(self.clients))
 
     def batch_positions(self, seed: int, rnd: int, client: int, local: LocalTraining) -> list[tuple[torch.Tensor, int]]:
         """(positions into the client's index tensor, epoch) per local step."""
         n = len(self.clients[client])
+        if self.shared:
+            if local.steps is None:
+                raise UserError("split kind 'shared' samples with replacement, so it has no epochs: "
+                                "set local.steps (and local.batch_size) instead of local.epochs")
+            drawn = shared_positions(seed, rnd, self.num_clients, local.steps, local.batch_size, n)[client]
+            return [(pos, 0) for pos in drawn]
         gen = generator(seed, Stream.BATCHES, rnd, client)
         b = min(local.batch_size, n)
         if local.epochs is not None:

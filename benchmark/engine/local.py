@@ -123,6 +123,8 @@ def set_step_budget(ctx: ClientContext, batches: list[Batch], local: LocalTraini
 
 def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batch], local: LocalTraining):
     """Returns (w_K, mean training loss over the steps)."""
+    for term in terms:
+        batches = term.regroup(batches)
     set_step_budget(ctx, batches, local)
     for term in terms:
         term.begin(ctx)

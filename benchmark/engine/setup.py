@@ -105,6 +105,9 @@ def forget_loaded_data() -> None:
 def federated_data(job: JobConfig) -> FederatedData:
     d = job.dataset
     src = load_source(job)
+    if d.split.kind == "shared":  # nothing to split or cache: one index tensor for all clients
+        return FederatedData(src, partition(src, job.num_clients, d.split), default_preprocess(src),
+                             data_fingerprint(job), shared=True)
     clients = _clients(d.name, json.dumps(d.params, sort_keys=True), d.root,
                        d.split.model_dump_json(), job.num_clients)
     factory = PREPROCESSORS.get(src.kind)

@@ -75,6 +75,16 @@ class Simulation:
             "ema": p.ema, "bytes_down": p.bytes_down, "bytes_up": p.bytes_up, "clients": self.clients.state_dict(),
         }
 
+    STATE_KEYS = frozenset({"round", "theta", "server_state", "ema", "bytes_down", "bytes_up", "clients"})
+
+    def misfit(self, s) -> str | None:
+        """Why `s` cannot be a state of this simulation (a foreign or damaged checkpoint), or None."""
+        if not isinstance(s, dict) or set(s) != self.STATE_KEYS:
+            return f"expected the keys {sorted(self.STATE_KEYS)}"
+        if not isinstance(s["theta"], torch.Tensor) or s["theta"].shape != self.progress.theta.shape:
+            return f"its parameters are not a tensor of shape {tuple(self.progress.theta.shape)}"
+        return None
+
     def load_state_dict(self, s: dict) -> None:
         self.progress = Progress(
             round=s["round"], theta=s["theta"].to(self.device),
@@ -86,7 +96,8 @@ class Simulation:
     # -- one round ------------------------------------------------------------------------
     def round_info(self, t: int) -> RoundInfo:
         lr = self.job.local.lr * self.job.local.lr_decay**t
-        return RoundInfo(round=t, lr=lr, num_clients=self.data.num_clients, spec=self.spec, base_lr=self.job.local.lr)
+        return RoundInfo(round=t, lr=lr, num_clients=self.data.num_clients, spec=self.spec, base_lr=self.job.local.lr,
+                         weight_decay=self.job.local.weight_decay)
 
     def run_round(self, t: int) -> float:
         """Advance from round t to t+1; returns the participants' weighted mean training loss."""

@@ -36,6 +36,7 @@ class RoundInfo:
     num_clients: int  # N: all clients of the federation
     spec: ParamSpec
     base_lr: float | None = None  # η_0 before any decay (FedDC's drift scale); None: use lr
+    weight_decay: float = 0.0  # local.weight_decay λ (FedAc's strong convexity μ unless set)
 
 
 @dataclass
@@ -165,6 +166,10 @@ class ClientTerm:
 
     def finish(self, ctx: ClientContext, w: torch.Tensor) -> None:
         """After the last local step: update `ctx.state`, add `ctx.messages`."""
+
+    def regroup(self, batches: list) -> list:
+        """The round's batches as the steps will take them (MB-SGD: all of them as one step)."""
+        return batches
 
 
 @dataclass

@@ -5,8 +5,8 @@ Per local step, with η the step's learning rate and K = local steps per round:
     w_ag ← w_md − η g ;  w ← (1 − 1/α) w + w_md/α − γ g
 After K steps the server averages both sequences over the participants (plain mean over
 workers, as in Algorithm 1) and broadcasts both. Evaluation reports the averaged w_ag.
-MB-AC-SGD is this recursion with one step per round on a K-times larger minibatch: for K = 1
-FedAc-I's γ is max(√(η/μ), η) = √(η/μ) (η ≤ 1/μ), i.e. standard accelerated SGD.
+MB-AC-SGD is this recursion with vanilla coefficients (γ = √(η/μ)) and one step per round on
+all K batches together (the `minibatch` term); MB-SGD is FedAvg with that term.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class FedAcServer(ServerRule):
 
 class FedAcParams(StrictParams):
     variant: Variant = Field("I", description="I: Eq. (3.1); II: Eq. (3.2); vanilla: γ = √(η/μ)")
-    mu: float = Field(1e-3, gt=0, description="strong convexity μ in γ, α, β: keep equal to local.weight_decay")
+    mu: float | None = Field(None, gt=0, description="strong convexity μ in γ, α, β; default (null): local.weight_decay λ, as in the paper")
 
 
 @CLIENT_TERMS.register
@@ -92,7 +92,10 @@ class FedAcTerm(ClientTerm):
     def begin(self, ctx: ClientContext) -> None:
         if AG not in ctx.received:
             raise UserError("client term 'fedac' needs the server rule 'fedac' (it broadcasts the averaged w_ag)")
-        coef = coefficients(self.p.variant, ctx.rnd.lr, self.p.mu, ctx.steps)
+        mu = self.p.mu if self.p.mu is not None else ctx.rnd.weight_decay
+        if mu <= 0:
+            raise UserError("client term 'fedac' needs μ > 0: set local.weight_decay (λ = μ) or fedac.mu")
+        coef = coefficients(self.p.variant, ctx.rnd.lr, mu, ctx.steps)
         ctx.scratch[SCRATCH] = {"coef": coef, AG: ctx.received[AG].detach().clone()}
 
     def grad_point(self, ctx: ClientContext, w: torch.Tensor) -> torch.Tensor:
@@ -108,3 +111,18 @@ class FedAcTerm(ClientTerm):
 
     def finish(self, ctx: ClientContext, w: torch.Tensor) -> None:
         ctx.messages[AG_DELTA] = ctx.scratch[SCRATCH][AG] - ctx.received[AG]
+
+
+@CLIENT_TERMS.register
+class MinibatchTerm(ClientTerm):
+    """MB-SGD / MB-AC-SGD: the K batches of a round become one step on their union (K·B samples
+    per worker, M·K·B over the workers), so T = K·R stays the runtime and the samples are the
+    ones the local methods see."""
+
+    name = "minibatch"
+
+    def regroup(self, batches: list) -> list:
+        if len(batches) <= 1:
+            return batches
+        x = torch.cat([b.x for b in batches])
+        return [type(batches[0])(x, torch.cat([b.y for b in batches]), batches[0].epoch)]

@@ -43,13 +43,13 @@ PRESETS: dict[str, dict] = {
         "FedAGM", {"rule": "agm", "lam": 0.85, "tau": 1.0}, [{"term": "ce_scale", "alpha": 1.0}, {"term": "prox", "mu": 1e-3}]
     ),
     "fedpaq": _preset("FedPAQ", {"rule": "average"}, uplink=dict(QSGD)),
-    # FedAc (convex, all workers): keep the term's mu equal to local.weight_decay. The minibatch
-    # baselines are these rules run with local.steps 1 and batch_size K·B (docs/methods.md).
+    # FedAc (convex, all workers): μ defaults to local.weight_decay λ. The minibatch baselines take
+    # one step per round on the round's K batches together (the `minibatch` term, docs/methods.md).
     "fedac1": _preset("FedAc-I", {"rule": "fedac"}, [{"term": "fedac", "variant": "I"}]),
     "fedac2": _preset("FedAc-II", {"rule": "fedac"}, [{"term": "fedac", "variant": "II"}]),
     "fedac_vanilla": _preset("FedAc (vanilla)", {"rule": "fedac"}, [{"term": "fedac", "variant": "vanilla"}]),
-    "mbsgd": _preset("MB-SGD", {"rule": "average"}),
-    "mbacsgd": _preset("MB-AC-SGD", {"rule": "fedac"}, [{"term": "fedac", "variant": "vanilla"}]),
+    "mbsgd": _preset("MB-SGD", {"rule": "average"}, [{"term": "minibatch"}]),
+    "mbacsgd": _preset("MB-AC-SGD", {"rule": "fedac"}, [{"term": "fedac", "variant": "vanilla"}, {"term": "minibatch"}]),
 }
 
 # Modifiers usable after '+': they replace the server rule and/or add terms or codecs.

@@ -17,6 +17,8 @@ from typing import Callable
 import torch
 from torch import nn
 
+from benchmark.engine.rng import Stream, generator
+
 MODELS: dict[str, Callable[..., nn.Module]] = {}
 
 
@@ -41,4 +43,9 @@ def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, param
         with torch.no_grad():
             for p in model.parameters():
                 p.zero_()
+    elif init == "normal":  # w₀ ~ N(0, I) (FedAc), from its own stream of the job's seed
+        gen = generator(seed, Stream.INIT)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(torch.randn(p.shape, generator=gen))
     return model

@@ -23,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from benchmark.fl.method import resolve_method
+from benchmark.report.fedac_suites import fedac_suites
 from benchmark.report.paper_settings import (
     ACC_METRIC,
     DATASET,
@@ -157,8 +158,22 @@ def method_entries(tables: list[dict]) -> tuple[list, dict[str, dict], list[dict
     return list({json.dumps(m, sort_keys=True): m for m in methods}.values()), labels, chosen
 
 
-def chosen_settings(table: dict, said: dict[str, dict]) -> list[dict]:
-    """What the suite runs where the paper is silent, with the reason."""
+def _has_components(method: dict, wanted: list[bool]) -> bool:
+    """FedACG's ablation check marks (server momentum, lookahead, local regulariser) vs a composition."""
+    rule = method["server"]["rule"]
+    reg = any(t["term"] == "prox" and t["mu"] > 0 for t in method["client"])
+    return [rule in ("momentum", "acg"), rule == "acg", reg] == wanted
+
+
+def check_components(table: dict, methods: dict[str, dict]) -> None:
+    for row, wanted in table.get("components", {}).items():
+        if not _has_components(methods[row], wanted):
+            raise GenerationError(f"{table['id']}: row {row!r} is marked {wanted} (momentum, lookahead, local reg) "
+                                  f"but runs {methods[row]['server']['rule']} with {methods[row]['client']}")
+
+
+def chosen_settings(table: dict, said: dict[str, dict], labels: set[str]) -> list[dict]:
+    """What the suite runs where the paper is silent, with the reason (`labels`: the table's methods)."""
     s, paper, common = table["setting"], paper_of(table["id"]), said["all"]
     out = []
 
@@ -169,7 +184,7 @@ def chosen_settings(table: dict, said: dict[str, dict]) -> list[dict]:
     leaf = s["split"] == "leaf_natural"
     if paper == "fedcm":
         choose("local.clip_norm", None, "FedCM's text states no gradient clipping")
-        if "FedAdam" in said:
+        if "FedAdam" in labels:
             choose("method.server.beta2", 0.99, "FedCM states FedAdam's α (β1) and τ only; β2 as Reddi et al.", "FedAdam")
     else:
         choose("local.clip_norm", 10.0, "the paper clips gradients without a value; ALGORITHMS.md / official code: norm 10")
@@ -177,9 +192,9 @@ def chosen_settings(table: dict, said: dict[str, dict]) -> list[dict]:
         choose("local.lr_decay", 1.0 if leaf else decay,
                "paper: selected from {0.995, 0.998, 1}; no LEAF config in the authors' code, so no decay" if leaf
                else f"paper: selected from {{0.995, 0.998, 1}}; {FEDACG_CODE}")
-        if "FedAvgM" in said:
+        if "FedAvgM" in labels:
             choose("method.server.beta", 0.4, "paper silent; official code default (ALGORITHMS.md)", "FedAvgM")
-        if "FedACG" in said:
+        if "FedACG" in labels:
             choose("method.server.lam", 0.85, "paper: λ ∈ {0.8, 0.85, 0.9}; 0.85 is best in its λ sweep", "FedACG")
             choose("method.client.prox.mu", 0.01, "paper: β ∈ {0.1, 0.01, 0.001}; 0.01 is best in its β sweep", "FedACG")
     choose("method.*", "preset defaults", "hyper-parameters the paper does not state follow ALGORITHMS.md")
@@ -232,8 +247,9 @@ def dataset_entry(table: dict, methods: dict[str, dict], row_chosen: list[dict])
     s = table["setting"]
     name, model, augment, _ = DATASET[s["dataset"]]
     labels = {r: m["label"] for r, m in methods.items()}
+    check_components(table, methods)
     said = stated(table, labels)
-    chosen = chosen_settings(table, said) + [c for c in row_chosen if c["method"] in labels.values()]
+    chosen = chosen_settings(table, said, set(labels.values())) + [c for c in row_chosen if c["method"] in labels.values()]
     overrides: dict[str, dict] = {}
     entry: dict = {"name": name, "label": table["id"].split(".", 1)[1],
                    "model": {"name": model, **({"params": {"norm": "group"}} if model == "femnist_cnn" else {})}}
@@ -303,7 +319,8 @@ def header(group: str, tables: list[dict], suite: dict) -> str:
         dropped = [m for m in t["metrics"] if not (PLAIN_METRIC.fullmatch(m) or SWEEP_RE.match(m))]
         if dropped:
             lines.append(f"Not carried ({t['id']}): {', '.join(dropped)} — derived from the carried columns")
-        for note in [*t.get("notes", []), *[d for d in t.get("discrepancies", []) if not d.startswith("none")]]:
+        row_notes = [f"row {row}: {note}" for row, note in t.get("row_notes", {}).items()]
+        for note in [*t.get("notes", []), *row_notes, *[d for d in t.get("discrepancies", []) if not d.startswith("none")]]:
             lines.append(f"Paper ({t['id']}): {note}")
         for c in e["reference"]["contradicted"]:
             lines.append(f"Contradicted cell, not scored ({t['id']}): {c['row']} {c['metric']}: {c['reason']}")
@@ -401,12 +418,17 @@ def main(argv: list[str]) -> int:
                          "datasets": [d for g in names for d in suites[g]["datasets"]],
                          "methods": list(dict.fromkeys(m for g in names for m in suites[g]["methods"]))}
         groups[alias] = [t for g in names for t in groups[g]]
-    for group, suite in suites.items():
+    files = {group: (header(group, groups[group], suite), suite) for group, suite in suites.items()}
+    files.update(fedac_suites(ref_dir))  # FedAc's figures: their own protocol and header
+    for group, (head, suite) in files.items():
         path = out_dir / f"{group}.yaml"
-        path.write_text(header(group, groups[group], suite)
-                        + yaml.dump(suite, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120))
+        path.write_text(head + dump_suite(suite))
         print(path)
     return 0
+
+
+def dump_suite(suite: dict) -> str:
+    return yaml.dump(suite, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
 
 
 if __name__ == "__main__":

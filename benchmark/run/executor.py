@@ -16,6 +16,7 @@ from rich.console import Console
 
 from benchmark.engine.setup import data_fingerprint
 from benchmark.errors import UserError
+from benchmark.run.batched import BatchedJobs
 from benchmark.run.job_runner import run_job
 from benchmark.run.locks import job_lock
 from benchmark.run.progress import SuiteProgress
@@ -37,10 +38,11 @@ def reusable_summary(job: Job, jobdir: JobDir) -> dict | None:
 
 def run_or_record_failure(job: Job, suite: str, jobdir: JobDir, device: str, tracker,
                           on_eval: Callable[[dict], None] | None = None, stop_after: int | None = None,
+                          simulation_for: Callable | None = None,
                           on_checkpoint: Callable[[int], None] | None = None) -> dict:
     """`run_job`, except that a crash becomes a "failed" summary.json; a UserError propagates."""
     try:
-        return run_job(job, suite, jobdir, device, tracker, on_eval, stop_after, on_checkpoint)
+        return run_job(job, suite, jobdir, device, tracker, on_eval, stop_after, simulation_for, on_checkpoint)
     except UserError:
         raise
     except Exception as err:  # a crashing job must not take the suite (or its results) down
@@ -55,6 +57,8 @@ def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu
     """Run every unfinished job; returns job id -> summary (finished, diverged, skipped, or failed)."""
     tracker = tracker or NullTracker()
     summaries: dict[str, dict] = {}
+    # FedAc-protocol jobs: each (M, K) cell is computed once, as one batch, when its first job is due
+    batched = BatchedJobs([j for j in jobs if not reusable_summary(j, JobDir(results_root, suite, j.id))])
     with SuiteProgress(console or Console(stderr=True), len(jobs)) as show:
 
         def attempt(job: Job, wait: bool) -> bool:
@@ -67,8 +71,8 @@ def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu
                 if not (done := done or reusable_summary(job, jobdir)):
                     jobdir.set_aside_other_data(data_fingerprint(job.config))
                     show.started(job)
-                    done = run_or_record_failure(job, suite, jobdir, device, tracker,
-                                                 lambda rec: show.round(job.id, rec), stop_after)
+                    done = run_or_record_failure(job, suite, jobdir, device, tracker, lambda rec: show.round(job.id, rec),
+                                                 stop_after, batched.simulation_for)
                     show.ended(job, done)
                 else:
                     show.skipped(job)

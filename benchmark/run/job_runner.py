@@ -68,6 +68,9 @@ def resume_point(job: Job, jobdir: JobDir, sim: Simulation) -> list[dict]:
     checkpoint = jobdir.load_checkpoint()
     if checkpoint is None:
         return []
+    if problem := sim.misfit(checkpoint["simulation"]):
+        jobdir.set_aside_checkpoint(f"it does not fit this job: {problem}")
+        return []
     at = checkpoint["simulation"]["round"]
     if checkpoint.get("data_fingerprint", sim.data.fingerprint) != sim.data.fingerprint:
         log.warning("%s was written on other data (fingerprint %s, now %s); restarting job %s from round 0",
@@ -90,15 +93,16 @@ def save_checkpoint(jobdir: JobDir, sim: Simulation) -> None:
 
 def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=None,
             on_eval: Callable[[dict], None] | None = None, stop_after: int | None = None,
-            on_checkpoint: Callable[[int], None] | None = None) -> dict:
-    """Run (or resume) `job`; returns its summary. `stop_after` stops early (tests, CI smoke);
+            simulation_for: Callable | None = None, on_checkpoint: Callable[[int], None] | None = None) -> dict:
+    """Run (or resume) `job`; returns its summary. `stop_after` stops early (tests, CI smoke).
+    `simulation_for(job)` may supply the simulation (the batched FedAc engine's replay); None: build it.
     `on_checkpoint(round)` is called after each checkpoint is written (the Ray executor ships it)."""
     tracker = tracker or NullTracker()
     start = time.time()
     config = job_config_json(job, suite)
     atomic_write_json(jobdir.config, config)
     tracker.start_job(job, config)  # first, so a job that fails while building still has its run
-    sim = build_simulation(job.config, device, jobdir.path / "client_state")
+    sim = (simulation_for and simulation_for(job)) or build_simulation(job.config, device, jobdir.path / "client_state")
     records = resume_point(job, jobdir, sim)
     jobdir.write_metrics(records)
     tracker.log_records(records)  # the tracker skips rounds its run already has

@@ -86,7 +86,7 @@ def run_remote_job(job: Job, suite: str, device: str, stop_after: int | None, th
     try:
         jobdir = JobDir(scratch, suite, job.id)
         jobdir.write_files(resume)
-        summary = run_or_record_failure(job, suite, jobdir, device, relay, relay.on_eval, stop_after,
+        summary = run_or_record_failure(job, suite, jobdir, device, relay, relay.on_eval, stop_after, None,
                                         lambda r: relay.send("checkpoint", jobdir.read_files(RESUME_FILES)))
         relay.flush_rounds()
         return {"summary": summary, "files": jobdir.read_files(OUTPUT_FILES)}

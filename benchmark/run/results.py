@@ -157,11 +157,15 @@ class JobDir:
             checkpoint["simulation"]["round"]
             return checkpoint
         except Exception as err:  # torch raises RuntimeError, EOFError, UnpicklingError, ... for a bad file
-            aside = self.checkpoint.with_name("checkpoint.pt.corrupt")
-            os.replace(self.checkpoint, aside)
-            log.warning("%s is unreadable (%s: %s); moved to %s, the job restarts from round 0",
-                        self.checkpoint, type(err).__name__, err, aside.name)
+            self.set_aside_checkpoint(f"it is unreadable ({type(err).__name__}: {err})")
             return None
+
+    def set_aside_checkpoint(self, why: str) -> None:
+        """Move a checkpoint the job cannot resume from to checkpoint.pt.corrupt, saying why."""
+        aside = self.checkpoint.with_name("checkpoint.pt.corrupt")
+        os.replace(self.checkpoint, aside)
+        log.warning("%s cannot be resumed from: %s; moved to %s, the job restarts from round 0",
+                    self.checkpoint, why, aside.name)
 
     def discard_checkpoint(self) -> None:
         """Remove resume material (memmap client state can be large)."""

@@ -66,7 +66,8 @@ class Participation(Strict):
 
 
 class SplitConfig(Strict):
-    kind: Literal["iid", "dirichlet", "dirichlet_unbalanced", "natural"] = "iid"
+    kind: Literal["iid", "dirichlet", "dirichlet_unbalanced", "natural", "shared"] = Field(
+        "iid", description="shared: every client samples each batch with replacement from the whole training set")
     alpha: float | None = Field(None, gt=0, description="Dirichlet concentration")
     seed: int = Field(0, description="split seed (independent of the training seed)")
     select: Literal["first", "random"] = Field("first", description="natural splits: which users become clients")
@@ -89,7 +90,8 @@ class AugmentConfig(Strict):
 
 class ModelConfig(Strict):
     name: str = "logistic"
-    init: Literal["default", "zeros"] = "default"
+    init: Literal["default", "zeros", "normal"] = Field(
+        "default", description="default: the model's own init (seeded); zeros; normal: every weight ~ N(0, 1) (seeded)")
     params: dict[str, Any] = Field(default_factory=dict)
 
 

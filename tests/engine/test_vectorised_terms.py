@@ -58,6 +58,7 @@ def test_every_registered_term_is_vmappable_except_known_ones():
     """A new term must decide: vmappable (with a parity test here) or listed as not, with a reason."""
     not_vmappable: dict[str, str] = {  # term -> why it cannot run under vmap
         "fedac": "moves the gradient point (w_md) and takes a two-sequence step, outside the vmapped SGD step",
+        "minibatch": "MB-SGD/MB-AC-SGD protocol: its jobs run on the batched FedAc engine; the vmapped trainer does not regroup batches",
     }
     refused = {name for name in CLIENT_TERMS.names() if not CLIENT_TERMS.get(name).vmappable}
     assert refused == set(not_vmappable), "mark the term vmappable (and test it here) or list it with a reason"

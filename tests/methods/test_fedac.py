@@ -193,7 +193,7 @@ def test_suboptimality_needs_the_logistic_model_and_weight_decay():
         RegularisedLogistic.of(torch.zeros(3, 2), torch.zeros(3, dtype=torch.long), 2, 0.0)
     sim = make_sim("fedavg", model=TwoStageMLP())
     sim.job = sim.job.model_copy(update={"suboptimality": True})
-    with pytest.raises(UserError, match="`logistic` model"):
+    with pytest.raises(UserError, match="`logistic` or `binary_logistic` model"):
         sim.run(stop_after=1)
 
 

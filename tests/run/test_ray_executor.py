@@ -139,3 +139,11 @@ def test_cuda_without_gpus_per_job_is_refused_before_starting_ray(tmp_path):
 
     with pytest.raises(UserError, match="--gpus-per-job"):
         run_jobs_ray(jobs_of(["fedavg"]), SUITE, tmp_path, device="cuda")
+
+
+@pytest.mark.slow
+def test_a_gpu_request_the_cluster_cannot_meet_is_refused_instead_of_hanging(tmp_path, local_ray):
+    from benchmark.run.ray_executor import run_jobs_ray
+
+    with pytest.raises(UserError, match="--gpus-per-job 0.5: the Ray cluster has 0 GPU"):
+        run_jobs_ray(jobs_of(["fedavg"]), SUITE, tmp_path, device="cuda", gpus_per_job=0.5)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 
+import torch
+
 from benchmark.run.executor import run_jobs
 from benchmark.run.results import JobDir
 from benchmark.suite.expand import load_jobs
@@ -27,8 +29,20 @@ def test_truncated_checkpoint_is_named_moved_aside_and_the_job_restarts(tmp_path
     with caplog.at_level(logging.WARNING):
         summary = run_jobs(jobs, "tiny", tmp_path / "r")[jobs[0].id]
     assert summary["status"] == "finished"
-    assert f"{d.checkpoint} is unreadable" in caplog.text and "restarts from round 0" in caplog.text
+    assert f"{d.checkpoint} cannot be resumed from: it is unreadable" in caplog.text
+    assert "restarts from round 0" in caplog.text
     assert (d.path / "checkpoint.pt.corrupt").exists()
+    assert measured(d.read_metrics()) == measured(straight.read_metrics())
+
+
+def test_a_checkpoint_of_another_model_is_set_aside_and_the_job_restarts(tmp_path, caplog):
+    jobs, d, straight = interrupted_job(tmp_path)
+    foreign = d.load_checkpoint()
+    foreign["simulation"]["theta"] = torch.zeros(5)
+    torch.save(foreign, d.checkpoint)
+    with caplog.at_level(logging.WARNING):
+        assert run_jobs(jobs, "tiny", tmp_path / "r")[jobs[0].id]["status"] == "finished"
+    assert "does not fit this job: its parameters are not a tensor of shape (33,)" in caplog.text
     assert measured(d.read_metrics()) == measured(straight.read_metrics())
 
 

@@ -1,0 +1,334 @@
+"""The FedAc-protocol engine: all M workers as one tensor computation, and the jobs of an lr grid
+as one batch (a leading dimension over the learning rates).
+
+It runs exactly the jobs `batch_key` accepts: the `binary_logistic` model on a `shared` split
+(every worker samples with replacement from the whole training set), every worker every round,
+no clipping, decay, codecs or autocast, and FedAvg / MB-SGD (server `average`) or FedAc-I/II,
+vanilla FedAc / MB-AC-SGD (server and client term `fedac`), each optionally with the
+`minibatch` term. For these it computes what the per-client round loop computes (same examples
+from `shared_positions`, same init, same records; tests/engine/test_fedac_batched.py checks the
+two agree), without Python per worker:
+
+- K local steps: states (B, M, d); a step is a few fused tensor ops on a (M, batch, d) gather;
+- one step per round (the minibatch methods, or K = 1): every worker starts from the broadcast
+  model, and the mean of their steps is one step on the mean gradient, so the state is (B, d)
+  and the gradient a matrix product over the round's M·K·batch examples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+from benchmark.engine.convex import BinaryLogistic
+from benchmark.engine.fed_data import shared_positions
+from benchmark.engine.metrics import ema_update
+from benchmark.fl.fedac import coefficients
+from benchmark.fl.flat import flat_params
+from benchmark.suite.schema import JobConfig
+
+ENGINE = "fedac_batched"  # the name recorded beside the results of the jobs run here
+
+
+def batch_key(job: JobConfig) -> str | None:
+    """Jobs with equal keys run as one batch: they differ only in their lr and method (among
+    the ones here), and all take K local steps, or all one step per round. None: not for this engine."""
+    from benchmark.suite.expand import canonical_json
+
+    local, part, method = job.local, job.participation, job.method
+    eligible = (
+        job.model.name == "binary_logistic" and job.dataset.split.kind == "shared" and local.steps is not None
+        and part.mode == "fixed" and part.rate == 1.0 and part.pool is None
+        and local.clip_norm is None and local.lr_decay == 1.0 and job.precision == "fp32"
+        and method["uplink"]["codec"] == method["downlink"]["codec"] == "identity"
+        and _rule(method) is not None
+    )
+    if not eligible:
+        return None
+    data = job.model_dump(mode="json", exclude={"execution", "vmap_chunk", "client_state", "checkpoint_every",
+                                                "method", "metrics"})
+    data["local"].pop("lr")
+    data["dataset"].pop("label", None)
+    data["dataset"].pop("reference", None)
+    data["one_step"] = _one_step_rounds(job)
+    return canonical_json(data)
+
+
+def _rule(method: dict) -> str | None:
+    """"average" (FedAvg, MB-SGD) or "fedac" (every FedAc variant, MB-AC-SGD); None: another method."""
+    terms = [t["term"] for t in method["client"]]
+    server = method["server"]
+    if server["rule"] == "average" and server.get("global_lr") == 1.0 and set(terms) <= {"minibatch"}:
+        return "average"
+    if server["rule"] == "fedac" and terms.count("fedac") == 1 and set(terms) <= {"fedac", "minibatch"}:
+        return "fedac"
+    return None
+
+
+def _one_step_rounds(job: JobConfig) -> bool:
+    """Every worker takes one step per round: the minibatch methods, or K = 1."""
+    return job.local.steps == 1 or any(t["term"] == "minibatch" for t in job.method["client"])
+
+
+@dataclass
+class Outcome:
+    """One job's share of a batch: its metric records, final evaluated model, and fate."""
+
+    records: list[dict] = field(default_factory=list)
+    final: torch.Tensor | None = None  # the evaluated model (FedAc: averaged w_ag) after the last round
+    diverged_round: int | None = None  # first round whose model was not finite
+    error: Exception | None = None  # a setting the method refuses (FedAc-II with α ≤ 1)
+    round_bytes: int = 0  # sent down (and up) per round over all workers
+
+
+@dataclass
+class Batch:
+    """The jobs a batch runs (those whose coefficients exist) and their recursions, row by row."""
+
+    jobs: list[JobConfig]
+    outcomes: list[Outcome]
+    one_step: bool
+    linear: "Recursion"
+
+    @classmethod
+    def of(cls, jobs: list[JobConfig], outcomes: list[Outcome]) -> "Batch":
+        one_step = _one_step_rounds(jobs[0])
+        kept, rows = [], []
+        for job, outcome in zip(jobs, outcomes):
+            try:
+                rows.append(Recursion.of_job(job, 1 if one_step else job.local.steps))
+            except ValueError as err:  # FedAc-II's α ≤ 1: the job fails as in the per-client loop
+                outcome.error = err
+                continue
+            kept.append((job, outcome))
+        linear = Recursion(*(torch.cat([getattr(r, k) for r in rows]) for k in ("T", "v", "r"))) if rows else None
+        return cls([j for j, _ in kept], [o for _, o in kept], one_step, linear)
+
+
+@dataclass
+class Recursion:
+    """A local step of every method here is linear in its state X = (w, w_ag) (2 × d per job)
+    plus a rank-one data term:
+
+        X' = T X − v (ℓ'(z) xᵀ),   z = r X x   (the score at the gradient point),
+
+    with the weight decay λ folded into T. FedAc, gradient point p = w/β + (1 − 1/β) w_ag = r X:
+    w' = (1 − 1/α) w + (1/α − γλ) p − γ g,  w_ag' = (1 − ηλ) p − η g. SGD keeps its w in the
+    second row (the first stays put): T = diag(1, 1 − ηλ), v = (0, η), r = (0, 1). The last row
+    is what is evaluated either way. T (B, 2, 2), v and r (B, 2) are float64, a row per job."""
+
+    T: torch.Tensor
+    v: torch.Tensor
+    r: torch.Tensor
+
+    @classmethod
+    def of_job(cls, job: JobConfig, steps: int) -> "Recursion":
+        lam, eta = job.local.weight_decay, job.local.lr
+        term = next((t for t in job.method["client"] if t["term"] == "fedac"), None)
+        if term is None:
+            return cls(torch.tensor([[[1.0, 0.0], [0.0, 1 - eta * lam]]], dtype=torch.float64),
+                       torch.tensor([[0.0, eta]], dtype=torch.float64), torch.tensor([[0.0, 1.0]], dtype=torch.float64))
+        c = coefficients(term["variant"], eta, term["mu"] if term["mu"] is not None else lam, steps)
+        r = [1 / c.beta, 1 - 1 / c.beta]
+        pull = 1 / c.alpha - c.gamma * lam  # FedAc-I (μ = λ): 0, w forgets the point
+        T = [[1 - 1 / c.alpha + pull * r[0], pull * r[1]], [(1 - eta * lam) * r[0], (1 - eta * lam) * r[1]]]
+        return cls(torch.tensor([T], dtype=torch.float64), torch.tensor([[c.gamma, eta]], dtype=torch.float64),
+                   torch.tensor([r], dtype=torch.float64))
+
+    @property
+    def size(self) -> int:
+        return self.v.shape[1]
+
+    def step(self, state: torch.Tensor, data_grad: torch.Tensor) -> torch.Tensor:
+        """state (B, c, d), data_grad (B, d) = mean ℓ'(z) x: one step of every job."""
+        return self.T.float() @ state - self.v.float()[:, :, None] * data_grad[:, None, :]
+
+    def schedule(self, steps: int) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor | None]]:
+        """For K local steps on the lazy form X_k = P_k U_k (P_k c × c per job, shared by every
+        worker): r P_k (how U gives the score), P_{k+1}⁻¹ v (how the data term enters U), and
+        where P is folded back into U (when its condition number passes FOLD_CONDITION, so
+        float32 U loses no precision); P at the end. The same every round: computed once per batch, in float64."""
+        eye = torch.eye(self.size, dtype=torch.float64).expand_as(self.T)
+        p, reads, enters, folds = eye, [], [], []
+        for k in range(steps):
+            reads.append((self.r[:, None, :] @ p)[:, 0])
+            p = self.T @ p
+            enters.append(torch.linalg.solve(p, self.v))
+            fold = k + 1 == steps or float(torch.linalg.cond(p).max()) > FOLD_CONDITION
+            folds.append(p.float() if fold else None)
+            if fold:
+                p = eye
+        return torch.stack(reads).float(), torch.stack(enters).float(), folds
+
+
+FOLD_CONDITION = 50.0
+STEP_BLOCK = 32  # local steps whose index arrays are built at once (M·32·nnz rows each)
+
+
+@dataclass
+class SparseRows:
+    """x as padded (column, value) lists: a9a has at most 14 non-zeros in 123 features, so a
+    worker's step reads and writes 14 coordinates. Padding points at an extra, unused column d."""
+
+    cols: torch.Tensor  # (n, nnz) int64
+    vals: torch.Tensor  # (n, nnz) float32
+    width: int  # d + 1: the columns and the padding one
+    binary: bool  # every non-zero is 1 (a9a): x's values need no multiplication
+
+    @classmethod
+    def of(cls, x: torch.Tensor) -> "SparseRows":
+        n, d = x.shape
+        present = x != 0
+        nnz = max(int(present.sum(1).max()), 1)
+        order = torch.argsort((~present).to(torch.int8), dim=1, stable=True)[:, :nnz]
+        vals = torch.gather(x, 1, order)
+        cols = torch.where(torch.gather(present, 1, order), order, torch.full_like(order, d))
+        return cls(cols, vals, d + 1, bool((vals[cols < d] == 1).all()))
+
+
+def _logistic_parts(z: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(loss log(1 + e^{−yz}), its derivative in z) for scores z and labels y = ±1."""
+    margin = y * z
+    return F.softplus(-margin), -y * torch.sigmoid(-margin)
+
+
+def run_batch(jobs: list[JobConfig], x: torch.Tensor, y01: torch.Tensor, test_x: torch.Tensor,
+              test_y01: torch.Tensor, objective: BinaryLogistic | None) -> list[Outcome]:
+    """Run jobs (equal `batch_key`s) together; one Outcome per job, in order."""
+    first = jobs[0]
+    outcomes = [Outcome() for _ in jobs]
+    batch = Batch.of(jobs, outcomes)
+    live = batch.outcomes
+    if not batch.jobs:
+        return outcomes
+    x, test_x = x.flatten(1).float(), test_x.flatten(1).float()
+    y, test_y = 2.0 * y01.float() - 1.0, 2.0 * test_y01.float() - 1.0
+    n, d = x.shape
+    b_count, m, k, bs = len(batch.jobs), first.num_clients, first.local.steps, first.local.batch_size
+    linear = batch.linear
+    state = initial_model(first).expand(b_count, linear.size, d).clone()  # (B, c, d): w (and w_ag)
+    # (θ, θ_ag) down and (Δ, Δ_ag) up per worker for FedAc, θ and Δ for SGD
+    round_bytes = [m * (2 if _rule(j.method) == "fedac" else 1) * d * 4 for j in batch.jobs]
+    local = None if batch.one_step else LocalSteps(linear, SparseRows.of(x), y, m, k)
+    ema: list[float | None] = [None] * b_count
+    finite = torch.ones(b_count, dtype=torch.bool)
+    for rnd in range(first.rounds):
+        idx = shared_positions(first.seed, rnd, m, k, bs, n)
+        done = rnd + 1
+        evaluate = done % first.eval_every == 0 or done == first.rounds
+        if local is None:
+            state, loss = _one_step(linear, state, x, y, idx.view(-1))
+        else:
+            state, loss = local.round(state, idx, with_loss=evaluate)
+        now_finite = torch.isfinite(state).flatten(1).all(1)
+        for i in torch.nonzero(finite & ~now_finite).flatten().tolist():
+            live[i].diverged_round = done
+        finite &= now_finite  # diverged jobs go on (NaN records, as in the per-client loop)
+        if not evaluate:
+            continue
+        evaluated = state[:, -1]  # w, or FedAc's w_ag
+        scores = test_x @ evaluated.T  # (test, B)
+        test_loss = F.softplus(-test_y[:, None] * scores).mean(0)
+        acc = 100.0 * ((scores > 0) == (test_y[:, None] > 0)).float().mean(0)
+        subopt = objective.suboptimalities(evaluated) if first.suboptimality else None
+        for i in range(b_count):
+            ema[i] = ema_update(ema[i], float(acc[i]))
+            rec = {"round": done, "test_acc": float(acc[i]), "test_loss": float(test_loss[i]),
+                   "train_loss": float(loss[i]), "ema_acc": ema[i], "bytes_down": done * round_bytes[i],
+                   "bytes_up": done * round_bytes[i]}
+            if first.suboptimality:
+                rec["subopt"] = float(subopt[i])
+            live[i].records.append(rec)
+    for i, outcome in enumerate(live):
+        outcome.final, outcome.round_bytes = state[i, -1].clone(), round_bytes[i]
+    return outcomes
+
+
+CHUNK = 1 << 15  # examples per matrix product in a one-step round (bounds memory at M·K·batch)
+
+
+def _one_step(linear: Recursion, state, x, y, rows):
+    """All workers from the broadcast model, one step each, averaged: one step on the mean
+    gradient over the round's M·K·batch examples (the steps are linear in the gradient)."""
+    point = (linear.r.float()[:, None, :] @ state)[:, 0]  # (B, d)
+    grad = torch.zeros_like(point)
+    loss = torch.zeros(len(point))
+    for start in range(0, len(rows), CHUNK):
+        xs, ys = x[rows[start : start + CHUNK]], y[rows[start : start + CHUNK]]
+        part_loss, dz = _logistic_parts(xs @ point.T, ys[:, None])  # (chunk, B)
+        grad += dz.T @ xs
+        loss += part_loss.sum(0)
+    return linear.step(state, grad / len(rows)), loss / len(rows)
+
+
+class LocalSteps:
+    """K local steps of M workers, each step touching only its examples' non-zero coordinates.
+
+    Every worker's state is X_k = P_k U_k with P_k (c × c per job) the product of the steps'
+    linear parts, the same for all workers, so a step updates U only where x is non-zero
+    (Recursion.schedule). U is stored (M·(d+1), c·B): a worker's coordinate j is row m(d+1) + j.
+    The average over workers is P · mean(U): no worker's full state is ever formed."""
+
+    def __init__(self, linear: Recursion, sparse: SparseRows, y: torch.Tensor, workers: int, steps: int):
+        self.sparse, self.y, self.m = sparse, y, workers
+        reads, enters, self.folds = linear.schedule(steps)
+        self.reads = reads.transpose(1, 2).contiguous()  # (K, c, B)
+        self.enters = enters.transpose(1, 2).contiguous()  # (K, c, B)
+        self.width = sparse.width
+        self.offsets = (torch.arange(workers) * self.width)[None, :, None, None]  # (1, M, 1, 1): worker m's rows
+
+    def _block(self, block: torch.Tensor, d: int):
+        """Per step of `block` (M, steps, batch): rows of U written, rows read (binary data's
+        padding reads the zero row), x's values (M·batch, nnz, 1) and −y (M·batch, 1)."""
+        m, steps, bs = block.shape
+        cols = self.sparse.cols[block].transpose(0, 1)  # (steps, M, batch, nnz)
+        rows = (self.offsets + cols).reshape(steps, -1)
+        zero_row = m * self.width
+        reads_from = torch.where(cols.reshape(steps, -1) < d, rows, zero_row) if self.sparse.binary else rows
+        vals = self.sparse.vals[block].transpose(0, 1).reshape(steps, m * bs, -1, 1)
+        minus_y = -self.y[block].transpose(0, 1).reshape(steps, m * bs, 1)
+        return rows, reads_from, vals, minus_y
+
+    def round(self, state: torch.Tensor, idx: torch.Tensor, with_loss: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The averaged state after one round from the broadcast `state` (B, c, d), and the mean
+        training loss over the steps (only when asked: it is recorded on evaluated rounds only)."""
+        b_count, c, d = state.shape
+        m, k, bs = idx.shape
+        cb = c * b_count
+        start = torch.zeros(self.width, c, b_count)
+        start[:d] = state.permute(2, 1, 0)
+        # U, then one zero row that binary data's padding reads (and nothing writes)
+        u = torch.zeros(m * self.width + 1, cb)
+        u[:-1] = start.view(1, self.width, cb).expand(m, self.width, cb).reshape(m * self.width, cb)
+        enters = self.enters * (-1.0 / bs)  # U ← U − P⁻¹v · mean over the batch of ℓ'(z) x
+        loss_sum = torch.zeros(b_count) if with_loss else None
+        for first in range(0, k, STEP_BLOCK):  # the steps' index arrays, a block at a time (memory)
+            block = idx[:, first : first + STEP_BLOCK]
+            for j, (rows, reads_from, x_j, minus_y) in enumerate(zip(*self._block(block, d)), first):
+                gathered = u.index_select(0, reads_from).view(m * bs, -1, cb)
+                ux = (gathered if self.sparse.binary else gathered * x_j).sum(1).view(m * bs, c, b_count)  # U x
+                z = (ux * self.reads[j]).sum(1)  # (M·batch, B): the scores at the gradient points
+                slope = minus_y * torch.sigmoid(minus_y * z)  # ℓ'(z) = −y σ(−yz), ℓ = log(1 + e^{−yz})
+                if with_loss:
+                    loss_sum += F.softplus(minus_y * z).mean(0)
+                push = (slope[:, None, :] * enters[j]).view(m * bs, 1, cb)
+                # binary: no multiplication by x; padding writes land in the unused column d
+                spread = push.expand(-1, x_j.shape[1], -1) if self.sparse.binary else x_j * push
+                u.index_add_(0, rows, spread.reshape(-1, cb))
+                if self.folds[j] is not None and j + 1 < k:
+                    u = torch.einsum("bcq,rqb->rcb", self.folds[j], u.view(-1, c, b_count)).reshape(-1, cb)
+        mean_u = u[:-1].view(m, self.width, c, b_count).mean(0)[:d]  # (d, c, B)
+        new = torch.einsum("bcq,dqb->bcd", self.folds[k - 1], mean_u)
+        return new, (loss_sum / k if with_loss else None)
+
+
+def initial_model(job: JobConfig) -> torch.Tensor:
+    """θ₀ of the job, built as the per-client path builds it (seeded init of the model)."""
+    from benchmark.engine.setup import load_source
+    from benchmark.models.registry import build_model
+
+    src = load_source(job)
+    model = build_model(job.model.name, src.input_shape, src.num_classes, job.model.params, job.model.init, job.seed)
+    return flat_params(model).detach().float()

@@ -1,0 +1,182 @@
+"""FedAc's figures from results: per (method, M, K) the best learning rate by final F(w) − F*,
+as tables (one per K) and as the paper's plot (one panel per K, F − F* against M, log-log, a
+line per method).
+
+A job counts when it finished with a finite final suboptimality; a job that diverged (status
+`diverged`, or a non-finite F − F*) or failed is excluded from the choice and counted in the
+table, so a point chosen among few surviving η values says so. A best η at the edge of the
+grid is marked: the paper states its best η lie inside the range.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.table import Table
+
+from benchmark.suite.expand import Job
+
+FIGURE_NAME = "fedac_figure.png"
+
+
+def is_fedac_protocol(job: Job) -> bool:
+    """Jobs of the FedAc protocol with F − F* recorded (the batched engine's jobs)."""
+    from benchmark.engine.fedac_batched import batch_key
+
+    return job.config.suboptimality and batch_key(job.config) is not None
+
+
+@dataclass
+class Cell:
+    """One (method, M, K) point: its grid of η values and what became of each."""
+
+    lrs: list[float] = field(default_factory=list)
+    subopt: dict[float, float] = field(default_factory=dict)  # η -> final F − F* (finished, finite)
+    lost: dict[float, str] = field(default_factory=dict)  # η -> diverged / failed / not run
+
+    @property
+    def best(self) -> tuple[float, float] | None:
+        if not self.subopt:
+            return None
+        lr = min(self.subopt, key=self.subopt.get)
+        return lr, self.subopt[lr]
+
+    @property
+    def at_edge(self) -> bool:
+        best = self.best
+        return best is not None and len(self.lrs) > 1 and best[0] in (min(self.lrs), max(self.lrs))
+
+
+def _fate(summary: dict | None) -> tuple[float | None, str]:
+    if summary is None:
+        return None, "not run"
+    status = summary.get("status", "?")
+    value = summary.get("final_subopt")
+    if status == "finished" and isinstance(value, (int, float)) and math.isfinite(value):
+        return float(value), status
+    return None, "diverged" if status in ("finished", "diverged") else status
+
+
+def collect(jobs: list[Job], summaries: dict[str, dict]) -> dict[tuple[str, int, int], Cell]:
+    """(method, M, K) -> Cell, over the FedAc-protocol jobs (seeds averaged are not needed: one seed)."""
+    cells: dict[tuple[str, int, int], Cell] = defaultdict(Cell)
+    for job in jobs:
+        if not is_fedac_protocol(job):
+            continue
+        c = job.config
+        cell = cells[job.method_label, c.num_clients, c.local.steps]
+        lr = c.local.lr
+        cell.lrs.append(lr)
+        value, fate = _fate(summaries.get(job.id))
+        if value is None:
+            cell.lost[lr] = fate
+        else:
+            cell.subopt[lr] = value
+    return dict(cells)
+
+
+def _intervals(cells) -> list[int]:
+    return sorted({k for _, _, k in cells})
+
+
+def fedac_tables(cells: dict[tuple[str, int, int], Cell]) -> list[Table]:
+    """One table per K: a row per method, a column per M, each cell 'F − F* (η)'."""
+    tables = []
+    methods = list(dict.fromkeys(m for m, _, _ in cells))
+    for k in _intervals(cells):
+        workers = sorted({m for (_, m, kk) in cells if kk == k})
+        table = Table(title=f"K = {k}: best final F(w) − F* over η (the η chosen); "
+                            "'!' = best η at the grid's edge, 'xN' = N η values diverged or failed")
+        table.add_column("method")
+        for m in workers:
+            table.add_column(f"M={m}", justify="right")
+        for method in methods:
+            row = [method]
+            for m in workers:
+                cell = cells.get((method, m, k))
+                row.append(_cell_text(cell))
+            table.add_row(*row)
+        tables.append(table)
+    return tables
+
+
+def _cell_text(cell: Cell | None) -> str:
+    if cell is None:
+        return "-"
+    lost = f" x{len(cell.lost)}" if cell.lost else ""
+    best = cell.best
+    if best is None:
+        return "all lost" + lost
+    lr, value = best
+    return f"{value:.2e} ({lr:g}){'!' if cell.at_edge else ''}{lost}"
+
+
+def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path, title: str) -> Path:
+    """The paper's figure: a panel per K, best F − F* against M (log-log), a line per method."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    intervals = _intervals(cells)
+    methods = list(dict.fromkeys(m for m, _, _ in cells))
+    cols = min(3, len(intervals))
+    rows = math.ceil(len(intervals) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False, sharey=True)
+    markers = "osD^vP*X"
+    for ax, k in zip(axes.flat, intervals):
+        for i, method in enumerate(methods):
+            points = sorted((m, cell.best[1]) for (meth, m, kk), cell in cells.items()
+                            if meth == method and kk == k and cell.best)
+            if points:  # distinct markers and dashes: at K = 1 FedAc-I is MB-AC-SGD, FedAvg is MB-SGD
+                ax.plot(*zip(*points), marker=markers[i % len(markers)], markersize=4, label=method,
+                        linestyle="--" if method.startswith("MB") else "-", alpha=0.85)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(f"K = {k}")
+        ax.set_xlabel("number of workers M")
+        ax.grid(True, which="major", alpha=0.3)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("F(w) − F*  (best η)")
+    for ax in list(axes.flat)[len(intervals):]:
+        ax.axis("off")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(methods), frameon=False)
+    fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.06, 1, 0.95))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def lost_summary(cells: dict[tuple[str, int, int], Cell]) -> str:
+    lost = sum(len(c.lost) for c in cells.values())
+    runs = sum(len(c.lrs) for c in cells.values())
+    kinds = defaultdict(int)
+    for c in cells.values():
+        for fate in c.lost.values():
+            kinds[fate] += 1
+    detail = ", ".join(f"{n} {fate}" for fate, n in sorted(kinds.items()))
+    return f"{runs} runs, {lost} excluded from the choice of η" + (f" ({detail})" if detail else "")
+
+
+def fedac_report(console, suite_name: str, jobs: list[Job], summaries: dict[str, dict], results_dir: Path) -> list[Job]:
+    """Print the FedAc tables and write the figure for the suite's FedAc-protocol jobs (if any);
+    returns the other jobs, for the ordinary tables."""
+    ours = [j for j in jobs if is_fedac_protocol(j)]
+    if not ours:
+        return jobs
+    cells = collect(ours, summaries)
+    for table in fedac_tables(cells):
+        console.print(table)
+    console.print(lost_summary(cells))
+    if any(c.best for c in cells.values()):
+        path = write_figure(cells, results_dir / suite_name / FIGURE_NAME,
+                            f"{suite_name}: best F(w) − F* over η after T = K·R steps (fedbench)")
+        console.print(f"figure: {path}")
+    taken = {j.id for j in ours}
+    return [j for j in jobs if j.id not in taken]

@@ -1,0 +1,103 @@
+"""Jobs the batched FedAc engine runs (engine/fedac_batched.py), wired into the ordinary job runner.
+
+`BatchedJobs` groups a suite's unfinished jobs by `batch_key`; the first time one job of a group
+is due, the whole group (its lr grid) is computed at once, and each job is then written by
+`run_job` through a `ReplaySimulation` of its share, so its results folder, summary and MLflow
+run are exactly those of a job run by the per-client loop.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from benchmark.engine.convex import BinaryLogistic
+from benchmark.engine.simulation import Diverged
+from benchmark.engine.fedac_batched import Outcome, batch_key, run_batch
+from benchmark.suite.expand import Job
+
+
+@dataclass
+class ReplayProgress:
+    round: int = 0
+    bytes_down: int = 0
+    bytes_up: int = 0
+
+
+@dataclass
+class ReplayData:
+    fingerprint: str
+
+
+class ReplaySimulation:
+    """What run_job needs of a Simulation, answered from one job's precomputed Outcome."""
+
+    def __init__(self, job: Job, outcome: Outcome):
+        from benchmark.engine.setup import data_fingerprint
+
+        self.job, self.outcome = job.config, outcome
+        self.progress = ReplayProgress()
+        self.data = ReplayData(data_fingerprint(job.config))
+
+    def state_dict(self) -> dict:
+        return {"round": self.progress.round, "engine": "fedac_batched"}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.progress.round = state["round"]  # records up to here are on disk already
+
+    def run(self, on_eval=None, on_round=None, stop_after: int | None = None) -> list[dict]:
+        if self.outcome.error is not None:
+            raise self.outcome.error
+        start = self.progress.round
+        last = self.job.rounds if stop_after is None else min(self.job.rounds, stop_after)
+        diverged = self.outcome.diverged_round
+        if diverged is not None and diverged <= last:
+            last = diverged - 1  # as the per-client loop, which stops at the first non-finite round
+        records = [r for r in self.outcome.records if start < r["round"] <= last]
+        for rec in records:
+            if on_eval:
+                on_eval(rec)
+        self.progress = ReplayProgress(last, last * self.outcome.round_bytes, last * self.outcome.round_bytes)
+        if on_round:
+            for r in range(start + 1, last + 1):
+                on_round(r)
+        if diverged is not None and diverged == last + 1:
+            raise Diverged(diverged, "parameters")
+        return records
+
+    def final_state_dict(self) -> dict:
+        return {"fc.weight": self.outcome.final.view(1, -1).clone()}
+
+
+class BatchedJobs:
+    """Computes each group of batchable jobs once, when its first job is due."""
+
+    def __init__(self, jobs: list[Job]):
+        self.key_of: dict[str, str] = {}
+        self.groups: dict[str, list[Job]] = defaultdict(list)
+        for job in jobs:
+            key = batch_key(job.config)
+            if key is not None:
+                self.key_of[job.id] = key
+                self.groups[key].append(job)
+        self.outcomes: dict[str, Outcome] = {}
+
+    def simulation_for(self, job: Job) -> ReplaySimulation | None:
+        key = self.key_of.get(job.id)
+        if key is None:
+            return None
+        if job.id not in self.outcomes:
+            group = self.groups.pop(key)
+            self.outcomes.update(zip((j.id for j in group), run_group([j.config for j in group])))
+        return ReplaySimulation(job, self.outcomes.pop(job.id))
+
+
+def run_group(configs) -> list[Outcome]:
+    from benchmark.engine.setup import load_source
+
+    first = configs[0]
+    src = load_source(first)
+    objective = None
+    if first.suboptimality:
+        objective = BinaryLogistic.of(src.train_x, src.train_y, src.num_classes, first.local.weight_decay)
+    return run_batch(configs, src.train_x, src.train_y, src.test_x, src.test_y, objective)

@@ -1,0 +1,113 @@
+"""The batched FedAc engine (all workers as one tensor computation, an lr grid as one batch)
+gives the numbers of the per-client round loop, record by record."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from benchmark.engine import fedac_batched
+from benchmark.engine.fedac_batched import batch_key
+from benchmark.run.batched import BatchedJobs
+from benchmark.run.job_runner import run_job
+from benchmark.run.results import JobDir
+from benchmark.suite.expand import expand
+from benchmark.suite.schema import Suite
+
+LRS = [0.05, 0.2, 1.0]
+
+
+def shared_suite(method, steps: int = 3, clients: int = 4, batch: int = 2, **defaults) -> Suite:
+    return Suite(**{
+        "name": "fedac-batched",
+        "defaults": {
+            "rounds": 4, "eval_every": 2, "num_clients": clients, "participation": {"rate": 1.0},
+            "local": {"steps": steps, "batch_size": batch, "weight_decay": 0.01, "clip_norm": None},
+            "model": {"name": "binary_logistic", "init": "normal"}, "suboptimality": True, **defaults,
+        },
+        "datasets": [{"name": "synthetic", "params": {"num_users": 5, "dim": 6, "num_classes": 2, "max_samples": 40},
+                      "split": {"kind": "shared"}}],
+        "methods": method if isinstance(method, list) else [method],
+        "grid": {"local.lr": LRS},
+    })
+
+
+def run_both(tmp_path, suite: Suite):
+    """(records per job from the per-client loop, records per job from the batched engine)."""
+    jobs = expand(suite)
+    loop = {j.id: run_job(j, "loop", JobDir(tmp_path, "loop", j.id)) and JobDir(tmp_path, "loop", j.id).read_metrics()
+            for j in jobs}
+    batched = BatchedJobs(jobs)
+    fast = {}
+    for j in jobs:
+        d = JobDir(tmp_path, "fast", j.id)
+        run_job(j, "fast", d, simulation_for=batched.simulation_for)
+        fast[j.id] = d.read_metrics()
+    return jobs, loop, fast
+
+
+def assert_same_records(loop: list[dict], fast: list[dict]) -> None:
+    assert loop and [r["round"] for r in loop] == [r["round"] for r in fast]
+    for a, b in zip(loop, fast):
+        assert a.keys() == b.keys()
+        for key in a:
+            assert b[key] == pytest.approx(a[key], rel=2e-5, abs=1e-6), key
+
+
+ALL = ["fedac1", "fedac2", "fedac_vanilla", "fedavg", "mbsgd", "mbacsgd"]
+
+
+def test_an_lr_grid_of_every_method_is_two_batches():
+    """K local steps (FedAc-I/II, vanilla, FedAvg) and one step per round (MB-SGD, MB-AC-SGD)."""
+    batched = BatchedJobs(expand(shared_suite(ALL)))
+    assert sorted(len(g) for g in batched.groups.values()) == [2 * len(LRS), 4 * len(LRS)]
+
+
+@pytest.mark.parametrize("method", [ALL[:4], ALL[4:]])
+def test_batched_engine_equals_the_per_client_loop(tmp_path, method):
+    jobs, loop, fast = run_both(tmp_path, shared_suite(method))
+    for j in jobs:
+        assert_same_records(loop[j.id], fast[j.id])
+    finals = [torch.load(tmp_path / "fast" / j.id / "final_model.pt")["fc.weight"] for j in jobs]
+    loops = [torch.load(tmp_path / "loop" / j.id / "final_model.pt")["fc.weight"] for j in jobs]
+    for a, b in zip(loops, finals):
+        assert torch.allclose(a, b, atol=1e-5)
+
+
+@pytest.mark.parametrize("steps,batch,fold", [(1, 3, 50.0), (6, 2, 1.0001)])
+def test_one_step_rounds_and_folds_agree(tmp_path, monkeypatch, steps, batch, fold):
+    """K = 1 (the one-step path), and the sparse path folding P into U after almost every step,
+    its index arrays built in blocks of 4 steps."""
+    monkeypatch.setattr(fedac_batched, "FOLD_CONDITION", fold)
+    monkeypatch.setattr(fedac_batched, "STEP_BLOCK", 4)
+    jobs, loop, fast = run_both(tmp_path, shared_suite("fedac2", steps=steps, batch=batch, rounds=2, eval_every=1))
+    for j in jobs:
+        assert_same_records(loop[j.id], fast[j.id])
+
+
+def test_only_the_fedac_protocol_is_batched():
+    job = expand(shared_suite("fedac1"))[0]
+    assert batch_key(job.config) is not None
+    other = job.config.model_copy(update={"local": job.config.local.model_copy(update={"clip_norm": 10.0})})
+    assert batch_key(other) is None
+    assert batch_key(job.config.model_copy(update={"method": {**job.config.method, "client": []}})) is None
+    seeds = expand(shared_suite("fedac1", seeds=[0, 1]))
+    assert len({batch_key(j.config) for j in seeds}) == 2, "batches group lr values, not seeds"
+
+
+def test_binary_features_shortcut_equals_the_general_sparse_step():
+    """a9a's features are 0/1: the engine then skips multiplying by x (padding reads a zero row)."""
+    g = torch.Generator().manual_seed(0)
+    x = (torch.rand(50, 9, generator=g) < 0.3).float()
+    y = torch.randint(0, 2, (50,), generator=g) * 2.0 - 1.0
+    jobs = [j.config for j in expand(shared_suite(ALL[:4], steps=5, clients=3))]
+    linear = fedac_batched.Batch.of(jobs, [fedac_batched.Outcome() for _ in jobs]).linear
+    sparse = fedac_batched.SparseRows.of(x)
+    assert sparse.binary and int((sparse.cols == 9).sum()) > 0  # padded rows present
+    general = fedac_batched.SparseRows(sparse.cols, sparse.vals, sparse.width, binary=False)
+    state = torch.randn(len(jobs), 2, 9, generator=g)
+    idx = torch.randint(0, 50, (3, 5, 2), generator=g)
+    fast = fedac_batched.LocalSteps(linear, sparse, y, 3, 5).round(state, idx, True)
+    slow = fedac_batched.LocalSteps(linear, general, y, 3, 5).round(state, idx, True)
+    for a, b in zip(fast, slow):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)

@@ -1,0 +1,104 @@
+"""`fedbench report` on FedAc-protocol suites: best η per (method, M, K) by final F − F*,
+diverged and failed runs excluded and counted, the table and the paper's figure."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from benchmark.cli import cli
+from benchmark.report.fedac_figure import FIGURE_NAME, collect, fedac_tables
+from benchmark.report.fedac_suites import small_suite
+from benchmark.report.paper_suites import dump_suite
+from benchmark.run.results import JobDir, atomic_write_json
+from benchmark.suite.expand import expand, load_jobs
+from benchmark.suite.schema import Suite
+from fedtest import REPO, write_suite
+from engine.test_fedac_batched import shared_suite
+
+
+def fake_results(tmp_path: Path, jobs, values) -> dict:
+    summaries = {}
+    for job, value in zip(jobs, values):
+        status = value if isinstance(value, str) else "finished"
+        summary = {"status": status, "final_subopt": None if isinstance(value, str) else value}
+        atomic_write_json(JobDir(tmp_path, "fedac-batched", job.id).summary, summary)
+        summaries[job.id] = summary
+    return summaries
+
+
+def test_best_lr_is_chosen_among_finite_finished_runs(tmp_path):
+    jobs = expand(shared_suite(["fedac1", "fedavg"], clients=4))  # lr grid 0.05, 0.2, 1.0 per method
+    values = [3e-3, 1e-3, "diverged", 2e-2, "failed", 5e-3]  # FedAc-I; FedAvg
+    summaries = fake_results(tmp_path, jobs, values)
+    cells = collect(jobs, summaries)
+    fedac, fedavg = cells["FedAc-I", 4, 3], cells["FedAvg", 4, 3]
+    assert fedac.best == (0.2, 1e-3) and list(fedac.lost.values()) == ["diverged"]
+    assert fedavg.best == (1.0, 5e-3) and fedavg.at_edge and fedavg.lost == {0.2: "failed"}
+    (table,) = fedac_tables(cells)
+    assert [c.header for c in table.columns] == ["method", "M=4"]
+    assert "1.00e-03 (0.2) x1" in table.columns[1]._cells[0]
+    assert "5.00e-03 (1)! x1" in table.columns[1]._cells[1]
+
+
+def test_report_prints_the_table_and_writes_the_figure(tmp_path):
+    suite = shared_suite(["fedac1", "mbsgd"], clients=4).model_dump()
+    path = write_suite(tmp_path, suite)
+    jobs = load_jobs(path)[1]
+    values = [4e-3, 1e-3, 2e-3, 9e-3, 8e-3, "diverged"]
+    fake_results(tmp_path / "results", jobs, values)
+    result = CliRunner().invoke(cli, ["report", str(path), "--results-dir", str(tmp_path / "results")])
+    assert result.exit_code == 0, result.output
+    assert "K = 3" in result.output and "1.00e-03 (0.2)" in result.output
+    assert "6 runs, 1 excluded from the choice of η (1 diverged)" in result.output
+    png = tmp_path / "results" / "fedac-batched" / FIGURE_NAME
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_committed_small_suite_matches_its_generator():
+    head, body = small_suite()
+    committed = (REPO / "suites" / "fedac_small.yaml").read_text()
+    assert committed == head + dump_suite(body)
+    assert "split kind shared" in committed and "binary_logistic" in committed
+
+
+def test_figure_suites_carry_the_papers_grid():
+    for name, lam, workers in (("fedac.fig1", 1e-3, 12), ("fedac.fig2", 1e-4, 10)):
+        suite = Suite(**yaml.safe_load((REPO / "suites" / "papers" / f"{name}.yaml").read_text()))
+        assert suite.defaults["local"]["weight_decay"] == lam
+        assert len(suite.grid["num_clients"]) == workers and len(suite.datasets) == 9
+        assert all(d.rounds * d.local["steps"] == 4096 for d in suite.datasets)
+    assert Suite(**yaml.safe_load((REPO / "suites/papers/fedac.fig1.yaml").read_text())).grid["local.lr"][-1] == 10.0
+
+
+def speedup(cells, method: str, k: int) -> float:
+    return cells[method, 4, k].best[1] / cells[method, 1024, k].best[1]
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+@pytest.mark.skipif(not os.environ.get("FEDBENCH_DATA"), reason="FEDBENCH_DATA is not set (a9a needed)")
+def test_small_suite_reproduces_the_papers_conclusions(tmp_path):
+    """Figure 1's claims on M ∈ {4, 64, 1024}, K ∈ {1, 16, 256} (a few minutes on 2 cores):
+    at K = 1 every method speeds up with M; FedAvg and MB-SGD lose the speedup as K grows;
+    FedAc-I keeps much more of it and is the best method at K = 256."""
+    path = REPO / "suites" / "fedac_small.yaml"
+    result = CliRunner().invoke(cli, ["run", str(path), "--results-dir", str(tmp_path), "--no-tracking", "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    suite, jobs = load_jobs(path)
+    summaries = {j.id: JobDir(tmp_path, suite.name, j.id).read_summary() for j in jobs}
+    cells = collect(jobs, summaries)
+    for method in ("FedAc-I", "FedAvg", "MB-SGD", "MB-AC-SGD"):
+        assert speedup(cells, method, 1) > 30, method  # 256x more workers
+    for method in ("FedAvg", "MB-SGD"):
+        assert speedup(cells, method, 256) < speedup(cells, method, 1) / 10, method
+        assert speedup(cells, "FedAc-I", 16) > 10 * speedup(cells, method, 16), method
+        assert speedup(cells, "FedAc-I", 256) > 1.5 * speedup(cells, method, 256), method
+    at_256 = {m: cells[m, 1024, 256].best[1] for m in ("FedAc-I", "FedAc-II", "FedAvg", "MB-SGD", "MB-AC-SGD")}
+    assert min(at_256, key=at_256.get) == "FedAc-I"
+    assert all(math.isfinite(v) for v in at_256.values())
