@@ -27,6 +27,7 @@ from benchmark.errors import DatasetMissing, UserError
 from benchmark.engine.setup import data_fingerprint
 from benchmark.run.executor import failed_summary
 from benchmark.run.job_runner import job_config_json
+from benchmark.run.locks import FileLock, job_lock
 from benchmark.run.progress import SuiteProgress
 from benchmark.run.ray_worker import code_runtime_env, run_remote_job
 from benchmark.run.results import RESUME_FILES, JobDir, atomic_write_json
@@ -69,6 +70,7 @@ class Driver:
         self.queue = Queue(actor_options={"num_cpus": 0, "resources": {"node:__internal_head__": 0.001}})
         self.pending: dict = {}  # object ref -> JobRun
         self.runs: dict[str, JobRun] = {}
+        self.locks: dict[str, FileLock] = {}
 
     def jobdir(self, job: Job) -> JobDir:
         return JobDir(self.root, self.suite, job.id)
@@ -169,6 +171,22 @@ class Driver:
         for ref in self.pending:
             self.ray.cancel(ref, force=True)
 
+    # job locks: the driver trains a job (on whichever node) for as long as it holds its lock,
+    # as the local executor does, so processes sharing results/ never train one job twice
+    def claim(self, job: Job, wait: bool) -> bool:
+        lock = job_lock(self.root, self.suite, job.id)
+        if not lock.acquire(blocking=wait):
+            return False
+        self.locks[job.id] = lock
+        return True
+
+    def release(self, job: Job) -> None:
+        self.locks.pop(job.id).release()
+
+    def release_all(self) -> None:
+        while self.locks:
+            self.locks.popitem()[1].release()
+
 
 def _check_device(device: str, gpus_per_job: float) -> None:
     if device.startswith("cuda") and gpus_per_job <= 0:
@@ -208,24 +226,44 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
     try:
         with SuiteProgress(console or Console(stderr=True), len(jobs), "jobs (ray)") as show:
             driver = Driver(ray, suite, results_root, device, tracker, show, stop_after, options, max(1, int(cpus_per_job)))
-            for job in jobs:
+
+            def start(job: Job, wait: bool) -> bool:
+                """Submit or skip `job`; False when another process holds its lock and `wait` is off."""
                 if done := driver.reusable(job):
                     summaries[job.id] = done
                     show.skipped(job)
+                elif driver.claim(job, wait):
+                    if done := driver.reusable(job):  # re-read under the lock: finished meanwhile?
+                        driver.release(job)
+                        summaries[job.id] = done
+                        show.skipped(job)
+                    else:
+                        driver.submit(job)
                 else:
-                    driver.submit(job)
-            while driver.pending:
+                    return False
+                return True
+
+            held_elsewhere = [job for job in jobs if not start(job, wait=False)]
+            while driver.pending or held_elsewhere:
+                if not driver.pending:  # only jobs other processes train are left: wait for them
+                    job = held_elsewhere.pop(0)
+                    show.note(f"job {job.id}: another fedbench process is training it; waiting for it to finish")
+                    start(job, wait=True)
+                    continue
                 ready, _ = ray.wait(list(driver.pending), num_returns=1, timeout=POLL_S)
                 driver.drain()  # after the wait: a finished task's messages are all in the queue
                 for ref in ready:
                     if over := driver.collect(ref):
                         job, summaries[job.id] = over
+                        driver.release(job)
                         show.ended(job, summaries[job.id])
     except BaseException:  # UserError, Ctrl-C: stop what is queued; finished jobs and checkpoints stay
         if driver is not None:
             driver.cancel_all()
         raise
     finally:
+        if driver is not None:
+            driver.release_all()
         if started_here:
             ray.shutdown()
     return {job.id: summaries[job.id] for job in jobs}

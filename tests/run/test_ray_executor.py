@@ -147,3 +147,28 @@ def test_a_gpu_request_the_cluster_cannot_meet_is_refused_instead_of_hanging(tmp
 
     with pytest.raises(UserError, match="--gpus-per-job 0.5: the Ray cluster has 0 GPU"):
         run_jobs_ray(jobs_of(["fedavg"]), SUITE, tmp_path, device="cuda", gpus_per_job=0.5)
+
+
+@pytest.mark.slow
+def test_a_job_another_process_trains_is_waited_for_not_trained_twice(tmp_path, local_ray, caplog):
+    import threading
+
+    from benchmark.run.locks import job_lock
+    from benchmark.run.ray_executor import run_jobs_ray
+
+    held, free = jobs_of(["fedavg", "fedacg"])
+    other = job_lock(tmp_path, SUITE, held.id)  # as another fedbench process training `held` would
+    other.acquire()
+
+    def other_finishes() -> None:  # it ends once this driver has done the job it could start
+        while not JobDir(tmp_path, SUITE, free.id).is_done():
+            time.sleep(0.1)
+        other.release()
+
+    threading.Thread(target=other_finishes, daemon=True).start()
+    with caplog.at_level("INFO", logger="fedbench.progress"):
+        summaries = run_jobs_ray([held, free], SUITE, tmp_path)
+    assert [summaries[j.id]["status"] for j in (held, free)] == ["finished", "finished"]
+    messages = [r.getMessage() for r in caplog.records]
+    waited = messages.index(f"job {held.id}: another fedbench process is training it; waiting for it to finish")
+    assert any(m.startswith(f"job {free.id} ") and "finished" in m for m in messages[:waited])
