@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import shlex
 import signal
 import sys
@@ -15,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from benchmark.cli_options import job_options, load_selected, verbosity_options
 from benchmark.errors import UserError
 
 # Piped output (CI logs, files) gets wide tables instead of rich's 80-column default.
@@ -54,6 +54,17 @@ def _threads(n: int | None) -> None:
 THREADS = click.option("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
 
 
+def _progress(jobs, quiet: bool, verbose: bool):
+    """The progress reporter for this invocation (and the log level of the "fedbench" logger)."""
+    if quiet and verbose:
+        raise UserError("--quiet and --verbose exclude each other")
+    from benchmark.run.progress import NORMAL, QUIET, VERBOSE, configure_logging, reporter
+
+    verbosity = QUIET if quiet else VERBOSE if verbose else NORMAL
+    configure_logging(verbosity)
+    return reporter(jobs, err_console, verbosity)
+
+
 def _print_results(suite, jobs, summaries: dict, results_dir: Path) -> None:
     """The FedAc figure's tables (and PNG) for FedAc-protocol jobs, the paper tables for the rest."""
     from benchmark.report.fedac_figure import fedac_report
@@ -64,16 +75,8 @@ def _print_results(suite, jobs, summaries: dict, results_dir: Path) -> None:
         out.print(table)
 
 
-def _filter(jobs, only: tuple[str, ...]):
-    if not only:
-        return jobs
-    keep = [j for j in jobs if any(s.lower() in f"{j.id} {j.dataset_label} {j.method_label}".lower() for s in only)]
-    if not keep:
-        raise UserError(f"--only {' '.join(only)} matches no job of this suite (see `fedbench plan`)")
-    return keep
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="fedbench", prog_name="fedbench", message="%(prog)s %(version)s")
 def cli() -> None:
     """fedbench: declare a federated-optimisation study in YAML, run it, compare with the papers."""
 
@@ -84,7 +87,7 @@ def cli() -> None:
 @click.option("--tracking-uri", default=None, help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)")
 @click.option("--no-tracking", is_flag=True, help="do not log to MLflow")
 @click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto")
-@click.option("--only", multiple=True, help="run only jobs whose id, dataset or method contains this text")
+@job_options
 @click.option("--stop-after", type=int, default=None, help="stop every job after this many rounds (resumable)")
 @THREADS
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
@@ -92,34 +95,35 @@ def cli() -> None:
 @click.option("--ray-address", default=None, help="Ray cluster to join (e.g. auto); default: start a local one")
 @click.option("--gpus-per-job", type=float, default=0.0, show_default=True, help="Ray: GPUs per job (0.25 = 4 jobs per GPU)")
 @click.option("--cpus-per-job", type=float, default=1.0, show_default=True, help="Ray: CPUs per job")
-def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, device: str, only, stop_after, threads,
-        executor: str, ray_address, gpus_per_job: float, cpus_per_job: float) -> None:
+@verbosity_options
+def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, device: str, only, sets, seeds, rounds,
+        stop_after, threads, executor: str, ray_address, gpus_per_job: float, cpus_per_job: float, quiet: bool,
+        verbose: bool) -> None:
     """Run every unfinished job of SUITE_FILE; print measured vs paper numbers."""
     _threads(threads)
     if executor == "local" and (ray_address or gpus_per_job):
         raise UserError("--ray-address and --gpus-per-job need --executor ray")
     from benchmark.run.executor import run_jobs
     from benchmark.run.tracking import NullTracker
-    from benchmark.suite.expand import load_jobs
 
-    suite, jobs = load_jobs(suite_file)
-    jobs = _filter(jobs, only)
+    suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
     if executor == "ray":  # the workers' devices matter, not the driver's
         dev = ("cuda" if gpus_per_job > 0 else "cpu") if device == "auto" else device
     else:
         dev = _device(device)
     if executor == "local":  # under Ray each node reads its own copy: the workers check it there
         check_datasets(jobs)
-    tracker = NullTracker() if no_tracking else open_tracker(suite.name, tracking_uri, results_dir)
+    progress = _progress(jobs, quiet, verbose)
+    tracker = NullTracker() if no_tracking else open_tracker(suite.name, tracking_uri, results_dir, suite_file)
     status = "FAILED"
     try:
         if executor == "ray":
             from benchmark.run.ray_executor import run_jobs_ray
 
-            summaries = run_jobs_ray(jobs, suite.name, results_dir, dev, tracker, err_console, stop_after,
+            summaries = run_jobs_ray(jobs, suite.name, results_dir, dev, tracker, progress, stop_after,
                                      address=ray_address, gpus_per_job=gpus_per_job, cpus_per_job=cpus_per_job)
         else:
-            summaries = run_jobs(jobs, suite.name, results_dir, dev, tracker, err_console, stop_after)
+            summaries = run_jobs(jobs, suite.name, results_dir, dev, tracker, progress, stop_after)
         status = "FINISHED"
     except KeyboardInterrupt:
         status = "KILLED"
@@ -160,13 +164,13 @@ def check_datasets(jobs) -> None:
         data_fingerprint(job.config)
 
 
-def open_tracker(suite_name: str, uri: str | None, results_dir: Path):
+def open_tracker(suite_name: str, uri: str | None, results_dir: Path, suite_file: Path | None = None):
     """The MLflow tracker; a store that cannot be opened is a warning, and the suite runs
     without tracking (the results on disk are the record)."""
     from benchmark.run.tracking import MlflowTracker, NullTracker
 
     try:
-        return MlflowTracker(suite_name, uri, results_dir)
+        return MlflowTracker(suite_name, uri, results_dir, suite_file)
     except Exception as err:
         first = (str(err).splitlines() or [""])[0][:160]
         err_console.print(f"warning: MLflow store {uri or 'default'} cannot be used ({type(err).__name__}: {first}); "
@@ -181,11 +185,10 @@ def open_tracker(suite_name: str, uri: str | None, results_dir: Path):
 @click.option("--audit", "audit_only", is_flag=True,
               help="instead of the job table: each setting the paper states vs the value the suite runs, and the "
                    "settings chosen where the paper is silent; exit 1 on a mismatch")
-def plan(suite_file: Path, splits: bool, max_clients: int, audit_only: bool) -> None:
+@job_options
+def plan(suite_file: Path, splits: bool, max_clients: int, audit_only: bool, only, sets, seeds, rounds) -> None:
     """Print the expanded job table without running anything."""
-    from benchmark.suite.expand import load_jobs
-
-    suite, jobs = load_jobs(suite_file)
+    suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
     if audit_only:
         _print_audit(suite, jobs)
         return
@@ -234,12 +237,12 @@ def _print_audit(suite, jobs) -> None:
 @cli.command()
 @click.argument("suite_file", type=click.Path(path_type=Path))
 @click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
-def report(suite_file: Path, results_dir: Path) -> None:
+@job_options
+def report(suite_file: Path, results_dir: Path, only, sets, seeds, rounds) -> None:
     """Print measured vs paper numbers from the results already on disk (never reruns)."""
     from benchmark.run.results import JobDir
-    from benchmark.suite.expand import load_jobs
 
-    suite, jobs = load_jobs(suite_file)
+    suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
     summaries = {j.id: s for j in jobs if (s := JobDir(results_dir, suite.name, j.id).read_summary())}
     if not summaries:
         raise UserError(f"no results for suite {suite.name!r} under {results_dir}; run `fedbench run {suite_file}` first")
@@ -248,27 +251,52 @@ def report(suite_file: Path, results_dir: Path) -> None:
 
 @cli.command()
 @click.argument("suite_file", type=click.Path(path_type=Path))
+@click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@job_options
+def status(suite_file: Path, results_dir: Path, only, sets, seeds, rounds) -> None:
+    """Every job as done / running / failed / diverged / pending, with rounds, accuracy and ETA
+    (from the results on disk: works while a run is in progress and on interrupted suites)."""
+    from benchmark.report.status import status_line, status_table, suite_status
+
+    suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
+    statuses = suite_status(jobs, suite.name, results_dir)
+    out.print(status_table(suite.name, statuses))
+    out.print(status_line(statuses), highlight=False)
+
+
+@cli.command()
+@click.argument("suite_file", type=click.Path(path_type=Path))
 @click.option("--baseline", type=click.Path(path_type=Path), default=None,
               help="baseline file (default: results/baselines/<suite>.json)")
 @click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
-@click.option("--tolerance", type=float, default=0.5, show_default=True, help="allowed change (accuracy points or rounds)")
+@click.option("--tolerance", type=float, default=None,
+              help="allowed change (accuracy points or rounds) for every metric; default: the per-metric "
+                   "tolerances of <baseline>.tolerance.json, else 0.5")
 @click.option("--update", is_flag=True, help="write the baseline from the current results instead of checking")
+@click.option("--spread-seeds", default=None, metavar="S1,S2,..",
+              help="with --update: also run these seeds and write per-metric tolerances from their spread")
 @click.option("--no-tracking", is_flag=True, help="do not log the run to MLflow")
 @THREADS
-def check(suite_file: Path, baseline, results_dir: Path, tolerance: float, update: bool, no_tracking: bool, threads) -> None:
+@verbosity_options
+def check(suite_file: Path, baseline, results_dir: Path, tolerance, update: bool, spread_seeds, no_tracking: bool,
+          threads, quiet: bool, verbose: bool) -> None:
     """Run SUITE_FILE (skipping finished jobs) and compare with its baseline; exit 1 on a regression."""
     _threads(threads)
-    from benchmark.report.check import compare, write_baseline
+    from benchmark.report.check import compare, load_tolerances, spread_tolerances, tolerance_path, write_baseline
     from benchmark.run.executor import run_jobs
+    from benchmark.run.results import atomic_write_json
     from benchmark.run.tracking import NullTracker
-    from benchmark.suite.expand import load_jobs
 
-    suite, jobs = load_jobs(suite_file)
-    check_datasets(jobs)
-    tracker = NullTracker() if no_tracking else open_tracker(suite.name, None, results_dir)
+    if spread_seeds and not update:
+        raise UserError("--spread-seeds measures tolerances for a new baseline: use it with --update")
+    suite, jobs = load_selected(suite_file)
+    spread_jobs = load_selected(suite_file, seeds=spread_seeds)[1] if spread_seeds else []
+    every = jobs + [j for j in spread_jobs if j.id not in {k.id for k in jobs}]
+    check_datasets(every)
+    tracker = NullTracker() if no_tracking else open_tracker(suite.name, None, results_dir, suite_file)
     status = "FAILED"
     try:
-        summaries = list(run_jobs(jobs, suite.name, results_dir, _device("auto"), tracker, err_console).values())
+        summaries = run_jobs(every, suite.name, results_dir, _device("auto"), tracker, _progress(every, quiet, verbose))
         status = "FINISHED"
     except KeyboardInterrupt:
         status = "KILLED"
@@ -277,33 +305,25 @@ def check(suite_file: Path, baseline, results_dir: Path, tolerance: float, updat
         tracker.close(status)
     path = baseline or Path("results") / "baselines" / f"{suite.name}.json"
     if update:
-        write_baseline(path, summaries)
+        write_baseline(path, [summaries[j.id] for j in jobs])
         out.print(f"baseline written: {path}")
+        if spread_jobs:
+            atomic_write_json(tolerance_path(path), spread_tolerances([summaries[j.id] for j in spread_jobs]))
+            out.print(f"tolerances from the spread over seeds {spread_seeds} written: {tolerance_path(path)}")
         return
-    findings = compare(path, summaries, tolerance)
+    if tolerance is None:
+        tolerance = load_tolerances(path) or 0.5
+    findings = compare(path, [summaries[j.id] for j in jobs], tolerance)
     for f in findings:
         out.print(f"[red]regression[/red] {escape(str(f))}")
     if findings:
         raise click.exceptions.Exit(1)
-    out.print(f"[green]no regression[/green]: {len(jobs)} jobs within {tolerance} of {path}")
+    within = "the per-metric tolerances of " + str(tolerance_path(path)) if isinstance(tolerance, dict) else tolerance
+    out.print(f"[green]no regression[/green]: {len(jobs)} jobs within {within} of {path}")
+
+
 from benchmark.cli_data import data as _data_group
 cli.add_command(_data_group)
-
-
-class _CurrentStderr(logging.StreamHandler):
-    """Writes to whatever sys.stderr is now (it may be replaced after the handler is made)."""
-
-    stream = property(lambda self: sys.stderr, lambda self, value: None)
-
-
-def _log_to_stderr() -> None:
-    """fedbench's own log lines (progress without a terminal) on stderr; other libraries' stay quiet."""
-    logger = logging.getLogger("fedbench")
-    if not logger.handlers:
-        handler = _CurrentStderr()
-        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
 
 
 @contextlib.contextmanager
@@ -331,7 +351,6 @@ def _interrupted(err: BaseException, argv: list[str] | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    _log_to_stderr()
     try:
         with _sigterm_as_ctrl_c():
             code = cli.main(args=argv, prog_name="fedbench", standalone_mode=False)

@@ -47,3 +47,17 @@ def test_unusable_device_is_one_clear_error(tmp_path, capsys):
         assert main(["run", str(path), "--no-tracking", "--device", device, "--results-dir", str(tmp_path)]) == 2
         assert "--device" in capsys.readouterr().err
     assert not list(tmp_path.glob("tiny/*"))  # nothing ran
+
+
+def test_version_and_python_dash_m(tmp_path):
+    import subprocess
+    import sys
+
+    import benchmark
+
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-m", "benchmark", "--version"], capture_output=True, text=True, env=env)
+    assert done.returncode == 0 and done.stdout.strip() == f"fedbench {benchmark.__version__}"
+    path = write_suite(tmp_path, tiny_suite())
+    bad = subprocess.run([sys.executable, "-m", "benchmark", "plan", str(path), "--set", "x"], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and "expected PATH=VALUE" in bad.stderr and "Traceback" not in bad.stderr

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+import json
+
 from benchmark.cli import main
+from benchmark.run.tracking import attach_to_suite_run
 from fedtest import tiny_suite, write_suite
 
 mlflow = pytest.importorskip("mlflow")
@@ -66,3 +69,36 @@ def test_jobs_open_at_the_same_time_log_into_their_own_runs(tmp_path):
                for job, run in runs.items()}
     assert history == {a.id: [(1, 10.0)], b.id: [(1, 20.0), (2, 30.0), (3, 50.0)]}
     assert runs[a.id].info.status == "FINISHED" and runs[b.id].info.status == "KILLED"  # b never ended
+
+
+def test_runs_carry_tags_unique_names_named_term_params_and_final_metrics(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    suite = write_suite(tmp_path, tiny_suite(grid={"local.lr": [0.05, 0.1]}))
+    results = tmp_path / "results"
+    assert main(["run", str(suite), "--tracking-uri", uri, "--results-dir", str(results), "-q", "--seeds", "3", "--rounds", "3"]) == 0
+
+    client = mlflow.tracking.MlflowClient(uri)
+    runs = client.search_runs([client.get_experiment_by_name("tiny").experiment_id])
+    [parent] = [r for r in runs if r.data.tags["fedbench.kind"] == "suite"]
+    children = [r for r in runs if r.data.tags["fedbench.kind"] == "job"]
+    assert len(children) == 4 and len({r.info.run_name for r in children}) == 4
+    assert len(parent.data.tags["mlflow.source.git.commit"]) == 40 and "fedbench.version.torch" in parent.data.tags
+    assert [a.path for a in client.list_artifacts(parent.info.run_id, "suite")] == ["suite/suite.yaml"]
+    for child in children:
+        tags, params, metrics = child.data.tags, child.data.params, child.data.metrics
+        summary = json.loads((results / "tiny" / tags["fedbench.job_id"] / "summary.json").read_text())
+        assert (tags["fedbench.suite"], tags["fedbench.dataset"], tags["fedbench.seed"]) == ("tiny", "synthetic", "3")
+        assert tags["fedbench.method"] in ("FedAvg", "FedACG") and "mlflow.source.git.commit" in tags
+        assert tags["fedbench.setting"].endswith(" rounds=3")  # the command-line override says so
+        assert child.info.run_name.startswith(f"synthetic | {tags['fedbench.method']} local.lr=")
+        assert "None" not in params.values()
+        if tags["fedbench.method"] == "FedACG":
+            assert params["method.client.prox.mu"] == "0.01"  # keyed by the term's name, not its position
+        assert metrics["final_acc"] == summary["final_acc"] and metrics["wall_time_s"] == summary["wall_time_s"]
+
+    report = tmp_path / "report.md"
+    report.write_text("# report")
+    assert attach_to_suite_run("tiny", [report], uri)
+    assert [a.path for a in client.list_artifacts(parent.info.run_id, "report")] == ["report/report.md"]
+    assert not attach_to_suite_run("no-such-suite", [report], uri)

@@ -213,24 +213,30 @@ def run_batch(jobs: list[JobConfig], x: torch.Tensor, y01: torch.Tensor, test_x:
     round_bytes = [m * (2 if _rule(j.method) == "fedac" else 1) * d * 4 for j in batch.jobs]
     local = None if batch.one_step else LocalSteps(linear, SparseRows.of(x), y, m, k)
     ema: list[float | None] = [None] * b_count
+    # the per-client loop's divergence checks: training loss and θ every round, test loss when evaluated
+    theta_row = torch.tensor([0 if _rule(j.method) == "fedac" else 1 for j in batch.jobs])
     finite = torch.ones(b_count, dtype=torch.bool)
+
+    def check(done: int, ok: torch.Tensor) -> None:
+        nonlocal finite
+        for i in torch.nonzero(finite & ~ok).flatten().tolist():
+            live[i].diverged_round = done
+        finite = finite & ok  # diverged jobs go on (NaN); their replay stops before this round
+
     for rnd in range(first.rounds):
         idx = shared_positions(first.seed, rnd, m, k, bs, n)
         done = rnd + 1
-        evaluate = done % first.eval_every == 0 or done == first.rounds
         if local is None:
             state, loss = _one_step(linear, state, x, y, idx.view(-1))
         else:
-            state, loss = local.round(state, idx, with_loss=evaluate)
-        now_finite = torch.isfinite(state).flatten(1).all(1)
-        for i in torch.nonzero(finite & ~now_finite).flatten().tolist():
-            live[i].diverged_round = done
-        finite &= now_finite  # diverged jobs go on (NaN records, as in the per-client loop)
-        if not evaluate:
+            state, loss = local.round(state, idx)
+        check(done, torch.isfinite(loss) & torch.isfinite(state[torch.arange(b_count), theta_row]).all(1))
+        if done % first.eval_every and done != first.rounds:
             continue
         evaluated = state[:, -1]  # w, or FedAc's w_ag
         scores = test_x @ evaluated.T  # (test, B)
         test_loss = F.softplus(-test_y[:, None] * scores).mean(0)
+        check(done, torch.isfinite(test_loss))
         acc = 100.0 * ((scores > 0) == (test_y[:, None] > 0)).float().mean(0)
         subopt = objective.suboptimalities(evaluated) if first.suboptimality else None
         for i in range(b_count):
@@ -291,9 +297,9 @@ class LocalSteps:
         minus_y = -self.y[block].transpose(0, 1).reshape(steps, m * bs, 1)
         return rows, reads_from, vals, minus_y
 
-    def round(self, state: torch.Tensor, idx: torch.Tensor, with_loss: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def round(self, state: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The averaged state after one round from the broadcast `state` (B, c, d), and the mean
-        training loss over the steps (only when asked: it is recorded on evaluated rounds only)."""
+        training loss over the steps."""
         b_count, c, d = state.shape
         m, k, bs = idx.shape
         cb = c * b_count
@@ -303,7 +309,7 @@ class LocalSteps:
         u = torch.zeros(m * self.width + 1, cb)
         u[:-1] = start.view(1, self.width, cb).expand(m, self.width, cb).reshape(m * self.width, cb)
         enters = self.enters * (-1.0 / bs)  # U ← U − P⁻¹v · mean over the batch of ℓ'(z) x
-        loss_sum = torch.zeros(b_count) if with_loss else None
+        loss_sum = torch.zeros(b_count)
         for first in range(0, k, STEP_BLOCK):  # the steps' index arrays, a block at a time (memory)
             block = idx[:, first : first + STEP_BLOCK]
             for j, (rows, reads_from, x_j, minus_y) in enumerate(zip(*self._block(block, d)), first):
@@ -311,8 +317,7 @@ class LocalSteps:
                 ux = (gathered if self.sparse.binary else gathered * x_j).sum(1).view(m * bs, c, b_count)  # U x
                 z = (ux * self.reads[j]).sum(1)  # (M·batch, B): the scores at the gradient points
                 slope = minus_y * torch.sigmoid(minus_y * z)  # ℓ'(z) = −y σ(−yz), ℓ = log(1 + e^{−yz})
-                if with_loss:
-                    loss_sum += F.softplus(minus_y * z).mean(0)
+                loss_sum += F.softplus(minus_y * z).mean(0)
                 push = (slope[:, None, :] * enters[j]).view(m * bs, 1, cb)
                 # binary: no multiplication by x; padding writes land in the unused column d
                 spread = push.expand(-1, x_j.shape[1], -1) if self.sparse.binary else x_j * push
@@ -321,7 +326,7 @@ class LocalSteps:
                     u = torch.einsum("bcq,rqb->rcb", self.folds[j], u.view(-1, c, b_count)).reshape(-1, cb)
         mean_u = u[:-1].view(m, self.width, c, b_count).mean(0)[:d]  # (d, c, B)
         new = torch.einsum("bcq,dqb->bcd", self.folds[k - 1], mean_u)
-        return new, (loss_sum / k if with_loss else None)
+        return new, loss_sum / k
 
 
 def initial_model(job: JobConfig) -> torch.Tensor:

@@ -18,6 +18,8 @@ import benchmark.fl.components  # noqa: F401  (registers every component)
 from benchmark.fl.base import ClientTerm, Codec, ServerRule
 from benchmark.fl.presets import preset
 from benchmark.fl.registry import CLIENT_TERMS, CODECS, SERVER_RULES, Registry
+from benchmark.suggest import allowed_names
+from benchmark.suite.load import pydantic_problems
 
 ENTRY_KEYS = {"preset", "label", "server", "client", "uplink", "downlink"}
 
@@ -28,30 +30,19 @@ class MethodProblems(Exception):
         super().__init__("; ".join(f"{p}: {m}" for p, m in problems))
 
 
-def _pydantic_problems(err: ValidationError, path: str) -> list[tuple[str, str]]:
-    out = []
-    for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"])
-        msg = e["msg"]
-        if e["type"] == "extra_forbidden":
-            msg = "unknown parameter"
-        out.append((f"{path}.{loc}" if loc else path, msg))
-    return out
-
-
 def _resolve_component(spec: dict, key: str, registry: Registry, path: str, problems: list) -> dict | None:
     if not isinstance(spec, dict):
         problems.append((path, f"expected a mapping with '{key}:', got {type(spec).__name__}"))
         return None
     name = spec.get(key)
     if name not in registry:
-        problems.append((f"{path}.{key}", f"unknown {registry.kind} {name!r}; allowed: {', '.join(registry.names())}"))
+        problems.append((f"{path}.{key}", f"unknown {registry.kind} {name!r}; " + allowed_names(name, registry.names())))
         return None
     params = {k: v for k, v in spec.items() if k != key}
     try:
         model = registry.get(name).Params(**params)
     except ValidationError as err:
-        problems.extend(_pydantic_problems(err, path))
+        problems.extend(pydantic_problems(err, path, registry.get(name).Params, "parameter"))
         return None
     return {key: name, **model.model_dump(mode="json")}
 
@@ -66,7 +57,7 @@ def _merge_client_overrides(base: list[dict], overrides, path: str, problems: li
     by_name = {t["term"]: t for t in out}
     for term, params in overrides.items():
         if term not in by_name:
-            problems.append((f"{path}.{term}", f"this method has no client term {term!r}; its terms: {', '.join(by_name) or 'none'}"))
+            problems.append((f"{path}.{term}", f"this method has no client term {term!r}; " + allowed_names(term, by_name)))
             continue
         if not isinstance(params, dict):
             problems.append((f"{path}.{term}", "expected a mapping of parameters"))
@@ -84,7 +75,7 @@ def resolve_method(entry, path: str) -> dict:
         raise MethodProblems([(path, "expected a preset name or a mapping")])
     unknown = set(entry) - ENTRY_KEYS
     if unknown:
-        raise MethodProblems([(f"{path}.{k}", f"unknown key; allowed: {', '.join(sorted(ENTRY_KEYS))}") for k in sorted(unknown)])
+        raise MethodProblems([(f"{path}.{k}", f"unknown key {k!r}; " + allowed_names(k, ENTRY_KEYS)) for k in sorted(unknown)])
 
     if "preset" in entry:
         try:

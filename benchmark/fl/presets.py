@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import copy
 
+from benchmark.suggest import allowed_names
+
 IDENTITY = {"codec": "identity"}
 
 
@@ -90,10 +92,10 @@ def preset(name: str) -> dict:
     """The composition a preset name stands for (a fresh copy). Raises KeyError with the choices."""
     base_key, *mod_keys = name.lower().split("+")
     if base_key not in PRESETS:
-        raise KeyError(f"unknown preset {base_key!r}; known presets: {', '.join(sorted(PRESETS))}")
+        raise KeyError(f"unknown preset {base_key!r}; " + allowed_names(base_key, PRESETS))
     out = copy.deepcopy(PRESETS[base_key])
     for key in mod_keys:
         if key not in MODIFIERS:
-            raise KeyError(f"unknown modifier '+{key}'; known modifiers: {', '.join('+' + k for k in sorted(MODIFIERS))}")
+            raise KeyError(f"unknown modifier '+{key}'; " + allowed_names("+" + key, ["+" + k for k in MODIFIERS]))
         out = _apply_modifier(out, MODIFIERS[key])
     return out

@@ -65,10 +65,7 @@ def result_tables(suite: Suite, jobs: list[Job], summaries: dict[str, dict]) -> 
         table.add_column("status")
         by_label: dict[str, list[dict]] = {}
         for job in d_jobs:
-            # suite-grid values; a method grid's are already in the label ("FedACG[lam=0.8]")
-            key = job.method_label + "".join(f" {k}={v}" for k, v in job.grid_point.items()
-                                             if f"{k.split('.')[-1]}={v}" not in job.method_label)
-            by_label.setdefault(key, []).append(summaries.get(job.id, {"status": "not run"}))
+            by_label.setdefault(job.setting_label, []).append(summaries.get(job.id, {"status": "not run"}))
         for label, all_sums in by_label.items():
             ref_row = _match_reference(label, ref.rows) if ref else None
             sums = [s for s in all_sums if has_numbers(s)]  # diverged, failed, unfinished: no numbers

@@ -1,4 +1,4 @@
-"""Run a suite's jobs in this process, one after another, with a live progress display.
+"""Run a suite's jobs in this process, one after another, reporting progress (run/progress.py).
 
 Finished and diverged jobs are skipped; a job that fails is recorded (status "failed", the
 error in its summary.json) and the suite goes on. Bad user input (UserError) stops the suite
@@ -12,14 +12,12 @@ import traceback
 from pathlib import Path
 from typing import Callable
 
-from rich.console import Console
-
 from benchmark.engine.setup import data_fingerprint
 from benchmark.errors import UserError
 from benchmark.run.batched import BatchedJobs
 from benchmark.run.job_runner import run_job
 from benchmark.run.locks import job_lock
-from benchmark.run.progress import SuiteProgress
+from benchmark.run.progress import LogProgress, log
 from benchmark.run.results import JobDir, atomic_write_json
 from benchmark.run.status import FAILED
 from benchmark.run.tracking import NullTracker
@@ -36,11 +34,48 @@ def reusable_summary(job: Job, jobdir: JobDir) -> dict | None:
     return jobdir.skipped_summary(data_fingerprint(job.config))
 
 
+def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu", tracker=None,
+             progress=None, stop_after: int | None = None) -> dict[str, dict]:
+    """Run every unfinished job; returns job id -> summary (finished, diverged, skipped, or failed)."""
+    tracker = tracker or NullTracker()
+    progress = progress or LogProgress(jobs)
+    summaries: dict[str, dict] = {}
+    # FedAc-protocol jobs: each (M, K) cell is computed once, as one batch, when its first job is due
+    batched = BatchedJobs([j for j in jobs if not reusable_summary(j, JobDir(results_root, suite, j.id))])
+    with progress:
+
+        def attempt(job: Job, wait: bool) -> bool:
+            """Run or skip `job`; False when another process holds it and `wait` is off."""
+            jobdir = JobDir(results_root, suite, job.id)
+            lock = job_lock(results_root, suite, job.id)
+            if not (done := reusable_summary(job, jobdir)) and not lock.acquire(blocking=wait):
+                return False
+            try:  # re-read under the lock: the other process may have finished it meanwhile
+                if not (done := done or reusable_summary(job, jobdir)):
+                    jobdir.set_aside_other_data(data_fingerprint(job.config))
+                if done:
+                    summaries[job.id] = done
+                    progress.skipped(job, done)
+                else:
+                    summaries[job.id] = _run_one(job, suite, jobdir, device, tracker, progress, stop_after,
+                                                       batched.simulation_for)
+            finally:
+                lock.release()
+            return True
+
+        held_elsewhere = [job for job in jobs if not attempt(job, wait=False)]
+        for job in held_elsewhere:
+            log.info("job %s: another fedbench process is training it; waiting for it to finish", job.id)
+            attempt(job, wait=True)
+    return {job.id: summaries[job.id] for job in jobs}
+
+
 def run_or_record_failure(job: Job, suite: str, jobdir: JobDir, device: str, tracker,
                           on_eval: Callable[[dict], None] | None = None, stop_after: int | None = None,
                           simulation_for: Callable | None = None,
                           on_checkpoint: Callable[[int], None] | None = None) -> dict:
-    """`run_job`, except that a crash becomes a "failed" summary.json; a UserError propagates."""
+    """`run_job`, except that a crash becomes a "failed" summary.json; a UserError propagates.
+    (The Ray executor's workers run their job through it too.)"""
     try:
         return run_job(job, suite, jobdir, device, tracker, on_eval, stop_after, simulation_for, on_checkpoint)
     except UserError:
@@ -52,37 +87,10 @@ def run_or_record_failure(job: Job, suite: str, jobdir: JobDir, device: str, tra
         return summary
 
 
-def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu", tracker=None,
-             console: Console | None = None, stop_after: int | None = None) -> dict[str, dict]:
-    """Run every unfinished job; returns job id -> summary (finished, diverged, skipped, or failed)."""
-    tracker = tracker or NullTracker()
-    summaries: dict[str, dict] = {}
-    # FedAc-protocol jobs: each (M, K) cell is computed once, as one batch, when its first job is due
-    batched = BatchedJobs([j for j in jobs if not reusable_summary(j, JobDir(results_root, suite, j.id))])
-    with SuiteProgress(console or Console(stderr=True), len(jobs)) as show:
-
-        def attempt(job: Job, wait: bool) -> bool:
-            """Run or skip `job`; False when another process holds it and `wait` is off."""
-            jobdir = JobDir(results_root, suite, job.id)
-            lock = job_lock(results_root, suite, job.id)
-            if not (done := reusable_summary(job, jobdir)) and not lock.acquire(blocking=wait):
-                return False
-            try:  # re-read under the lock: the other process may have finished it meanwhile
-                if not (done := done or reusable_summary(job, jobdir)):
-                    jobdir.set_aside_other_data(data_fingerprint(job.config))
-                    show.started(job)
-                    done = run_or_record_failure(job, suite, jobdir, device, tracker, lambda rec: show.round(job.id, rec),
-                                                 stop_after, batched.simulation_for)
-                    show.ended(job, done)
-                else:
-                    show.skipped(job)
-                summaries[job.id] = done
-            finally:
-                lock.release()
-            return True
-
-        held_elsewhere = [job for job in jobs if not attempt(job, wait=False)]
-        for job in held_elsewhere:
-            show.note(f"job {job.id}: another fedbench process is training it; waiting for it to finish")
-            attempt(job, wait=True)
-    return {job.id: summaries[job.id] for job in jobs}
+def _run_one(job: Job, suite: str, jobdir: JobDir, device: str, tracker, progress, stop_after: int | None,
+             simulation_for=None) -> dict:
+    progress.job_started(job)
+    summary = run_or_record_failure(job, suite, jobdir, device, tracker, lambda rec: progress.evaluated(job, rec),
+                                    stop_after, simulation_for)
+    progress.job_finished(job, summary)
+    return summary

@@ -11,6 +11,7 @@ from typing import Callable
 
 from benchmark.engine.metrics import summarise
 from benchmark.engine.setup import build_simulation
+from benchmark.run.heartbeat import Heartbeat
 from benchmark.engine.simulation import Diverged, Simulation
 from benchmark.run.results import JobDir, atomic_torch_save, atomic_write_json
 from benchmark.run.status import DIVERGED, FINISHED, STOPPED
@@ -117,6 +118,7 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
         pending.clear()
 
     def eval_cb(rec: dict) -> None:
+        heartbeat.beat(rec["round"], rec)
         rec["time"] = round(time.time(), 3)  # when it was measured: MLflow plots against it
         records.append(rec)
         pending.append(rec)
@@ -126,6 +128,7 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
             on_eval(rec)
 
     def round_cb(r: int) -> None:
+        heartbeat.beat(r)
         due = (every and r % every == 0) or (minutes and time.monotonic() - saved["at"] >= 60 * minutes)
         if (due or stop.requested) and r < job.config.rounds:
             flush()
@@ -136,6 +139,7 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
         if stop.requested and r < job.config.rounds:
             raise KeyboardInterrupt
 
+    heartbeat = Heartbeat(jobdir.heartbeat, job.config.rounds, sim.progress.round)
     diverged = None
     try:
         with StopAtRoundEnd() as stop:
@@ -147,6 +151,8 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
         where = ("its checkpoint there is kept" if kept == at else f"it resumes from its checkpoint at round {kept}"
                  if kept else "no checkpoint yet, it restarts from round 0")
         raise JobInterrupted(f"job {job.id} stopped at round {at}; {where}") from None
+    finally:
+        heartbeat.stop()
     flush()
     summary = {
         "job_id": job.id, "suite": suite, "dataset": job.dataset_label, "method": job.method_label,

@@ -1,126 +1,158 @@
-"""What both executors show while jobs run: on a terminal a live display (jobs done, and per
-running job its round bar, accuracy and rounds/s) with a line per finished job; without one,
-log lines through Python logging (job started / round / finished), a round line per job at
-most every `log_every_s`.
-
-Executors report events (`started`, `round`, `ended`, `skipped`, `note`); where a job runs
-(this process or a Ray node) does not matter here.
-"""
+"""What a running suite tells its user. On a terminal: a live display (a bar over the suite's
+rounds with its ETA, one per running job with its accuracy and ETA) and a line per finished
+job. Otherwise (CI logs, `> run.log`): plain lines through Python logging (logger "fedbench"):
+job started/finished, and every `interval` seconds the round, accuracy, rounds/s and ETA.
+`--quiet` keeps warnings only; `--verbose` logs every evaluated round."""
 
 from __future__ import annotations
 
 import logging
+import sys
 import time
-from dataclasses import dataclass, field
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
 
-from benchmark.run.status import DIVERGED, FAILED
+from benchmark.report.status import duration
 
-log = logging.getLogger("fedbench.progress")
+log = logging.getLogger("fedbench")
+QUIET, NORMAL, VERBOSE = -1, 0, 1
 
 
-def job_label(job) -> str:
+def job_name(job) -> str:
     return f"{job.dataset_label} / {job.method_label} / seed {job.config.seed}"
 
 
-@dataclass
-class _Running:
-    label: str
-    total: int
-    task: int | None = None
-    first: tuple[int, float] | None = None  # (round, time) of the first round seen: rounds/s is measured from it
-    last_logged: float = field(default=float("-inf"))
+def outcome(summary: dict) -> str:
+    """How a job ended, in words: a failed or diverged job shows no accuracy."""
+    status = summary.get("status")
+    if status == "finished":
+        return (f"acc {summary['final_acc']:.2f}% (ema {summary['final_ema_acc']:.2f}) after "
+                f"{summary['rounds_completed']} rounds in {duration(summary.get('wall_time_s'))}")
+    if status == "stopped":
+        return f"stopped at round {summary['rounds_completed']} (resumable)"
+    return f"{status}: {summary.get('error', '')}".rstrip(": ")
 
 
-def rounds_per_s(first: tuple[int, float] | None, rnd: int, at: float) -> float | None:
-    if first is None or at <= first[1] or rnd <= first[0]:
-        return None
-    return (rnd - first[0]) / (at - first[1])
+class LogProgress:
+    """Plain log lines; also the quiet mode (failures are warnings, the rest info/debug)."""
+
+    def __init__(self, jobs: list, verbosity: int = NORMAL, interval: float = 30.0):
+        self.total_jobs, self.verbosity, self.interval = len(jobs), verbosity, interval
+        self.done_jobs = 0
+        self.started: dict[str, tuple[float, int | None]] = {}  # job id -> (start time, first round seen)
+        self.last_log = 0.0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None: ...
+
+    def skipped(self, job, summary: dict) -> None:
+        self.done_jobs += 1
+        log.debug("job %s (%s) already finished: skipped", job.id, job_name(job))
+
+    def job_started(self, job) -> None:
+        self.started[job.id] = (time.monotonic(), None)
+        log.info("job %d/%d started: %s (id %s, %d rounds)", self.done_jobs + 1, self.total_jobs, job_name(job),
+                 job.id, job.config.rounds)
+
+    def rate(self, job, rec: dict) -> float | None:
+        """Rounds per second since the first evaluation this process saw (resumes start late)."""
+        t0, first = self.started[job.id]
+        if first is None:
+            self.started[job.id] = (time.monotonic(), rec["round"])
+            return None
+        elapsed = time.monotonic() - t0
+        return (rec["round"] - first) / elapsed if elapsed > 0 and rec["round"] > first else None
+
+    def evaluated(self, job, rec: dict) -> None:
+        rate = self.rate(job, rec)
+        now = time.monotonic()
+        if self.verbosity < VERBOSE and now - self.last_log < self.interval:
+            return
+        self.last_log = now
+        speed = f", {rate:.3g} rounds/s, ETA {duration((job.config.rounds - rec['round']) / rate)}" if rate else ""
+        log.info("%s: round %d/%d, acc %.2f%% (ema %.2f)%s", job_name(job), rec["round"], job.config.rounds,
+                 rec["test_acc"], rec["ema_acc"], speed)
+
+    def job_finished(self, job, summary: dict) -> None:
+        self.done_jobs += 1
+        level = logging.INFO if summary.get("status") in ("finished", "stopped") else logging.WARNING
+        log.log(level, "job %d/%d %s: %s (id %s)", self.done_jobs, self.total_jobs, job_name(job), outcome(summary), job.id)
 
 
-def round_text(rec: dict, rate: float | None) -> str:
-    text = f"acc {rec['test_acc']:.2f}% (ema {rec['ema_acc']:.2f})"
-    return text + (f"  {rate:.2f} r/s" if rate is not None else "")
+class RichProgress(LogProgress):
+    """The terminal display; finished jobs are printed above it, one line each."""
 
-
-class SuiteProgress:
-    """Context manager: `with SuiteProgress(console, len(jobs)) as show: show.started(job) ...`."""
-
-    def __init__(self, console: Console, total_jobs: int, title: str = "jobs", log_every_s: float = 30.0):
-        self.console, self.live = console, console.is_terminal
-        self.log_every_s = log_every_s
-        self.total, self.done = total_jobs, 0
-        self.running: dict[str, _Running] = {}
+    def __init__(self, jobs: list, console: Console, verbosity: int = NORMAL):
+        super().__init__(jobs, verbosity)
+        self.console = console
         self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console)
-        self.bar = self.progress.add_task(title, total=total_jobs, status="") if self.live else None
+                                 TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TextColumn("ETA"),
+                                 TimeRemainingColumn(), console=console, transient=False)
+        self.suite = self.progress.add_task("suite rounds", total=sum(j.config.rounds for j in jobs), status="")
+        self.tasks: dict[str, tuple[int, int]] = {}  # job id -> (task, last round counted)
 
-    def __enter__(self) -> SuiteProgress:
-        if self.live:
-            self.progress.start()
+    def __enter__(self):
+        self.progress.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.live:
-            self.progress.stop()
+        self.progress.__exit__(*exc)
 
-    def _count_done(self) -> None:
-        self.done += 1
-        if self.live:
-            self.progress.advance(self.bar)
+    def _suite_status(self) -> None:
+        self.progress.update(self.suite, status=f"{self.done_jobs}/{self.total_jobs} jobs")
 
-    def _log(self, message: str) -> None:
-        """A log line; on a terminal the live display says it already (a log line would tear it)."""
-        if not self.live:
-            log.info("%s", message)
+    def skipped(self, job, summary: dict) -> None:
+        super().skipped(job, summary)
+        self.progress.advance(self.suite, job.config.rounds)
+        self._suite_status()
 
-    def skipped(self, job) -> None:
-        self._count_done()
-        self._log(f"job {job.id} ({job_label(job)}) already finished: skipped [{self.done}/{self.total}]")
+    def job_started(self, job) -> None:
+        self.tasks[job.id] = (self.progress.add_task(escape(job_name(job)[:60]), total=job.config.rounds, status=""), 0)
 
-    def started(self, job, where: str = "") -> None:
-        """The job runs (again: a resubmitted Ray job restarts its rounds/s)."""
-        run = self.running.get(job.id) or _Running(job_label(job), job.config.rounds)
-        run.first = None
-        self.running[job.id] = run
-        if self.live and run.task is None:
-            run.task = self.progress.add_task(escape(run.label[:60]), total=run.total, status=escape(where))
-        self._log(f"job {job.id} ({run.label}) started" + (f" on {where}" if where else ""))
+    def evaluated(self, job, rec: dict) -> None:
+        task, counted = self.tasks[job.id]
+        self.progress.update(task, completed=rec["round"], status=f"acc {rec['test_acc']:.2f}% (ema {rec['ema_acc']:.2f})")
+        self.progress.advance(self.suite, rec["round"] - counted)
+        self.tasks[job.id] = (task, rec["round"])
+        if self.verbosity >= VERBOSE:
+            self.console.print(f"  {job_name(job)}: round {rec['round']}, acc {rec['test_acc']:.2f}%", markup=False,
+                               highlight=False)
 
-    def round(self, job_id: str, rec: dict, at: float | None = None) -> None:
-        """An evaluated round; `at` is when it was measured (default now)."""
-        run, at = self.running[job_id], time.time() if at is None else at
-        rate = rounds_per_s(run.first, rec["round"], at)
-        if run.first is None:
-            run.first = (rec["round"], at)
-        text = round_text(rec, rate)
-        if self.live:
-            self.progress.update(run.task, completed=rec["round"], status=escape(text))
-        elif at - run.last_logged >= self.log_every_s or rec["round"] == run.total:
-            run.last_logged = at
-            log.info("job %s round %d/%d %s", job_id, rec["round"], run.total, text)
+    def job_finished(self, job, summary: dict) -> None:
+        self.done_jobs += 1
+        task, counted = self.tasks.pop(job.id, (None, 0))
+        if task is not None:
+            self.progress.update(task, visible=False)
+        self.progress.advance(self.suite, job.config.rounds - counted)  # a failed job's rounds will not come
+        self._suite_status()
+        ok = summary.get("status") in ("finished", "stopped")
+        mark = "[green]done[/green]" if ok else f"[red]{escape(str(summary.get('status')))}[/red]"
+        self.console.print(f"{mark} {escape(job_name(job))}: {escape(outcome(summary))} [dim]{job.id}[/dim]", highlight=False)
 
-    def note(self, message: str) -> None:
-        """Something the user must see (a lost worker, a failed or diverged job): printed on a terminal, else logged."""
-        if self.live:
-            self.console.print(message, highlight=False, markup=False)
-        else:
-            log.warning("%s", message)
 
-    def ended(self, job, summary: dict) -> None:
-        run = self.running.pop(job.id, None)
-        if self.live and run is not None and run.task is not None:
-            self.progress.update(run.task, visible=False)
-        self._count_done()
-        status = summary.get("status")
-        detail = f"acc {summary['final_acc']:.2f}%" if summary.get("final_acc") is not None else summary.get("error", "")
-        line = f"job {job.id} ({job_label(job)}) {status}: {detail} [{self.done}/{self.total}]"
-        if status in (FAILED, DIVERGED):
-            self.note(line)
-        elif self.live:
-            self.console.print(line, highlight=False, markup=False)
-        else:
-            log.info("%s", line)
+def reporter(jobs: list, console: Console, verbosity: int = NORMAL):
+    """The display for this output: live on a terminal, log lines otherwise or when quiet."""
+    if console.is_terminal and verbosity > QUIET:
+        return RichProgress(jobs, console, verbosity)
+    return LogProgress(jobs, verbosity)
+
+
+class StderrHandler(logging.StreamHandler):
+    """Writes to the current sys.stderr (which tests and wrappers may swap), not the one at setup."""
+
+    stream = property(lambda self: sys.stderr, lambda self, value: None)
+
+
+def configure_logging(verbosity: int) -> None:
+    """Plain timestamped lines on stderr for the "fedbench" logger (once per process)."""
+    log.setLevel({QUIET: logging.WARNING, NORMAL: logging.INFO, VERBOSE: logging.DEBUG}[verbosity])
+    if not any(isinstance(h, StderrHandler) for h in log.handlers):
+        handler = StderrHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%d %H:%M:%S"))
+        log.addHandler(handler)
+        log.propagate = False

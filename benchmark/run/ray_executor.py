@@ -21,14 +21,12 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rich.console import Console
-
 from benchmark.errors import DatasetMissing, UserError
 from benchmark.engine.setup import data_fingerprint
 from benchmark.run.executor import failed_summary
 from benchmark.run.job_runner import job_config_json
 from benchmark.run.locks import FileLock, job_lock
-from benchmark.run.progress import SuiteProgress
+from benchmark.run.progress import LogProgress, log
 from benchmark.run.ray_worker import code_runtime_env, run_remote_job
 from benchmark.run.results import RESUME_FILES, JobDir, atomic_write_json
 from benchmark.run.status import TERMINAL
@@ -59,10 +57,10 @@ class JobRun:
 class Driver:
     """Submits tasks, applies their messages to results/, the tracker and the display."""
 
-    def __init__(self, ray, suite: str, results_root: Path, device: str, tracker, show: SuiteProgress,
+    def __init__(self, ray, suite: str, results_root: Path, device: str, tracker, progress,
                  stop_after: int | None, options: dict, threads: int):
         self.ray, self.suite, self.root, self.device = ray, suite, Path(results_root), device
-        self.tracker, self.show, self.stop_after, self.threads = tracker, show, stop_after, threads
+        self.tracker, self.progress, self.stop_after, self.threads = tracker, progress, stop_after, threads
         self.task = ray.remote(run_remote_job).options(**options)
         from ray.util.queue import Queue
 
@@ -85,8 +83,8 @@ class Driver:
         try:
             fingerprint = data_fingerprint(job.config)
         except DatasetMissing:
-            self.show.note(f"job {job.id}: done, reused without checking its data fingerprint (its dataset is not "
-                           "on this machine, only on the nodes)")
+            log.warning("job %s: done, reused without checking its data fingerprint (its dataset is not on this "
+                        "machine, only on the nodes)", job.id)
             return jobdir.skipped_summary()
         if done := jobdir.skipped_summary(fingerprint):
             return done
@@ -111,7 +109,9 @@ class Driver:
 
     def on_where(self, run: JobRun, payload: dict) -> None:
         run.placements.append(payload)
-        self.show.started(run.job, payload["where"])
+        if run.attempt == 1:
+            self.progress.job_started(run.job)
+        log.info("job %s attempt %d runs on %s", run.job.id, run.attempt, payload["where"])
 
     def on_start(self, run: JobRun, config: dict) -> None:
         self.tracker.start_job(run.job, config)  # a later attempt continues the job's run
@@ -120,8 +120,8 @@ class Driver:
         self.tracker.log_records(records, run.job.id)  # it logs only the rounds its run lacks
 
     def on_rounds(self, run: JobRun, rounds: list[tuple[dict, float]]) -> None:
-        for rec, at in rounds:
-            self.show.round(run.job.id, rec, at)
+        for rec, _ in rounds:
+            self.progress.evaluated(run.job, rec)
         self.tracker.log_records([rec for rec, _ in rounds], run.job.id)
 
     def on_checkpoint(self, run: JobRun, files: dict[str, bytes]) -> None:
@@ -144,8 +144,8 @@ class Driver:
         except self.ray.exceptions.RayError as err:  # the worker or its node died
             if run.attempt < ATTEMPTS:
                 ckpt = "its last checkpoint" if jobdir.checkpoint.exists() else "the start (no checkpoint yet)"
-                self.show.note(f"job {job.id}: {type(err).__name__} (worker or node lost); resubmitted from {ckpt}, "
-                               f"attempt {run.attempt + 1}/{ATTEMPTS}")
+                log.warning("job %s: %s (worker or node lost); resubmitted from %s, attempt %d/%d",
+                            job.id, type(err).__name__, ckpt, run.attempt + 1, ATTEMPTS)
                 self.submit(job)
                 return None
             return job, self.record_failure(job, f"lost its Ray worker {ATTEMPTS} times; last: {type(err).__name__}: {err}",
@@ -205,12 +205,13 @@ def check_resources(available: dict, gpus_per_job: float, cpus_per_job: float) -
 
 
 def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu", tracker=None,
-                 console: Console | None = None, stop_after: int | None = None, address: str | None = None,
+                 progress=None, stop_after: int | None = None, address: str | None = None,
                  gpus_per_job: float = 0.0, cpus_per_job: float = 1.0) -> dict[str, dict]:
     """Run every unfinished job as a Ray task; returns job id -> summary (finished, skipped, or failed)."""
     _check_device(device, gpus_per_job)
     ray = import_ray()
     tracker = tracker or NullTracker()
+    progress = progress or LogProgress(jobs)
     started_here = not ray.is_initialized()
     if started_here:  # address None: start a local cluster (or join $RAY_ADDRESS)
         ray.init(address=address, runtime_env=code_runtime_env())
@@ -224,19 +225,20 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
     summaries: dict[str, dict] = {}
     driver = None
     try:
-        with SuiteProgress(console or Console(stderr=True), len(jobs), "jobs (ray)") as show:
-            driver = Driver(ray, suite, results_root, device, tracker, show, stop_after, options, max(1, int(cpus_per_job)))
+        with progress:
+            driver = Driver(ray, suite, results_root, device, tracker, progress, stop_after, options,
+                            max(1, int(cpus_per_job)))
 
             def start(job: Job, wait: bool) -> bool:
                 """Submit or skip `job`; False when another process holds its lock and `wait` is off."""
                 if done := driver.reusable(job):
                     summaries[job.id] = done
-                    show.skipped(job)
+                    progress.skipped(job, done)
                 elif driver.claim(job, wait):
                     if done := driver.reusable(job):  # re-read under the lock: finished meanwhile?
                         driver.release(job)
                         summaries[job.id] = done
-                        show.skipped(job)
+                        progress.skipped(job, done)
                     else:
                         driver.submit(job)
                 else:
@@ -247,7 +249,7 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
             while driver.pending or held_elsewhere:
                 if not driver.pending:  # only jobs other processes train are left: wait for them
                     job = held_elsewhere.pop(0)
-                    show.note(f"job {job.id}: another fedbench process is training it; waiting for it to finish")
+                    log.info("job %s: another fedbench process is training it; waiting for it to finish", job.id)
                     start(job, wait=True)
                     continue
                 ready, _ = ray.wait(list(driver.pending), num_returns=1, timeout=POLL_S)
@@ -256,7 +258,7 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
                     if over := driver.collect(ref):
                         job, summaries[job.id] = over
                         driver.release(job)
-                        show.ended(job, summaries[job.id])
+                        progress.job_finished(job, summaries[job.id])
     except BaseException:  # UserError, Ctrl-C: stop what is queued; finished jobs and checkpoints stay
         if driver is not None:
             driver.cancel_all()

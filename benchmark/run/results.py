@@ -81,6 +81,7 @@ class JobDir:
     summary = property(lambda self: self.path / "summary.json")
     model = property(lambda self: self.path / "final_model.pt")
     checkpoint = property(lambda self: self.path / "checkpoint.pt")
+    heartbeat = property(lambda self: self.path / "heartbeat.json")  # while a process runs the job
     lock = property(lambda self: self.path / ".lock")
 
     def read_summary(self) -> dict | None:

@@ -33,21 +33,68 @@ from benchmark.run.status import FINISHED, STOPPED
 log = logging.getLogger(__name__)
 DEFAULT_URI = "sqlite:///mlflow.db"
 METRIC_KEYS = ("test_acc", "test_loss", "train_loss", "ema_acc", "bytes_down", "bytes_up", "subopt")
+# summary.json fields logged as run metrics (a failed or diverged job has no final_acc: nothing is logged)
+SUMMARY_METRICS = ("final_acc", "final_ema_acc", "final_subopt", "wall_time_s", "rounds_completed")
 # job status -> MLflow run status (the exact one is the run's `fedbench.status` tag)
 RUN_STATUS = {FINISHED: "FINISHED", STOPPED: "KILLED"}
 
 
+def _item_key(item: dict, index: int, siblings: list) -> str:
+    """A list item's key: its component name (client terms by term name), else its position."""
+    name = item.get("term") or item.get("rule") or item.get("codec")
+    unique = name and sum(1 for s in siblings if name in (s.get("term"), s.get("rule"), s.get("codec"))) == 1
+    return str(name) if unique else str(index)
+
+
 def flatten(obj, prefix: str = "") -> dict[str, str]:
+    """Dotted params; None values are left out (MLflow would store the string 'None')."""
     out = {}
     if isinstance(obj, dict):
         for k, v in obj.items():
             out.update(flatten(v, f"{prefix}{k}."))
     elif isinstance(obj, list) and obj and all(isinstance(v, dict) for v in obj):
         for i, v in enumerate(obj):
-            out.update(flatten(v, f"{prefix}{i}."))
-    else:
+            out.update(flatten(v, f"{prefix}{_item_key(v, i, obj)}."))
+    elif obj is not None:
         out[prefix.rstrip(".")] = str(obj)[:6000]
     return out
+
+
+def provenance_tags() -> dict[str, str]:
+    """Code and environment of this process: git commit (MLflow's own tag), package versions."""
+    import platform
+    import subprocess
+    from importlib.metadata import PackageNotFoundError, version
+
+    tags = {"fedbench.python": platform.python_version()}
+    for package in ("fedbench", "torch", "mlflow", "numpy"):
+        try:
+            tags[f"fedbench.version.{package}"] = version(package)
+        except PackageNotFoundError:
+            pass
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return tags
+    if commit.returncode == 0:
+        tags["mlflow.source.git.commit"] = commit.stdout.strip()
+        tags["fedbench.git_dirty"] = str(bool(dirty.stdout.strip())).lower()
+    return tags
+
+
+def job_tags(job, suite: str) -> dict[str, str]:
+    c = job.config
+    return {"fedbench.suite": suite, "fedbench.dataset": job.dataset_label, "fedbench.method": job.method_label,
+            "fedbench.setting": job.setting_label, "fedbench.seed": str(c.seed), "fedbench.job_id": job.id,
+            "fedbench.model": c.model.name, "fedbench.split": c.dataset.split.kind}
+
+
+def job_run_name(job) -> str:
+    """Readable and unique within a suite (the job id's head disambiguates equal settings)."""
+    return f"{job.dataset_label} | {job.setting_label} | seed {job.config.seed} | {job.id[:6]}"
 
 
 class NullTracker:
@@ -56,6 +103,8 @@ class NullTracker:
     def start_job(self, job, config: dict) -> None: ...
     def log_records(self, records: list[dict], job_id: str | None = None) -> None: ...
     def end_job(self, summary: dict, files: list[Path]) -> None: ...
+    def attach(self, files: list[Path], artifact_path: str | None = None) -> None:
+        """Files for the suite's parent run (the suite file, the report's tables and figures)."""
     def close(self, status: str = "FINISHED") -> None: ...
 
 
@@ -91,7 +140,8 @@ class ChildRun:
 class MlflowTracker(NullTracker):
     BATCH = 200  # metric values per log_batch call (MLflow accepts up to 1000)
 
-    def __init__(self, suite_name: str, uri: str | None = None, results_root: Path | None = None):
+    def __init__(self, suite_name: str, uri: str | None = None, results_root: Path | None = None,
+                 suite_file: Path | None = None):
         """Connect, find or create the suite's experiment and parent run; raises if the store
         cannot be reached at all (the CLI then says so and runs without tracking)."""
         import mlflow
@@ -121,6 +171,8 @@ class MlflowTracker(NullTracker):
         if self.running:
             self.running.acquire(shared=True)
             self.close_abandoned_runs()
+        self.provenance = provenance_tags()
+        self.describe_parent(suite_file)
 
     def _experiment(self, name: str) -> str:
         if exp := self.client.get_experiment_by_name(name):
@@ -174,8 +226,9 @@ class MlflowTracker(NullTracker):
             self.open[job.id] = ChildRun(found, max((m.step for m in history), default=0))
             return
         child = self.client.create_run(
-            self.experiment_id, run_name=f"{job.dataset_label}/{job.method_label}/s{job.config.seed}",
-            tags={"mlflow.parentRunId": self.parent, "fedbench.job_id": job.id, "fedbench.kind": "job"},
+            self.experiment_id, run_name=job_run_name(job),
+            tags={"mlflow.parentRunId": self.parent, "fedbench.kind": "job", **job_tags(job, self.suite),
+                  **self.provenance},
         ).info.run_id
         self.open[job.id] = ChildRun(child)
         params = [Param(k[:250], v) for k, v in flatten(config).items()]
@@ -206,8 +259,9 @@ class MlflowTracker(NullTracker):
         if child is None:  # the job failed before its run could be created
             return
         now = int(time.time() * 1000)
-        final = [Metric(f"summary.{k.replace('@', '_at_')}", float(v), now, 0)
-                 for k, v in summary.get("metrics", {}).items() if isinstance(v, (int, float))]
+        values = {**{f"summary.{k.replace('@', '_at_')}": v for k, v in summary.get("metrics", {}).items()},
+                  **{k: summary.get(k) for k in SUMMARY_METRICS}}
+        final = [Metric(k, float(v), now, 0) for k, v in values.items() if isinstance(v, (int, float))]
         if summary.get("diverged_at_round"):
             final.append(Metric("diverged_at_round", float(summary["diverged_at_round"]), now, 0))
         if final:
@@ -217,6 +271,20 @@ class MlflowTracker(NullTracker):
             if f.exists():
                 self.client.log_artifact(child.run_id, str(f))
         self.client.set_terminated(child.run_id, RUN_STATUS.get(summary.get("status"), "FAILED"))
+
+    @tracking_may_fail
+    def attach(self, files: list[Path], artifact_path: str | None = None) -> None:
+        for f in files:
+            self.client.log_artifact(self.parent, str(f), artifact_path)
+
+    @tracking_may_fail
+    def describe_parent(self, suite_file: Path | None) -> None:
+        """The code this invocation runs (the suite's parent run outlives invocations: latest wins)
+        and the suite file it read."""
+        for key, value in {"fedbench.suite": self.suite, **self.provenance}.items():
+            self.client.set_tag(self.parent, key, value)
+        if suite_file is not None:
+            self.attach([Path(suite_file)], "suite")
 
     @tracking_may_fail
     def close(self, status: str = "FINISHED") -> None:
@@ -233,3 +301,19 @@ class MlflowTracker(NullTracker):
                 self.client.set_terminated(self.parent, status)
             finally:
                 self.running.release()
+
+
+def attach_to_suite_run(suite_name: str, files: list[Path], uri: str | None = None, artifact_path: str = "report") -> bool:
+    """Attach files (a report's tables and figures) to the suite's parent run; False when
+    the store has no run of this suite (nothing to attach to: the files stay where they are)."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI)
+    exp = client.get_experiment_by_name(suite_name)
+    runs = client.search_runs([exp.experiment_id], "tags.`fedbench.kind` = 'suite'", order_by=["attributes.start_time ASC"],
+                              max_results=1) if exp else []
+    if not runs:
+        return False
+    for f in files:
+        client.log_artifact(runs[0].info.run_id, str(f), artifact_path)
+    return True

@@ -17,7 +17,9 @@ from pydantic import ValidationError
 
 from benchmark.errors import SuiteError
 from benchmark.fl.method import MethodProblems, resolve_method
+from benchmark.suggest import allowed_names
 from benchmark.suite.load import load_suite, pydantic_problems
+from benchmark.suite.overrides import Overrides
 from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, Settings, Suite
 
 # Fields that never change a trajectory: kept in config.json, left out of the job id.
@@ -32,6 +34,12 @@ class Job:
     config: JobConfig
     grid_point: dict = field(default_factory=dict)
     dataset_index: int = 0  # which entry of the suite's `datasets:` it came from
+    suite_point: dict = field(default_factory=dict)  # the suite grid's and command-line overrides' settings
+
+    @property
+    def setting_label(self) -> str:
+        """The method label plus the suite-grid / override settings: a row of a results table."""
+        return " ".join([self.method_label, *(f"{k}={v}" for k, v in self.suite_point.items())])
 
     @property
     def method_label(self) -> str:
@@ -84,7 +92,7 @@ def set_path(target: dict, dotted: str, value) -> None:
             continue
         if key not in node or not isinstance(node[key], (dict, list)):
             if i == 0:
-                raise KeyError(f"unknown field {keys[0]!r}")
+                raise KeyError(f"unknown field {keys[0]!r}; " + allowed_names(keys[0], node))
             node[key] = {}
         node = node[key]
     if isinstance(node, list):
@@ -98,7 +106,8 @@ def _list_item(items: list, key: str, dotted: str):
     for item in items:
         if isinstance(item, dict) and key in (item.get("term"), item.get("rule"), item.get("codec")):
             return item
-    raise KeyError(f"{dotted}: no item {key!r}")
+    names = [str(item.get("term") or item.get("rule") or item.get("codec")) for item in items if isinstance(item, dict)]
+    raise KeyError(f"{dotted}: no item {key!r}; " + allowed_names(key, names))
 
 
 def _grid_points(grid: dict[str, list]) -> list[dict]:
@@ -112,14 +121,14 @@ def _settings_for(suite: Suite, index: int, problems: list) -> Settings | None:
     try:
         base = Settings(**suite.defaults).model_dump()
     except ValidationError as err:
-        problems.extend(pydantic_problems(err, "defaults"))
+        problems.extend(pydantic_problems(err, "defaults", Settings))
         return None
     try:
         merged = deep_merge(base, overrides)
         merged["local"] = merge_local(base["local"], overrides.get("local", {}))
         return Settings(**merged)
     except ValidationError as err:
-        problems.extend(pydantic_problems(err, f"datasets[{index}]"))
+        problems.extend(pydantic_problems(err, f"datasets[{index}]", Settings))
         return None
 
 
@@ -186,18 +195,48 @@ def _check_names(suite: Suite, settings: list[Settings | None], problems: list) 
 
     for i, (entry, s) in enumerate(zip(suite.datasets, settings)):
         if entry.name not in known_datasets():
-            problems.append((f"datasets[{i}].name", f"unknown dataset {entry.name!r}; allowed: {', '.join(known_datasets())}"))
+            problems.append((f"datasets[{i}].name", f"unknown dataset {entry.name!r}; " + allowed_names(entry.name, known_datasets())))
         else:
             try:
                 DATASET_PARAMS[entry.name](**entry.params)
             except ValidationError as err:
-                problems.extend(pydantic_problems(err, f"datasets[{i}].params"))
+                problems.extend(pydantic_problems(err, f"datasets[{i}].params", DATASET_PARAMS[entry.name]))
         if s is not None and s.model.name not in known_models():
             where = f"datasets[{i}].model.name" if entry.model and "name" in entry.model else "defaults.model.name"
-            problems.append((where, f"unknown model {s.model.name!r}; allowed: {', '.join(known_models())}"))
+            problems.append((where, f"unknown model {s.model.name!r}; " + allowed_names(s.model.name, known_models())))
 
 
-def expand(suite: Suite, file: str = "<suite>") -> list[Job]:
+def _job_config(raw: dict, s_point: dict, overrides: Overrides, file: str) -> JobConfig:
+    """Apply a suite-grid point, then the command-line overrides, and validate the job."""
+    for key, value in [*s_point.items(), *overrides.values.items()]:
+        try:
+            set_path(raw, key, value)
+        except KeyError as err:
+            raise SuiteError(file, [(overrides.source(key) if key in overrides.values else f"grid.{key}", err.args[0])]) from None
+    try:
+        config = JobConfig(**raw)
+        if any(k.startswith("method.") for k in [*s_point, *overrides.values]):
+            config.method = resolve_method(config.method, "method")
+    except (ValidationError, MethodProblems) as err:
+        found = err.problems if isinstance(err, MethodProblems) else pydantic_problems(err, model=JobConfig)
+        raise SuiteError(file, [(overrides.source(p) or f"grid ({s_point})", f"{p}: {m}") for p, m in found]) from None
+    if any(k.startswith("dataset.") for k in [*s_point, *overrides.values]):  # as _check_names does for the YAML
+        from benchmark.data.source import DATASET_PARAMS
+        from benchmark.engine.setup import known_datasets
+
+        name, where = config.dataset.name, overrides.source("dataset.name") or f"grid ({s_point})"
+        if name not in known_datasets():
+            raise SuiteError(file, [(where, f"unknown dataset {name!r}; " + allowed_names(name, known_datasets()))])
+        try:
+            DATASET_PARAMS[name](**config.dataset.params)
+        except ValidationError as err:
+            found = pydantic_problems(err, "dataset.params", DATASET_PARAMS[name])
+            raise SuiteError(file, [(overrides.source(p) or f"grid ({s_point})", f"{p}: {m}") for p, m in found]) from None
+    return config
+
+
+def expand(suite: Suite, file: str = "<suite>", overrides: Overrides | None = None) -> list[Job]:
+    overrides = overrides or Overrides()
     problems: list[tuple[str, str]] = []
     methods = _methods(suite, problems)
     settings = [_settings_for(suite, i, problems) for i in range(len(suite.datasets))]
@@ -226,30 +265,20 @@ def expand(suite: Suite, file: str = "<suite>") -> list[Job]:
                     msg = err.args[0] if isinstance(err, KeyError) else "; ".join(m for _, m in err.problems)
                     raise SuiteError(file, [(f"methods[{m_index}].grid", f"{m_point}: {msg}")]) from None
                 for s_point in _grid_points(suite.grid):
-                    for seed in base.seeds:
+                    for seed in overrides.seeds or base.seeds:
                         raw = base.model_dump(exclude={"seeds"})
                         raw["local"] = merge_local(raw["local"], over.get("local", {}))
                         dataset = entry.model_dump(exclude=SETTINGS_FIELDS | {"method_overrides"})
                         raw.update(dataset=dataset, method=variant, seed=seed, metrics=metrics)
-                        for key, value in s_point.items():
-                            try:
-                                set_path(raw, key, value)
-                            except KeyError as err:
-                                raise SuiteError(file, [(f"grid.{key}", err.args[0])]) from None
-                        try:
-                            config = JobConfig(**raw)
-                            if any(k.startswith("method.") for k in s_point):
-                                config.method = resolve_method(config.method, "method")
-                        except (ValidationError, MethodProblems) as err:
-                            found = err.problems if isinstance(err, MethodProblems) else pydantic_problems(err)
-                            raise SuiteError(file, [(f"grid ({s_point})", f"{p}: {m}") for p, m in found]) from None
-                        job = Job(job_id(config), config, {**m_point, **s_point}, d_index)
+                        config = _job_config(raw, s_point, overrides, file)
+                        point = {**s_point, **overrides.values}
+                        job = Job(job_id(config), config, {**m_point, **point}, d_index, suite_point=point)
                         if job.id not in seen:
                             seen.add(job.id)
                             jobs.append(job)
     return jobs
 
 
-def load_jobs(path: str | Path) -> tuple[Suite, list[Job]]:
+def load_jobs(path: str | Path, overrides: Overrides | None = None) -> tuple[Suite, list[Job]]:
     suite = load_suite(path)
-    return suite, expand(suite, str(path))
+    return suite, expand(suite, str(path), overrides)

@@ -240,16 +240,17 @@ class JobConfig(Strict):
     dataset: DatasetEntry
     method: dict[str, Any]
     seed: int
-    rounds: int
-    eval_every: int
-    num_clients: int
+    # the bounds of Settings again: command-line overrides are validated here
+    rounds: int = Field(ge=1)
+    eval_every: int = Field(ge=1)
+    num_clients: int = Field(ge=1)
     participation: Participation
     local: LocalTraining
     model: ModelConfig
     metrics: list[str]
     precision: Literal["fp32", "bf16", "fp16"]
-    checkpoint_every: int
-    checkpoint_minutes: float = 5.0
+    checkpoint_every: int = Field(ge=0)
+    checkpoint_minutes: float = Field(5.0, ge=0)
     execution: Literal["sequential", "vectorised"] = "sequential"
     client_state: Literal["memory", "memmap"] = "memory"
     vmap_chunk: int | None = Field(None, ge=1)

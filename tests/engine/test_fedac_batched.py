@@ -17,7 +17,7 @@ from benchmark.suite.schema import Suite
 LRS = [0.05, 0.2, 1.0]
 
 
-def shared_suite(method, steps: int = 3, clients: int = 4, batch: int = 2, **defaults) -> Suite:
+def shared_suite(method, steps: int = 3, clients: int = 4, batch: int = 2, lrs=LRS, **defaults) -> Suite:
     return Suite(**{
         "name": "fedac-batched",
         "defaults": {
@@ -28,7 +28,7 @@ def shared_suite(method, steps: int = 3, clients: int = 4, batch: int = 2, **def
         "datasets": [{"name": "synthetic", "params": {"num_users": 5, "dim": 6, "num_classes": 2, "max_samples": 40},
                       "split": {"kind": "shared"}}],
         "methods": method if isinstance(method, list) else [method],
-        "grid": {"local.lr": LRS},
+        "grid": {"local.lr": lrs},
     })
 
 
@@ -107,7 +107,21 @@ def test_binary_features_shortcut_equals_the_general_sparse_step():
     general = fedac_batched.SparseRows(sparse.cols, sparse.vals, sparse.width, binary=False)
     state = torch.randn(len(jobs), 2, 9, generator=g)
     idx = torch.randint(0, 50, (3, 5, 2), generator=g)
-    fast = fedac_batched.LocalSteps(linear, sparse, y, 3, 5).round(state, idx, True)
-    slow = fedac_batched.LocalSteps(linear, general, y, 3, 5).round(state, idx, True)
+    fast = fedac_batched.LocalSteps(linear, sparse, y, 3, 5).round(state, idx)
+    slow = fedac_batched.LocalSteps(linear, general, y, 3, 5).round(state, idx)
     for a, b in zip(fast, slow):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_a_diverging_lr_diverges_at_the_same_round_in_both(tmp_path):
+    """|1 − ηλ| = 99 blows the iterates up: both paths report status diverged at the same round,
+    with the same records before it; the other lr of the batch is unaffected."""
+    suite = shared_suite("fedavg", rounds=12, eval_every=1, lrs=[0.05, 1e4])
+    jobs = expand(suite)
+    batched = BatchedJobs(jobs)
+    for j in jobs:
+        loop = run_job(j, "loop", JobDir(tmp_path, "loop", j.id))
+        fast = run_job(j, "fast", JobDir(tmp_path, "fast", j.id), simulation_for=batched.simulation_for)
+        assert (loop["status"], loop.get("diverged_at_round")) == (fast["status"], fast.get("diverged_at_round"))
+        assert_same_records(JobDir(tmp_path, "loop", j.id).read_metrics(), JobDir(tmp_path, "fast", j.id).read_metrics())
+    assert [JobDir(tmp_path, "fast", j.id).read_summary()["status"] for j in jobs] == ["finished", "diverged"]

@@ -27,7 +27,7 @@ pytest.importorskip("ray")
 from local_cluster import LocalCluster, clean_env
 
 REPO = Path(__file__).resolve().parents[2]
-STARTED = re.compile(r"job (\w+) .*started on node (\S+) \w+ pid (\d+)")
+STARTED = re.compile(r"job (\w+) attempt \d+ runs on node (\S+) \w+ pid (\d+)")
 
 SUITE = """
 name: cluster
@@ -106,7 +106,7 @@ def test_two_nodes_give_the_local_numbers_live_and_only_in_the_driver_folder(clu
     assert proc.returncode == 0, out
     started = {m.group(1): m.group(2) for m in STARTED.finditer(out)}
     assert len(set(started.values())) == 2 and "127.0.0.2" in started.values(), out  # one job per node
-    assert re.search(r"job \w+ round \d+/12 acc [\d.]+% \(ema [\d.]+\)", out), out  # log lines, no TTY
+    assert re.search(r"seed 0: round \d+/12, acc [\d.]+% \(ema [\d.]+\)", out), out  # log lines, no TTY
 
     local = local_reference(suite, tmp_path / "local")
     assert len(local) == 2

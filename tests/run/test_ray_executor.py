@@ -166,9 +166,9 @@ def test_a_job_another_process_trains_is_waited_for_not_trained_twice(tmp_path, 
         other.release()
 
     threading.Thread(target=other_finishes, daemon=True).start()
-    with caplog.at_level("INFO", logger="fedbench.progress"):
-        summaries = run_jobs_ray([held, free], SUITE, tmp_path)
+    tracker = RecordingTracker()
+    summaries = run_jobs_ray([held, free], SUITE, tmp_path, tracker=tracker)
     assert [summaries[j.id]["status"] for j in (held, free)] == ["finished", "finished"]
-    messages = [r.getMessage() for r in caplog.records]
-    waited = messages.index(f"job {held.id}: another fedbench process is training it; waiting for it to finish")
-    assert any(m.startswith(f"job {free.id} ") and "finished" in m for m in messages[:waited])
+    calls = [c[:2] for c in tracker.calls]  # `held` started only after the other process let it go
+    assert calls.index(("end", free.id)) < calls.index(("start", held.id))
+    assert calls.count(("start", held.id)) == 1

@@ -1,0 +1,62 @@
+"""Options shared by the commands that expand a suite (run, plan, report, status, check):
+command-line overrides and exact job selection. Import-light: click and the standard library."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import click
+
+from benchmark.errors import UserError
+
+
+def _stacked(*options):
+    """One decorator applying `options` in the order given (as --help lists them)."""
+    return lambda command: functools.reduce(lambda f, option: option(f), reversed(options), command)
+
+
+verbosity_options = _stacked(
+    click.option("--quiet", "-q", is_flag=True, help="no progress output: warnings, errors and the result table only"),
+    click.option("--verbose", "-v", is_flag=True, help="log every evaluated round"),
+)
+
+# --only (selection) and --set/--seeds/--rounds (overrides, applied like a one-valued suite grid)
+job_options = _stacked(
+    click.option("--only", multiple=True, metavar="NAME",
+                 help="only jobs whose id, method label (with or without its [grid] suffix) or dataset label is "
+                      "exactly NAME (case-insensitive); repeatable"),
+    click.option("--set", "sets", multiple=True, metavar="PATH=VALUE",
+                 help="override a job setting for every job, e.g. --set local.lr=0.05 (YAML value); repeatable"),
+    click.option("--seeds", default=None, metavar="S1,S2,..", help="run these seeds instead of the suite's"),
+    click.option("--rounds", type=int, default=None, help="rounds per job instead of the suite's (same as --set rounds=N)"),
+)
+
+
+def job_names(job) -> set[str]:
+    """What `--only` matches exactly (lower-cased)."""
+    method = job.method_label
+    names = {job.id, method, method.split("[")[0], job.dataset_label, f"{job.dataset_label}/{method}"}
+    return {n.lower() for n in names}
+
+
+def select(jobs: list, only: tuple[str, ...]) -> list:
+    if not only:
+        return jobs
+    from benchmark.suggest import allowed_names
+
+    labels = sorted({j.method_label for j in jobs} | {j.dataset_label for j in jobs})
+    for name in only:
+        if not any(name.lower() in job_names(j) for j in jobs):
+            raise UserError(f"--only {name!r} matches no job of this suite (a job id, method or dataset label); "
+                            + allowed_names(name, labels) + " (see `fedbench plan`)")
+    return [j for j in jobs if any(name.lower() in job_names(j) for name in only)]
+
+
+def load_selected(suite_file: Path, only=(), sets=(), seeds=None, rounds=None):
+    """(suite, jobs) after overrides and selection."""
+    from benchmark.suite.expand import load_jobs
+    from benchmark.suite.overrides import Overrides
+
+    suite, jobs = load_jobs(suite_file, Overrides.parse(sets, seeds, rounds))
+    return suite, select(jobs, only)

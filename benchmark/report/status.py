@@ -1,0 +1,138 @@
+"""`fedbench status`: where every job of a suite stands, read from its results folder only
+(summary.json, heartbeat.json, metrics.jsonl), so it works while a run is in progress (in this
+or another process) and on interrupted suites."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import dataclass
+
+from rich.table import Table
+
+from benchmark.run.heartbeat import is_alive, read_heartbeat, seconds_per_round
+from benchmark.run.results import JobDir
+from benchmark.run.status import DIVERGED, FAILED, FINISHED, STOPPED
+from benchmark.suite.expand import Job
+
+STATES = ("done", "running", "failed", "diverged", "pending")
+
+
+@dataclass
+class JobStatus:
+    job: Job
+    state: str  # one of STATES
+    rounds_done: int
+    acc: float | None  # latest test accuracy (none for failed or diverged jobs: it is no result)
+    sec_per_round: float | None  # measured on this job
+    note: str = ""
+    eta_s: float | None = None  # remaining rounds x measured (or estimated) seconds per round
+
+    @property
+    def rounds_left(self) -> int:
+        return 0 if self.state in ("done", "failed", "diverged") else self.job.config.rounds - self.rounds_done
+
+
+def _last_metrics(jobdir: JobDir) -> dict | None:
+    """The last readable record of metrics.jsonl (a line cut by a kill is skipped)."""
+    try:
+        lines = jobdir.metrics.read_text().splitlines()
+    except FileNotFoundError:
+        return None
+    for line in reversed(lines):
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError:
+            continue
+    return None
+
+
+def job_status(job: Job, jobdir: JobDir, now: float) -> JobStatus:
+    hb = read_heartbeat(jobdir.heartbeat)
+    if hb and is_alive(hb, now):
+        return JobStatus(job, "running", hb["round"], hb.get("test_acc"), seconds_per_round(hb),
+                         f"pid {hb['pid']} on {hb['host']}")
+    summary = jobdir.read_summary() or {}
+    status, rounds = summary.get("status"), summary.get("rounds_completed") or 0
+    per_round = summary["wall_time_s"] / rounds if rounds and summary.get("wall_time_s") else None
+    if status == FINISHED and jobdir.model.exists():
+        return JobStatus(job, "done", rounds, summary.get("final_acc"), per_round)
+    if status in (FAILED, DIVERGED):  # no accuracy: neither has a result to show
+        what = str(summary.get("error") or "").splitlines()
+        return JobStatus(job, status, rounds, None, per_round, what[0][:80] if what else "")
+    last = _last_metrics(jobdir)
+    if status == STOPPED:
+        return JobStatus(job, "pending", rounds, summary.get("final_acc"), per_round, "stopped early (--stop-after); resumes")
+    if last is None and not jobdir.checkpoint.exists():
+        return JobStatus(job, "pending", 0, None, None)
+    resumes = "resumes from its checkpoint" if jobdir.checkpoint.exists() else "no checkpoint: restarts"
+    round_ = last["round"] if last else 0
+    return JobStatus(job, "pending", round_, last and last.get("test_acc"), None,
+                     f"interrupted near round {round_}; {resumes}")
+
+
+# from the most to the least similar job whose round time can stand in for an unmeasured one
+SIMILAR = (lambda a, b: (a.dataset_label, a.method_label) == (b.dataset_label, b.method_label),
+           lambda a, b: a.dataset_label == b.dataset_label,
+           lambda a, b: True)
+
+
+def estimate_etas(statuses: list[JobStatus]) -> None:
+    """Fill eta_s: a job's own round time, else the median over the most similar measured jobs."""
+    measured = [s for s in statuses if s.sec_per_round]
+    for s in statuses:
+        if not s.rounds_left:
+            continue
+        per_round = s.sec_per_round
+        for similar in SIMILAR:
+            if per_round:
+                break
+            pool = [m.sec_per_round for m in measured if similar(s.job, m.job)]
+            per_round = statistics.median(pool) if pool else None
+        s.eta_s = s.rounds_left * per_round if per_round else None
+
+
+def suite_status(jobs: list[Job], suite: str, results_root) -> list[JobStatus]:
+    now = time.time()
+    statuses = [job_status(j, JobDir(results_root, suite, j.id), now) for j in jobs]
+    estimate_etas(statuses)
+    return statuses
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = int(round(seconds))
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+STYLE = {"done": "green", "running": "cyan", "failed": "red", "diverged": "magenta", "pending": "dim"}
+
+
+def status_table(suite: str, statuses: list[JobStatus]) -> Table:
+    table = Table(title=f"{suite}: {len(statuses)} jobs")
+    for col in ("id", "dataset", "method", "seed", "state", "rounds", "latest acc", "s/round", "ETA", "note"):
+        table.add_column(col, justify="right" if col in ("seed", "rounds", "latest acc", "s/round", "ETA") else "left",
+                         no_wrap=col in ("id", "method", "state"))
+    for s in statuses:
+        c = s.job.config
+        table.add_row(s.job.id, s.job.dataset_label, s.job.method_label, str(c.seed),
+                      f"[{STYLE[s.state]}]{s.state}[/]", f"{s.rounds_done}/{c.rounds}",
+                      "-" if s.acc is None else f"{s.acc:.2f}", "-" if s.sec_per_round is None else f"{s.sec_per_round:.3g}",
+                      duration(s.eta_s) if s.rounds_left else "", s.note)
+    return table
+
+
+def status_line(statuses: list[JobStatus]) -> str:
+    counts = ", ".join(f"{sum(s.state == k for s in statuses)} {k}" for k in STATES)
+    left = [s for s in statuses if s.rounds_left]
+    if not left:
+        return counts
+    known = [s.eta_s for s in left if s.eta_s is not None]
+    eta = f"ETA {duration(sum(known))} run one after another" if known else "ETA unknown (no job measured yet)"
+    if known and len(known) < len(left):
+        eta += f" ({len(left) - len(known)} unfinished jobs not estimated)"
+    return f"{counts}; {eta}"

@@ -1,0 +1,65 @@
+"""Progress output: log lines when piped (started/finished, round, accuracy, rounds/s), a live
+display with ETA and one line per finished job on a terminal, --quiet and --verbose."""
+
+from __future__ import annotations
+
+import io
+import re
+
+from rich.console import Console
+
+from benchmark.cli import main
+from benchmark.run.executor import run_jobs
+from benchmark.run.progress import RichProgress
+from benchmark.suite.expand import load_jobs
+from fedtest import tiny_suite, write_suite
+
+
+def _run(tmp_path, capsys, *flags) -> str:
+    path = write_suite(tmp_path, tiny_suite())
+    assert main(["run", str(path), "--no-tracking", "--results-dir", str(tmp_path / "r"), *flags]) == 0
+    return capsys.readouterr().err
+
+
+def test_piped_run_logs_jobs_and_rounds(tmp_path, capsys):
+    err = _run(tmp_path, capsys)
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d INFO "
+    assert re.search(stamp + r"job 1/2 started: synthetic / FedAvg / seed 0 \(id \w{12}, 4 rounds\)", err)
+    assert re.search(stamp + r"synthetic / FedAvg / seed 0: round 1/4, acc [\d.]+% \(ema [\d.]+\)", err)  # the first
+    assert re.search(stamp + r"job 2/2 synthetic / FedACG / seed 0: acc [\d.]+% \(ema [\d.]+\) after 4 rounds in \d+s", err)
+    assert "━" not in err  # no progress bar drawn into a log file
+
+
+def test_verbose_logs_every_round_with_speed_and_quiet_logs_nothing(tmp_path, capsys):
+    err = _run(tmp_path, capsys, "--verbose")
+    assert len(re.findall(r"FedACG / seed 0: round \d/4", err)) == 4
+    assert re.search(r"round 4/4, acc [\d.]+% \(ema [\d.]+\), [\d.e+]+ rounds/s, ETA 0s", err)
+    (tmp_path / "again").mkdir()
+    assert _run(tmp_path / "again", capsys, "--quiet") == ""
+
+
+def test_terminal_display_shows_eta_and_a_line_per_finished_job(tmp_path):
+    path = write_suite(tmp_path, tiny_suite())
+    _, jobs = load_jobs(path)
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=150)
+    summaries = run_jobs(jobs, "tiny", tmp_path, progress=RichProgress(jobs, console))
+    text = screen.getvalue()
+    for job in jobs:
+        acc = f"{summaries[job.id]['final_acc']:.2f}%"
+        assert re.search(rf"done.*{job.method_label} / seed 0: acc {re.escape(acc)}.*{job.id}", text)
+    assert "suite rounds" in text and "ETA" in text and "2/2 jobs" in text
+
+
+def test_a_failed_job_is_a_warning_without_accuracy(tmp_path, capsys, monkeypatch):
+    from benchmark.fl.registry import SERVER_RULES
+
+    def explode(self, *args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(SERVER_RULES.get("acg"), "update", explode)
+    path = write_suite(tmp_path, tiny_suite())
+    assert main(["run", str(path), "--no-tracking", "--results-dir", str(tmp_path / "r"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert re.search(r"WARNING job 2/2 synthetic / FedACG / seed 0: failed: RuntimeError: boom \(id \w{12}\)", err)
+    assert "FedAvg" not in err  # --quiet: the finished job is not logged
