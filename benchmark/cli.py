@@ -111,7 +111,8 @@ def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, de
         dev = ("cuda" if gpus_per_job > 0 else "cpu") if device == "auto" else device
     else:
         dev = _device(device)
-    check_datasets(jobs)
+    if executor == "local":  # under Ray each node reads its own copy: the workers check it there
+        check_datasets(jobs)
     progress = _progress(jobs, quiet, verbose)
     tracker = NullTracker() if no_tracking else open_tracker(suite.name, tracking_uri, results_dir, suite_file)
     status = "FAILED"

@@ -44,6 +44,33 @@ def test_env_variable_selects_the_store(tmp_path, monkeypatch):
     assert (tmp_path / "env.db").exists() and not (tmp_path / "mlflow.db").exists()
 
 
+def test_jobs_open_at_the_same_time_log_into_their_own_runs(tmp_path):
+    """The Ray driver interleaves jobs running in parallel."""
+    from benchmark.run.tracking import MlflowTracker
+    from benchmark.suite.expand import expand
+    from benchmark.suite.schema import Suite
+
+    a, b = expand(Suite(**tiny_suite()))
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    tracker = MlflowTracker("tiny", uri)
+    tracker.start_job(a, {"job_id": a.id})
+    tracker.start_job(b, {"job_id": b.id})
+    tracker.log_records([{"round": 1, "test_acc": 10.0}], a.id)
+    tracker.log_records([{"round": 1, "test_acc": 20.0}, {"round": 2, "test_acc": 30.0}], b.id)
+    tracker.log_records([{"round": 2, "test_acc": 40.0}, {"round": 3, "test_acc": 50.0}])  # no job named: the one
+    tracker.log_records([{"round": 1, "test_acc": 10.0}], a.id)  # started last; rounds a run has are skipped
+    tracker.end_job({"job_id": a.id, "status": "finished"}, [])
+    tracker.close()
+
+    client = mlflow.tracking.MlflowClient(uri)
+    runs = {r.data.tags["fedbench.job_id"]: r for r in client.search_runs(
+        [client.get_experiment_by_name("tiny").experiment_id], "tags.`fedbench.kind` = 'job'")}
+    history = {job: [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, "test_acc")]
+               for job, run in runs.items()}
+    assert history == {a.id: [(1, 10.0)], b.id: [(1, 20.0), (2, 30.0), (3, 50.0)]}
+    assert runs[a.id].info.status == "FINISHED" and runs[b.id].info.status == "KILLED"  # b never ended
+
+
 def test_runs_carry_tags_unique_names_named_term_params_and_final_metrics(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'store.db'}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import traceback
 from pathlib import Path
+from typing import Callable
 
 from benchmark.engine.setup import data_fingerprint
 from benchmark.errors import UserError
@@ -69,17 +70,27 @@ def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu
     return {job.id: summaries[job.id] for job in jobs}
 
 
-def _run_one(job: Job, suite: str, jobdir: JobDir, device: str, tracker, progress, stop_after: int | None,
-             simulation_for=None) -> dict:
-    progress.job_started(job)
+def run_or_record_failure(job: Job, suite: str, jobdir: JobDir, device: str, tracker,
+                          on_eval: Callable[[dict], None] | None = None, stop_after: int | None = None,
+                          simulation_for: Callable | None = None,
+                          on_checkpoint: Callable[[int], None] | None = None) -> dict:
+    """`run_job`, except that a crash becomes a "failed" summary.json; a UserError propagates.
+    (The Ray executor's workers run their job through it too.)"""
     try:
-        summary = run_job(job, suite, jobdir, device, tracker, lambda rec: progress.evaluated(job, rec), stop_after,
-                          simulation_for)
+        return run_job(job, suite, jobdir, device, tracker, on_eval, stop_after, simulation_for, on_checkpoint)
     except UserError:
         raise
     except Exception as err:  # a crashing job must not take the suite (or its results) down
         summary = failed_summary(job, suite, f"{type(err).__name__}: {err}", traceback.format_exc())
         atomic_write_json(jobdir.summary, summary)
         tracker.end_job(summary, [jobdir.summary])
+        return summary
+
+
+def _run_one(job: Job, suite: str, jobdir: JobDir, device: str, tracker, progress, stop_after: int | None,
+             simulation_for=None) -> dict:
+    progress.job_started(job)
+    summary = run_or_record_failure(job, suite, jobdir, device, tracker, lambda rec: progress.evaluated(job, rec),
+                                    stop_after, simulation_for)
     progress.job_finished(job, summary)
     return summary

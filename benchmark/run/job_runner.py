@@ -94,9 +94,10 @@ def save_checkpoint(jobdir: JobDir, sim: Simulation) -> None:
 
 def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=None,
             on_eval: Callable[[dict], None] | None = None, stop_after: int | None = None,
-            simulation_for: Callable | None = None) -> dict:
+            simulation_for: Callable | None = None, on_checkpoint: Callable[[int], None] | None = None) -> dict:
     """Run (or resume) `job`; returns its summary. `stop_after` stops early (tests, CI smoke).
-    `simulation_for(job)` may supply the simulation (the batched FedAc engine's replay); None: build it."""
+    `simulation_for(job)` may supply the simulation (the batched FedAc engine's replay); None: build it.
+    `on_checkpoint(round)` is called after each checkpoint is written (the Ray executor ships it)."""
     tracker = tracker or NullTracker()
     start = time.time()
     config = job_config_json(job, suite)
@@ -133,6 +134,8 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
             flush()
             save_checkpoint(jobdir, sim)
             saved.update(round=r, at=time.monotonic())
+            if on_checkpoint:
+                on_checkpoint(r)
         if stop.requested and r < job.config.rounds:
             raise KeyboardInterrupt
 

@@ -1,25 +1,40 @@
-"""Run a suite's jobs as Ray tasks: local cluster or `ray.init(address=...)`, fractional GPUs.
+"""Run a suite's jobs as Ray tasks: a local cluster or an existing one (`--ray-address`),
+fractional GPUs, any number of nodes, and no filesystem shared with them.
 
-Same contract as `run/executor.run_jobs`: finished jobs are skipped, a failed job is recorded
-and the suite goes on, a UserError stops the suite. Each task runs `run_jobs` on its one job
-(so resume, failure records and results files are exactly the local executor's) with a
-NullTracker; the driver mirrors every job that ran to MLflow from its results files, so
-workers need no access to the tracking store.
+The driver owns `results/`. A task (ray_worker.py) runs its job with the local executor's code
+in a scratch folder on its node and reports through a queue the driver drains: start,
+every evaluated round (progress display and MLflow, live), every checkpoint (written into
+the driver's results folder at once). The finished job's files come back as the task's
+result. A task whose worker or node dies is resubmitted with the last checkpoint the driver
+holds, so the job resumes on whichever node Ray picks, up to `ATTEMPTS` times.
+
+Code reaches the workers through Ray's runtime environment (`py_modules`: the fedbench
+package this driver imports, installed or a working tree; a caller that runs `ray.init`
+itself passes `runtime_env=code_runtime_env()`); nodes need only the Python dependencies.
+Datasets are looked up on each node (its $FEDBENCH_DATA or the suite's `root:`); a node
+without them stops the suite with an error naming the node.
 """
 
 from __future__ import annotations
 
-import json
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmark.errors import UserError
-from benchmark.run.executor import failed_summary, reusable_summary, run_jobs
-from benchmark.run.progress import LogProgress
+from benchmark.errors import DatasetMissing, UserError
+from benchmark.engine.setup import data_fingerprint
+from benchmark.run.executor import failed_summary
 from benchmark.run.job_runner import job_config_json
-from benchmark.run.results import JobDir, atomic_write_json
+from benchmark.run.locks import FileLock, job_lock
+from benchmark.run.progress import LogProgress, log
+from benchmark.run.ray_worker import code_runtime_env, run_remote_job
+from benchmark.run.results import RESUME_FILES, JobDir, atomic_write_json
+from benchmark.run.status import TERMINAL
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
+
+ATTEMPTS = 3  # per job: a lost worker or node costs an attempt, resumed from the last checkpoint
+POLL_S = 0.5  # how often the driver drains the progress queue
 
 
 def import_ray():
@@ -30,24 +45,147 @@ def import_ray():
     return ray
 
 
-def run_one_job(job: Job, suite: str, results_root: str, device: str, stop_after: int | None, threads: int) -> dict:
-    """Body of a Ray task: {"summary": ...}, or {"user_error": message} (re-raised by the driver)."""
-    import torch
+@dataclass
+class JobRun:
+    """The driver's view of one job across its attempts."""
 
-    torch.set_num_threads(threads)
-    try:
-        summaries = run_jobs([job], suite, Path(results_root), device, NullTracker(), LogProgress([job]), stop_after)
-    except UserError as err:
-        return {"user_error": str(err)}
-    return {"summary": summaries[job.id]}
+    job: Job
+    attempt: int = 0  # 1 for the first submission
+    placements: list[dict] = field(default_factory=list)  # per attempt: node, pid, code folder
 
 
-def mirror_to_tracker(tracker, job: Job, suite: str, jobdir: JobDir, summary: dict) -> None:
-    """Replay one job's results files into the tracker, as if it had run in this process."""
-    config = json.loads(jobdir.config.read_text()) if jobdir.config.exists() else job_config_json(job, suite)
-    tracker.start_job(job, config)
-    tracker.log_records(jobdir.read_metrics())
-    tracker.end_job(summary, [f for f in (jobdir.config, jobdir.metrics, jobdir.summary) if f.exists()])
+class Driver:
+    """Submits tasks, applies their messages to results/, the tracker and the display."""
+
+    def __init__(self, ray, suite: str, results_root: Path, device: str, tracker, progress,
+                 stop_after: int | None, options: dict, threads: int):
+        self.ray, self.suite, self.root, self.device = ray, suite, Path(results_root), device
+        self.tracker, self.progress, self.stop_after, self.threads = tracker, progress, stop_after, threads
+        self.task = ray.remote(run_remote_job).options(**options)
+        from ray.util.queue import Queue
+
+        # on the head node: the queue must outlive any worker node
+        self.queue = Queue(actor_options={"num_cpus": 0, "resources": {"node:__internal_head__": 0.001}})
+        self.pending: dict = {}  # object ref -> JobRun
+        self.runs: dict[str, JobRun] = {}
+        self.locks: dict[str, FileLock] = {}
+
+    def jobdir(self, job: Job) -> JobDir:
+        return JobDir(self.root, self.suite, job.id)
+
+    def reusable(self, job: Job) -> dict | None:
+        """The summary of a job done on the same data (as the local executor decides), else None.
+        The driver may lack the data (the nodes read their own copies): then a done job is reused
+        on its summary alone, saying so."""
+        jobdir = self.jobdir(job)
+        if not jobdir.is_done():
+            return None
+        try:
+            fingerprint = data_fingerprint(job.config)
+        except DatasetMissing:
+            log.warning("job %s: done, reused without checking its data fingerprint (its dataset is not on this "
+                        "machine, only on the nodes)", job.id)
+            return jobdir.skipped_summary()
+        if done := jobdir.skipped_summary(fingerprint):
+            return done
+        jobdir.set_aside_other_data(fingerprint)
+        return None
+
+    def submit(self, job: Job) -> None:
+        jobdir = self.jobdir(job)
+        run = self.runs.setdefault(job.id, JobRun(job))
+        run.attempt += 1
+        if run.attempt == 1:
+            atomic_write_json(jobdir.config, job_config_json(job, self.suite))
+        resume = jobdir.read_files(RESUME_FILES) if jobdir.checkpoint.exists() else {}
+        ref = self.task.remote(job, self.suite, self.device, self.stop_after, self.threads, resume, self.queue)
+        self.pending[ref] = run
+
+    def drain(self) -> None:
+        count = self.queue.qsize()
+        messages = self.queue.get_nowait_batch(count) if count else []
+        for kind, job_id, payload in messages:
+            getattr(self, f"on_{kind}")(self.runs[job_id], payload)
+
+    def on_where(self, run: JobRun, payload: dict) -> None:
+        run.placements.append(payload)
+        if run.attempt == 1:
+            self.progress.job_started(run.job)
+        log.info("job %s attempt %d runs on %s", run.job.id, run.attempt, payload["where"])
+
+    def on_start(self, run: JobRun, config: dict) -> None:
+        self.tracker.start_job(run.job, config)  # a later attempt continues the job's run
+
+    def on_records(self, run: JobRun, records: list[dict]) -> None:
+        self.tracker.log_records(records, run.job.id)  # it logs only the rounds its run lacks
+
+    def on_rounds(self, run: JobRun, rounds: list[tuple[dict, float]]) -> None:
+        for rec, _ in rounds:
+            self.progress.evaluated(run.job, rec)
+        self.tracker.log_records([rec for rec, _ in rounds], run.job.id)
+
+    def on_checkpoint(self, run: JobRun, files: dict[str, bytes]) -> None:
+        self.jobdir(run.job).write_files(files)
+
+    def collect(self, ref) -> tuple[Job, dict] | None:
+        """The job and its summary once it is over; None when it was resubmitted."""
+        run = self.pending.pop(ref)
+        job, jobdir = run.job, self.jobdir(run.job)
+        try:
+            result = self.ray.get(ref)
+        except self.ray.exceptions.RayTaskError as err:  # raised outside run_job: imports, the queue
+            if isinstance(err.cause, ImportError):
+                raise UserError(f"job {job.id}: a Ray node cannot import what fedbench needs ({err.cause}). fedbench's "
+                                "own code is shipped to the nodes; its dependencies (torch, pydantic, ...) must be "
+                                "installed there") from None
+            return job, self.record_failure(job, f"{type(err.cause).__name__} on its Ray worker: {err.cause}", str(err))
+        except self.ray.exceptions.RuntimeEnvSetupError as err:
+            raise UserError(f"Ray could not set up fedbench's runtime environment (its code) on a node: {err}") from None
+        except self.ray.exceptions.RayError as err:  # the worker or its node died
+            if run.attempt < ATTEMPTS:
+                ckpt = "its last checkpoint" if jobdir.checkpoint.exists() else "the start (no checkpoint yet)"
+                log.warning("job %s: %s (worker or node lost); resubmitted from %s, attempt %d/%d",
+                            job.id, type(err).__name__, ckpt, run.attempt + 1, ATTEMPTS)
+                self.submit(job)
+                return None
+            return job, self.record_failure(job, f"lost its Ray worker {ATTEMPTS} times; last: {type(err).__name__}: {err}",
+                                            traceback.format_exc())
+        if "user_error" in result:
+            raise UserError(result["user_error"])
+        summary = {**result["summary"], "ray": {"attempts": run.placements}}
+        jobdir.write_files({k: v for k, v in result["files"].items() if k != "summary.json"})
+        atomic_write_json(jobdir.summary, summary)
+        if summary.get("status") in TERMINAL:  # as run_job does: a failed or stopped job may resume
+            jobdir.discard_checkpoint()
+        self.tracker.end_job(summary, [f for f in (jobdir.config, jobdir.metrics, jobdir.summary) if f.exists()])
+        return job, summary
+
+    def record_failure(self, job: Job, error: str, trace: str) -> dict:
+        jobdir = self.jobdir(job)
+        summary = {**failed_summary(job, self.suite, error, trace), "ray": {"attempts": self.runs[job.id].placements}}
+        atomic_write_json(jobdir.summary, summary)
+        self.tracker.end_job(summary, [jobdir.summary])
+        return summary
+
+    def cancel_all(self) -> None:
+        for ref in self.pending:
+            self.ray.cancel(ref, force=True)
+
+    # job locks: the driver trains a job (on whichever node) for as long as it holds its lock,
+    # as the local executor does, so processes sharing results/ never train one job twice
+    def claim(self, job: Job, wait: bool) -> bool:
+        lock = job_lock(self.root, self.suite, job.id)
+        if not lock.acquire(blocking=wait):
+            return False
+        self.locks[job.id] = lock
+        return True
+
+    def release(self, job: Job) -> None:
+        self.locks.pop(job.id).release()
+
+    def release_all(self) -> None:
+        while self.locks:
+            self.locks.popitem()[1].release()
 
 
 def _check_device(device: str, gpus_per_job: float) -> None:
@@ -75,56 +213,59 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
     tracker = tracker or NullTracker()
     progress = progress or LogProgress(jobs)
     started_here = not ray.is_initialized()
-    if started_here:
-        ray.init(address=address)  # None: start a local cluster (or join $RAY_ADDRESS)
+    if started_here:  # address None: start a local cluster (or join $RAY_ADDRESS)
+        ray.init(address=address, runtime_env=code_runtime_env())
     try:
         check_resources(ray.cluster_resources(), gpus_per_job, cpus_per_job)
     except UserError:
         if started_here:
             ray.shutdown()
         raise
-    task = ray.remote(run_one_job).options(num_cpus=cpus_per_job, num_gpus=gpus_per_job, max_retries=0)
-
-    # absolute: Ray workers do not run in the driver's working directory; on a multi-node
-    # cluster this folder must be on a filesystem shared by the nodes (the driver reads it back)
-    root = str(Path(results_root).resolve())
+    options = {"num_cpus": cpus_per_job, "num_gpus": gpus_per_job, "max_retries": 0}
     summaries: dict[str, dict] = {}
-    pending: dict = {}  # object ref -> job
+    driver = None
     try:
-        with progress:  # Ray workers report no rounds: the display advances as jobs finish
-            for job in jobs:
-                if done := reusable_summary(job, JobDir(results_root, suite, job.id)):
+        with progress:
+            driver = Driver(ray, suite, results_root, device, tracker, progress, stop_after, options,
+                            max(1, int(cpus_per_job)))
+
+            def start(job: Job, wait: bool) -> bool:
+                """Submit or skip `job`; False when another process holds its lock and `wait` is off."""
+                if done := driver.reusable(job):
                     summaries[job.id] = done
                     progress.skipped(job, done)
+                elif driver.claim(job, wait):
+                    if done := driver.reusable(job):  # re-read under the lock: finished meanwhile?
+                        driver.release(job)
+                        summaries[job.id] = done
+                        progress.skipped(job, done)
+                    else:
+                        driver.submit(job)
                 else:
-                    ref = task.remote(job, suite, root, device, stop_after, max(1, int(cpus_per_job)))
-                    pending[ref] = job
-            while pending:
-                (ref,), _ = ray.wait(list(pending), num_returns=1)
-                job = pending.pop(ref)
-                summaries[job.id] = _collect(ray, ref, job, suite, results_root, tracker)
-                progress.job_finished(job, summaries[job.id])
+                    return False
+                return True
+
+            held_elsewhere = [job for job in jobs if not start(job, wait=False)]
+            while driver.pending or held_elsewhere:
+                if not driver.pending:  # only jobs other processes train are left: wait for them
+                    job = held_elsewhere.pop(0)
+                    log.info("job %s: another fedbench process is training it; waiting for it to finish", job.id)
+                    start(job, wait=True)
+                    continue
+                ready, _ = ray.wait(list(driver.pending), num_returns=1, timeout=POLL_S)
+                driver.drain()  # after the wait: a finished task's messages are all in the queue
+                for ref in ready:
+                    if over := driver.collect(ref):
+                        job, summaries[job.id] = over
+                        driver.release(job)
+                        progress.job_finished(job, summaries[job.id])
     except BaseException:  # UserError, Ctrl-C: stop what is queued; finished jobs and checkpoints stay
-        for ref in pending:
-            ray.cancel(ref, force=True)
+        if driver is not None:
+            driver.cancel_all()
         raise
     finally:
+        if driver is not None:
+            driver.release_all()
         if started_here:
             ray.shutdown()
     return {job.id: summaries[job.id] for job in jobs}
-
-
-def _collect(ray, ref, job: Job, suite: str, results_root: Path, tracker) -> dict:
-    jobdir = JobDir(results_root, suite, job.id)
-    try:
-        result = ray.get(ref)
-    except Exception as err:  # the worker itself died (OOM, lost node): record it as run_jobs would
-        summary = failed_summary(job, suite, f"{type(err).__name__}: {err}", traceback.format_exc())
-        atomic_write_json(jobdir.summary, summary)
-    else:
-        if "user_error" in result:
-            raise UserError(result["user_error"])
-        summary = result["summary"]
-    if not summary.get("skipped"):  # finished in the meantime by another run: already mirrored
-        mirror_to_tracker(tracker, job, suite, jobdir, summary)  # the tracker finds the job's run
-    return summary

@@ -1,5 +1,6 @@
 """results/<suite>/<job-id>/: config.json, metrics.jsonl, summary.json, final_model.pt and,
-while a job is unfinished, checkpoint.pt. Every file is written atomically (temp + rename),
+while a job is unfinished, checkpoint.pt (plus client_state.checkpoint/ for memmap client
+state). Every file is written atomically (temp + rename),
 with the permissions a plain `open()` would give (umask), and JSON strictly (no bare NaN)."""
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ import torch
 from benchmark.run.status import FINISHED, TERMINAL
 
 log = logging.getLogger(__name__)
+# What a job needs to resume elsewhere, in the order to write it (checkpoint.pt, which points
+# at the client-state snapshot, last).
+RESUME_FILES = ("metrics.jsonl", "client_state.checkpoint", "checkpoint.pt")
+# What a finished or stopped job hands back; summary.json last: it is what marks a job done.
+OUTPUT_FILES = ("metrics.jsonl", "final_model.pt", "client_state.checkpoint", "checkpoint.pt", "summary.json")
 
 
 def _umask() -> int:
@@ -167,3 +173,19 @@ class JobDir:
         self.checkpoint.unlink(missing_ok=True)
         for leftover in ("client_state", "client_state.checkpoint"):
             shutil.rmtree(self.path / leftover, ignore_errors=True)
+
+    def read_files(self, names: tuple[str, ...]) -> dict[str, bytes]:
+        """The named files (folders: every file below them) as relative path -> bytes; absent ones are left out."""
+        out: dict[str, bytes] = {}
+        for name in names:
+            path = self.path / name
+            files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path] if path.is_file() else []
+            out.update({str(f.relative_to(self.path)): f.read_bytes() for f in files})
+        return out
+
+    def write_files(self, files: dict[str, bytes]) -> None:
+        """Write what `read_files` returned, in its order; a folder is replaced as a whole."""
+        for folder in {Path(rel).parts[0] for rel in files if len(Path(rel).parts) > 1}:
+            shutil.rmtree(self.path / folder, ignore_errors=True)
+        for rel, data in files.items():
+            atomic_write_bytes(self.path / rel, data)

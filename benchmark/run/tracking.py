@@ -8,6 +8,8 @@ job: every tracking call that raises is reported as a warning and the job goes o
   continues its own run and only the rounds it lacks are logged.
 - Processes share a store safely: creating a SQLite store (MLflow's migrations) and looking up
   or creating the experiment and parent run happen under a lock file beside the database.
+- Several jobs can be open at once (the Ray executor's driver logs jobs running in parallel):
+  `log_records` names its job (by default the one started last), `end_job` ends the summary's.
 - Runs left RUNNING by a killed process are closed (KILLED) when the next process starts: a
   child whose job lock is free has no process behind it. The parent is closed by the last
   process of the suite to finish (the one that can take the suite lock exclusively).
@@ -22,6 +24,7 @@ import functools
 import logging
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchmark.run.locks import FileLock, job_lock, suite_lock
@@ -98,7 +101,7 @@ class NullTracker:
     uri: str | None = None  # where runs go; None: nowhere
 
     def start_job(self, job, config: dict) -> None: ...
-    def log_records(self, records: list[dict]) -> None: ...
+    def log_records(self, records: list[dict], job_id: str | None = None) -> None: ...
     def end_job(self, summary: dict, files: list[Path]) -> None: ...
     def attach(self, files: list[Path], artifact_path: str | None = None) -> None:
         """Files for the suite's parent run (the suite file, the report's tables and figures)."""
@@ -117,7 +120,7 @@ def tracking_may_fail(method):
                         "rerun the suite to mirror them again", self.uri, method.__name__, type(err).__name__,
                         str(err).splitlines()[0] if str(err) else "")
             if method.__name__ == "start_job":
-                self.child = None  # nothing to log into for this job
+                self.open.pop(args[0].id, None)  # nothing to log into for this job
     return guarded
 
 
@@ -126,6 +129,12 @@ def store_lock(uri: str) -> FileLock | None:
     if not uri.startswith("sqlite:///"):
         return None
     return FileLock(Path(uri.removeprefix("sqlite:///") + ".lock"))
+
+
+@dataclass
+class ChildRun:
+    run_id: str
+    logged_upto: int = 0  # the last round it has: a resumed job logs only what follows
 
 
 class MlflowTracker(NullTracker):
@@ -144,8 +153,8 @@ class MlflowTracker(NullTracker):
         self.uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
         self.suite = suite_name
         self.results_root = Path(results_root) if results_root else None
-        self.child: str | None = None
-        self.logged_upto = 0
+        self.open: dict[str, ChildRun] = {}  # job id -> its run, while the job runs
+        self.last_started: str | None = None
         lock = store_lock(self.uri)
         if lock:
             lock.acquire()
@@ -210,41 +219,44 @@ class MlflowTracker(NullTracker):
     def start_job(self, job, config: dict) -> None:
         from mlflow.entities import Param
 
-        self.child, self.logged_upto = self._find_run(f"tags.`fedbench.job_id` = '{job.id}'"), 0
-        if self.child:  # resumed or rerun: continue this job's own run
-            self.client.update_run(self.child, status="RUNNING")
-            history = self.client.get_metric_history(self.child, "test_acc")
-            self.logged_upto = max((m.step for m in history), default=0)
+        self.last_started = job.id
+        if found := self._find_run(f"tags.`fedbench.job_id` = '{job.id}'"):  # resumed or rerun: continue its run
+            self.client.update_run(found, status="RUNNING")
+            history = self.client.get_metric_history(found, "test_acc")
+            self.open[job.id] = ChildRun(found, max((m.step for m in history), default=0))
             return
-        self.child = self.client.create_run(
+        child = self.client.create_run(
             self.experiment_id, run_name=job_run_name(job),
             tags={"mlflow.parentRunId": self.parent, "fedbench.kind": "job", **job_tags(job, self.suite),
                   **self.provenance},
         ).info.run_id
+        self.open[job.id] = ChildRun(child)
         params = [Param(k[:250], v) for k, v in flatten(config).items()]
         for i in range(0, len(params), 100):
-            self.client.log_batch(self.child, params=params[i : i + 100])
+            self.client.log_batch(child, params=params[i : i + 100])
 
     @tracking_may_fail
-    def log_records(self, records: list[dict]) -> None:
+    def log_records(self, records: list[dict], job_id: str | None = None) -> None:
         from mlflow.entities import Metric
 
-        if self.child is None:
+        child = self.open.get(job_id or self.last_started)
+        if child is None:
             return
-        new = [r for r in records if r["round"] > self.logged_upto]
+        new = [r for r in records if r["round"] > child.logged_upto]
         now = time.time()
         metrics = [Metric(k, float(r[k]), int(1000 * r.get("time", now)), int(r["round"]))
                    for r in new for k in METRIC_KEYS if r.get(k) is not None]
         for i in range(0, len(metrics), self.BATCH):
-            self.client.log_batch(self.child, metrics=metrics[i : i + self.BATCH])
+            self.client.log_batch(child.run_id, metrics=metrics[i : i + self.BATCH])
         if new:
-            self.logged_upto = new[-1]["round"]
+            child.logged_upto = new[-1]["round"]
 
     @tracking_may_fail
     def end_job(self, summary: dict, files: list[Path]) -> None:
         from mlflow.entities import Metric
 
-        if self.child is None:  # the job failed before its run could be created
+        child = self.open.pop(summary["job_id"], None)
+        if child is None:  # the job failed before its run could be created
             return
         now = int(time.time() * 1000)
         values = {**{f"summary.{k.replace('@', '_at_')}": v for k, v in summary.get("metrics", {}).items()},
@@ -253,13 +265,12 @@ class MlflowTracker(NullTracker):
         if summary.get("diverged_at_round"):
             final.append(Metric("diverged_at_round", float(summary["diverged_at_round"]), now, 0))
         if final:
-            self.client.log_batch(self.child, metrics=final)
-        self.client.set_tag(self.child, "fedbench.status", summary.get("status", "?"))
+            self.client.log_batch(child.run_id, metrics=final)
+        self.client.set_tag(child.run_id, "fedbench.status", summary.get("status", "?"))
         for f in files:
             if f.exists():
-                self.client.log_artifact(self.child, str(f))
-        self.client.set_terminated(self.child, RUN_STATUS.get(summary.get("status"), "FAILED"))
-        self.child = None
+                self.client.log_artifact(child.run_id, str(f))
+        self.client.set_terminated(child.run_id, RUN_STATUS.get(summary.get("status"), "FAILED"))
 
     @tracking_may_fail
     def attach(self, files: list[Path], artifact_path: str | None = None) -> None:
@@ -279,9 +290,8 @@ class MlflowTracker(NullTracker):
     def close(self, status: str = "FINISHED") -> None:
         """End this process's part: a child still open was interrupted; the parent is closed by
         the last process running the suite."""
-        if self.child:
-            self.client.set_terminated(self.child, "KILLED")
-            self.child = None
+        while self.open:
+            self.client.set_terminated(self.open.popitem()[1].run_id, "KILLED")
         if self.running is None:
             self.client.set_terminated(self.parent, status)
             return

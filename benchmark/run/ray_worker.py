@@ -1,0 +1,99 @@
+"""The worker side of the Ray executor: what runs on a node, and how the code gets there.
+
+A task runs its job with the local executor's code in a scratch folder on its node, reports
+through a queue (`Relay`) and returns the job's files; nothing is written outside the scratch
+folder, so the nodes need no filesystem shared with the driver.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import benchmark
+from benchmark.data.source import DATA_ENV
+from benchmark.errors import DatasetMissing, UserError
+from benchmark.run.executor import run_or_record_failure
+from benchmark.run.results import OUTPUT_FILES, RESUME_FILES, JobDir
+from benchmark.suite.expand import Job
+
+RELAY_EVERY_S = 0.5  # a worker sends its round records at most this often (each send is an actor call)
+
+
+def code_runtime_env() -> dict:
+    """Ship the fedbench code this driver runs (installed package or working tree) to the workers.
+    Ray uploads local folders only for a whole Ray job: pass it to `ray.init(runtime_env=...)`."""
+    import leaf_data
+
+    folders = [str(Path(module.__file__).parent) for module in (benchmark, leaf_data)]
+    return {"py_modules": folders, "excludes": ["__pycache__", "*.pyc"]}
+
+
+class Relay:
+    """Worker -> driver messages through the queue; round records are batched for RELAY_EVERY_S.
+    Also a tracker (start_job / log_records), so the driver mirrors to MLflow what run_job logs."""
+
+    def __init__(self, queue, job_id: str):
+        self.queue, self.job_id = queue, job_id
+        self.rounds: list[tuple[dict, float]] = []
+        self.sent = time.monotonic()
+        self.upto = 0  # the last round relayed
+
+    def send(self, kind: str, payload) -> None:
+        self.flush_rounds()
+        self.queue.put((kind, self.job_id, payload))
+
+    def flush_rounds(self) -> None:
+        if self.rounds:
+            rounds, self.rounds = self.rounds, []
+            self.queue.put(("rounds", self.job_id, rounds))
+        self.sent = time.monotonic()
+
+    def on_eval(self, rec: dict) -> None:
+        self.rounds.append((rec, time.time()))
+        self.upto = rec["round"]
+        if time.monotonic() - self.sent >= RELAY_EVERY_S:
+            self.flush_rounds()
+
+    # tracker interface: the start, and the records a resumed job starts from (run_job's later
+    # batches repeat rounds on_eval relayed already)
+    def start_job(self, job, config: dict) -> None:
+        self.send("start", config)
+
+    def log_records(self, records: list[dict], job_id: str | None = None) -> None:
+        if new := [r for r in records if r["round"] > self.upto]:
+            self.upto = new[-1]["round"]
+            self.send("records", new)
+
+    def end_job(self, summary: dict, files) -> None: ...  # the task's result carries the end
+
+
+def run_remote_job(job: Job, suite: str, device: str, stop_after: int | None, threads: int,
+                   resume: dict[str, bytes], queue) -> dict:
+    """Body of a Ray task: {"summary", "files"}, or {"user_error": message naming the node}."""
+    import ray
+    import torch
+
+    torch.set_num_threads(threads)
+    node = ray.get_runtime_context().get_node_id()
+    where = f"node {ray.util.get_node_ip_address()} {node[:8]} pid {os.getpid()}"
+    relay = Relay(queue, job.id)
+    relay.send("where", {"where": where, "code": str(Path(benchmark.__file__).parent)})
+    scratch = Path(tempfile.mkdtemp(prefix=f"fedbench-{job.id}-"))
+    try:
+        jobdir = JobDir(scratch, suite, job.id)
+        jobdir.write_files(resume)
+        summary = run_or_record_failure(job, suite, jobdir, device, relay, relay.on_eval, stop_after, None,
+                                        lambda r: relay.send("checkpoint", jobdir.read_files(RESUME_FILES)))
+        relay.flush_rounds()
+        return {"summary": summary, "files": jobdir.read_files(OUTPUT_FILES)}
+    except DatasetMissing as err:
+        return {"user_error": f"on {where}: {err}\n  Each Ray node reads datasets from its own disk: start the node with "
+                              f"{DATA_ENV}=<folder> (or give the dataset a 'root:'), and run `fedbench data ls` there"}
+    except UserError as err:
+        return {"user_error": f"on {where}: {err}"}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
