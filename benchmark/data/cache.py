@@ -11,9 +11,10 @@ import json
 import os
 import warnings
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
-import torch
+if TYPE_CHECKING:  # imported on use: the CLI's startup must not pay for torch
+    import torch
 
 CACHE_ENV = "FEDBENCH_CACHE"
 
@@ -55,6 +56,8 @@ def tensor_cache_path(tag: str, key: str) -> Path:
 
 def cached_tensors(tag: str, key: str, build: Callable[[], dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
     """The tensors cached under (tag, key), else `build()` them and store them atomically."""
+    import torch
+
     path = tensor_cache_path(tag, key)
     if path.is_file():
         try:
