@@ -67,3 +67,5 @@ def test_report_files_from_hand_made_results(tmp_path, capsys):
     runs = pd.read_csv(out / "runs.csv")
     assert len(runs) == len(jobs) == 8 and set(runs.status.fillna("")) == {"finished", "diverged", "not run"}
     assert "report.html" in capsys.readouterr().out
+    # the sensitivity table's best: among settings whose every seed finished (lam=0.8 lost one)
+    assert "| **56.00 ± 1.41** |" in md.split("### Sensitivity")[0] and "**60.00**" not in md

@@ -192,12 +192,15 @@ def _with_paper(cell: Cell, col: Column, ref, setting: str) -> Cell:
 
 
 def mark_best(columns: list[Column], rows: list[Row]) -> None:
+    """Bold the best mean of each column, among the rows whose every job finished where there are
+    any (a mean over the one seed that did not diverge is no fair winner)."""
+    complete = [r for r in rows if "/" not in r.n] or rows
     for col in columns:
-        values = [r.cells[col.key].value for r in rows if r.cells[col.key].value is not None]
+        values = [r.cells[col.key].value for r in complete if r.cells[col.key].value is not None]
         if len(values) < 2:
             continue
         best = max(values) if col.higher_is_better else min(values)
-        for r in rows:
+        for r in complete:
             if r.cells[col.key].value == best:
                 r.cells[col.key].best = True
 

@@ -34,16 +34,18 @@ def _md_escape(text) -> str:
 
 
 def table_md(t: EntryTable) -> str:
-    """A Markdown table (best of each column in bold) and a footnote per row naming its jobs."""
+    """A Markdown table, the best of each column in bold, each row label with its footnote mark (footnotes_md)."""
     text, best = t.display()
     lines = ["| " + " | ".join(_md_escape(c) for c in text.columns) + " |", "|" + "---|" * len(text.columns)]
     for i, (row, (_, cells), (_, marks)) in enumerate(zip(t.rows, text.iterrows(), best.iterrows()), 1):
         shown = [f"**{_md_escape(v)}**" if marks[k] else _md_escape(v) for k, v in cells.items()]
         shown[0] += f" [^{t.slug}-{i}]"
         lines.append("| " + " | ".join(shown) + " |")
-    lines.append("")
-    lines += [f"[^{t.slug}-{i}]: {row_jobs_text(row)}" for i, row in enumerate(t.rows, 1)]
     return "\n".join(lines)
+
+
+def footnotes_md(t: EntryTable) -> str:
+    return "\n".join(f"[^{t.slug}-{i}]: {row_jobs_text(row)}" for i, row in enumerate(t.rows, 1))
 
 
 def html_cells(t: EntryTable) -> tuple[list[str], list[list[dict]]]:
@@ -106,7 +108,7 @@ def _env():
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=jinja2.select_autoescape(["html"]),
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["md"] = _md_escape
-    env.globals.update(table_md=table_md, html_cells=html_cells, job_refs=job_refs)
+    env.globals.update(table_md=table_md, footnotes_md=footnotes_md, html_cells=html_cells, job_refs=job_refs)
     return env
 
 
