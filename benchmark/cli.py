@@ -258,7 +258,7 @@ def report(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool,
     files = write_report(suite, jobs, summaries, results_dir, figures)
     out.print(f"report: {files[-1]} and {files[-2].name}, tables in {files[-1].parent / 'tables'}", markup=False)
     if not no_tracking:
-        _attach_report(suite.name, files + [f.path for f in figures if f.path.exists()], tracking_uri)
+        _attach_report(suite.name, [files[-1].parent] + [f.path for f in figures if f.path.exists()], tracking_uri)
 
 
 def _attach_report(suite_name: str, files: list[Path], uri: str | None) -> None:

@@ -69,3 +69,33 @@ def test_report_files_from_hand_made_results(tmp_path, capsys):
     assert "report.html" in capsys.readouterr().out
     # the sensitivity table's best: among settings whose every seed finished (lam=0.8 lost one)
     assert "| **56.00 ± 1.41** |" in md.split("### Sensitivity")[0] and "**60.00**" not in md
+
+
+def test_report_of_a_real_run_with_a_diverging_grid_point_attached_to_mlflow(tmp_path):
+    import mlflow
+
+    suite = tiny_suite(grid={"local.lr": [0.05, 1e4]})  # 1e4 without clipping: logits overflow in round 6
+    suite["defaults"].update(rounds=8, seeds=[0, 1])
+    suite["defaults"]["local"].update(clip_norm=None)
+    path = write_suite(tmp_path, suite)
+    results, uri = tmp_path / "results", f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert main(["run", str(path), "--results-dir", str(results), "--tracking-uri", uri, "-q"]) == 0
+    assert main(["report", str(path), "--results-dir", str(results), "--tracking-uri", uri]) == 0
+    out = results / "tiny" / "report"
+    table = pd.read_csv(out / "tables" / "synthetic.csv", dtype=str, keep_default_na=False).set_index("method")
+    assert list(table.setting) == ["local.lr=0.05", "local.lr=0.05"] and list(table.n) == ["2", "2"]
+    sensitivity = pd.read_csv(out / "tables" / "synthetic.sensitivity.csv", dtype=str, keep_default_na=False)
+    diverged = sensitivity[sensitivity.setting.str.contains("local.lr=10000")]
+    assert len(diverged) == 2 and set(diverged["acc@2 (EMA, %)"]) == {"diverged (2/2)"}
+    assert all(s.startswith("diverged@") for s in diverged.status)
+    runs = pd.read_csv(out / "runs.csv")
+    summaries = {j: JobDir(results, "tiny", j).read_summary() for j in runs.job_id}
+    assert all(runs.status == [summaries[j]["status"] for j in runs.job_id])
+    assert all(runs["final_acc"].fillna(-1) == [summaries[j]["final_acc"] or -1 for j in runs.job_id])
+
+    client = mlflow.tracking.MlflowClient(uri)
+    experiment = client.get_experiment_by_name("tiny").experiment_id
+    [parent] = client.search_runs([experiment], "tags.`fedbench.kind` = 'suite'")
+    attached = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
+    assert {"report/report.md", "report/report.html", "report/runs.csv", "report/tables"} <= attached
+    assert "report/tables/synthetic.tex" in {a.path for a in client.list_artifacts(parent.info.run_id, "report/tables")}
