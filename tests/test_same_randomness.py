@@ -46,7 +46,7 @@ def test_methods_see_identical_clients_batches_and_augmentations():
     reference = batches_seen("fedavg")
     assert len(reference) == 2 * 2 * 3  # rounds x clients x ceil(10 / 4) steps
     assert not torch.equal(reference[0][2], reference[3][2])  # batches differ from step to step
-    for method in ("fedacg", "scaffold", "moon"):
+    for method in ("fedacg", "scaffold", "feddyn"):
         other = batches_seen(method)
         assert [(r, c) for r, c, _, _ in other] == [(r, c) for r, c, _, _ in reference]
         assert all(torch.equal(a[2], b[2]) and torch.equal(a[3], b[3]) for a, b in zip(reference, other)), method

@@ -63,6 +63,14 @@ class ServerRule:
 
     name: ClassVar[str]
     Params: ClassVar[type[StrictParams]] = StrictParams
+    # What this rule exchanges beyond "model" and "delta", and the client terms it cannot work
+    # without; method resolution checks every pairing against these (fl/pairing.py).
+    broadcasts: ClassVar[tuple[str, ...]] = ()
+    consumes: ClassVar[tuple[str, ...]] = ()
+    requires_terms: ClassVar[tuple[str, ...]] = ()
+    # Hyper-parameters that are one quantity with the same-named parameter of `requires_terms`
+    # (FedDyn's α): set in either place, resolution copies it to the other.
+    shared_params: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, params: StrictParams):
         self.p = params
@@ -111,7 +119,14 @@ class ClientTerm:
 
     name: ClassVar[str]
     Params: ClassVar[type[StrictParams]] = StrictParams
-    needs_features: ClassVar[bool] = False
+    needs_features: ClassVar[bool] = False  # the forward also returns the penultimate features
+    # Declarations checked when a method is resolved (fl/pairing.py): broadcast messages this
+    # term reads, uplink messages it writes, server rules it only works with (empty: any), and
+    # model traits it needs (models/registry.py; "features" is implied by needs_features).
+    reads: ClassVar[tuple[str, ...]] = ()
+    produces: ClassVar[tuple[str, ...]] = ()
+    requires_rules: ClassVar[tuple[str, ...]] = ()
+    model_traits: ClassVar[tuple[str, ...]] = ()
     # True promises that adjust_logits and loss are pure tensor functions of their arguments
     # and of ctx.received / ctx.start / ctx.rnd / ctx.steps and the ctx.scratch entries named in
     # `scratch_inputs` only (no ctx.state, class counts, client id or other per-client data), so

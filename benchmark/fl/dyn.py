@@ -3,7 +3,7 @@ correction h that tracks the clients' drift.
 
 Client: CE − ⟨h_i, w⟩ + (α/2)‖w − θ‖²; afterwards h_i ← h_i − α(w − θ).
 Server: h ← h − (α/N) Σ_S (w_i − θ) ; θ ← mean_S(w_i) − h/α  (plain mean over participants).
-The server and client α must agree; the preset sets both.
+α is one hyper-parameter of both parts (`shared_params`): set it in either place.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ class DynParams(StrictParams):
 class DynServer(ServerRule):
     name = "dyn"
     Params = DynParams
+    requires_terms, shared_params = ("dyn",), ("alpha",)
 
     def init_state(self, theta):
         return {"h": torch.zeros_like(theta)}
@@ -39,6 +40,7 @@ class DynTerm(ClientTerm):
     name = "dyn"
     Params = DynParams
     KEY = "dyn.h"
+    requires_rules = ("dyn",)  # its h_i only cancels against the server's h
     vmappable = True
     scratch_inputs = (KEY,)  # h_i, read by the loss
 

@@ -61,6 +61,7 @@ class FedAcServer(ServerRule):
 
     name = "fedac"
     Params = FedAcServerParams
+    broadcasts, consumes, requires_terms = (AG,), (AG_DELTA,), ("fedac",)
 
     def init_state(self, theta):
         return {AG: theta.clone()}
@@ -88,6 +89,7 @@ class FedAcTerm(ClientTerm):
 
     name = "fedac"
     Params = FedAcParams
+    reads, produces = (AG,), (AG_DELTA,)
 
     def begin(self, ctx: ClientContext) -> None:
         if AG not in ctx.received:

@@ -22,6 +22,7 @@ DIRECTION = "direction"
 class FedCMServer(ServerRule):
     name = "fedcm"
     Params = GlobalLr
+    broadcasts, requires_terms = (DIRECTION,), ("fedcm",)  # D only means something to the FedCM step
 
     def init_state(self, theta):
         return {"D": torch.zeros_like(theta)}
@@ -42,6 +43,7 @@ class FedCMParams(StrictParams):
 class FedCMTerm(ClientTerm):
     name = "fedcm"
     Params = FedCMParams
+    reads = (DIRECTION,)
     vmappable = True  # no loss: direction runs per client, outside vmap
 
     def direction(self, ctx: ClientContext, w, g):

@@ -26,6 +26,7 @@ GRAD_DELTA = "drift_grad_delta"  # uplink name of ω̃_i (G_i⁺ − G_i)
 @SERVER_RULES.register
 class FedDCServer(ServerRule):
     name = "feddc"
+    broadcasts, consumes, requires_terms = (GLOBAL_GRAD,), (GRAD_DELTA,), ("feddc",)
 
     def init_state(self, theta):
         return {"G": torch.zeros_like(theta), "h_mean": torch.zeros_like(theta)}
@@ -48,6 +49,7 @@ class FedDCParams(StrictParams):
 class FedDCTerm(ClientTerm):
     name = "feddc"
     Params = FedDCParams
+    reads, produces = (GLOBAL_GRAD,), (GRAD_DELTA,)
     H, G = "feddc.h", "feddc.G"
     PULL, ANCHOR, LINEAR = "feddc.pull", "feddc.anchor", "feddc.linear"
     vmappable = True

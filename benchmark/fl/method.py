@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 import benchmark.fl.components  # noqa: F401  (registers every component)
 from benchmark.fl.base import ClientTerm, Codec, ServerRule
+from benchmark.fl.pairing import pairing_problems, share_params
 from benchmark.fl.presets import preset
 from benchmark.fl.registry import CLIENT_TERMS, CODECS, SERVER_RULES, Registry
 from benchmark.suggest import allowed_names
@@ -66,9 +67,15 @@ def _merge_client_overrides(base: list[dict], overrides, path: str, problems: li
     return out
 
 
+def _touched(spec, key: str) -> set[str]:
+    """Parameter names a user's component mapping sets (all but its kind key)."""
+    return set(spec) - {key} if isinstance(spec, dict) else set()
+
+
 def resolve_method(entry, path: str) -> dict:
     """Canonical composition for a suite's method entry; raises MethodProblems with YAML paths."""
     problems: list[tuple[str, str]] = []
+    touched: set[str] = set()  # method-relative paths the entry sets itself (fl/pairing.share_params)
     if isinstance(entry, str):
         entry = {"preset": entry}
     if not isinstance(entry, dict):
@@ -87,8 +94,12 @@ def resolve_method(entry, path: str) -> dict:
             problems.append((f"{path}.server", "expected a mapping of server parameters"))
         else:
             comp["server"].update(server)
+            touched |= {f"server.{k}" for k in server}
         if "client" in entry:
             comp["client"] = _merge_client_overrides(comp["client"], entry["client"], f"{path}.client", problems)
+            client = entry["client"]
+            pairs = client.items() if isinstance(client, dict) else ((i, t) for i, t in enumerate(client))
+            touched |= {f"client.{term}.{k}" for term, params in pairs for k in _touched(params, "term")}
         for link in ("uplink", "downlink"):
             if link in entry:
                 comp[link] = {**(comp[link] if "codec" not in entry[link] else {}), **entry[link]}
@@ -105,6 +116,9 @@ def resolve_method(entry, path: str) -> dict:
         }
         if not comp["label"]:
             problems.append((f"{path}.label", "an explicit composition needs a label (the name shown in tables)"))
+        touched |= {f"server.{k}" for k in _touched(comp["server"], "rule")}
+        if isinstance(comp["client"], list):
+            touched |= {f"client.{i}.{k}" for i, t in enumerate(comp["client"]) for k in _touched(t, "term")}
 
     out = {"label": comp["label"]}
     out["server"] = _resolve_component(comp["server"], "rule", SERVER_RULES, f"{path}.server", problems)
@@ -116,6 +130,8 @@ def resolve_method(entry, path: str) -> dict:
     ]
     for link in ("uplink", "downlink"):
         out[link] = _resolve_component(comp[link], "codec", CODECS, f"{path}.{link}", problems)
+    if not problems:
+        problems = pairing_problems(out, path) or share_params(out, touched, path)
     if problems:
         raise MethodProblems(problems)
     return out

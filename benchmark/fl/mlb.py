@@ -29,6 +29,7 @@ class MlbParams(StrictParams):
 class Mlb(ClientTerm):
     name = "mlb"
     Params = MlbParams
+    model_traits = ("stages",)
     vmappable = True  # reads only w and the received model
 
     def loss(self, ctx: ClientContext, w, out, x, y):

@@ -22,6 +22,7 @@ CONTROL_DELTA = "control_delta"  # uplink name of c_i⁺ − c_i
 class ScaffoldServer(ServerRule):
     name = "scaffold"
     Params = GlobalLr
+    broadcasts, consumes, requires_terms = (CONTROL,), (CONTROL_DELTA,), ("scaffold",)
 
     def init_state(self, theta):
         return {"c": torch.zeros_like(theta)}
@@ -38,6 +39,7 @@ class ScaffoldServer(ServerRule):
 class ScaffoldTerm(ClientTerm):
     name = "scaffold"
     KEY = "scaffold.c"
+    reads, produces = (CONTROL,), (CONTROL_DELTA,)
     vmappable = True  # no loss: direction and finish run per client, outside vmap
 
     def direction(self, ctx: ClientContext, w, g):

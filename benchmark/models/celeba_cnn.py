@@ -45,6 +45,6 @@ class CelebaCNN(StagedModel):
         return self.fc(z), z
 
 
-@register_model("celeba_cnn")
+@register_model("celeba_cnn", traits=("features", "stages"))
 def celeba_cnn(input_shape=(3, 84, 84), num_classes: int = 2, groups: int = 2) -> nn.Module:
     return CelebaCNN(tuple(input_shape), num_classes, groups)

@@ -49,6 +49,6 @@ class FemnistCNN(StagedModel):
         return self.fc2(h), h
 
 
-@register_model("femnist_cnn")
+@register_model("femnist_cnn", traits=("features", "stages"))
 def femnist_cnn(input_shape, num_classes: int, norm: str = "none", groups: int = 2) -> nn.Module:
     return FemnistCNN(input_shape, num_classes, norm, groups)

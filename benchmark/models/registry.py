@@ -20,13 +20,18 @@ from torch import nn
 from benchmark.engine.rng import Stream, generator
 
 MODELS: dict[str, Callable[..., nn.Module]] = {}
+# What a model offers beyond logits, checked against the client terms' `model_traits` when a suite
+# is validated: "features" = a learned penultimate layer (MOON, FedDecorr act on it; a model
+# without one returns its input, on which those terms are constant), "stages" = the stage protocol.
+MODEL_TRAITS: dict[str, frozenset[str]] = {}
 
 
-def register_model(name: str):
+def register_model(name: str, traits: tuple[str, ...] = ()):
     def deco(factory):
         if name in MODELS:
             raise ValueError(f"model {name!r} registered twice")
         MODELS[name] = factory
+        MODEL_TRAITS[name] = frozenset(traits)
         return factory
 
     return deco

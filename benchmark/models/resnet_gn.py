@@ -60,6 +60,6 @@ class ResNet18GN(StagedModel):
         return self.fc(z), z
 
 
-@register_model("resnet18_gn")
+@register_model("resnet18_gn", traits=("features", "stages"))
 def resnet18_gn(input_shape, num_classes: int, groups: int = 2) -> nn.Module:
     return ResNet18GN(input_shape, num_classes, groups)

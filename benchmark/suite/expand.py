@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from benchmark.errors import SuiteError
 from benchmark.fl.method import MethodProblems, resolve_method
+from benchmark.fl.pairing import model_problems, share_params
 from benchmark.suggest import allowed_names
 from benchmark.suite.load import load_suite, pydantic_problems
 from benchmark.suite.overrides import Overrides
@@ -154,6 +155,7 @@ def _method_variant(method: dict, grid_point: dict, index: int) -> dict:
     variant = copy.deepcopy(method)
     for key, value in grid_point.items():
         set_path(variant, key, value)
+    _share(variant, set(grid_point), f"methods[{index}]")
     if grid_point:
         variant["label"] = method["label"] + "[" + ",".join(f"{k.split('.')[-1]}={v}" for k, v in grid_point.items()) + "]"
     return resolve_method(variant, f"methods[{index}]")
@@ -184,7 +186,17 @@ def _overridden(method: dict, over: dict, path: str) -> dict:
         if term not in terms:
             raise MethodProblems([(f"{path}.client.{term}", f"this method has no client term {term!r}")])
         terms[term].update(params)
+    touched = {f"server.{k}" for k in over.get("server", {})}
+    touched |= {f"client.{t}.{k}" for t, params in over.get("client", {}).items() for k in params}
+    _share(variant, touched, path)
     return resolve_method(variant, path)
+
+
+def _share(method: dict, touched: set[str], path: str) -> None:
+    """A shared hyper-parameter changed on one side of a resolved method follows on the other."""
+    problems = share_params(method, touched, path)
+    if problems:
+        raise MethodProblems(problems)
 
 
 def _check_names(suite: Suite, settings: list[Settings | None], problems: list) -> None:
@@ -214,8 +226,11 @@ def _job_config(raw: dict, s_point: dict, overrides: Overrides, file: str) -> Jo
         except KeyError as err:
             raise SuiteError(file, [(overrides.source(key) if key in overrides.values else f"grid.{key}", err.args[0])]) from None
     try:
+        method_keys = {k.removeprefix("method.") for k in [*s_point, *overrides.values] if k.startswith("method.")}
+        if method_keys:
+            _share(raw["method"], method_keys, "method")
         config = JobConfig(**raw)
-        if any(k.startswith("method.") for k in [*s_point, *overrides.values]):
+        if method_keys:
             config.method = resolve_method(config.method, "method")
     except (ValidationError, MethodProblems) as err:
         found = err.problems if isinstance(err, MethodProblems) else pydantic_problems(err, model=JobConfig)
@@ -233,6 +248,15 @@ def _job_config(raw: dict, s_point: dict, overrides: Overrides, file: str) -> Jo
             found = pydantic_problems(err, "dataset.params", DATASET_PARAMS[name])
             raise SuiteError(file, [(overrides.source(p) or f"grid ({s_point})", f"{p}: {m}") for p, m in found]) from None
     return config
+
+
+def _check_model_traits(config: JobConfig, m_index: int, d_index: int, file: str) -> None:
+    from benchmark.models.registry import MODEL_TRAITS  # filled by _check_names' known_models()
+
+    name = config.model.name
+    problems = model_problems(config.method, name, MODEL_TRAITS.get(name, frozenset()), f"methods[{m_index}]")
+    if problems:
+        raise SuiteError(file, [(p, f"{m} (the model of datasets[{d_index}])") for p, m in problems])
 
 
 def expand(suite: Suite, file: str = "<suite>", overrides: Overrides | None = None) -> list[Job]:
@@ -271,6 +295,7 @@ def expand(suite: Suite, file: str = "<suite>", overrides: Overrides | None = No
                         dataset = entry.model_dump(exclude=SETTINGS_FIELDS | {"method_overrides"})
                         raw.update(dataset=dataset, method=variant, seed=seed, metrics=metrics)
                         config = _job_config(raw, s_point, overrides, file)
+                        _check_model_traits(config, m_index, d_index, file)
                         point = {**s_point, **overrides.values}
                         job = Job(job_id(config), config, {**m_point, **point}, d_index, suite_point=point)
                         if job.id not in seen:
