@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from benchmark.engine.metrics import parse_metric
-from benchmark.report.table import _match_reference, _matched_row
 from benchmark.run.status import FINISHED
 
 NOT_RUN_TEXT = "— not run"
@@ -177,15 +176,23 @@ def _cell(col: Column, finished: pd.DataFrame, everything: pd.DataFrame) -> Cell
     return Cell(text, shown)
 
 
+def match_reference(label: str, rows: dict) -> str | None:
+    """The reference row a setting label reads: the label itself, else the method without its
+    grid point (exactly, then ignoring case)."""
+    base = label.split("[")[0]
+    lowered = {k.lower(): k for k in rows}
+    return next((k for k in (label, base) if k in rows), None) or lowered.get(base.lower())
+
+
 def _with_paper(cell: Cell, col: Column, ref, setting: str) -> Cell:
     """'measured (paper P, Δ D)' where the reference has this row and metric."""
     if ref is None or col.key not in ref.metrics:
         return cell
-    values = _match_reference(setting, ref.rows)
-    paper = values[ref.metrics.index(col.key)] if values else None
+    row = match_reference(setting, ref.rows)
+    paper = ref.rows[row][ref.metrics.index(col.key)] if row else None
     if paper is None:
         return cell
-    dagger = " †" if ref.is_contradicted(_matched_row(setting, ref.rows), col.key) else ""
+    dagger = " †" if ref.is_contradicted(row, col.key) else ""
     delta = f", Δ {cell.value - paper:+.2f}".replace("-", "−") if cell.value is not None and _is_number(paper) else ""
     paper_text = _number(paper, col.unit) if _is_number(paper) else str(paper)
     return Cell(f"{cell.text} (paper {paper_text}{dagger}{delta})", cell.value, cell.best)
@@ -244,8 +251,9 @@ def _slug(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_") or "entry"
 
 
-def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFrame) -> list[EntryTable]:
-    """One EntryTable per dataset entry with jobs (and its sensitivity table where a grid has several settings)."""
+def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFrame | None) -> list[EntryTable]:
+    """One EntryTable per dataset entry with jobs (and its sensitivity table where a grid has several
+    settings); without `rounds_df` no bytes-to-target column where the suite names no rounds_to@X."""
     tables, slugs = [], set()
     for index, entry in enumerate(suite.datasets):
         entry_jobs = jobs_df[jobs_df.entry_index == index].copy()
@@ -257,7 +265,7 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
         targets = [parse_metric(m)[1] for m in config.metrics if parse_metric(m)[0] == "rounds_to"]
         target = None
         notes = []
-        if not targets and not convex:  # communication needs a target: the accuracy every method reached
+        if not targets and not convex and rounds_df is not None:  # a target: the accuracy every method reached
             finals = entry_jobs[entry_jobs.status == FINISHED].groupby("method")["final_ema_acc"].max()
             if len(finals):
                 target = math.floor(finals.min())

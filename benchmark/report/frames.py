@@ -81,13 +81,18 @@ def _suite_name(suite) -> str:
     return suite if isinstance(suite, str) else suite.name
 
 
-def jobs_frame(suite, jobs: list[Job], results_root) -> pd.DataFrame:
+def jobs_frame(suite, jobs: list[Job], results_root=None, summaries: dict[str, dict] | None = None) -> pd.DataFrame:
     """One row per job of `suite` (its name or the Suite) under `results_root`: LABEL_COLUMNS,
     the rest of JOB_COLUMNS, then a column per summary metric (acc@R, rounds_to@X, bytes_to@X, ...;
-    missing values NaN, a `rounds_to` never reached stays the string '>R')."""
+    missing values NaN, a `rounds_to` never reached stays the string '>R'). `summaries` (job id ->
+    summary, what a run returned) instead of the files: a job without one is `not run`."""
     now, rows = time.time(), []
     for job in jobs:
-        _, summary, status = _summary_and_status(job, Path(results_root), _suite_name(suite), now)
+        if summaries is None:
+            _, summary, status = _summary_and_status(job, Path(results_root), _suite_name(suite), now)
+        else:
+            summary = summaries.get(job.id)
+            status = (summary or {}).get("status") or NOT_RUN
         s = summary or {}
         rows.append({**_labels(job, status), "entry_index": job.dataset_index, "settings": job_settings(job),
                      "rounds": job.config.rounds, "rounds_completed": s.get("rounds_completed"),
