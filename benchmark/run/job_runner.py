@@ -123,7 +123,7 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
     def eval_cb(rec: dict) -> None:
         heartbeat.beat(rec["round"], rec)
         rec["time"] = round(time.time(), 3)  # when it was measured: MLflow plots against it
-        rec["wall_s"] = round(trained_before + time.monotonic() - trained_since, 3)
+        rec.setdefault("wall_s", round(trained_before + time.monotonic() - trained_since, 3))  # a replay has its own
         records.append(rec)
         pending.append(rec)
         if len(pending) >= FLUSH_EVERY:
