@@ -47,7 +47,7 @@ def test_report_files_from_hand_made_results(tmp_path, capsys):
     # lam=0.8 has the higher mean (60) but a diverged seed: lam=0.9 (55, 57) is chosen
     assert fedacg["setting"] == "server.lam=0.9" and fedacg["final acc (EMA, %, round 4)"] == "56.00 ± 1.41"
     assert fedacg["acc@2 (EMA, %)"] == "46.50 ± 0.71 (paper 50.00, Δ −3.50)"
-    assert fedacg["MB to 30% (EMA)"] == "0.0002 ± 0" and fedacg["rounds to 30% (EMA)"] == "2 ± 0"
+    assert fedacg["MB to 30% (EMA)"] == "0.000200 ± 0.000000" and fedacg["rounds to 30% (EMA)"] == "2 ± 0"
     assert fedprox["acc@2 (EMA, %)"] == "— not run" and fedprox["n"] == "0/2" and fedprox["status"] == "not run"
     assert set(table.loc["FedAvg", "jobs"].split()) == {j.id for j in jobs if j.method_label == "FedAvg"}
 
@@ -99,3 +99,13 @@ def test_report_of_a_real_run_with_a_diverging_grid_point_attached_to_mlflow(tmp
     attached = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
     assert {"report/report.md", "report/report.html", "report/runs.csv", "report/tables"} <= attached
     assert "report/tables/synthetic.tex" in {a.path for a in client.list_artifacts(parent.info.run_id, "report/tables")}
+
+
+def test_paper_rows_match_the_most_specific_label():
+    from benchmark.report.entry_tables import match_reference
+
+    rows = {"FedACG[lam=0.8]": [1], "fedavg": [2], "FedACG": [3]}
+    assert match_reference(["FedACG[lam=0.8] local.lr=0.1", "FedACG[lam=0.8]", "FedACG"], rows) == "FedACG[lam=0.8]"
+    assert match_reference(["FedACG[lam=0.9] local.lr=0.1", "FedACG[lam=0.9]", "FedACG"], rows) == "FedACG"
+    assert match_reference(["FedAvg local.lr=0.1", "FedAvg", "FedAvg"], rows) == "fedavg"  # case ignored last
+    assert match_reference(["FedProx", "FedProx", "FedProx"], rows) is None

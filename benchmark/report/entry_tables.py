@@ -122,8 +122,10 @@ def _columns(metrics: list[str], rounds: int, target: float | None, convex: bool
 def _number(x: float, unit: str) -> str:
     if unit == "rounds":
         return f"{x:.0f}"
-    if unit == "MB":
-        return f"{x / 1e6:.3g}"
+    if unit == "MB":  # three significant digits, fixed-point
+        mb = x / 1e6
+        decimals = 0 if mb == 0 or abs(mb) >= 100 else 2 - math.floor(math.log10(abs(mb)))
+        return f"{mb:.{decimals}f}"
     if unit == "subopt":
         return f"{x:.3e}"
     if unit == "s":
@@ -132,11 +134,13 @@ def _number(x: float, unit: str) -> str:
 
 
 def _mean_std(values: list[float], unit: str) -> tuple[str, float]:
+    """'mean ± std' (std with the mean's decimals) and the mean as printed (what `best` compares)."""
     mean = sum(values) / len(values)
     text = _number(mean, unit)
     if len(values) > 1:
         std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-        text += f" ± {_number(std, unit)}"
+        decimals = len(text.split(".")[1]) if "." in text and unit != "subopt" else 0
+        text += f" ± {std / 1e6:.{decimals}f}" if unit == "MB" else f" ± {_number(std, unit)}"
     shown = float(_number(mean, unit)) * (1e6 if unit == "MB" else 1)
     return text, shown
 
@@ -176,19 +180,19 @@ def _cell(col: Column, finished: pd.DataFrame, everything: pd.DataFrame) -> Cell
     return Cell(text, shown)
 
 
-def match_reference(label: str, rows: dict) -> str | None:
-    """The reference row a setting label reads: the label itself, else the method without its
-    grid point (exactly, then ignoring case)."""
-    base = label.split("[")[0]
+def match_reference(labels: list[str], rows: dict) -> str | None:
+    """The reference row of the first of `labels` (most specific first: the setting, the method
+    with its grid point, the method) the reference has, exactly, else ignoring case."""
     lowered = {k.lower(): k for k in rows}
-    return next((k for k in (label, base) if k in rows), None) or lowered.get(base.lower())
+    return next((k for k in labels if k in rows), None) or next((lowered[k.lower()] for k in labels
+                                                                 if k.lower() in lowered), None)
 
 
-def _with_paper(cell: Cell, col: Column, ref, setting: str) -> Cell:
+def _with_paper(cell: Cell, col: Column, ref, labels: list[str]) -> Cell:
     """'measured (paper P, Δ D)' where the reference has this row and metric."""
     if ref is None or col.key not in ref.metrics:
         return cell
-    row = match_reference(setting, ref.rows)
+    row = match_reference(labels, ref.rows)
     paper = ref.rows[row][ref.metrics.index(col.key)] if row else None
     if paper is None:
         return cell
@@ -216,7 +220,8 @@ def _row(setting_jobs: pd.DataFrame, columns: list[Column], ref) -> Row:
     finished = setting_jobs[setting_jobs.status == FINISHED]
     first = setting_jobs.iloc[0]
     n = len(finished)
-    cells = {c.key: _with_paper(_cell(c, finished, setting_jobs), c, ref, first.setting) for c in columns}
+    labels = [first.setting, first.method_label, first.method]
+    cells = {c.key: _with_paper(_cell(c, finished, setting_jobs), c, ref, labels) for c in columns}
     return Row(first.method, first.setting, first.settings, str(n) if n == len(setting_jobs) else f"{n}/{len(setting_jobs)}",
                _status_text(setting_jobs), list(setting_jobs.job_id), [int(s) for s in setting_jobs.seed], cells)
 

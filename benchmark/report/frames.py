@@ -22,7 +22,7 @@ from benchmark.suite.expand import Job
 RUNNING, NOT_RUN = "running", "not run"
 LABEL_COLUMNS = ["entry", "method", "setting", "seed", "job_id", "status"]
 ROUND_COLUMNS = [*LABEL_COLUMNS, "round", "test_acc", "ema_acc", "bytes", "wall_s", "subopt"]
-JOB_COLUMNS = [*LABEL_COLUMNS, "entry_index", "settings", "rounds", "rounds_completed", "diverged_at_round",
+JOB_COLUMNS = [*LABEL_COLUMNS, "entry_index", "method_label", "settings", "rounds", "rounds_completed", "diverged_at_round",
                "final_acc", "final_ema_acc", "final_subopt", "bytes", "wall_s", "error"]
 
 
@@ -94,7 +94,8 @@ def jobs_frame(suite, jobs: list[Job], results_root=None, summaries: dict[str, d
             summary = summaries.get(job.id)
             status = (summary or {}).get("status") or NOT_RUN
         s = summary or {}
-        rows.append({**_labels(job, status), "entry_index": job.dataset_index, "settings": job_settings(job),
+        rows.append({**_labels(job, status), "entry_index": job.dataset_index, "method_label": job.method_label,
+                     "settings": job_settings(job),
                      "rounds": job.config.rounds, "rounds_completed": s.get("rounds_completed"),
                      "diverged_at_round": s.get("diverged_at_round"), "final_acc": s.get("final_acc"),
                      "final_ema_acc": s.get("final_ema_acc"), "final_subopt": s.get("final_subopt"),
