@@ -20,7 +20,7 @@ from benchmark.fl.pairing import pairing_problems, share_params
 from benchmark.fl.presets import preset
 from benchmark.fl.registry import CLIENT_TERMS, CODECS, SERVER_RULES, Registry
 from benchmark.suggest import allowed_names
-from benchmark.suite.load import pydantic_problems
+from benchmark.params import pydantic_problems
 
 ENTRY_KEYS = {"preset", "label", "server", "client", "uplink", "downlink"}
 

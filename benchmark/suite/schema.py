@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from benchmark.engine.metrics import parse_metric
+from benchmark.metrics import parse_metric
 
 
 class Strict(BaseModel):
