@@ -1,4 +1,4 @@
-"""Images/s of the batched augmentation (benchmark/data/augment.py) vs a naive per-sample loop.
+"""Images/s of the batched augmentation (benchmark/engine/augment.py) vs a naive per-sample loop.
 
 Both run in the same process on the same data: uint8 -> [0, 1] -> crop with padding -> flip
 (-> rotation) -> normalise. The loop is what a Dataset.__getitem__ with tensor transforms does
@@ -18,7 +18,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from benchmark.data import augment as aug
+from benchmark.engine import augment as aug
 from benchmark.suite.schema import AugmentConfig
 
 MEAN, STD = torch.tensor((0.4914, 0.4822, 0.4465)), torch.tensor((0.2470, 0.2435, 0.2616))

@@ -1,4 +1,4 @@
-"""Batched device-side augmentation (benchmark/data/augment.py) and the image preprocessor."""
+"""Batched device-side augmentation (benchmark/engine/augment.py) and the image preprocessor."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-from benchmark.data import augment as aug
+from benchmark.engine import augment as aug
 from benchmark.data.source import SourceData
 from benchmark.engine.fed_data import FederatedData
 from benchmark.suite.schema import AugmentConfig, LocalTraining

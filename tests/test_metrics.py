@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmark.engine.metrics import acc_at, ema_series, rounds_to, summarise
+from benchmark.metrics import acc_at, ema_series, rounds_to, summarise
 
 
 def records(accs, every=1, bytes_per_round=10):

@@ -14,7 +14,7 @@ from pydantic import Field
 from benchmark.data.archive import Found
 from benchmark.data.source import DATA_ENV, SourceData, register_dataset, register_probe
 from benchmark.errors import DatasetMissing
-from benchmark.fl.base import StrictParams
+from benchmark.params import StrictParams
 
 A9A_HELP = ("Download a9a and a9a.t from www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary.html "
             "and put them (plain or .gz) at <root>/a9a and <root>/a9a.t.")

@@ -17,7 +17,7 @@ from benchmark.data.images import decode_images, split_tensors
 from benchmark.data.leaf import leaf_location, leaf_source, load_leaf_users
 from benchmark.data.source import SourceData, register_dataset, register_probe
 from benchmark.errors import DatasetMissing
-from benchmark.fl.base import StrictParams
+from benchmark.params import StrictParams
 
 IMAGES = "raw/img_align_celeba"
 HELP = ("Build CelebA with LEAF (data/celeba: put img_align_celeba/ and list_attr_celeba.txt, identity_CelebA.txt "

@@ -22,7 +22,7 @@ from benchmark.data.images import decode_images, image_folder, split_tensors
 from benchmark.data.safe_pickle import safe_load_pickle
 from benchmark.data.source import SourceData, register_dataset, register_probe
 from benchmark.errors import DatasetMissing
-from benchmark.fl.base import StrictParams
+from benchmark.params import StrictParams
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from benchmark.engine.rng import Stream, numpy_rng
+from benchmark.rng import Stream, numpy_rng
 
 
 def clients_per_round(rate: float, num_clients: int) -> int:

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from benchmark.data.source import SourceData
-from benchmark.engine.rng import Stream, numpy_rng
+from benchmark.rng import Stream, numpy_rng
 
 SPLITTERS: dict = {}
 

@@ -14,7 +14,7 @@ from benchmark.data.archive import Found
 from benchmark.data.leaf import cached_leaf_source, leaf_location, leaf_source, load_leaf_users
 from benchmark.data.source import SourceData, register_dataset, register_probe
 from benchmark.errors import DatasetMissing
-from benchmark.fl.base import StrictParams
+from benchmark.params import StrictParams
 
 # the alphabet of LEAF's language utilities; index = token id
 VOCAB = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"

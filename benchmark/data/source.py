@@ -107,6 +107,12 @@ def register_dataset(name: str, help_missing: str = "", params: type[BaseModel] 
     return deco
 
 
+def known_datasets() -> list[str]:
+    import benchmark.data.zoo  # noqa: F401  (registers every dataset)
+
+    return sorted(DATASETS)
+
+
 def register_probe(name: str):
     """Register `probe(root) -> archive.Found` that locates a dataset's files without loading them."""
 

@@ -18,7 +18,7 @@ import torch
 from pydantic import Field
 
 from benchmark.data.source import SourceData, register_dataset
-from benchmark.fl.base import StrictParams
+from benchmark.params import StrictParams
 
 
 class SyntheticParams(StrictParams):

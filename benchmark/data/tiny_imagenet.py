@@ -22,7 +22,7 @@ from benchmark.data.hf import has_local_copy, hf_split, open_hf
 from benchmark.data.images import IMAGE_SUFFIXES, decode_images, split_tensors
 from benchmark.data.source import SourceData, register_dataset, register_probe
 from benchmark.errors import DatasetMissing
-from benchmark.fl.base import StrictParams
+from benchmark.params import StrictParams
 
 DIR = "tiny-imagenet-200"
 ARCHIVES = ["tiny-imagenet-200.zip", "tiny-imagenet-200.tar.gz", "tiny-imagenet-200-val.tar.gz"]

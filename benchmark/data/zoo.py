@@ -1,3 +1,3 @@
-"""Imports every module that registers a dataset source (and augment: the image preprocessor)."""
+"""Imports every module that registers a dataset source."""
 
-from benchmark.data import a9a, augment, celeba, cifar, leaf, shakespeare, synthetic, tiny_imagenet  # noqa: F401
+from benchmark.data import a9a, celeba, cifar, leaf, shakespeare, synthetic, tiny_imagenet  # noqa: F401

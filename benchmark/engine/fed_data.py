@@ -13,7 +13,7 @@ from typing import Callable
 import torch
 
 from benchmark.data.source import SourceData
-from benchmark.engine.rng import Stream, generator
+from benchmark.rng import Stream, generator
 from benchmark.errors import UserError
 from benchmark.suite.schema import LocalTraining
 
@@ -23,9 +23,9 @@ Preprocessor = Callable[[torch.Tensor, bool, "torch.Generator | None"], torch.Te
 
 def default_preprocess(src: SourceData) -> Preprocessor:
     """Vectors and token sequences go to the model as they are; images (kind "image") get the
-    device-side pipeline of data/augment.py, registered in engine.setup.PREPROCESSORS."""
+    device-side pipeline of engine/augment.py, named in engine.setup.PREPROCESSORS."""
     if src.kind == "image":
-        raise ValueError("image sources use the preprocessor registered for kind 'image' (benchmark.data.augment)")
+        raise ValueError("image sources use the preprocessor registered for kind 'image' (benchmark.engine.augment)")
     return lambda x, train, gen: x
 
 

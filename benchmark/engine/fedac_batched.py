@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 from benchmark.engine.convex import BinaryLogistic
 from benchmark.engine.fed_data import shared_positions
-from benchmark.engine.metrics import ema_update
+from benchmark.metrics import ema_update
 from benchmark.fl.fedac import coefficients
 from benchmark.fl.flat import flat_params
 from benchmark.suite.schema import JobConfig

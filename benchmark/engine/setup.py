@@ -12,28 +12,17 @@ from pydantic import ValidationError
 
 from benchmark.data.cache import cache_key, cached_tensors
 from benchmark.data.partition import partition
-from benchmark.data.source import DATASET_PROBES, DATASETS, SourceData, check_source, data_root
+from benchmark.data.source import DATASET_PROBES, DATASETS, SourceData, check_source, data_root, known_datasets
+from benchmark.engine.augment import image_preprocessor
 from benchmark.engine.fed_data import FederatedData, default_preprocess
 from benchmark.engine.simulation import Simulation
 from benchmark.errors import UserError
-from benchmark.models.registry import MODELS, build_model
-from benchmark.suite.load import pydantic_problems
+from benchmark.models.registry import build_model, known_models
+from benchmark.params import pydantic_problems
 from benchmark.suite.schema import JobConfig
 
-# source kind -> factory(src, job) -> Preprocessor(x, train, gen); image augmentation registers here
-PREPROCESSORS: dict = {}
-
-
-def known_datasets() -> list[str]:
-    import benchmark.data.zoo  # noqa: F401
-
-    return sorted(DATASETS)
-
-
-def known_models() -> list[str]:
-    import benchmark.models.zoo  # noqa: F401
-
-    return sorted(MODELS)
+# source kind -> factory(src, job) -> Preprocessor(x, train, gen); other kinds use default_preprocess
+PREPROCESSORS: dict = {"image": image_preprocessor}
 
 
 def _where(name: str, root: str | None) -> str:

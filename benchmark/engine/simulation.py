@@ -17,8 +17,8 @@ from benchmark.engine.fed_data import FederatedData
 from benchmark.engine.client_round import train_sequential
 from benchmark.engine.convex import RegularisedLogistic
 from benchmark.engine.local import evaluate, make_forward
-from benchmark.engine.metrics import ema_update
-from benchmark.engine.rng import Stream, generator
+from benchmark.metrics import ema_update
+from benchmark.rng import Stream, generator
 from benchmark.fl.base import RoundInfo, Uploads
 from benchmark.fl.flat import ParamSpec, flat_params
 from benchmark.fl.method import Method

@@ -6,6 +6,7 @@ import torch
 from pydantic import Field
 
 from benchmark.fl.base import RoundInfo, ServerRule, StrictParams, Uploads
+from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import SERVER_RULES
 
 
@@ -42,3 +43,6 @@ class Adam(ServerRule):
         m = self.p.beta1 * state["m"] + (1 - self.p.beta1) * d
         v = self.p.beta2 * state["v"] + (1 - self.p.beta2) * d * d
         return theta + self.p.global_lr * scale * m / (v.sqrt() + self.p.tau), {"m": m, "v": v}
+
+
+register_preset("fedadam", "FedAdam", {"rule": "adam"})

@@ -8,6 +8,7 @@ import torch
 from pydantic import Field
 
 from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo, ServerRule, StrictParams, Uploads
+from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
 
 
@@ -45,3 +46,6 @@ class CeScale(ClientTerm):
 
     def ce_weight(self, ctx: ClientContext) -> float:
         return self.p.alpha
+
+
+register_preset("fedagm", "FedAGM", {"rule": "agm", "lam": 0.85, "tau": 1.0}, [{"term": "ce_scale", "alpha": 1.0}, {"term": "prox", "mu": 1e-3}])

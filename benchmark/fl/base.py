@@ -16,15 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 import torch
-from pydantic import BaseModel, ConfigDict
 
 from benchmark.fl.flat import ParamSpec
-
-
-class StrictParams(BaseModel):
-    """Base for every component's parameters: unknown keys are errors, not silently ignored."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+from benchmark.params import StrictParams
 
 
 @dataclass

@@ -6,6 +6,7 @@ import torch
 from pydantic import Field
 
 from benchmark.fl.base import ClientContext, ClientTerm, StrictParams
+from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import CLIENT_TERMS
 
 
@@ -35,3 +36,6 @@ class Decorrelation(ClientTerm):
         if len(out.features) < 2:
             return None  # correlation of a single example is undefined
         return self.p.beta * offdiag_corr_penalty(out.features.flatten(1), self.p.eps)
+
+
+register_preset("feddecorr", "FedDecorr", {"rule": "average"}, [{"term": "decorr", "beta": 0.01}])

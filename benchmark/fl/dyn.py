@@ -13,6 +13,7 @@ from pydantic import Field
 
 from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo, ServerRule, StrictParams, Uploads
 from benchmark.fl.losses import sq_dist, state_or_zeros
+from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
 
 
@@ -54,3 +55,6 @@ class DynTerm(ClientTerm):
     def finish(self, ctx: ClientContext, w):
         h = state_or_zeros(ctx.state, self.KEY, w)
         ctx.state[self.KEY] = h - self.p.alpha * (w - ctx.start)
+
+
+register_preset("feddyn", "FedDyn", {"rule": "dyn", "alpha": 1e-2}, [{"term": "dyn", "alpha": 1e-2}])

@@ -20,6 +20,7 @@ from pydantic import Field
 
 from benchmark.errors import UserError
 from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo, ServerRule, StrictParams, Uploads
+from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
 
 AG = "ag"  # the broadcast averaged w_ag, and (as AG_DELTA) its change uploaded by a client
@@ -128,3 +129,12 @@ class MinibatchTerm(ClientTerm):
             return batches
         x = torch.cat([b.x for b in batches])
         return [type(batches[0])(x, torch.cat([b.y for b in batches]), batches[0].epoch)]
+
+
+# FedAc (convex, all workers): μ defaults to local.weight_decay λ. The minibatch baselines take
+# one step per round on the round's K batches together (the `minibatch` term, docs/methods.md).
+register_preset("fedac1", "FedAc-I", {"rule": "fedac"}, [{"term": "fedac", "variant": "I"}])
+register_preset("fedac2", "FedAc-II", {"rule": "fedac"}, [{"term": "fedac", "variant": "II"}])
+register_preset("fedac_vanilla", "FedAc (vanilla)", {"rule": "fedac"}, [{"term": "fedac", "variant": "vanilla"}])
+register_preset("mbsgd", "MB-SGD", {"rule": "average"}, [{"term": "minibatch"}])
+register_preset("mbacsgd", "MB-AC-SGD", {"rule": "fedac"}, [{"term": "fedac", "variant": "vanilla"}, {"term": "minibatch"}])

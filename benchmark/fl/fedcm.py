@@ -12,8 +12,9 @@ import torch
 from pydantic import Field
 
 from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo, ServerRule, StrictParams, Uploads
-from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
+from benchmark.fl.presets import register_preset
 from benchmark.fl.servers import GlobalLr
+from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
 
 DIRECTION = "direction"
 
@@ -48,3 +49,6 @@ class FedCMTerm(ClientTerm):
 
     def direction(self, ctx: ClientContext, w, g):
         return self.p.alpha * g + (1 - self.p.alpha) * ctx.received[DIRECTION]
+
+
+register_preset("fedcm", "FedCM", {"rule": "fedcm"}, [{"term": "fedcm", "alpha": 0.1}])

@@ -17,6 +17,7 @@ from pydantic import Field
 
 from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo, ServerRule, StrictParams, Uploads
 from benchmark.fl.losses import sq_dist, state_or_zeros
+from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
 
 GLOBAL_GRAD = "drift_grad"  # broadcast name of G
@@ -82,3 +83,6 @@ class FedDCTerm(ClientTerm):
         ctx.state[self.H] = state_or_zeros(ctx.state, self.H, w) + delta
         ctx.state[self.G] = g_new
         ctx.messages[GRAD_DELTA] = wt * (g_new - g_i)
+
+
+register_preset("feddc", "FedDC", {"rule": "feddc"}, [{"term": "feddc", "alpha": 1e-2}])

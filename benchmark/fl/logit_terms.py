@@ -9,6 +9,7 @@ from pydantic import Field
 
 from benchmark.fl.base import ClientContext, ClientTerm, StrictParams
 from benchmark.fl.losses import kl_softmax
+from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import CLIENT_TERMS
 
 
@@ -70,3 +71,7 @@ class NotTrueDistillation(ClientTerm):
         return self.p.beta * kl_softmax(
             not_true_logits(global_logits, y), not_true_logits(out.logits, y), self.p.temperature
         )
+
+
+register_preset("fedlc", "FedLC", {"rule": "average"}, [{"term": "lc", "tau": 1.0}])
+register_preset("fedntd", "FedNTD", {"rule": "average"}, [{"term": "ntd", "beta": 0.3, "temperature": 1.0}])

@@ -14,13 +14,12 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-import benchmark.fl.components  # noqa: F401  (registers every component)
 from benchmark.fl.base import ClientTerm, Codec, ServerRule
 from benchmark.fl.pairing import pairing_problems, share_params
 from benchmark.fl.presets import preset
 from benchmark.fl.registry import CLIENT_TERMS, CODECS, SERVER_RULES, Registry
+from benchmark.params import pydantic_problems
 from benchmark.suggest import allowed_names
-from benchmark.suite.load import pydantic_problems
 
 ENTRY_KEYS = {"preset", "label", "server", "client", "uplink", "downlink"}
 

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from benchmark.fl.base import ClientContext, ClientTerm, StrictParams
 from benchmark.fl.losses import kl_softmax
+from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import CLIENT_TERMS
 
 
@@ -44,3 +45,6 @@ class Mlb(ClientTerm):
             kl_sum = kl_sum + kl_softmax(target, out.logits, self.p.temperature)
         n = len(stages)
         return self.p.lambda_ce / n * ce_sum + self.p.lambda_kl / n * kl_sum
+
+
+register_preset("fedmlb", "FedMLB", {"rule": "average"}, [{"term": "mlb"}])

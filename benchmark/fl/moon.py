@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from pydantic import Field
 
 from benchmark.fl.base import ClientContext, ClientTerm, StrictParams
+from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import CLIENT_TERMS
 
 
@@ -44,3 +45,6 @@ class Moon(ClientTerm):
 
     def finish(self, ctx: ClientContext, w):
         ctx.state[self.KEY] = w.detach().clone()
+
+
+register_preset("moon", "MOON", {"rule": "average"}, [{"term": "moon", "mu": 1.0, "tau": 0.5}])

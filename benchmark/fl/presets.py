@@ -8,69 +8,37 @@ from __future__ import annotations
 
 import copy
 
+from benchmark.fl.registry import discover
 from benchmark.suggest import allowed_names
 
 IDENTITY = {"codec": "identity"}
 
-
-def _preset(label: str, server: dict, client: list[dict] | None = None, uplink: dict | None = None) -> dict:
-    return {
-        "label": label,
-        "server": server,
-        "client": client or [],
-        "uplink": uplink or dict(IDENTITY),
-        "downlink": dict(IDENTITY),
-    }
-
-
-QSGD = {"codec": "qsgd", "bits": 4}
-ACG_PROX = {"term": "prox", "mu": 1e-2}  # FedACG's regulariser toward the lookahead (paper's best β)
-
-PRESETS: dict[str, dict] = {
-    "fedavg": _preset("FedAvg", {"rule": "average"}),
-    "fedprox": _preset("FedProx", {"rule": "average"}, [{"term": "prox", "mu": 1e-3}]),
-    "fedavgm": _preset("FedAvgM", {"rule": "momentum", "beta": 0.4}),
-    "fedadam": _preset("FedAdam", {"rule": "adam"}),
-    "feddyn": _preset("FedDyn", {"rule": "dyn", "alpha": 1e-2}, [{"term": "dyn", "alpha": 1e-2}]),
-    "scaffold": _preset("SCAFFOLD", {"rule": "scaffold"}, [{"term": "scaffold"}]),
-    "moon": _preset("MOON", {"rule": "average"}, [{"term": "moon", "mu": 1.0, "tau": 0.5}]),
-    "fedcm": _preset("FedCM", {"rule": "fedcm"}, [{"term": "fedcm", "alpha": 0.1}]),
-    "fedmlb": _preset("FedMLB", {"rule": "average"}, [{"term": "mlb"}]),
-    "fedlc": _preset("FedLC", {"rule": "average"}, [{"term": "lc", "tau": 1.0}]),
-    "fedntd": _preset("FedNTD", {"rule": "average"}, [{"term": "ntd", "beta": 0.3, "temperature": 1.0}]),
-    "feddecorr": _preset("FedDecorr", {"rule": "average"}, [{"term": "decorr", "beta": 0.01}]),
-    "feddc": _preset("FedDC", {"rule": "feddc"}, [{"term": "feddc", "alpha": 1e-2}]),
-    "fedacg": _preset("FedACG", {"rule": "acg", "lam": 0.85}, [dict(ACG_PROX)]),
-    "fedagm": _preset(
-        "FedAGM", {"rule": "agm", "lam": 0.85, "tau": 1.0}, [{"term": "ce_scale", "alpha": 1.0}, {"term": "prox", "mu": 1e-3}]
-    ),
-    "fedpaq": _preset("FedPAQ", {"rule": "average"}, uplink=dict(QSGD)),
-    # FedAc (convex, all workers): μ defaults to local.weight_decay λ. The minibatch baselines take
-    # one step per round on the round's K batches together (the `minibatch` term, docs/methods.md).
-    "fedac1": _preset("FedAc-I", {"rule": "fedac"}, [{"term": "fedac", "variant": "I"}]),
-    "fedac2": _preset("FedAc-II", {"rule": "fedac"}, [{"term": "fedac", "variant": "II"}]),
-    "fedac_vanilla": _preset("FedAc (vanilla)", {"rule": "fedac"}, [{"term": "fedac", "variant": "vanilla"}]),
-    "mbsgd": _preset("MB-SGD", {"rule": "average"}, [{"term": "minibatch"}]),
-    "mbacsgd": _preset("MB-AC-SGD", {"rule": "fedac"}, [{"term": "fedac", "variant": "vanilla"}, {"term": "minibatch"}]),
-}
-
+# Filled by the method files themselves (register_preset at their end); fl.registry.discover()
+# imports every file of the package, so a new method is one file.
+PRESETS: dict[str, dict] = {}
 # Modifiers usable after '+': they replace the server rule and/or add terms or codecs.
-MODIFIERS: dict[str, dict] = {
-    "acg": {"label": "ACG", "server": {"rule": "acg", "lam": 0.85}, "client": [dict(ACG_PROX)]},
-    "paq": {"label": "PAQ", "uplink": dict(QSGD)},
-}
+MODIFIERS: dict[str, dict] = {}
 
 
-def register_preset(key: str, preset: dict) -> None:
+def register_preset(key: str, label: str, server: dict, client: list[dict] | None = None,
+                    uplink: dict | None = None) -> None:
+    """Name a composition: `fedbench` suites may then say `methods: [key]` or `key+acg`."""
     if key in PRESETS:
         raise ValueError(f"preset {key!r} registered twice")
-    PRESETS[key] = preset
+    PRESETS[key] = {"label": label, "server": server, "client": client or [], "uplink": uplink or dict(IDENTITY),
+                    "downlink": dict(IDENTITY)}
 
 
-def register_modifier(key: str, modifier: dict) -> None:
+def register_modifier(key: str, label: str, **parts) -> None:
+    """`X+key`: `parts` may hold a `server` (replacing X's `average`), `client` terms to add, an `uplink`."""
     if key in MODIFIERS:
         raise ValueError(f"modifier {key!r} registered twice")
-    MODIFIERS[key] = modifier
+    MODIFIERS[key] = {"label": label, **parts}
+
+
+def preset_names() -> list[str]:
+    discover()
+    return sorted(PRESETS)
 
 
 def _apply_modifier(base: dict, mod: dict) -> dict:
@@ -90,6 +58,7 @@ def _apply_modifier(base: dict, mod: dict) -> dict:
 
 def preset(name: str) -> dict:
     """The composition a preset name stands for (a fresh copy). Raises KeyError with the choices."""
+    discover()
     base_key, *mod_keys = name.lower().split("+")
     if base_key not in PRESETS:
         raise KeyError(f"unknown preset {base_key!r}; " + allowed_names(base_key, PRESETS))

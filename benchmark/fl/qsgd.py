@@ -14,6 +14,7 @@ from pydantic import Field
 
 from benchmark.fl.base import Codec, StrictParams
 from benchmark.fl.flat import ParamSpec
+from benchmark.fl.presets import register_modifier, register_preset
 from benchmark.fl.registry import CODECS
 
 
@@ -86,3 +87,8 @@ class Qsgd(Codec):
             out[sl] = payload["norms"][k] * sign * (codes & levels).float() / levels
             k, byte = k + 1, byte + size
         return out
+
+
+QSGD = {"codec": "qsgd", "bits": 4}
+register_preset("fedpaq", "FedPAQ", {"rule": "average"}, uplink=dict(QSGD))
+register_modifier("paq", "PAQ", uplink=dict(QSGD))

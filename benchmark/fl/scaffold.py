@@ -11,8 +11,9 @@ import torch
 
 from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo, ServerRule, Uploads
 from benchmark.fl.losses import state_or_zeros
-from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
+from benchmark.fl.presets import register_preset
 from benchmark.fl.servers import GlobalLr
+from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
 
 CONTROL = "control"  # broadcast name of c
 CONTROL_DELTA = "control_delta"  # uplink name of c_i⁺ − c_i
@@ -50,3 +51,6 @@ class ScaffoldTerm(ClientTerm):
         c_new = c_i - ctx.received[CONTROL] + (ctx.start - w) / ctx.lr_sum
         ctx.messages[CONTROL_DELTA] = c_new - c_i
         ctx.state[self.KEY] = c_new
+
+
+register_preset("scaffold", "SCAFFOLD", {"rule": "scaffold"}, [{"term": "scaffold"}])

@@ -6,6 +6,7 @@ import torch
 from pydantic import Field
 
 from benchmark.fl.base import RoundInfo, ServerRule, StrictParams, Uploads
+from benchmark.fl.presets import register_modifier, register_preset
 from benchmark.fl.registry import SERVER_RULES
 
 
@@ -63,3 +64,10 @@ class AcceleratedClientGradient(ServerRule):
     def update(self, theta, state, sent, up: Uploads, rnd: RoundInfo):
         delta = up.mean()
         return sent["model"] + delta, {"m": self.p.lam * state["m"] + delta}
+
+
+ACG_PROX = {"term": "prox", "mu": 1e-2}  # FedACG's regulariser toward the lookahead (paper's best β)
+register_preset("fedavg", "FedAvg", {"rule": "average"})
+register_preset("fedavgm", "FedAvgM", {"rule": "momentum", "beta": 0.4})
+register_preset("fedacg", "FedACG", {"rule": "acg", "lam": 0.85}, [dict(ACG_PROX)])
+register_modifier("acg", "ACG", server={"rule": "acg", "lam": 0.85}, client=[dict(ACG_PROX)])

@@ -6,6 +6,7 @@ from pydantic import Field
 
 from benchmark.fl.base import ClientContext, ClientTerm, StrictParams
 from benchmark.fl.losses import sq_dist
+from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import CLIENT_TERMS
 
 
@@ -30,3 +31,6 @@ class Prox(ClientTerm):
             return None
         scale = 0.5 if self.p.halved else 1.0
         return scale * self.p.mu * sq_dist(w, ctx.start)
+
+
+register_preset("fedprox", "FedProx", {"rule": "average"}, [{"term": "prox", "mu": 1e-3}])

@@ -17,7 +17,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from benchmark.engine.rng import Stream, generator
+from benchmark.rng import Stream, generator
 
 MODELS: dict[str, Callable[..., nn.Module]] = {}
 # What a model offers beyond logits, checked against the client terms' `model_traits` when a suite
@@ -35,6 +35,12 @@ def register_model(name: str, traits: tuple[str, ...] = ()):
         return factory
 
     return deco
+
+
+def known_models() -> list[str]:
+    import benchmark.models.zoo  # noqa: F401  (registers the models)
+
+    return sorted(MODELS)
 
 
 def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, params: dict, init: str, seed: int) -> nn.Module:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 
-from benchmark.engine.metrics import EMA_DECAY
+from benchmark.metrics import EMA_DECAY
 
 
 class GenerationError(Exception):
@@ -140,7 +140,7 @@ def _split(t, v, common, put):
 
 def _ema(t, v, common, put):
     if v != EMA_DECAY:
-        raise GenerationError(f"{t['id']}: EMA smoothing {v} differs from fedbench's {EMA_DECAY} (engine/metrics.py)")
+        raise GenerationError(f"{t['id']}: EMA smoothing {v} differs from fedbench's {EMA_DECAY} (metrics.py)")
 
 
 def _sampling(t, v, common, put):

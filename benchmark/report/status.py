@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from rich.table import Table
 
 from benchmark.run.heartbeat import is_alive, read_heartbeat, seconds_per_round
+from benchmark.run.progress import duration
 from benchmark.run.results import JobDir
 from benchmark.run.status import DIVERGED, FAILED, FINISHED, STOPPED
 from benchmark.suite.expand import Job
@@ -98,15 +99,6 @@ def suite_status(jobs: list[Job], suite: str, results_root) -> list[JobStatus]:
     statuses = [job_status(j, JobDir(results_root, suite, j.id), now) for j in jobs]
     estimate_etas(statuses)
     return statuses
-
-
-def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    s = int(round(seconds))
-    if s >= 3600:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
 STYLE = {"done": "green", "running": "cyan", "failed": "red", "diverged": "magenta", "pending": "dim"}

@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Callable
 
-from benchmark.engine.metrics import summarise
+from benchmark.metrics import summarise
 from benchmark.engine.setup import build_simulation
 from benchmark.run.heartbeat import Heartbeat
 from benchmark.engine.simulation import Diverged, Simulation

@@ -19,7 +19,8 @@ from benchmark.errors import SuiteError
 from benchmark.fl.method import MethodProblems, resolve_method
 from benchmark.fl.pairing import model_problems, share_params
 from benchmark.suggest import allowed_names
-from benchmark.suite.load import load_suite, pydantic_problems
+from benchmark.params import pydantic_problems
+from benchmark.suite.load import load_suite
 from benchmark.suite.overrides import Overrides
 from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, Settings, Suite
 
@@ -201,9 +202,8 @@ def _share(method: dict, touched: set[str], path: str) -> None:
 
 def _check_names(suite: Suite, settings: list[Settings | None], problems: list) -> None:
     """Dataset and model names must be registered (checked here so errors carry YAML paths)."""
-    from benchmark.engine.setup import known_datasets, known_models
-
-    from benchmark.data.source import DATASET_PARAMS
+    from benchmark.data.source import DATASET_PARAMS, known_datasets
+    from benchmark.models.registry import known_models
 
     for i, (entry, s) in enumerate(zip(suite.datasets, settings)):
         if entry.name not in known_datasets():
@@ -236,8 +236,7 @@ def _job_config(raw: dict, s_point: dict, overrides: Overrides, file: str) -> Jo
         found = err.problems if isinstance(err, MethodProblems) else pydantic_problems(err, model=JobConfig)
         raise SuiteError(file, [(overrides.source(p) or f"grid ({s_point})", f"{p}: {m}") for p, m in found]) from None
     if any(k.startswith("dataset.") for k in [*s_point, *overrides.values]):  # as _check_names does for the YAML
-        from benchmark.data.source import DATASET_PARAMS
-        from benchmark.engine.setup import known_datasets
+        from benchmark.data.source import DATASET_PARAMS, known_datasets
 
         name, where = config.dataset.name, overrides.source("dataset.name") or f"grid ({s_point})"
         if name not in known_datasets():

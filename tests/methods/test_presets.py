@@ -5,20 +5,20 @@ from __future__ import annotations
 import pytest
 
 from benchmark.fl.method import MethodProblems, Method, resolve_method
-from benchmark.fl.presets import PRESETS
+from benchmark.fl.presets import preset, preset_names
 
 CLIENT_SIDE = ["fedavg", "fedprox", "moon", "fedmlb", "fedlc", "fedntd", "feddecorr", "fedpaq"]
 
 
 def test_every_paper_method_has_a_preset():
     assert {"fedavg", "fedprox", "fedavgm", "fedadam", "feddyn", "scaffold", "moon", "fedcm", "fedmlb", "fedlc",
-            "fedntd", "feddecorr", "feddc", "fedacg", "fedagm", "fedpaq"} <= set(PRESETS)
-    for name in PRESETS:
+            "fedntd", "feddecorr", "feddc", "fedacg", "fedagm", "fedpaq"} <= set(preset_names())
+    for name in preset_names():
         Method.build(resolve_method(name, "m"))
 
 
 def test_defaults_from_the_specification():
-    r = {k: resolve_method(k, "m") for k in PRESETS}
+    r = {k: resolve_method(k, "m") for k in preset_names()}
     assert r["fedadam"]["server"] == {"rule": "adam", "global_lr": 0.01, "beta1": 0.9, "beta2": 0.99, "tau": 1e-3}
     assert r["fedacg"]["server"]["lam"] == 0.85 and r["fedacg"]["client"][0]["mu"] == 1e-2
     assert r["fedagm"]["server"] == {"rule": "agm", "lam": 0.85, "tau": 1.0}
@@ -33,9 +33,9 @@ def test_defaults_from_the_specification():
 def test_plus_acg_keeps_client_terms_and_adds_lookahead(base):
     comp = resolve_method(f"{base}+acg", "m")
     assert comp["server"]["rule"] == "acg"
-    assert [t["term"] for t in comp["client"]][: len(PRESETS[base]["client"])] == [t["term"] for t in PRESETS[base]["client"]]
+    assert [t["term"] for t in comp["client"]][: len(preset(base)["client"])] == [t["term"] for t in preset(base)["client"]]
     assert "prox" in [t["term"] for t in comp["client"]]
-    assert comp["uplink"]["codec"] == PRESETS[base]["uplink"]["codec"]
+    assert comp["uplink"]["codec"] == preset(base)["uplink"]["codec"]
 
 
 def test_plus_paq_quantises_uplink_and_server_side_methods_refuse_acg():

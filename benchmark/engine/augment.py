@@ -21,7 +21,6 @@ import torch.nn.functional as F
 
 from benchmark.data.source import SourceData
 from benchmark.engine.fed_data import Preprocessor
-from benchmark.engine.setup import PREPROCESSORS
 from benchmark.suite.schema import AugmentConfig, JobConfig
 
 
@@ -114,5 +113,3 @@ def image_preprocessor(src: SourceData, job: JobConfig) -> Preprocessor:
 
     return prep
 
-
-PREPROCESSORS["image"] = image_preprocessor

@@ -1,0 +1,60 @@
+"""The package graph is layered: a package imports only from layers below it, so there
+are no cycles. Every import counts, also the ones deferred into functions."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import benchmark
+
+ROOT = Path(benchmark.__file__).parent
+# top-level modules are the foundation, except the command line on top
+FOUNDATION = {"errors", "suggest", "rng", "params", "metrics", "__init__"}
+CLI = {"cli", "cli_data", "cli_options", "__main__"}
+LAYERS = [FOUNDATION, {"data", "models", "fl"}, {"suite"}, {"engine"}, {"run"}, {"report"}, CLI]
+LAYER = {unit: i for i, units in enumerate(LAYERS) for unit in units}
+
+
+def unit_of(module: str) -> str:
+    """`benchmark.data.cifar` -> "data"; `benchmark.errors` -> "errors"."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def group_of(unit: str) -> str:
+    """The top-level modules of one layer form one unit (they may import each other)."""
+    return "foundation" if unit in FOUNDATION else "cli" if unit in CLI else unit
+
+
+def imports() -> list[tuple[str, str, str]]:
+    """(importing unit, imported unit, file) for every import of a benchmark module."""
+    found = []
+    for path in ROOT.rglob("*.py"):
+        rel = path.relative_to(ROOT.parent).with_suffix("")
+        here = unit_of(".".join(rel.parts))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("benchmark"):
+                targets = [node.module] if node.module != "benchmark" else [f"benchmark.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name.startswith("benchmark")]
+            else:
+                continue
+            found += [(here, unit_of(t), str(path.relative_to(ROOT.parent))) for t in targets
+                      if group_of(unit_of(t)) != group_of(here)]
+    return found
+
+
+def test_every_package_and_module_has_a_layer():
+    units = {p.stem if p.is_file() else p.name for p in ROOT.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    assert units <= set(LAYER), f"give these a layer here (and in the README's code map): {sorted(units - set(LAYER))}"
+
+
+def test_packages_import_only_from_layers_below():
+    upward = sorted({f"{file}: {src} -> {dst}" for src, dst, file in imports() if LAYER[dst] >= LAYER[src]})
+    assert not upward, "imports against the layering:\n" + "\n".join(upward)
+
+
+def test_the_check_sees_deferred_imports():
+    edges = {(src, dst) for src, dst, _ in imports()}
+    assert ("cli", "run") in edges and ("engine", "data") in edges  # cli imports run inside its commands
