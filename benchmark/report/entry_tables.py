@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from benchmark.engine.metrics import parse_metric
+from benchmark.metrics import parse_metric
 from benchmark.run.status import FINISHED
 
 NOT_RUN_TEXT = "— not run"
