@@ -31,6 +31,10 @@ METRIC_RE = re.compile(r"(acc|acc_raw)@(\d+)|(rounds_to)@(\d+(?:\.\d+)?)")
 METRIC_GRAMMAR = "acc@R, acc_raw@R or rounds_to@X"
 
 
+def is_metric(name: str) -> bool:
+    return METRIC_RE.fullmatch(name) is not None
+
+
 def parse_metric(name: str) -> tuple[str, float]:
     """('acc' | 'acc_raw' | 'rounds_to', R or X); ValueError naming the grammar otherwise."""
     m = METRIC_RE.fullmatch(name)

@@ -23,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from benchmark.fl.method import resolve_method
+from benchmark.metrics import is_metric, parse_metric
 from benchmark.report.fedac_suites import fedac_suites
 from benchmark.report.paper_settings import (
     ACC_METRIC,
@@ -57,8 +58,15 @@ ROW_METHODS = {
 SWEEP_PATH = {("fedacg", "lambda"): "server.lam", ("fedacg", "beta"): "client.prox.mu",
               ("fedagm", "lambda"): "server.lam", ("fedagm", "beta"): "client.prox.mu",
               ("fedcm", "alpha"): "client.fedcm.alpha"}
-SWEEP_RE = re.compile(r"^((?:acc|rounds_to)@\d+(?:\.\d+)?)\[(\w+)=([0-9.]+)\]$")
-PLAIN_METRIC = re.compile(r"(acc|rounds_to)@\d+(\.\d+)?")
+_SWEEP_RE = re.compile(r"^(.+)\[(\w+)=([0-9.]+)\]$")
+
+
+def sweep_column(name: str) -> re.Match | None:
+    """A sensitivity column `METRIC[param=value]` (groups: metric, param, value), else None."""
+    m = _SWEEP_RE.match(name)
+    return m if m and is_metric(m.group(1)) else None
+
+
 # FEMNIST: lr 0.1 at B = 10 sits on the class-prior plateau (loss = label entropy) for long
 FEMNIST_LR = 0.01
 FEMNIST_LR_REASON = (
@@ -88,15 +96,13 @@ def _contradictions(table: dict, metrics: list[str], rows: dict) -> list[dict]:
     """Cells a row's own numbers rule out: acc@R ≥ X but rounds_to@X > R (the EMA reached X by R)."""
     out = []
     for label, values in rows.items():
-        by = dict(zip(metrics, values))
-        for m, v in by.items():
-            if not m.startswith("rounds_to@") or not isinstance(v, (int, float)):
+        by = {m: (v, parse_metric(m)) for m, v in zip(metrics, values)}
+        for m, (v, (kind, target)) in by.items():
+            if kind != "rounds_to" or not isinstance(v, (int, float)):
                 continue
-            target = float(m.split("@")[1])
-            for a, acc in by.items():
-                r = int(a.split("@")[1]) if a.startswith("acc@") else None
-                if r and isinstance(acc, (int, float)) and acc >= target and v > r:
-                    out.append({"row": label, "metric": m, "reason": f"{a} = {acc} ≥ {target:g} but {m} = {v} > {r}"})
+            for a, (acc, (acc_kind, r)) in by.items():
+                if acc_kind == "acc" and isinstance(acc, (int, float)) and acc >= target and v > r:
+                    out.append({"row": label, "metric": m, "reason": f"{a} = {acc} ≥ {target:g} but {m} = {v} > {r:g}"})
     for row, metric, reason in PAPER_FLAGS.get(table["id"], []):
         for label in ([row] if row else rows):
             if metric in metrics and not any(c["row"] == label and c["metric"] == metric for c in out):
@@ -114,9 +120,9 @@ def reference_block(table: dict, labels: dict[str, str]) -> dict:
     """Plain tables as they are; sweep columns `acc@R[p=v]` become rows `Method[p'=v]` (p' = our
     parameter's name, as grid labels print it) under the metric `acc@R`."""
     names = _metric_names(table)
-    sweeps = [SWEEP_RE.match(m) for m in table["metrics"]]
+    sweeps = [sweep_column(m) for m in table["metrics"]]
     if not any(sweeps):  # keep the acc@R / rounds_to@X columns; ratio columns derive from them
-        keep = [i for i, m in enumerate(table["metrics"]) if PLAIN_METRIC.fullmatch(m)]
+        keep = [i for i, m in enumerate(table["metrics"]) if is_metric(m)]
         metrics = [names[i] for i in keep]
         rows = {labels[label]: [vals[i] for i in keep] for label, vals in table["rows"].items()}
     else:
@@ -136,7 +142,7 @@ def sweep_grids(tables: list[dict]) -> dict[str, dict[str, list[float]]]:
     """preset -> {parameter path: values} for the sensitivity columns of these tables."""
     grids: dict[str, dict[str, list[float]]] = {}
     for t in tables:
-        for m in filter(None, (SWEEP_RE.match(x) for x in t["metrics"])):
+        for m in filter(None, map(sweep_column, t["metrics"])):
             for label in t["rows"]:
                 path = SWEEP_PATH[(label.lower(), m.group(2))]
                 values = grids.setdefault(PRESET_OF_ROW[label.lower()], {}).setdefault(path, [])
@@ -324,7 +330,7 @@ def header(group: str, tables: list[dict], suite: dict) -> str:
         scope = ", ".join(filter(None, [method, "all tables" if len(where) == len(entries) else ", ".join(where)]))
         lines.append(f"Chosen ({scope}): {setting} = {json.loads(value)} — {reason}")
     for t, e in zip(tables, entries):
-        dropped = [m for m in t["metrics"] if not (PLAIN_METRIC.fullmatch(m) or SWEEP_RE.match(m))]
+        dropped = [m for m in t["metrics"] if not (is_metric(m) or sweep_column(m))]
         if dropped:
             lines.append(f"Not carried ({t['id']}): {', '.join(dropped)} — derived from the carried columns")
         row_notes = [f"row {row}: {note}" for row, note in t.get("row_notes", {}).items()]

@@ -13,16 +13,31 @@ import torch
 
 from benchmark.engine import vectorised
 from benchmark.fl.base import ClientTerm
+from benchmark.fl.method import resolve_method
+from benchmark.fl.presets import preset, preset_names
 from benchmark.fl.registry import CLIENT_TERMS
 from fedtest import StageMLP
 from vec_support import ATOL, assert_same, image_simulation, make_jobs, run, with_term
 
 SKEWED = {"kind": "dirichlet", "alpha": 0.1}
-# every preset not in test_vectorised.py (fedavg, fedprox, fedavgm, fedacg there), and composed variants;
-# the feature terms (MOON, FedDecorr) need a hidden layer, so they run on the staged model only
-LOGISTIC = ["fedadam", {"preset": "fedadam", "label": "FedAdam per-step", "server": {"per_step": True}}, "fedpaq", "fedagm", "feddyn", "scaffold", "fedcm", "fedlc", "fedntd",
-            "feddc", "fedlc+acg", "fedntd+acg", "scaffold+paq"]
-STAGED = ["fedmlb", "moon", "feddecorr", "fedntd", "fedmlb+acg", "feddecorr+acg"]
+
+
+def parts(method) -> list:
+    return [CLIENT_TERMS.get(t["term"]) for t in resolve_method(method, "m")["client"]]
+
+
+def needs_hidden_layer(method) -> bool:
+    return any(t.needs_features or t.model_traits for t in parts(method))
+
+
+# every preset whose terms can run under vmap, with +ACG on each client-side one and +PAQ on each
+# (enumerated from the registries: a new method is tested here without touching this file)
+VMAPPABLE = [p for p in preset_names() if all(t.vmappable for t in parts(p))]
+VARIANTS = (VMAPPABLE + [f"{p}+acg" for p in VMAPPABLE if preset(p)["server"]["rule"] == "average"]
+            + [f"{p}+paq" for p in VMAPPABLE if p != "fedpaq"]
+            + [{"preset": "fedadam", "label": "FedAdam per-step", "server": {"per_step": True}}])
+LOGISTIC = [m for m in VARIANTS if not needs_hidden_layer(m)]
+STAGED = [m for m in VARIANTS if needs_hidden_layer(m)]
 # half the clients each round: over 3 rounds most train twice, so their state is read back
 STATEFUL = {"participation": {"mode": "fixed", "rate": 0.5}}
 
