@@ -182,12 +182,17 @@ def open_tracker(suite_name: str, uri: str | None, results_dir: Path, suite_file
 @click.argument("suite_file", type=click.Path(path_type=Path))
 @click.option("--splits", is_flag=True, help="also load the data and print each split's client sizes and label histograms")
 @click.option("--max-clients", type=int, default=20, show_default=True, help="with --splits: clients listed per split")
+@click.option("--figures", "figures_dir", type=click.Path(path_type=Path), default=None,
+              help="with --splits: also write each split's label distribution per client as a PNG into this folder")
 @click.option("--audit", "audit_only", is_flag=True,
               help="instead of the job table: each setting the paper states vs the value the suite runs, and the "
                    "settings chosen where the paper is silent; exit 1 on a mismatch")
 @job_options
-def plan(suite_file: Path, splits: bool, max_clients: int, audit_only: bool, only, sets, seeds, rounds) -> None:
+def plan(suite_file: Path, splits: bool, max_clients: int, figures_dir, audit_only: bool, only, sets, seeds,
+         rounds) -> None:
     """Print the expanded job table without running anything."""
+    if figures_dir and not splits:
+        raise UserError("--figures writes the split figures: use it with --splits")
     suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
     if audit_only:
         _print_audit(suite, jobs)
@@ -197,6 +202,11 @@ def plan(suite_file: Path, splits: bool, max_clients: int, audit_only: bool, onl
 
         for table in split_tables(jobs, max_clients):
             out.print(table)
+        if figures_dir:
+            from benchmark.report.splits import split_figures
+
+            for path in split_figures(jobs, figures_dir):
+                out.print(f"split figure: {path}", markup=False)
     table = Table(title=escape(f"{suite.name}: {len(jobs)} jobs"))
     for col in ("id", "dataset", "split", "clients", "part.", "rounds", "method", "key hyper-parameters", "seed"):
         table.add_column(col, no_wrap=col in ("id", "method"))
@@ -247,6 +257,10 @@ def report(suite_file: Path, results_dir: Path, only, sets, seeds, rounds) -> No
     if not summaries:
         raise UserError(f"no results for suite {suite.name!r} under {results_dir}; run `fedbench run {suite_file}` first")
     _print_results(suite, jobs, summaries, results_dir)
+    from benchmark.report.figures import report_figures
+
+    for path in report_figures(suite.name, jobs, results_dir):
+        out.print(f"figure: {path}", markup=False)
 
 
 @cli.command()

@@ -1,0 +1,223 @@
+"""The report's figures (matplotlib, PNG): convergence per dataset entry (test accuracy against
+round, bytes communicated and training time; a line per setting, mean and min–max band over
+seeds, diverged runs marked) and a split's label distribution per client.
+
+Figures are drawn on `matplotlib.figure.Figure` with the Agg canvas, never through pyplot: no
+global backend switch, no figure registry to leak. matplotlib is imported inside the functions
+(it is slow to import and only `report` and `plan --figures` need it).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from benchmark.run.status import DIVERGED
+
+BAND_LABEL = "band: min–max over seeds"
+DIVERGED_LABEL = "×: last finite round of a diverged run"
+ACC_LABEL = "test accuracy (%)"
+# (frame column, axis label, scale): bytes on a log axis, so compressed and full-precision methods both read
+X_AXES = (("round", "round", "linear"),
+          ("bytes", "bytes communicated (down + up, cumulative)", "log"),
+          ("wall_s", "training time (s, cumulative)", "linear"))
+MAX_CLIENTS_SHOWN = 100
+MAX_CLASSES_STACKED = 20  # more classes than distinguishable colours: a heat map instead of stacked bars
+DPI = 110
+
+
+def method_colours(methods) -> dict[str, tuple]:
+    """A colour per method, in the order given (tab10, then tab20's lighter shades): build it once
+    over a whole report so a method has the same colour in every figure."""
+    from matplotlib import colormaps
+
+    palette = list(colormaps["tab10"].colors) + list(colormaps["tab20"].colors[1::2])
+    return {m: palette[i % len(palette)] for i, m in enumerate(dict.fromkeys(methods))}
+
+
+def file_slug(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_") or "entry"
+
+
+def save_figure(fig, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI)  # a pyplot-free Figure renders PNG with the Agg canvas
+    return path
+
+
+def _seed_stats(runs, x: str):
+    """Per evaluated round over the seeds that reached it: mean x, and mean / min / max accuracy."""
+    stats = runs.groupby("round").agg(x=(x, "mean"), mean=("test_acc", "mean"), low=("test_acc", "min"),
+                                      high=("test_acc", "max"), n=("test_acc", "size"))
+    return stats.dropna(subset=["x", "mean"])
+
+
+def _line_label(method: str, setting: str, several: bool, runs) -> str:
+    label = setting if several else method
+    seeds, diverged = runs.job_id.nunique(), runs[runs.status == DIVERGED].job_id.nunique()
+    if diverged:
+        label += " (diverged)" if diverged == seeds else f" (diverged {diverged}/{seeds} seeds)"
+    return label
+
+
+def _plot_setting(ax, runs, x: str, colour, style: str, label: str) -> None:
+    stats = _seed_stats(runs, x)
+    if stats.empty:
+        return
+    ax.plot(stats.x, stats["mean"], color=colour, linestyle=style, linewidth=1.6, label=label)
+    if (stats.n > 1).any():
+        ax.fill_between(stats.x, stats.low, stats.high, color=colour, alpha=0.18, linewidth=0)
+    for _, run in runs[runs.status == DIVERGED].groupby("job_id"):
+        last = run.sort_values("round").iloc[-1]
+        ax.plot([last[x]], [last.test_acc], marker="x", markersize=9, markeredgewidth=2, color=colour,
+                linestyle="none")
+
+
+def convergence_figure(rounds, title: str, colours: dict[str, tuple]):
+    """One entry's figure: three panels (accuracy against round, bytes, training time); a line
+    per setting (the method's name when it has one setting in the entry), coloured by method,
+    dashed/dotted for a method's further settings. `rounds` has rounds_frame's columns."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import EngFormatter
+
+    fig = Figure(figsize=(15, 4.8), layout="constrained")
+    axes = fig.subplots(1, len(X_AXES), sharey=True)
+    settings_of = rounds.groupby("method", sort=False).setting.unique()
+    for setting, runs in rounds.groupby("setting", sort=False):
+        method = runs.method.iloc[0]
+        position = list(settings_of[method]).index(setting)
+        style = ("-", "--", ":", "-.")[position % 4]
+        label = _line_label(method, setting, len(settings_of[method]) > 1, runs)
+        for ax, (x, _, _) in zip(axes, X_AXES):
+            _plot_setting(ax, runs, x, colours[method], style, label)
+    for ax, (x, xlabel, scale) in zip(axes, X_AXES):
+        ax.set_xlabel(xlabel)
+        ax.grid(True, alpha=0.3)
+        if not ax.lines:
+            ax.text(0.5, 0.5, f"no {x} recorded", transform=ax.transAxes, ha="center", va="center", color="grey")
+            continue
+        ax.set_xscale(scale)
+        if x == "bytes":
+            ax.xaxis.set_major_formatter(EngFormatter(unit="B"))
+    axes[0].set_ylabel(ACC_LABEL)
+    handles, labels = axes[0].get_legend_handles_labels()
+    handles.append(Patch(color="grey", alpha=0.3, label=BAND_LABEL))
+    if (rounds.status == DIVERGED).any():
+        handles.append(Line2D([], [], marker="x", markeredgewidth=2, color="grey", linestyle="none", label=DIVERGED_LABEL))
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), frameon=False)
+    fig.suptitle(f"{title}\nlines: mean over seeds at each evaluated round")
+    return fig
+
+
+def convergence_figures(frame, out_dir) -> list[Path]:
+    """A PNG per dataset entry of `frame` (rounds_frame's columns) under `out_dir`, named after the
+    entry; a method has the same colour in all of them. Entries without rounds get no file."""
+    out_dir = Path(out_dir)
+    frame = frame.dropna(subset=["test_acc"])
+    colours = method_colours(frame.method)
+    keys = ["entry_index", "entry"] if "entry_index" in frame else ["entry"]  # two entries may share a label
+    paths: list[Path] = []
+    for key, rounds in frame.groupby(keys, sort=False):
+        entry = key[-1] if isinstance(key, tuple) else key
+        name, n = file_slug(entry), 2
+        while out_dir / f"convergence-{name}.png" in paths:
+            name, n = f"{file_slug(entry)}-{n}", n + 1
+        fig = convergence_figure(rounds, f"{entry}: test accuracy", colours)
+        paths.append(save_figure(fig, out_dir / f"convergence-{name}.png"))
+    return paths
+
+
+def _shown_clients(sizes, limit: int):
+    """Client indices, largest first; more than `limit`: `limit` of them evenly spaced over that
+    order, so the sample spans small and large clients alike."""
+    import numpy as np
+
+    order = np.argsort(-sizes, kind="stable")
+    if len(order) <= limit:
+        return order
+    return order[np.linspace(0, len(order) - 1, limit).round().astype(int)]
+
+
+def label_distribution_figure(hist, title: str, max_clients: int = MAX_CLIENTS_SHOWN):
+    """Client sizes (top) and each client's class proportions (bottom: stacked bars, or a heat map
+    for more than MAX_CLASSES_STACKED classes), clients sorted by size; `hist` is clients × classes counts."""
+    import numpy as np
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure
+
+    hist = np.asarray(hist, dtype=float)
+    sizes = hist.sum(1)
+    shown = _shown_clients(sizes, max_clients)
+    props = hist[shown] / np.maximum(sizes[shown], 1)[:, None]
+    positions = np.arange(len(shown))
+    fig = Figure(figsize=(min(16, 5 + 0.12 * len(shown)), 6), layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(1, 2.2))
+    top.bar(positions, sizes[shown], width=0.85, color="grey")
+    top.set_ylabel("samples")
+    num_classes = hist.shape[1]
+    if num_classes <= MAX_CLASSES_STACKED:
+        palette = colormaps["tab20" if num_classes > 10 else "tab10"].colors
+        base = np.zeros(len(shown))
+        for c in range(num_classes):
+            bottom.bar(positions, props[:, c], bottom=base, width=0.85, color=palette[c], label=str(c))
+            base += props[:, c]
+        bottom.set_ylim(0, 1)
+        bottom.set_ylabel("class proportion")
+        bottom.legend(title="class", loc="upper left", bbox_to_anchor=(1.01, 1), ncol=1 if num_classes <= 10 else 2, fontsize="small")
+    else:
+        image = bottom.imshow(props.T, aspect="auto", interpolation="nearest", cmap="viridis", origin="lower",
+                              extent=(-0.5, len(shown) - 0.5, -0.5, num_classes - 0.5))
+        fig.colorbar(image, ax=bottom, label="share of the client's samples")
+        bottom.set_ylabel("class")
+    sample = "" if len(shown) == len(sizes) else (f"; {len(shown)} of {len(sizes)} clients shown, "
+                                                   "evenly spaced in size order")
+    bottom.set_xlabel(f"client, largest first (label = client index){sample}")
+    ticks = positions if len(shown) <= 40 else positions[:: max(1, len(shown) // 20)]
+    bottom.set_xticks(ticks, [str(shown[i]) for i in ticks], rotation=90 if len(shown) > 20 else 0, fontsize="small")
+    fig.suptitle(title)
+    return fig
+
+
+def split_figure(data, title: str, path) -> Path:
+    """`data`'s (FederatedData) label distribution per client as a PNG at `path`."""
+    from benchmark.report.splits import label_counts
+
+    return save_figure(label_distribution_figure(label_counts(data).numpy(), title), Path(path))
+
+
+def _rounds_frame(suite_name: str, jobs, results_dir):
+    """rounds_frame's columns from results/<suite>/<job>/metrics.jsonl (a stand-in until
+    report/frames.py lands): bytes = down + up so far; wall_s = `wall_s` where recorded, else
+    the seconds since the first record plus one mean round (the first round's own length)."""
+    import pandas as pd
+
+    from benchmark.run.results import JobDir
+
+    rows = []
+    for job in jobs:
+        jobdir = JobDir(results_dir, suite_name, job.id)
+        status = (jobdir.read_summary() or {}).get("status", "not run")
+        records = jobdir.read_metrics()
+        stamps = [r.get("time", float("nan")) for r in records]
+        spanned = records[-1]["round"] - records[0]["round"] if records else 0
+        per_round = (stamps[-1] - stamps[0]) / spanned if spanned else float("nan")
+        for rec, stamp in zip(records, stamps):
+            rows.append({"entry": job.dataset_label, "entry_index": job.dataset_index,
+                         "method": job.method_label.split("[")[0], "setting": job.setting_label, "seed": job.config.seed,
+                         "job_id": job.id, "status": status, "round": rec["round"], "test_acc": rec.get("test_acc"),
+                         "ema_acc": rec.get("ema_acc"), "bytes": rec.get("bytes_down", 0) + rec.get("bytes_up", 0),
+                         "wall_s": rec.get("wall_s", stamp - stamps[0] + per_round * records[0]["round"])})
+    return pd.DataFrame(rows)
+
+
+def report_figures(suite_name: str, jobs, results_dir) -> list[Path]:
+    """The convergence figures of `fedbench report` in results/<suite>/report/figures/ (the
+    FedAc-protocol jobs have their own figure)."""
+    from benchmark.report.fedac_figure import is_fedac_protocol
+
+    frame = _rounds_frame(suite_name, [j for j in jobs if not is_fedac_protocol(j)], results_dir)
+    if frame.empty:
+        return []
+    return convergence_figures(frame, Path(results_dir) / suite_name / "report" / "figures")
