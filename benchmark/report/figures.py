@@ -73,6 +73,25 @@ def _plot_setting(ax, runs, x: str, colour, style: str, label: str) -> None:
                 linestyle="none")
 
 
+def _bytes_ticks(ax, values) -> None:
+    """Log-axis ticks in B / kB / MB; within less than two decades also the 2× and 5× minor ticks
+    (else a short axis would carry one label or none)."""
+    import math
+
+    from matplotlib.ticker import EngFormatter, FuncFormatter, NullFormatter
+
+    eng = EngFormatter(unit="B")
+    ax.xaxis.set_major_formatter(eng)
+    positive = values[values > 0]
+    if len(positive) and math.log10(positive.max() / positive.min()) < 2:
+        def minor(value, _):
+            mantissa = value / 10 ** math.floor(math.log10(value))
+            return eng(value) if round(mantissa) in (2, 5) else ""
+        ax.xaxis.set_minor_formatter(FuncFormatter(minor))
+    else:
+        ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def convergence_figure(rounds, title: str, colours: dict[str, tuple]):
     """One entry's figure: three panels (accuracy against round, bytes, training time); a line
     per setting (the method's name when it has one setting in the entry), coloured by method,
@@ -80,7 +99,7 @@ def convergence_figure(rounds, title: str, colours: dict[str, tuple]):
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
-    from matplotlib.ticker import EngFormatter
+    from matplotlib.ticker import MaxNLocator
 
     fig = Figure(figsize=(15, 4.8), layout="constrained")
     axes = fig.subplots(1, len(X_AXES), sharey=True)
@@ -99,15 +118,17 @@ def convergence_figure(rounds, title: str, colours: dict[str, tuple]):
             ax.text(0.5, 0.5, f"no {x} recorded", transform=ax.transAxes, ha="center", va="center", color="grey")
             continue
         ax.set_xscale(scale)
+        if x == "round":
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         if x == "bytes":
-            ax.xaxis.set_major_formatter(EngFormatter(unit="B"))
+            _bytes_ticks(ax, rounds.bytes)
     axes[0].set_ylabel(ACC_LABEL)
     handles, labels = axes[0].get_legend_handles_labels()
     handles.append(Patch(color="grey", alpha=0.3, label=BAND_LABEL))
     if (rounds.status == DIVERGED).any():
         handles.append(Line2D([], [], marker="x", markeredgewidth=2, color="grey", linestyle="none", label=DIVERGED_LABEL))
     fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), frameon=False)
-    fig.suptitle(f"{title}\nlines: mean over seeds at each evaluated round")
+    fig.suptitle(f"{title}\nlines: mean over the seeds that reached each evaluated round")
     return fig
 
 
@@ -167,9 +188,12 @@ def label_distribution_figure(hist, title: str, max_clients: int = MAX_CLIENTS_S
         bottom.set_ylabel("class proportion")
         bottom.legend(title="class", loc="upper left", bbox_to_anchor=(1.01, 1), ncol=1 if num_classes <= 10 else 2, fontsize="small")
     else:
+        # colour range to the 99th percentile: a few tiny clients with one or two labels would wash out the rest
+        top_share = float(np.quantile(props, 0.99)) or 1.0
         image = bottom.imshow(props.T, aspect="auto", interpolation="nearest", cmap="viridis", origin="lower",
-                              extent=(-0.5, len(shown) - 0.5, -0.5, num_classes - 0.5))
-        fig.colorbar(image, ax=bottom, label="share of the client's samples")
+                              vmin=0, vmax=top_share, extent=(-0.5, len(shown) - 0.5, -0.5, num_classes - 0.5))
+        fig.colorbar(image, ax=bottom, location="bottom", shrink=0.5, aspect=40, extend="max" if props.max() > top_share
+                     else "neither", label="share of the client's samples (colour saturates at the 99th percentile)")
         bottom.set_ylabel("class")
     sample = "" if len(shown) == len(sizes) else (f"; {len(shown)} of {len(sizes)} clients shown, "
                                                    "evenly spaced in size order")
