@@ -110,11 +110,15 @@ def test_plan_splits_figures_writes_a_png_per_split(tmp_path, capsys):
     assert "use it with --splits" in capsys.readouterr().err
 
 
-def test_report_writes_convergence_figures(tmp_path, capsys):
-    suite = write_suite(tmp_path, tiny_suite(methods=["fedavg", "fedacg"]))
-    results = tmp_path / "results"
+def test_report_writes_a_convergence_figure_per_entry_into_the_html(tmp_path, capsys):
+    raw = tiny_suite(methods=["fedavg", "fedacg"])
+    raw["datasets"].append({**raw["datasets"][0], "split": {"kind": "dirichlet", "alpha": 0.5}})  # same label
+    suite, results = write_suite(tmp_path, raw), tmp_path / "results"
     assert main(["run", str(suite), "--results-dir", str(results), "--no-tracking", "-q"]) == 0
     capsys.readouterr()
-    assert main(["report", str(suite), "--results-dir", str(results)]) == 0
+    assert main(["report", str(suite), "--results-dir", str(results), "--no-tracking"]) == 0
     printed = re.findall(r"figure: (\S+)", capsys.readouterr().out)
-    assert printed == [str(results / "tiny" / "report" / "figures" / "convergence-synthetic.png")]
+    figures = results / "tiny" / "report" / "figures"
+    assert printed == [str(figures / "convergence-synthetic.png"), str(figures / "convergence-synthetic-2.png")]
+    html = (results / "tiny" / "report" / "report.html").read_text()
+    assert html.count("<figcaption>synthetic: test accuracy against round, bytes communicated") == 2

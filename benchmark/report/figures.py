@@ -135,19 +135,25 @@ def convergence_figure(rounds, title: str, colours: dict[str, tuple]):
 def convergence_figures(frame, out_dir) -> list[Path]:
     """A PNG per dataset entry of `frame` (rounds_frame's columns) under `out_dir`, named after the
     entry; a method has the same colour in all of them. Entries without rounds get no file."""
+    return [path for _, path in _write_convergence(frame, out_dir)]
+
+
+def _write_convergence(frame, out_dir) -> list[tuple[str, Path]]:
+    """(entry, PNG path) per entry of `frame`; an optional `entry_index` column keeps apart two
+    entries that share a label."""
     out_dir = Path(out_dir)
     frame = frame.dropna(subset=["test_acc"])
     colours = method_colours(frame.method)
     keys = ["entry_index", "entry"] if "entry_index" in frame else ["entry"]  # two entries may share a label
-    paths: list[Path] = []
+    written: list[tuple[str, Path]] = []
     for key, rounds in frame.groupby(keys, sort=False):
         entry = key[-1] if isinstance(key, tuple) else key
-        name, n = file_slug(entry), 2
-        while out_dir / f"convergence-{name}.png" in paths:
-            name, n = f"{file_slug(entry)}-{n}", n + 1
-        fig = convergence_figure(rounds, f"{entry}: test accuracy", colours)
-        paths.append(save_figure(fig, out_dir / f"convergence-{name}.png"))
-    return paths
+        path, n = out_dir / f"convergence-{file_slug(entry)}.png", 1
+        while path in (p for _, p in written):
+            n += 1
+            path = out_dir / f"convergence-{file_slug(entry)}-{n}.png"
+        written.append((entry, save_figure(convergence_figure(rounds, f"{entry}: test accuracy", colours), path)))
+    return written
 
 
 def _shown_clients(sizes, limit: int):
@@ -211,37 +217,17 @@ def split_figure(data, title: str, path) -> Path:
     return save_figure(label_distribution_figure(label_counts(data).numpy(), title), Path(path))
 
 
-def _rounds_frame(suite_name: str, jobs, results_dir):
-    """rounds_frame's columns from results/<suite>/<job>/metrics.jsonl (a stand-in until
-    report/frames.py lands): bytes = down + up so far; wall_s = `wall_s` where recorded, else
-    the seconds since the first record plus one mean round (the first round's own length)."""
-    import pandas as pd
-
-    from benchmark.run.results import JobDir
-
-    rows = []
-    for job in jobs:
-        jobdir = JobDir(results_dir, suite_name, job.id)
-        status = (jobdir.read_summary() or {}).get("status", "not run")
-        records = jobdir.read_metrics()
-        stamps = [r.get("time", float("nan")) for r in records]
-        spanned = records[-1]["round"] - records[0]["round"] if records else 0
-        per_round = (stamps[-1] - stamps[0]) / spanned if spanned else float("nan")
-        for rec, stamp in zip(records, stamps):
-            rows.append({"entry": job.dataset_label, "entry_index": job.dataset_index,
-                         "method": job.method_label.split("[")[0], "setting": job.setting_label, "seed": job.config.seed,
-                         "job_id": job.id, "status": status, "round": rec["round"], "test_acc": rec.get("test_acc"),
-                         "ema_acc": rec.get("ema_acc"), "bytes": rec.get("bytes_down", 0) + rec.get("bytes_up", 0),
-                         "wall_s": rec.get("wall_s", stamp - stamps[0] + per_round * records[0]["round"])})
-    return pd.DataFrame(rows)
-
-
-def report_figures(suite_name: str, jobs, results_dir) -> list[Path]:
-    """The convergence figures of `fedbench report` in results/<suite>/report/figures/ (the
-    FedAc-protocol jobs have their own figure)."""
+def report_figures(suite, jobs, results_dir) -> list:
+    """The convergence figures of `fedbench report` in results/<suite>/report/figures/, as the
+    report's Figure entries (the FedAc-protocol jobs have their own figure)."""
     from benchmark.report.fedac_figure import is_fedac_protocol
+    from benchmark.report.frames import rounds_frame
+    from benchmark.report.report_files import Figure
 
-    frame = _rounds_frame(suite_name, [j for j in jobs if not is_fedac_protocol(j)], results_dir)
-    if frame.empty:
-        return []
-    return convergence_figures(frame, Path(results_dir) / suite_name / "report" / "figures")
+    jobs = [j for j in jobs if not is_fedac_protocol(j)]
+    frame = rounds_frame(suite, jobs, results_dir)
+    frame["entry_index"] = frame.job_id.map({j.id: j.dataset_index for j in jobs})
+    out_dir = Path(results_dir) / suite.name / "report" / "figures"
+    return [Figure(f"{entry}: test accuracy against round, bytes communicated and training time "
+                   f"(line: mean over seeds; band: min–max over seeds; ×: a diverged run's last finite round)", path)
+            for entry, path in _write_convergence(frame, out_dir)]
