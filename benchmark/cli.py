@@ -182,12 +182,17 @@ def open_tracker(suite_name: str, uri: str | None, results_dir: Path, suite_file
 @click.argument("suite_file", type=click.Path(path_type=Path))
 @click.option("--splits", is_flag=True, help="also load the data and print each split's client sizes and label histograms")
 @click.option("--max-clients", type=int, default=20, show_default=True, help="with --splits: clients listed per split")
+@click.option("--figures", "figures_dir", type=click.Path(path_type=Path), default=None,
+              help="with --splits: also write each split's label distribution per client as a PNG into this folder")
 @click.option("--audit", "audit_only", is_flag=True,
               help="instead of the job table: each setting the paper states vs the value the suite runs, and the "
                    "settings chosen where the paper is silent; exit 1 on a mismatch")
 @job_options
-def plan(suite_file: Path, splits: bool, max_clients: int, audit_only: bool, only, sets, seeds, rounds) -> None:
+def plan(suite_file: Path, splits: bool, max_clients: int, figures_dir, audit_only: bool, only, sets, seeds,
+         rounds) -> None:
     """Print the expanded job table without running anything."""
+    if figures_dir and not splits:
+        raise UserError("--figures writes the split figures: use it with --splits")
     suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
     if audit_only:
         _print_audit(suite, jobs)
@@ -197,6 +202,11 @@ def plan(suite_file: Path, splits: bool, max_clients: int, audit_only: bool, onl
 
         for table in split_tables(jobs, max_clients):
             out.print(table)
+        if figures_dir:
+            from benchmark.report.splits import split_figures
+
+            for path in split_figures(jobs, figures_dir):
+                out.print(f"split figure: {path}", markup=False)
     table = Table(title=escape(f"{suite.name}: {len(jobs)} jobs"))
     for col in ("id", "dataset", "split", "clients", "part.", "rounds", "method", "key hyper-parameters", "seed"):
         table.add_column(col, no_wrap=col in ("id", "method"))
@@ -245,6 +255,7 @@ def report(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool,
     """Print measured vs paper numbers from the results already on disk (never reruns) and write
     results/<suite>/report/: report.md, report.html, tables/*.csv and *.tex, runs.csv."""
     from benchmark.report.fedac_figure import FIGURE_NAME
+    from benchmark.report.figures import report_figures
     from benchmark.report.report_files import Figure, write_report
     from benchmark.run.results import JobDir
 
@@ -253,12 +264,17 @@ def report(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool,
     if not summaries:
         raise UserError(f"no results for suite {suite.name!r} under {results_dir}; run `fedbench run {suite_file}` first")
     _print_results(suite, jobs, summaries, results_dir)
+    convergence = report_figures(suite, jobs, results_dir)
     figures = [Figure("FedAc protocol: best F(w) − F* over η against the number of workers M",
-                      results_dir / suite.name / FIGURE_NAME)]
+                      results_dir / suite.name / FIGURE_NAME), *convergence]
     files = write_report(suite, jobs, summaries, results_dir, figures)
+    for figure in convergence:
+        out.print(f"figure: {figure.path}", markup=False)
     out.print(f"report: {files[-1]} and {files[-2].name}, tables in {files[-1].parent / 'tables'}", markup=False)
     if not no_tracking:
-        _attach_report(suite.name, [files[-1].parent] + [f.path for f in figures if f.path.exists()], tracking_uri)
+        folder = files[-1].parent  # the convergence figures lie inside it
+        _attach_report(suite.name, [folder] + [f.path for f in figures if f.path.exists() and folder not in f.path.parents],
+                       tracking_uri)
 
 
 def _attach_report(suite_name: str, files: list[Path], uri: str | None) -> None:
