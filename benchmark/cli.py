@@ -71,7 +71,7 @@ def _print_results(suite, jobs, summaries: dict, results_dir: Path) -> None:
     from benchmark.report.table import result_tables
 
     rest = fedac_report(out, suite.name, jobs, summaries, results_dir)
-    for table in result_tables(suite, rest, summaries):
+    for table in result_tables(suite, rest, summaries, results_dir):
         out.print(table)
 
 
@@ -237,9 +237,15 @@ def _print_audit(suite, jobs) -> None:
 @cli.command()
 @click.argument("suite_file", type=click.Path(path_type=Path))
 @click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@click.option("--tracking-uri", default=None, help="MLflow store whose suite run gets the report files "
+              "(default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)")
+@click.option("--no-tracking", is_flag=True, help="do not attach the report files to the suite's MLflow run")
 @job_options
-def report(suite_file: Path, results_dir: Path, only, sets, seeds, rounds) -> None:
-    """Print measured vs paper numbers from the results already on disk (never reruns)."""
+def report(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, only, sets, seeds, rounds) -> None:
+    """Print measured vs paper numbers from the results already on disk (never reruns) and write
+    results/<suite>/report/: report.md, report.html, tables/*.csv and *.tex, runs.csv."""
+    from benchmark.report.fedac_figure import FIGURE_NAME
+    from benchmark.report.report_files import Figure, write_report
     from benchmark.run.results import JobDir
 
     suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
@@ -247,6 +253,28 @@ def report(suite_file: Path, results_dir: Path, only, sets, seeds, rounds) -> No
     if not summaries:
         raise UserError(f"no results for suite {suite.name!r} under {results_dir}; run `fedbench run {suite_file}` first")
     _print_results(suite, jobs, summaries, results_dir)
+    figures = [Figure("FedAc protocol: best F(w) − F* over η against the number of workers M",
+                      results_dir / suite.name / FIGURE_NAME)]
+    files = write_report(suite, jobs, summaries, results_dir, figures)
+    out.print(f"report: {files[-1]} and {files[-2].name}, tables in {files[-1].parent / 'tables'}", markup=False)
+    if not no_tracking:
+        _attach_report(suite.name, [files[-1].parent] + [f.path for f in figures if f.path.exists()], tracking_uri)
+
+
+def _attach_report(suite_name: str, files: list[Path], uri: str | None) -> None:
+    """The report files on the suite's MLflow parent run; a store without that run, or one that
+    cannot be opened, is a note: the files on disk are the report."""
+    from benchmark.run.tracking import attach_to_suite_run
+
+    try:
+        attached = attach_to_suite_run(suite_name, files, uri)
+    except Exception as err:
+        first = (str(err).splitlines() or [""])[0][:160]
+        err_console.print(f"note: report not attached to MLflow ({type(err).__name__}: {first})", markup=False)
+        return
+    if not attached:
+        err_console.print(f"note: no MLflow run of suite {suite_name!r} to attach the report to (--no-tracking "
+                          "skips this)", markup=False)
 
 
 @cli.command()

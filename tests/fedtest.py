@@ -42,8 +42,8 @@ def tiny_suite(**overrides) -> dict:
 
 
 def measured(records: list[dict]) -> list[dict]:
-    """Metric records without their wall-clock `time` (what two equal runs must agree on)."""
-    return [{k: v for k, v in r.items() if k != "time"} for r in records]
+    """Metric records without their wall-clock `time` and `wall_s` (what two equal runs must agree on)."""
+    return [{k: v for k, v in r.items() if k not in ("time", "wall_s")} for r in records]
 
 
 def job_config(method="fedavg", **settings):

@@ -20,7 +20,7 @@ def test_run_then_report_show_paper_beside_measured(tmp_path, capsys):
     results = str(tmp_path / "results")
     assert main(["run", str(path), "--no-tracking", "--results-dir", results]) == 0
     first = capsys.readouterr().out
-    assert "acc@4 (paper)" in first and "12.50" in first and "finished" in first
+    assert "(paper 12.50, Δ" in first and "acc@4 (EMA, %)" in first and "finished" in first
     assert main(["report", str(path), "--results-dir", results]) == 0
     assert "12.50" in capsys.readouterr().out
 

@@ -58,6 +58,13 @@ def test_report_prints_the_table_and_writes_the_figure(tmp_path):
     assert "6 runs, 1 excluded from the choice of η (1 diverged)" in result.output
     png = tmp_path / "results" / "fedac-batched" / FIGURE_NAME
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = tmp_path / "results" / "fedac-batched" / "report"
+    csv = (report / "tables" / "fedac_K3.csv").read_text()
+    assert "FedAc-I,1.00e-03 (0.2)," in csv and "MB-SGD,8.00e-03 (0.2) x1," in csv
+    assert r"\textbf{1.00e-03 (0.2)}" in (report / "tables" / "fedac_K3.tex").read_text()  # lowest F − F*
+    html = (report / "report.html").read_text()
+    assert "K = 3: best final F(w) − F* over η" in html and "data:image/png;base64," in html
+    assert "6 runs, 1 excluded from the choice of η (1 diverged)" in (report / "report.md").read_text()
 
 
 def test_committed_small_suite_matches_its_generator():

@@ -36,6 +36,7 @@ class Cell:
     lrs: list[float] = field(default_factory=list)
     subopt: dict[float, float] = field(default_factory=dict)  # η -> final F − F* (finished, finite)
     lost: dict[float, str] = field(default_factory=dict)  # η -> diverged / failed / not run
+    jobs: dict[float, str] = field(default_factory=dict)  # η -> job id
 
     @property
     def best(self) -> tuple[float, float] | None:
@@ -70,6 +71,7 @@ def collect(jobs: list[Job], summaries: dict[str, dict]) -> dict[tuple[str, int,
         cell = cells[job.method_label, c.num_clients, c.local.steps]
         lr = c.local.lr
         cell.lrs.append(lr)
+        cell.jobs[lr] = job.id
         value, fate = _fate(summaries.get(job.id))
         if value is None:
             cell.lost[lr] = fate
@@ -82,22 +84,42 @@ def _intervals(cells) -> list[int]:
     return sorted({k for _, _, k in cells})
 
 
-def fedac_tables(cells: dict[tuple[str, int, int], Cell]) -> list[Table]:
-    """One table per K: a row per method, a column per M, each cell 'F − F* (η)'."""
+def fedac_entry_tables(cells: dict[tuple[str, int, int], Cell]) -> list:
+    """One report table per K: a row per method, a column per M, each cell 'F − F* (η)' traced
+    to the job of that η (to every job of the cell when none has a number); lowest per M marked."""
+    from benchmark.report.entry_tables import Cell as TableCell, Column, EntryTable, Row, mark_best
+
     tables = []
     methods = list(dict.fromkeys(m for m, _, _ in cells))
     for k in _intervals(cells):
         workers = sorted({m for (_, m, kk) in cells if kk == k})
-        table = Table(title=f"K = {k}: best final F(w) − F* over η (that η)")
-        table.add_column("method")
-        for m in workers:
-            table.add_column(f"M={m}", justify="right")
+        columns = [Column(f"M={m}", f"M={m}", False, "subopt") for m in workers]
+        rows = []
         for method in methods:
-            row = [method]
+            row_cells = {}
             for m in workers:
                 cell = cells.get((method, m, k))
-                row.append(_cell_text(cell))
-            table.add_row(*row)
+                best = cell.best if cell else None
+                ids = [cell.jobs[best[0]]] if best else list(cell.jobs.values()) if cell else []
+                row_cells[f"M={m}"] = TableCell(_cell_text(cell), best[1] if best else None, job_ids=ids)
+            row_ids = [i for c in row_cells.values() for i in c.job_ids]
+            rows.append(Row(method, method, "", "", "", row_ids, [], row_cells))
+        mark_best(columns, rows)
+        tables.append(EntryTable(f"K={k}", f"fedac_K{k}", f"K = {k}: best final F(w) − F* over η (that η)",
+                                 columns, rows, kind="fedac"))
+    return tables
+
+
+def fedac_tables(cells: dict[tuple[str, int, int], Cell]) -> list[Table]:
+    """The report tables for the terminal."""
+    tables = []
+    for t in fedac_entry_tables(cells):
+        table = Table(title=t.title)
+        table.add_column("method")
+        for col in t.columns:
+            table.add_column(col.header, justify="right")
+        for row in t.rows:
+            table.add_row(row.method, *(row.cells[c.key].text for c in t.columns))
         tables.append(table)
     return tables
 

@@ -117,9 +117,13 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
         tracker.log_records(pending)
         pending.clear()
 
+    # training seconds so far, carried across resumes (the report's accuracy-vs-time axis)
+    trained_before, trained_since = (records[-1].get("wall_s", 0.0) if records else 0.0), time.monotonic()
+
     def eval_cb(rec: dict) -> None:
         heartbeat.beat(rec["round"], rec)
         rec["time"] = round(time.time(), 3)  # when it was measured: MLflow plots against it
+        rec.setdefault("wall_s", round(trained_before + time.monotonic() - trained_since, 3))  # a replay has its own
         records.append(rec)
         pending.append(rec)
         if len(pending) >= FLUSH_EVERY:

@@ -304,8 +304,9 @@ class MlflowTracker(NullTracker):
 
 
 def attach_to_suite_run(suite_name: str, files: list[Path], uri: str | None = None, artifact_path: str = "report") -> bool:
-    """Attach files (a report's tables and figures) to the suite's parent run; False when
-    the store has no run of this suite (nothing to attach to: the files stay where they are)."""
+    """Attach files and folders (a report's, with its tables and figures) under `artifact_path`
+    to the suite's parent run; False when the store has no run of this suite (nothing to attach
+    to: the files stay where they are)."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI)
@@ -315,5 +316,8 @@ def attach_to_suite_run(suite_name: str, files: list[Path], uri: str | None = No
     if not runs:
         return False
     for f in files:
-        client.log_artifact(runs[0].info.run_id, str(f), artifact_path)
+        if Path(f).is_dir():  # its content, sub-folders kept
+            client.log_artifacts(runs[0].info.run_id, str(f), artifact_path)
+        else:
+            client.log_artifact(runs[0].info.run_id, str(f), artifact_path)
     return True

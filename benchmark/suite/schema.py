@@ -6,9 +6,9 @@ into the job id, so anything that changes the trajectory changes the id.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from benchmark.metrics import parse_metric
 
@@ -149,12 +149,13 @@ class Reference(Strict):
         return next((c.reason for c in self.contradicted if c.row == row and c.metric == metric), None)
 
 
-class Settings(Strict):
-    """Everything a job needs besides its dataset and method; `defaults:` of a suite."""
+class JobSettings(Strict):
+    """Every setting of a job besides its dataset, method and seed, declared once: `defaults:` of a
+    suite (Settings), a dataset entry's overrides (DatasetEntry, every field optional) and a
+    resolved job (JobConfig) are all built from it."""
 
     rounds: int = Field(100, ge=1)
     eval_every: int = Field(1, ge=1)
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     num_clients: int = Field(100, ge=1)
     participation: Participation = Field(default_factory=Participation)
     local: LocalTraining = Field(default_factory=LocalTraining)
@@ -174,14 +175,22 @@ class Settings(Strict):
     vmap_chunk: int | None = Field(
         None, ge=1, description="execution: vectorised trains at most this many clients per vmap call (bounds memory); None: all"
     )
+    # left out of the dump (so of the job id) when off: existing jobs keep their ids
     suboptimality: bool = Field(
-        False, description="convex jobs (logistic model): record subopt = F(w) − F* of the evaluated model each eval"
+        False, exclude_if=lambda on: not on,
+        description="convex jobs (logistic model): record subopt = F(w) − F* of the evaluated model each eval",
     )
 
     @field_validator("metrics")
     @classmethod
     def _metric_names(cls, v):
         return Reference._metric_names(v)
+
+
+class Settings(JobSettings):
+    """`defaults:` of a suite: the job settings plus the seeds to run each job with."""
+
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
 
 
 SETTINGS_FIELDS = set(Settings.model_fields)
@@ -200,22 +209,17 @@ class DatasetEntry(Strict):
         description="per method label (as in `methods:`): `local:` settings and `server:`/`client:` parameters "
         "for this dataset entry only (a paper table that trains its methods differently)",
     )
-    # any Settings field may be overridden per dataset (merged over `defaults:`)
-    rounds: int | None = None
-    eval_every: int | None = None
-    seeds: list[int] | None = None
-    num_clients: int | None = None
-    participation: dict[str, Any] | None = None
-    local: dict[str, Any] | None = None
-    model: dict[str, Any] | None = None
-    metrics: list[str] | None = None
-    precision: str | None = None
-    checkpoint_every: int | None = None
-    checkpoint_minutes: float | None = None
-    execution: str | None = None
-    client_state: str | None = None
-    vmap_chunk: int | None = None
-    suboptimality: bool | None = None
+    # and every Settings field, optional, merged over `defaults:` (added below)
+
+
+def _override(annotation):
+    """A dataset entry's form of a setting: optional; nested settings are partial mappings (merged)."""
+    nested = any(isinstance(a, type) and issubclass(a, BaseModel) for a in (annotation, *get_args(annotation)))
+    return (dict[str, Any] | None if nested else annotation | None, None)
+
+
+DatasetEntry = create_model("DatasetEntry", __base__=DatasetEntry, __doc__=DatasetEntry.__doc__,
+                            **{name: _override(f.annotation) for name, f in Settings.model_fields.items()})
 
 
 class Suite(Strict):
@@ -234,25 +238,9 @@ class Suite(Strict):
         return v
 
 
-class JobConfig(Strict):
+class JobConfig(JobSettings):
     """One resolved job. `label`, `reference` and execution fields are not part of the id."""
 
     dataset: DatasetEntry
     method: dict[str, Any]
     seed: int
-    # the bounds of Settings again: command-line overrides are validated here
-    rounds: int = Field(ge=1)
-    eval_every: int = Field(ge=1)
-    num_clients: int = Field(ge=1)
-    participation: Participation
-    local: LocalTraining
-    model: ModelConfig
-    metrics: list[str]
-    precision: Literal["fp32", "bf16", "fp16"]
-    checkpoint_every: int = Field(ge=0)
-    checkpoint_minutes: float = Field(5.0, ge=0)
-    execution: Literal["sequential", "vectorised"] = "sequential"
-    client_state: Literal["memory", "memmap"] = "memory"
-    vmap_chunk: int | None = Field(None, ge=1)
-    # left out of the dump (so of the job id) when off: existing jobs keep their ids
-    suboptimality: bool = Field(False, exclude_if=lambda on: not on)

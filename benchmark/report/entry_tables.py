@@ -1,0 +1,306 @@
+"""The report's tables, as data: per dataset entry a row per method (its grid collapsed to the
+best setting) and, where a method has several settings, a sensitivity table with a row per
+setting. Each cell is mean ± std over the finished seeds (n in the row), the paper's number and
+Δ beside it where the suite carries one, and the best of each column marked. Rows remember
+their job ids, so every cell can be traced to the jobs behind it.
+
+Only finished jobs give numbers (run/status.py); diverged, failed, stopped, running and not-run
+jobs are counted and shown as such, never averaged in.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from benchmark.metrics import parse_metric
+from benchmark.run.status import FINISHED
+
+NOT_RUN_TEXT = "— not run"
+
+
+@dataclass
+class Column:
+    key: str  # a jobs_frame column (acc@60, final_ema_acc, bytes_to@70, wall_s, ...)
+    header: str
+    higher_is_better: bool
+    unit: str = ""  # "rounds", "MB", "s", "acc", "subopt": how values are printed
+
+
+@dataclass
+class Cell:
+    text: str  # plain text: "81.75 ± 0.40 (paper 82.30, Δ −0.55)", "diverged (3/3)", ...
+    value: float | None = None  # the mean the best is chosen on (rounded as printed)
+    best: bool = False
+    job_ids: list[str] | None = None  # the jobs behind it, where not the whole row's
+
+
+@dataclass
+class Row:
+    method: str
+    setting: str  # the setting's label (method, its grid point and suite-grid settings)
+    settings: str  # only the grid / override settings ('' for none)
+    n: str  # finished seeds, "3" or "2/3"
+    status: str  # "finished" or e.g. "finished 2, diverged@37 1"
+    job_ids: list[str]
+    seeds: list[int]
+    cells: dict[str, Cell]
+    chosen: bool = False  # sensitivity tables: the setting the main table shows
+
+
+@dataclass
+class EntryTable:
+    entry: str
+    slug: str  # file-name-safe entry label
+    title: str
+    columns: list[Column]
+    rows: list[Row]
+    notes: list[str] = field(default_factory=list)
+    sensitivity: EntryTable | None = None
+    kind: str = "main"  # "main" (a row per method), "sensitivity" (a row per setting) or "fedac"
+
+    def labels(self, row: Row) -> dict[str, str]:
+        """The label columns of a row, before the metric columns."""
+        if self.kind == "fedac":
+            return {"method": row.method}
+        if self.kind == "sensitivity":
+            labels = {"setting": row.setting, "chosen": "✓" if row.chosen else ""}
+        else:
+            labels = {"method": row.method, **({"setting": row.settings} if any(r.settings for r in self.rows) else {})}
+        return {**labels, "n": row.n, "status": row.status}
+
+    def display(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(plain-text cells, best-of-column mask), a row per Row: label columns, then one per metric column."""
+        text, best = [], []
+        for r in self.rows:
+            labels = self.labels(r)
+            text.append({**labels, **{c.header: r.cells[c.key].text for c in self.columns}})
+            best.append({**dict.fromkeys(labels, False), **{c.header: r.cells[c.key].best for c in self.columns}})
+        return pd.DataFrame(text), pd.DataFrame(best)
+
+
+SELECTION_RULE = ("grids collapsed to the best setting per method: highest final test accuracy "
+                  "(EMA-smoothed, last round), mean over finished seeds; diverged, failed and unfinished jobs "
+                  "excluded (a setting with such a seed is chosen only if no setting has every seed finished); "
+                  "every setting is in the sensitivity table")
+SELECTION_RULE_CONVEX = SELECTION_RULE.replace("highest final test accuracy (EMA-smoothed, last round)",
+                                               "lowest final F(w) − F*")
+LEGEND = ("acc@R: test accuracy after round R smoothed by an exponential moving average over evaluated rounds, "
+          "a_s(t) = 0.9·a_s(t−1) + 0.1·a(t), a_s = a at the first evaluation (the FedACG/FedAGM papers' metric); "
+          "raw: the unsmoothed test accuracy. Rounds / MB to X%: the first round whose smoothed accuracy is ≥ X, "
+          "and the bytes sent down + up (all clients) until then; >R: not reached in R rounds. "
+          "Wall time: seconds per job (setup, training, evaluation). Cells: mean ± sample std over the finished "
+          "seeds, n = finished seeds / jobs; best per column in bold.")
+
+
+def _columns(metrics: list[str], rounds: int, target: float | None, convex: bool) -> list[Column]:
+    cols = []
+    for m in metrics:
+        kind, value = parse_metric(m)
+        if kind == "acc":
+            cols.append(Column(m, f"acc@{int(value)} (EMA, %)", True, "acc"))
+        elif kind == "acc_raw":
+            cols.append(Column(m, f"acc@{int(value)} (raw, %)", True, "acc"))
+        else:
+            x = f"{value:g}"
+            cols.append(Column(m, f"rounds to {x}% (EMA)", False, "rounds"))
+            cols.append(Column(f"bytes_to@{m.split('@')[1]}", f"MB to {x}% (EMA)", False, "MB"))
+    if target is not None:
+        cols.append(Column(f"bytes_to@{target:g}", f"MB to {target:g}% (EMA)", False, "MB"))
+    if f"acc@{rounds}" not in metrics:  # else that column is the final EMA accuracy already
+        cols.append(Column("final_ema_acc", f"final acc (EMA, %, round {rounds})", True, "acc"))
+    cols.append(Column("final_acc", f"final acc (raw, %, round {rounds})", True, "acc"))
+    if convex:
+        cols.append(Column("final_subopt", "final F(w) − F*", False, "subopt"))
+    cols.append(Column("wall_s", "wall time (s)", False, "s"))
+    return cols
+
+
+def _number(x: float, unit: str) -> str:
+    if unit == "rounds":
+        return f"{x:.0f}"
+    if unit == "MB":  # three significant digits, fixed-point
+        mb = x / 1e6
+        decimals = 0 if mb == 0 or abs(mb) >= 100 else 2 - math.floor(math.log10(abs(mb)))
+        return f"{mb:.{decimals}f}"
+    if unit == "subopt":
+        return f"{x:.3e}"
+    if unit == "s":
+        return f"{x:.1f}"
+    return f"{x:.2f}"
+
+
+def _mean_std(values: list[float], unit: str) -> tuple[str, float]:
+    """'mean ± std' (std with the mean's decimals) and the mean as printed (what `best` compares)."""
+    mean = sum(values) / len(values)
+    text = _number(mean, unit)
+    if len(values) > 1:
+        std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+        decimals = len(text.split(".")[1]) if "." in text and unit != "subopt" else 0
+        text += f" ± {std / 1e6:.{decimals}f}" if unit == "MB" else f" ± {_number(std, unit)}"
+    shown = float(_number(mean, unit)) * (1e6 if unit == "MB" else 1)
+    return text, shown
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _lost_text(statuses: list[str]) -> str:
+    """What became of jobs with no numbers: 'diverged (2/3), failed (1/3)', '— not run'."""
+    counts = pd.Series(statuses).value_counts()
+    if list(counts.index) == ["not run"]:
+        return NOT_RUN_TEXT
+    return ", ".join(f"{s} ({n}/{len(statuses)})" for s, n in counts.items())
+
+
+def _status_text(jobs: pd.DataFrame) -> str:
+    labels = [f"diverged@{int(r)}" if s == "diverged" and _is_number(r) else s
+              for s, r in zip(jobs.status, jobs.diverged_at_round)]
+    counts = pd.Series(labels).value_counts()
+    return ", ".join(s if n == len(labels) else f"{s} {n}" for s, n in counts.items())
+
+
+def _cell(col: Column, finished: pd.DataFrame, everything: pd.DataFrame) -> Cell:
+    if finished.empty:
+        return Cell(_lost_text(list(everything.status)))
+    raw = list(finished[col.key]) if col.key in finished else []
+    values = [float(v) for v in raw if _is_number(v)]
+    if not values:
+        if col.unit in ("rounds", "MB"):
+            return Cell(f">{int(everything['rounds'].iloc[0])}")
+        return Cell("-")
+    text, shown = _mean_std(values, col.unit)
+    if len(values) < len(finished):  # rounds/MB to a target some seeds never reached
+        text += f" ({len(values)}/{len(finished)} reached)"
+        return Cell(text)
+    return Cell(text, shown)
+
+
+def match_reference(labels: list[str], rows: dict) -> str | None:
+    """The reference row of the first of `labels` (most specific first: the setting, the method
+    with its grid point, the method) the reference has, exactly, else ignoring case."""
+    lowered = {k.lower(): k for k in rows}
+    return next((k for k in labels if k in rows), None) or next((lowered[k.lower()] for k in labels
+                                                                 if k.lower() in lowered), None)
+
+
+def _with_paper(cell: Cell, col: Column, ref, labels: list[str]) -> Cell:
+    """'measured (paper P, Δ D)' where the reference has this row and metric."""
+    if ref is None or col.key not in ref.metrics:
+        return cell
+    row = match_reference(labels, ref.rows)
+    paper = ref.rows[row][ref.metrics.index(col.key)] if row else None
+    if paper is None:
+        return cell
+    dagger = " †" if ref.is_contradicted(row, col.key) else ""
+    delta = f", Δ {cell.value - paper:+.2f}".replace("-", "−") if cell.value is not None and _is_number(paper) else ""
+    paper_text = _number(paper, col.unit) if _is_number(paper) else str(paper)
+    return Cell(f"{cell.text} (paper {paper_text}{dagger}{delta})", cell.value, cell.best)
+
+
+def mark_best(columns: list[Column], rows: list[Row]) -> None:
+    """Bold the best mean of each column, among the rows whose every job finished where there are
+    any (a mean over the one seed that did not diverge is no fair winner)."""
+    complete = [r for r in rows if "/" not in r.n] or rows
+    for col in columns:
+        values = [r.cells[col.key].value for r in complete if r.cells[col.key].value is not None]
+        if len(values) < 2:
+            continue
+        best = max(values) if col.higher_is_better else min(values)
+        for r in complete:
+            if r.cells[col.key].value == best:
+                r.cells[col.key].best = True
+
+
+def _row(setting_jobs: pd.DataFrame, columns: list[Column], ref) -> Row:
+    finished = setting_jobs[setting_jobs.status == FINISHED]
+    first = setting_jobs.iloc[0]
+    n = len(finished)
+    labels = [first.setting, first.method_label, first.method]
+    cells = {c.key: _with_paper(_cell(c, finished, setting_jobs), c, ref, labels) for c in columns}
+    return Row(first.method, first.setting, first.settings, str(n) if n == len(setting_jobs) else f"{n}/{len(setting_jobs)}",
+               _status_text(setting_jobs), list(setting_jobs.job_id), [int(s) for s in setting_jobs.seed], cells)
+
+
+def _selection_key(setting_jobs: pd.DataFrame, convex: bool) -> tuple | None:
+    finished = setting_jobs[setting_jobs.status == FINISHED]
+    key = "final_subopt" if convex else "final_ema_acc"
+    values = [float(v) for v in finished[key] if _is_number(v)]
+    if not values:
+        return None
+    mean = sum(values) / len(values)
+    return (len(finished) == len(setting_jobs), -mean if convex else mean)
+
+
+def best_settings(entry_jobs: pd.DataFrame, convex: bool) -> dict[str, str]:
+    """method -> its chosen setting (by SELECTION_RULE); the first setting when none has numbers."""
+    chosen = {}
+    for method, jobs in entry_jobs.groupby("method", sort=False):
+        keyed = [(_selection_key(g, convex), s) for s, g in jobs.groupby("setting", sort=False)]
+        ranked = [(k, s) for k, s in keyed if k is not None]
+        chosen[method] = max(ranked, key=lambda ks: ks[0])[1] if ranked else keyed[0][1]
+    return chosen
+
+
+def reach_target(entry_jobs: pd.DataFrame, rounds: pd.DataFrame, target: float) -> pd.Series:
+    """Per job: bytes sent until the first round whose EMA accuracy is ≥ target (NaN: never)."""
+    hits = rounds[rounds.ema_acc >= target].groupby("job_id")["bytes"].first()
+    return entry_jobs.job_id.map(hits)
+
+
+def _slug(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_") or "entry"
+
+
+def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFrame | None) -> list[EntryTable]:
+    """One EntryTable per dataset entry with jobs (and its sensitivity table where a grid has several
+    settings); without `rounds_df` no bytes-to-target column where the suite names no rounds_to@X."""
+    tables, slugs = [], set()
+    for index, entry in enumerate(suite.datasets):
+        entry_jobs = jobs_df[jobs_df.entry_index == index].copy()
+        if entry_jobs.empty:
+            continue
+        e_jobs = [j for j in jobs if j.dataset_index == index]
+        config = e_jobs[0].config
+        convex = any(j.config.suboptimality for j in e_jobs)
+        targets = [parse_metric(m)[1] for m in config.metrics if parse_metric(m)[0] == "rounds_to"]
+        target = None
+        notes = []
+        if not targets and not convex and rounds_df is not None:  # a target: the accuracy every method reached
+            finals = entry_jobs[entry_jobs.status == FINISHED].groupby("method")["final_ema_acc"].max()
+            if len(finals):
+                target = math.floor(finals.min())
+                entry_jobs[f"bytes_to@{target:g}"] = reach_target(entry_jobs, rounds_df, target)
+                notes.append(f"MB to {target:g}%: the suite names no rounds_to@X target; {target:g}% is the "
+                             "highest final EMA accuracy the weakest method reached (rounded down)")
+        columns = _columns(config.metrics, config.rounds, target, convex)
+        ref = entry.reference
+        rule = SELECTION_RULE_CONVEX if convex else SELECTION_RULE
+        chosen = best_settings(entry_jobs, convex)
+        main_rows = [_row(entry_jobs[entry_jobs.setting == s], columns, ref) for s in chosen.values()]
+        mark_best(columns, main_rows)
+        slug = _slug(entry.label or entry.name)
+        slug = slug if slug not in slugs else f"{slug}_{index}"
+        slugs.add(slug)
+        title = f"{entry.label or entry.name} ({entry.split.kind}, {config.num_clients} clients, {config.rounds} rounds)"
+        if ref:
+            title += f" — paper: {ref.source}"
+            if ref.contradicted:
+                notes.append("† paper cell its own numbers contradict (not a target): " + "; ".join(
+                    f"{c.row} {c.metric}: {c.reason}" for c in ref.contradicted))
+        table = EntryTable(entry.label or entry.name, slug, title, columns, main_rows, notes)
+        if entry_jobs.groupby("method").setting.nunique().max() > 1:
+            table.notes.insert(0, rule)
+            several = entry_jobs.groupby("method").setting.transform("nunique") > 1
+            rows = [_row(g, columns, ref) for _, g in entry_jobs[several].groupby("setting", sort=False)]
+            for r in rows:
+                r.chosen = r.setting in chosen.values()
+            mark_best(columns, rows)
+            table.sensitivity = EntryTable(table.entry, f"{slug}.sensitivity", f"{table.entry}: every setting of the grid",
+                                           columns, rows, [rule], kind="sensitivity")
+        tables.append(table)
+    return tables

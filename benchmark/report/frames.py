@@ -1,0 +1,122 @@
+"""A suite's results on disk as pandas DataFrames: the one place reports and figures read them.
+
+`jobs_frame`: one row per job (labels, status, seed, settings, summary numbers, every metric).
+`rounds_frame`: one row per evaluated round per job (accuracy, EMA accuracy, cumulative bytes
+and training seconds), with the job's labels and status beside each row.
+
+Status is the summary's (finished / diverged / failed / stopped, see run/status.py), else
+`running` while a live process holds the job's heartbeat, else `not run` (possibly with rounds
+from an interrupted run in metrics.jsonl).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from benchmark.suite.expand import Job
+
+RUNNING, NOT_RUN = "running", "not run"
+LABEL_COLUMNS = ["entry", "method", "setting", "seed", "job_id", "status"]
+ROUND_COLUMNS = [*LABEL_COLUMNS, "round", "test_acc", "ema_acc", "bytes", "wall_s", "subopt"]
+JOB_COLUMNS = [*LABEL_COLUMNS, "entry_index", "method_label", "settings", "rounds", "rounds_completed", "diverged_at_round",
+               "final_acc", "final_ema_acc", "final_subopt", "bytes", "wall_s", "error"]
+
+
+def method_name(job: Job) -> str:
+    """The method without its method-grid point: `FedACG[lam=0.8]` -> `FedACG` (what a grid collapses to)."""
+    return job.method_label.split("[")[0]
+
+
+def job_settings(job: Job) -> str:
+    """The method-grid and suite-grid / override settings of a job, `k=v` joined by spaces ('' for none)."""
+    return " ".join(f"{k}={v}" for k, v in {**job.grid_point, **job.suite_point}.items())
+
+
+def _labels(job: Job, status: str) -> dict:
+    return {"entry": job.dataset_label, "method": method_name(job), "setting": job.setting_label,
+            "seed": job.config.seed, "job_id": job.id, "status": status}
+
+
+def _status(summary: dict | None, jobdir, now: float) -> str:
+    from benchmark.run.heartbeat import is_alive, read_heartbeat
+
+    if summary and summary.get("status"):
+        return summary["status"]
+    heartbeat = read_heartbeat(jobdir.heartbeat)
+    return RUNNING if heartbeat and is_alive(heartbeat, now) else NOT_RUN
+
+
+def _wall_seconds(records: list[dict]) -> list[float]:
+    """Cumulative training seconds per record: `wall_s` where the runner wrote it; for records
+    without it, from the `time` stamps (the first round's length estimated as the mean of the
+    following ones); NaN when neither is there."""
+    if all("wall_s" in r for r in records):
+        return [float(r["wall_s"]) for r in records]
+    stamps = [r.get("time") for r in records]
+    if not records or any(t is None for t in stamps):
+        return [math.nan] * len(records)
+    rounds = [r["round"] for r in records]
+    per_round = (stamps[-1] - stamps[0]) / (rounds[-1] - rounds[0]) if len(records) > 1 else math.nan
+    return [t - stamps[0] + per_round * rounds[0] for t in stamps]
+
+
+def _summary_and_status(job: Job, results_root: Path, suite_name: str, now: float):
+    from benchmark.run.results import JobDir
+
+    jobdir = JobDir(results_root, suite_name, job.id)
+    summary = jobdir.read_summary()
+    return jobdir, summary, _status(summary, jobdir, now)
+
+
+def _total_bytes(d: dict) -> float:
+    """Bytes down + up of a record or summary; NaN when it has none."""
+    return d["bytes_down"] + d["bytes_up"] if "bytes_down" in d and "bytes_up" in d else math.nan
+
+
+def _suite_name(suite) -> str:
+    return suite if isinstance(suite, str) else suite.name
+
+
+def jobs_frame(suite, jobs: list[Job], results_root=None, summaries: dict[str, dict] | None = None) -> pd.DataFrame:
+    """One row per job of `suite` (its name or the Suite) under `results_root`: LABEL_COLUMNS,
+    the rest of JOB_COLUMNS, then a column per summary metric (acc@R, rounds_to@X, bytes_to@X, ...;
+    missing values NaN, a `rounds_to` never reached stays the string '>R'). `summaries` (job id ->
+    summary, what a run returned) instead of the files: a job without one is `not run`."""
+    now, rows = time.time(), []
+    for job in jobs:
+        if summaries is None:
+            _, summary, status = _summary_and_status(job, Path(results_root), _suite_name(suite), now)
+        else:
+            summary = summaries.get(job.id)
+            status = (summary or {}).get("status") or NOT_RUN
+        s = summary or {}
+        rows.append({**_labels(job, status), "entry_index": job.dataset_index, "method_label": job.method_label,
+                     "settings": job_settings(job),
+                     "rounds": job.config.rounds, "rounds_completed": s.get("rounds_completed"),
+                     "diverged_at_round": s.get("diverged_at_round"), "final_acc": s.get("final_acc"),
+                     "final_ema_acc": s.get("final_ema_acc"), "final_subopt": s.get("final_subopt"),
+                     "bytes": _total_bytes(s), "wall_s": s.get("wall_time_s"),
+                     "error": (str(s.get("error") or "").splitlines() or [None])[0], **s.get("metrics", {})})
+    frame = pd.DataFrame(rows)
+    metric_columns = [c for c in frame.columns if c not in JOB_COLUMNS]
+    return frame.reindex(columns=JOB_COLUMNS + metric_columns)
+
+
+def rounds_frame(suite, jobs: list[Job], results_root) -> pd.DataFrame:
+    """One row per evaluated round per job (ROUND_COLUMNS): `bytes` = bytes down + up so far,
+    `wall_s` = training seconds so far, `ema_acc` = the EMA-0.9 accuracy of acc@R. Jobs with no
+    rounds on disk have no rows; a job that diverged keeps its finite rounds."""
+    now, rows = time.time(), []
+    for job in jobs:
+        jobdir, _, status = _summary_and_status(job, Path(results_root), _suite_name(suite), now)
+        records = jobdir.read_metrics()
+        labels = _labels(job, status)
+        for rec, wall in zip(records, _wall_seconds(records)):
+            rows.append({**labels, "round": rec["round"], "test_acc": rec.get("test_acc"), "ema_acc": rec.get("ema_acc"),
+                         "bytes": _total_bytes(rec), "wall_s": wall,
+                         "subopt": rec.get("subopt")})
+    return pd.DataFrame(rows, columns=ROUND_COLUMNS)

@@ -1,0 +1,165 @@
+"""`fedbench report` files under results/<suite>/report/: report.md and a self-contained
+report.html (jinja2 templates over the same tables; figures embedded as base64 PNG), and per
+table tables/<name>.csv and .tex, plus runs.csv (one row per job)."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from benchmark.report.entry_tables import LEGEND, EntryTable, entry_tables
+from benchmark.report.frames import jobs_frame, rounds_frame
+from benchmark.run.results import atomic_write_bytes
+
+TEMPLATES = Path(__file__).parent / "templates"
+RUN_COLUMNS = ["job_id", "entry", "method", "setting", "settings", "seed", "status"]
+
+
+@dataclass
+class Figure:
+    title: str
+    path: Path
+
+    def data_uri(self) -> str:
+        return "data:image/png;base64," + base64.b64encode(self.path.read_bytes()).decode()
+
+
+def _md_escape(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def table_md(t: EntryTable) -> str:
+    """A Markdown table, the best of each column in bold, each row label with its footnote mark (footnotes_md)."""
+    text, best = t.display()
+    lines = ["| " + " | ".join(_md_escape(c) for c in text.columns) + " |", "|" + "---|" * len(text.columns)]
+    for i, (row, (_, cells), (_, marks)) in enumerate(zip(t.rows, text.iterrows(), best.iterrows()), 1):
+        shown = [f"**{_md_escape(v)}**" if marks[k] else _md_escape(v) for k, v in cells.items()]
+        shown[0] += f" [^{t.slug}-{i}]"
+        lines.append("| " + " | ".join(shown) + " |")
+    return "\n".join(lines)
+
+
+def footnotes_md(t: EntryTable) -> str:
+    return "\n".join(f"[^{t.slug}-{i}]: {row_jobs_text(row)}" for i, row in enumerate(t.rows, 1))
+
+
+def html_cells(t: EntryTable) -> tuple[list[str], list[list[dict]]]:
+    """Header and per row its cells for the HTML table: label cells (the first with the row's
+    footnote mark), metric cells with an anchor id, the best mark and their job ids."""
+    text, best = t.display()
+    rows = []
+    for i, row in enumerate(t.rows, 1):
+        labels = t.labels(row)
+        cells = [{"label": True, "text": text.iloc[i - 1][k], "note": "", "mark": ""} for k in labels]
+        cells[0].update(note=f"{t.slug}-{i}", mark=str(i))
+        for j, col in enumerate(t.columns):
+            cell = row.cells[col.key]
+            cells.append({"label": False, "text": cell.text, "best": cell.best, "id": f"{t.slug}-{i}-{j}",
+                          "jobs": ", ".join(cell.job_ids or row.job_ids)})
+        rows.append(cells)
+    return list(text.columns), rows
+
+
+def job_refs(row) -> list[tuple[str, str]]:
+    """(job id, ' (seed S)' or '') for each job behind a row."""
+    seeds = row.seeds or [None] * len(row.job_ids)
+    return [(j, "" if s is None else f" (seed {s})") for j, s in zip(row.job_ids, seeds)]
+
+
+def row_jobs_text(row) -> str:
+    return "jobs " + ", ".join(j + seed for j, seed in job_refs(row))
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+        "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "±": r"$\pm$", "Δ": r"$\Delta$",
+        "−": r"$-$", "—": "--", "†": r"$^\dagger$", "✓": r"$\checkmark$", "≥": r"$\geq$", "·": r"$\cdot$", "*": r"$^*$"}
+
+
+def tex_escape(text) -> str:
+    return "".join(_TEX.get(ch, ch) for ch in str(text))
+
+
+def table_tex(t: EntryTable) -> str:
+    """A booktabs LaTeX table (pandas Styler), the best of each column in bold."""
+    text, best = t.display()
+    styler = text.style.hide(axis="index").format(tex_escape).format_index(tex_escape, axis=1)
+    styler = styler.apply(lambda _: best.replace({True: "textbf:--rwrap;", False: ""}), axis=None)
+    return styler.to_latex(hrules=True, caption=tex_escape(t.title), column_format="l" * len(t.labels(t.rows[0])) + "r" * len(t.columns))
+
+
+def table_csv(t: EntryTable) -> str:
+    text, _ = t.display()
+    text["jobs"] = [" ".join(r.job_ids) for r in t.rows]
+    return text.to_csv(index=False)
+
+
+def _every_table(tables: list[EntryTable]) -> list[EntryTable]:
+    return [x for t in tables for x in (t, t.sensitivity) if x is not None]
+
+
+def _env():
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=jinja2.select_autoescape(["html"]),
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["md"] = _md_escape
+    env.globals.update(table_md=table_md, footnotes_md=footnotes_md, html_cells=html_cells, job_refs=job_refs)
+    return env
+
+
+def _run_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The HTML's table of every job: labels, status and the final numbers, as text."""
+    shown = runs[RUN_COLUMNS[:2] + ["setting", "seed", "status", "rounds_completed", "final_ema_acc", "final_acc",
+                                    "wall_s", "error"]]
+    return shown.map(lambda v: "" if v is None or (isinstance(v, float) and pd.isna(v))
+                     else f"{v:.2f}" if isinstance(v, float) else str(v))
+
+
+def status_counts(jobs_df: pd.DataFrame) -> str:
+    counts = jobs_df.status.value_counts()
+    return f"{len(jobs_df)} jobs: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+
+
+def build_tables(suite, jobs, summaries: dict, results_root: Path) -> tuple[list[EntryTable], list[EntryTable], str]:
+    """(entry tables, FedAc tables, FedAc note) for the suite's jobs."""
+    from benchmark.report.fedac_figure import collect, fedac_entry_tables, is_fedac_protocol, lost_summary
+
+    fedac_jobs = [j for j in jobs if is_fedac_protocol(j)]
+    rest = [j for j in jobs if j not in fedac_jobs]
+    cells = collect(fedac_jobs, summaries)
+    fedac, note = (fedac_entry_tables(cells), lost_summary(cells)) if cells else ([], "")
+    if not rest:
+        return [], fedac, note
+    return entry_tables(suite, rest, jobs_frame(suite, rest, results_root), rounds_frame(suite, rest, results_root)), fedac, note
+
+
+def write_report(suite, jobs, summaries: dict, results_root, figures: list[Figure] = ()) -> list[Path]:
+    """Write the report files for `jobs` of `suite` from the results under `results_root`; returns their paths."""
+    results_root = Path(results_root)
+    out = results_root / suite.name / "report"
+    tables, fedac, fedac_note = build_tables(suite, jobs, summaries, results_root)
+    runs = jobs_frame(suite, jobs, results_root)
+    written = []
+
+    def write(relative: str, text: str) -> None:
+        atomic_write_bytes(out / relative, text.encode())
+        written.append(out / relative)
+
+    write("runs.csv", runs[RUN_COLUMNS + [c for c in runs.columns if c not in RUN_COLUMNS]].to_csv(index=False))
+    for t in _every_table(tables) + fedac:
+        write(f"tables/{t.slug}.csv", table_csv(t))
+        write(f"tables/{t.slug}.tex", table_tex(t))
+    context = dict(suite=suite.name, description=suite.description, counts=status_counts(runs), legend=LEGEND,
+                   generated=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+                   results=str(results_root / suite.name), tables=tables, fedac=fedac, fedac_note=fedac_note,
+                   figures=[f for f in figures if f.path.exists()], run_table=_run_table(runs), out=out,
+                   relpath=os.path.relpath)
+    env = _env()
+    write("report.md", env.get_template("report.md.j2").render(**context))
+    write("report.html", env.get_template("report.html.j2").render(**context))
+    return written

@@ -1,0 +1,111 @@
+"""`fedbench report` files: tables with hand-computed cells (mean ± std, paper Δ, best marked, lost jobs,
+grid collapsed by the stated rule, sensitivity), Markdown / HTML / CSV / LaTeX / runs.csv."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from benchmark.cli import main
+from benchmark.report.entry_tables import SELECTION_RULE
+from benchmark.run.results import JobDir, atomic_write_json
+from benchmark.suite.expand import load_jobs
+from fedtest import tiny_suite, write_suite
+
+
+def _summary(final_ema: float, acc2: float, reached: int | None = None, status: str = "finished") -> dict:
+    return {"status": status, "rounds_completed": 4, "final_acc": final_ema + 1, "final_ema_acc": final_ema,
+            "bytes_down": 200, "bytes_up": 200, "wall_time_s": 2.0,
+            "metrics": {"acc@2": acc2, "rounds_to@30": reached or ">4", "bytes_to@30": reached and 100 * reached}}
+
+
+def _hand_made(tmp_path):
+    suite = tiny_suite(methods=["fedavg", "fedprox", {"preset": "fedacg", "grid": {"server.lam": [0.8, 0.9]}}])
+    suite["defaults"]["seeds"] = [0, 1]
+    suite["datasets"][0]["reference"] = {"source": "hand-made", "metrics": ["acc@2"],
+                                         "rows": {"FedAvg": [45.0], "FedACG[lam=0.9]": [50.0]}}
+    path = write_suite(tmp_path, suite)
+    s, jobs = load_jobs(path)
+    results = {("FedAvg", 0): _summary(50.0, 40.0, reached=3), ("FedAvg", 1): _summary(54.0, 44.0),
+               ("FedACG[lam=0.8]", 0): _summary(60.0, 48.0, reached=2),
+               ("FedACG[lam=0.8]", 1): {"status": "diverged", "diverged_at_round": 3, "metrics": {}},
+               ("FedACG[lam=0.9]", 0): _summary(55.0, 46.0, reached=2), ("FedACG[lam=0.9]", 1): _summary(57.0, 47.0, reached=2)}
+    for job in jobs:
+        if (summary := results.get((job.method_label, job.config.seed))):
+            atomic_write_json(JobDir(tmp_path / "results", "tiny", job.id).summary, summary)
+    return path, s, jobs
+
+
+def test_report_files_from_hand_made_results(tmp_path, capsys):
+    path, suite, jobs = _hand_made(tmp_path)
+    assert main(["report", str(path), "--results-dir", str(tmp_path / "results"), "--no-tracking"]) == 0
+    out = tmp_path / "results" / "tiny" / "report"
+    table = pd.read_csv(out / "tables" / "synthetic.csv", dtype=str, keep_default_na=False).set_index("method")
+    fedavg, fedacg, fedprox = table.loc["FedAvg"], table.loc["FedACG"], table.loc["FedProx"]
+    # 40, 44: mean 42, sample std 2.83; paper 45
+    assert fedavg["acc@2 (EMA, %)"] == "42.00 ± 2.83 (paper 45.00, Δ −3.00)"
+    assert fedavg["rounds to 30% (EMA)"] == "3 (1/2 reached)" and fedavg["n"] == "2"
+    # lam=0.8 has the higher mean (60) but a diverged seed: lam=0.9 (55, 57) is chosen
+    assert fedacg["setting"] == "server.lam=0.9" and fedacg["final acc (EMA, %, round 4)"] == "56.00 ± 1.41"
+    assert fedacg["acc@2 (EMA, %)"] == "46.50 ± 0.71 (paper 50.00, Δ −3.50)"
+    assert fedacg["MB to 30% (EMA)"] == "0.000200 ± 0.000000" and fedacg["rounds to 30% (EMA)"] == "2 ± 0"
+    assert fedprox["acc@2 (EMA, %)"] == "— not run" and fedprox["n"] == "0/2" and fedprox["status"] == "not run"
+    assert set(table.loc["FedAvg", "jobs"].split()) == {j.id for j in jobs if j.method_label == "FedAvg"}
+
+    sensitivity = pd.read_csv(out / "tables" / "synthetic.sensitivity.csv", dtype=str, keep_default_na=False)
+    lam8 = sensitivity.set_index("setting").loc["FedACG[lam=0.8]"]
+    assert (lam8["n"], lam8["status"], lam8["chosen"]) == ("1/2", "finished 1, diverged@3 1", "")
+    assert lam8["final acc (EMA, %, round 4)"] == "60.00"
+    assert list(sensitivity.chosen) == ["", "✓"]
+
+    md = (out / "report.md").read_text()
+    assert SELECTION_RULE in md and "[^synthetic-1]: jobs " in md and "(seed 1)" in md
+    assert "**46.50 ± 0.71 (paper 50.00, Δ −3.50)**" in md  # the best acc@2 of the main table
+    tex = (out / "tables" / "synthetic.tex").read_text()
+    assert r"\textbf{46.50 $\pm$ 0.71 (paper 50.00, $\Delta$ $-$3.50)}" in tex and r"\toprule" in tex
+    html = (out / "report.html").read_text()
+    assert '<td id="synthetic-3-0" class="best" title="jobs ' in html and 'id="job-' in html
+    runs = pd.read_csv(out / "runs.csv")
+    assert len(runs) == len(jobs) == 8 and set(runs.status.fillna("")) == {"finished", "diverged", "not run"}
+    assert "report.html" in capsys.readouterr().out
+    # the sensitivity table's best: among settings whose every seed finished (lam=0.8 lost one)
+    assert "| **56.00 ± 1.41** |" in md.split("### Sensitivity")[0] and "**60.00**" not in md
+
+
+def test_report_of_a_real_run_with_a_diverging_grid_point_attached_to_mlflow(tmp_path):
+    import mlflow
+
+    suite = tiny_suite(grid={"local.lr": [0.05, 1e4]})  # 1e4 without clipping: logits overflow in round 6
+    suite["defaults"].update(rounds=8, seeds=[0, 1])
+    suite["defaults"]["local"].update(clip_norm=None)
+    path = write_suite(tmp_path, suite)
+    results, uri = tmp_path / "results", f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert main(["run", str(path), "--results-dir", str(results), "--tracking-uri", uri, "-q"]) == 0
+    assert main(["report", str(path), "--results-dir", str(results), "--tracking-uri", uri]) == 0
+    out = results / "tiny" / "report"
+    table = pd.read_csv(out / "tables" / "synthetic.csv", dtype=str, keep_default_na=False).set_index("method")
+    assert list(table.setting) == ["local.lr=0.05", "local.lr=0.05"] and list(table.n) == ["2", "2"]
+    sensitivity = pd.read_csv(out / "tables" / "synthetic.sensitivity.csv", dtype=str, keep_default_na=False)
+    diverged = sensitivity[sensitivity.setting.str.contains("local.lr=10000")]
+    assert len(diverged) == 2 and set(diverged["acc@2 (EMA, %)"]) == {"diverged (2/2)"}
+    assert all(s.startswith("diverged@") for s in diverged.status)
+    runs = pd.read_csv(out / "runs.csv")
+    summaries = {j: JobDir(results, "tiny", j).read_summary() for j in runs.job_id}
+    assert all(runs.status == [summaries[j]["status"] for j in runs.job_id])
+    assert all(runs["final_acc"].fillna(-1) == [summaries[j]["final_acc"] or -1 for j in runs.job_id])
+
+    client = mlflow.tracking.MlflowClient(uri)
+    experiment = client.get_experiment_by_name("tiny").experiment_id
+    [parent] = client.search_runs([experiment], "tags.`fedbench.kind` = 'suite'")
+    attached = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
+    assert {"report/report.md", "report/report.html", "report/runs.csv", "report/tables"} <= attached
+    assert "report/tables/synthetic.tex" in {a.path for a in client.list_artifacts(parent.info.run_id, "report/tables")}
+
+
+def test_paper_rows_match_the_most_specific_label():
+    from benchmark.report.entry_tables import match_reference
+
+    rows = {"FedACG[lam=0.8]": [1], "fedavg": [2], "FedACG": [3]}
+    assert match_reference(["FedACG[lam=0.8] local.lr=0.1", "FedACG[lam=0.8]", "FedACG"], rows) == "FedACG[lam=0.8]"
+    assert match_reference(["FedACG[lam=0.9] local.lr=0.1", "FedACG[lam=0.9]", "FedACG"], rows) == "FedACG"
+    assert match_reference(["FedAvg local.lr=0.1", "FedAvg", "FedAvg"], rows) == "fedavg"  # case ignored last
+    assert match_reference(["FedProx", "FedProx", "FedProx"], rows) is None
