@@ -97,12 +97,12 @@ def _build_shakespeare(root: Path | None, dest: Path, sf: float, k: int, tf: flo
 @click.option("--dest", type=click.Path(path_type=Path), default=None,
               help="where downloads and built files go (default: the root); load them with root: DEST")
 @click.option("--sf", type=float, default=1.0, show_default=True, help="shakespeare: LEAF sample fraction")
-@click.option("-k", "min_samples", type=int, default=0, show_default=True, help="shakespeare: LEAF minimum samples per user")
+@click.option("-k", "min_samples", type=int, default=0, show_default=True, help="shakespeare: LEAF -k, keeps users with more than K samples")
 @click.option("--tf", type=float, default=0.9, show_default=True, help="shakespeare: LEAF train fraction")
 @click.option("--seed", type=int, default=0, show_default=True, help="shakespeare: sampling seed")
 @click.option("--test-gap", type=click.IntRange(min=0), default=None,
-              help="shakespeare: windows skipped between a user's train and test text (default 80, the window "
-                   "length, so no test window overlaps training text; 0 = adjacent)")
+              help="shakespeare: windows skipped between a user's train and test samples (default 79, LEAF's: "
+                   "no test window overlaps a training window; 0 = adjacent)")
 def prepare(name: str, root: Path | None, dest: Path | None, sf: float, min_samples: int, tf: float, seed: int,
             test_gap: int | None) -> None:
     """Make dataset NAME loadable: download it (where a URL exists) or build it from local raw

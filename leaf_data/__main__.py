@@ -18,10 +18,10 @@ def main(argv: list[str] | None = None) -> int:
     sp.add_argument("--out", type=Path, required=True, help="writes OUT/data/{train,test}/*.json")
     sp.add_argument("--iid", action="store_true", help="LEAF -s iid (default niid)")
     sp.add_argument("--sf", type=float, default=1.0, help="LEAF --sf: fraction of the data sampled")
-    sp.add_argument("-k", type=int, default=0, help="LEAF -k: minimum samples per user")
+    sp.add_argument("-k", type=int, default=0, help="LEAF -k: keep users with more than K samples")
     sp.add_argument("--tf", type=float, default=0.9, help="LEAF --tf: train fraction of each user's samples")
     sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--test-gap", type=int, default=None, help="windows between train and test (default 80)")
+    sp.add_argument("--test-gap", type=int, default=None, help="windows between train and test (default 79, LEAF's)")
     sp.add_argument("--iid-users", type=int, default=100, help="iid only: number of users")
     args = ap.parse_args(argv)
     if not args.raw.is_file():

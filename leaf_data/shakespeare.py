@@ -1,14 +1,13 @@
 """Building LEAF Shakespeare from the raw complete works, with LEAF's options.
 
-Pipeline (as LEAF describes it): users = (play, character) with at least one window (the
-full text gives 1,130; LEAF reports 1,129); samples = every 80-character window
-of a user's text with the next character as target; sampling (niid: whole users in random order
-until `fraction` of all samples is reached; iid: `fraction` of all samples pooled and dealt to
-`iid_users` users); users with fewer than `min_samples` samples dropped; each user's samples
-split by position, the first `train_fraction` for training. By default test windows start `seq_len`
-after the last training window so no test window overlaps the training text (`test_gap`: 0 = adjacent);
-users left without test windows are dropped — with the defaults (sf 1, k 0, tf 0.9) 660 users remain,
-LEAF's count.
+Pipeline (LEAF's gen_all_data, sample, remove_users and split_data steps): users = (play,
+character) with at least one window; samples = every 80-character window of a user's text with the
+next character as target; sampling (niid: whole users in random order until `fraction` of all
+samples is reached, the last one cut to the remainder; iid: `fraction` of all samples pooled and
+dealt to `iid_users` users); users with `min_samples` samples or fewer dropped (LEAF keeps `> k`);
+each user with two or more samples split by position: the first max(1, int(train_fraction * n))
+for training, the test windows from `test_gap` windows later (LEAF: seq_len - 1 = 79, so no test
+window overlaps a training window); users left without test windows are dropped.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ import numpy as np
 from leaf_data.shakespeare_text import users_text
 
 SEQ_LEN = 80
-VOCAB = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
 
 
 @dataclass(frozen=True)
@@ -35,7 +33,7 @@ class BuildOptions:
     seed: int = 0  # sampling and iid dealing
     iid_users: int = 100  # iid only: users the pooled samples are dealt to
     seq_len: int = SEQ_LEN
-    test_gap: int | None = None  # windows skipped between train and test (default seq_len; 0 = none)
+    test_gap: int | None = None  # windows skipped between train and test (default LEAF's seq_len - 1; 0 = none)
 
     def tag(self) -> str:
         """LEAF-like shard name part, e.g. niid_05_keep_64."""
@@ -48,8 +46,9 @@ def read_raw(path: Path) -> str:
         return f.read()
 
 
-def windows(text: str, seq_len: int) -> tuple[list[str], list[str]]:
-    n = max(0, len(text) - seq_len)
+def windows(text: str, seq_len: int, count: int | None = None) -> tuple[list[str], list[str]]:
+    """The first `count` (default: all) windows of `text` and the character after each."""
+    n = max(0, len(text) - seq_len) if count is None else count
     return [text[i : i + seq_len] for i in range(n)], [text[i + seq_len] for i in range(n)]
 
 
@@ -60,13 +59,14 @@ def sample_users(texts: dict[str, str], opts: BuildOptions) -> dict[str, tuple[l
     counts = np.array([max(0, len(texts[u]) - opts.seq_len) for u in names])
     total = int(counts.sum())
     if not opts.iid:
-        chosen, count = [], 0
+        wanted, out = int(opts.fraction * total), {}
         for k in rng.permutation(len(names)):
-            if count >= opts.fraction * total:
+            if wanted <= 0:
                 break
-            chosen.append(names[k])
-            count += int(counts[k])
-        return {u: windows(texts[u], opts.seq_len) for u in chosen}
+            take = min(int(counts[k]), wanted)  # LEAF cuts the last user to what is still wanted
+            out[names[k]] = windows(texts[names[k]], opts.seq_len, take)
+            wanted -= take
+        return out
     # iid: sample window ids over the concatenation of all users, then deal them out
     picked = rng.choice(total, int(opts.fraction * total), replace=False)
     starts = np.cumsum(counts) - counts
@@ -80,17 +80,20 @@ def sample_users(texts: dict[str, str], opts: BuildOptions) -> dict[str, tuple[l
 
 
 def split_user(x: list[str], y: list[str], opts: BuildOptions):
-    n_train = int(opts.train_fraction * len(y))
-    gap = opts.seq_len if opts.test_gap is None else opts.test_gap
+    """(train, test) by position as LEAF's sample split: at least one training sample, one of two."""
+    if len(y) < 2:
+        return (x[:0], y[:0]), (x[:0], y[:0])
+    n_train = 1 if len(y) == 2 else max(1, int(opts.train_fraction * len(y)))
+    gap = opts.seq_len - 1 if opts.test_gap is None else opts.test_gap
     start_test = n_train + (0 if opts.iid else gap)  # iid samples are unordered: nothing to separate
     return (x[:n_train], y[:n_train]), (x[start_test:], y[start_test:])
 
 
 def build(raw: Path, out: Path, opts: BuildOptions) -> dict[str, int]:
     """Write `<out>/data/{train,test}/all_data_<tag>_{train,test}_<seed>.json`; returns counts."""
-    texts = {u: t for u, t in users_text(read_raw(raw), keep=set(VOCAB) - {"\n"}).items() if len(t) > opts.seq_len}
+    texts = {u: t for u, t in users_text(read_raw(raw)).items() if len(t) > opts.seq_len}
     sampled = sample_users(texts, opts)
-    kept = {u: d for u, d in sampled.items() if len(d[1]) >= opts.min_samples}
+    kept = {u: d for u, d in sampled.items() if len(d[1]) > opts.min_samples}
     splits = {"train": {}, "test": {}}
     for user, (x, y) in kept.items():
         train, test = split_user(x, y, opts)

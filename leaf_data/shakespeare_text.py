@@ -1,19 +1,24 @@
 """Parsing the 1994 Project Gutenberg complete works (the text LEAF downloads) into users.
 
-The rules are LEAF's (data/shakespeare/preprocess), so the user counts match its pipeline
-(1,129 play/character users; 660 after its sample split with train fraction 0.8):
+The rules are those of LEAF's data/shakespeare/preprocess (preprocess_shakespeare.py,
+shake_utils.py; read, not copied):
 - a work starts at a "by William Shakespeare" line; its title is the nearest non-blank line 2 to
   7 lines above; the first work (the sonnets) is skipped;
 - a speech starts with exactly two spaces, a name of letters and spaces, ". " and the text
-  ("  HAMLET. To be, ..."); names are upper-cased, so "Ham." and "HAM." are one user;
+  ("  HAMLET. To be, ..."); names are upper-cased, so "Ham." and "HAM." are one character;
 - every later line indented by four or more spaces belongs to the current speaker (stage
   directions included), until the next speaker or work; other lines are skipped and do not end
   the speech;
 - The Comedy of Errors is laid out without indentation: a speaker line is "NAME. text", every
   other line belongs to the current speaker (a line opening with "<" ends it; "ACT ..." is a
   heading, not a speaker);
-- works with fewer than two speakers, and speakers with at most two lines, are dropped;
-- the user's text is their lines joined by spaces, runs of spaces collapsed to one.
+- works with fewer than two characters are dropped, and so is each character with at most two
+  lines (the check is per play and character, before ids are merged);
+- the user id is "<TITLE>_<CHARACTER>" with non-word runs as "_"; characters whose ids coincide
+  share one user, their lines in play order;
+- LEAF writes each line plus a newline to the user's file and reads the file back with newlines
+  as spaces, so the text ends in a space (one more window per user); then runs of two or more
+  spaces become one.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ def _title(lines: list[str], i: int) -> str:
 
 
 def plays(text: str) -> list[tuple[str, dict[str, list[str]]]]:
-    """(title, speaker -> lines) per play, in order of appearance."""
+    """(title, character -> lines) per play with two or more characters, in order of appearance."""
     lines = text.splitlines()
     out: list[tuple[str, dict[str, list[str]]]] = []
     works_seen, speaker, unindented = 0, None, False
@@ -74,16 +79,23 @@ def user_name(title: str, speaker: str) -> str:
     return re.sub(r"\W+", "_", f"{title}_{speaker}".replace(" ", "_"))
 
 
-def users_text(text: str, keep: set[str] | None = None) -> dict[str, str]:
-    """user -> all their lines joined by spaces, runs of spaces collapsed; symbols outside
-    `keep` become spaces (before collapsing), so window counts stay LEAF's."""
-    out: dict[str, str] = {}
+def read_back(lines: list[str]) -> str:
+    """The text LEAF reads from a user's file: every line newline-terminated, newlines as
+    spaces, runs of two or more spaces as one."""
+    return re.sub(r" {2,}", " ", "".join(line + " " for line in lines))
+
+
+def users_lines(text: str) -> dict[str, list[str]]:
+    """user id -> their lines, characters with at most two lines left out; characters that
+    share an id share one user."""
+    out: dict[str, list[str]] = {}
     for title, speakers in plays(text):
         for speaker, lines in speakers.items():
-            if len(lines) < MIN_LINES:
-                continue
-            joined = " ".join(lines)
-            if keep is not None:
-                joined = "".join(c if c in keep else " " for c in joined)
-            out[user_name(title, speaker)] = re.sub(r" {2,}", " ", joined)
+            if len(lines) >= MIN_LINES:
+                out.setdefault(user_name(title, speaker), []).extend(lines)
     return out
+
+
+def users_text(text: str) -> dict[str, str]:
+    """user id -> the text LEAF cuts that user's windows from."""
+    return {user: read_back(lines) for user, lines in users_lines(text).items()}
