@@ -67,6 +67,8 @@ def test_report_files_from_hand_made_results(tmp_path, capsys):
     runs = pd.read_csv(out / "runs.csv")
     assert len(runs) == len(jobs) == 8 and set(runs.status.fillna("")) == {"finished", "diverged", "not run"}
     assert "report.html" in capsys.readouterr().out
+    assert "](figures/sensitivity-synthetic.png)" in md and (out / "figures" / "sensitivity-synthetic.png").exists()
+    assert html.count('src="data:image/png;base64,') == 1  # the sensitivity plot, embedded
     # the sensitivity table's best: among settings whose every seed finished (lam=0.8 lost one)
     assert "| **56.00 ± 1.41** |" in md.split("### Sensitivity")[0] and "**60.00**" not in md
 

@@ -61,6 +61,7 @@ class EntryTable:
     notes: list[str] = field(default_factory=list)
     sensitivity: EntryTable | None = None
     kind: str = "main"  # "main" (a row per method), "sensitivity" (a row per setting) or "fedac"
+    figure: object = None  # report_files.Figure drawn from this table, shown under it
 
     def labels(self, row: Row) -> dict[str, str]:
         """The label columns of a row, before the metric columns."""
