@@ -90,6 +90,11 @@ def test_report_of_a_real_run_with_a_diverging_grid_point_attached_to_mlflow(tmp
     diverged = sensitivity[sensitivity.setting.str.contains("local.lr=10000")]
     assert len(diverged) == 2 and set(diverged["acc@2 (EMA, %)"]) == {"diverged (2/2)"}
     assert all(s.startswith("diverged@") for s in diverged.status)
+    # unsmoothed accuracy beside the EMA one, from the round records (one seed: the bare value)
+    fedavg_jobs = [j for j in load_jobs(path)[1] if j.setting_label == "FedAvg local.lr=0.05"]
+    raw = [JobDir(results, "tiny", j.id).read_metrics()[1]["test_acc"] for j in fedavg_jobs]
+    mean, std = sum(raw) / 2, abs(raw[0] - raw[1]) / 2 ** 0.5
+    assert table.loc["FedAvg", "acc@2 (raw, %)"] == f"{mean:.2f} ± {std:.2f}"
     runs = pd.read_csv(out / "runs.csv")
     summaries = {j: JobDir(results, "tiny", j).read_summary() for j in runs.job_id}
     assert all(runs.status == [summaries[j]["status"] for j in runs.job_id])

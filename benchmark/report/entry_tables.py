@@ -91,18 +91,21 @@ SELECTION_RULE_CONVEX = SELECTION_RULE.replace("highest final test accuracy (EMA
                                                "lowest final F(w) − F*")
 LEGEND = ("acc@R: test accuracy after round R smoothed by an exponential moving average over evaluated rounds, "
           "a_s(t) = 0.9·a_s(t−1) + 0.1·a(t), a_s = a at the first evaluation (the FedACG/FedAGM papers' metric); "
-          "raw: the unsmoothed test accuracy. Rounds / MB to X%: the first round whose smoothed accuracy is ≥ X, "
+          "raw: the unsmoothed test accuracy of that round. Rounds / MB to X%: the first round whose smoothed accuracy is ≥ X, "
           "and the bytes sent down + up (all clients) until then; >R: not reached in R rounds. "
           "Wall time: seconds per job (setup, training, evaluation). Cells: mean ± sample std over the finished "
           "seeds, n = finished seeds / jobs; best per column in bold.")
 
 
-def _columns(metrics: list[str], rounds: int, target: float | None, convex: bool) -> list[Column]:
+def _columns(metrics: list[str], rounds: int, target: float | None, convex: bool, raw: bool) -> list[Column]:
+    """The metric columns; `raw`: an unsmoothed acc_raw@R beside each acc@R (from the round records)."""
     cols = []
     for m in metrics:
         kind, value = parse_metric(m)
         if kind == "acc":
             cols.append(Column(m, f"acc@{int(value)} (EMA, %)", True, "acc"))
+            if raw and f"acc_raw@{int(value)}" not in metrics:
+                cols.append(Column(f"acc_raw@{int(value)}", f"acc@{int(value)} (raw, %)", True, "acc"))
         elif kind == "acc_raw":
             cols.append(Column(m, f"acc@{int(value)} (raw, %)", True, "acc"))
         else:
@@ -111,9 +114,11 @@ def _columns(metrics: list[str], rounds: int, target: float | None, convex: bool
             cols.append(Column(f"bytes_to@{m.split('@')[1]}", f"MB to {x}% (EMA)", False, "MB"))
     if target is not None:
         cols.append(Column(f"bytes_to@{target:g}", f"MB to {target:g}% (EMA)", False, "MB"))
-    if f"acc@{rounds}" not in metrics:  # else that column is the final EMA accuracy already
+    keys = {c.key for c in cols}
+    if f"acc@{rounds}" not in keys:  # else that column is the final EMA accuracy already
         cols.append(Column("final_ema_acc", f"final acc (EMA, %, round {rounds})", True, "acc"))
-    cols.append(Column("final_acc", f"final acc (raw, %, round {rounds})", True, "acc"))
+    if f"acc_raw@{rounds}" not in keys:
+        cols.append(Column("final_acc", f"final acc (raw, %, round {rounds})", True, "acc"))
     if convex:
         cols.append(Column("final_subopt", "final F(w) − F*", False, "subopt"))
     cols.append(Column("wall_s", "wall time (s)", False, "s"))
@@ -253,6 +258,14 @@ def reach_target(entry_jobs: pd.DataFrame, rounds: pd.DataFrame, target: float) 
     return entry_jobs.job_id.map(hits)
 
 
+def raw_accuracy_at(entry_jobs: pd.DataFrame, rounds: pd.DataFrame, r: int) -> pd.Series:
+    """Per job: the unsmoothed test accuracy of the last evaluated round ≤ r (as acc_raw@R; NaN when
+    the job did not reach round r)."""
+    reached = rounds.groupby("job_id")["round"].max() >= r
+    upto = rounds[rounds["round"] <= r].groupby("job_id")["test_acc"].last()
+    return entry_jobs.job_id.map(upto[reached.reindex(upto.index, fill_value=False)])
+
+
 def _slug(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_") or "entry"
 
@@ -278,7 +291,12 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
                 entry_jobs[f"bytes_to@{target:g}"] = reach_target(entry_jobs, rounds_df, target)
                 notes.append(f"MB to {target:g}%: the suite names no rounds_to@X target; {target:g}% is the "
                              "highest final EMA accuracy the weakest method reached (rounded down)")
-        columns = _columns(config.metrics, config.rounds, target, convex)
+        raw = rounds_df is not None and not rounds_df.empty
+        for m in config.metrics if raw else []:
+            kind, r = parse_metric(m)
+            if kind == "acc" and f"acc_raw@{int(r)}" not in config.metrics:
+                entry_jobs[f"acc_raw@{int(r)}"] = raw_accuracy_at(entry_jobs, rounds_df, int(r))
+        columns = _columns(config.metrics, config.rounds, target, convex, raw)
         ref = entry.reference
         rule = SELECTION_RULE_CONVEX if convex else SELECTION_RULE
         chosen = best_settings(entry_jobs, convex)
