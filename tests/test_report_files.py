@@ -116,3 +116,19 @@ def test_paper_rows_match_the_most_specific_label():
     assert match_reference(["FedACG[lam=0.9] local.lr=0.1", "FedACG[lam=0.9]", "FedACG"], rows) == "FedACG"
     assert match_reference(["FedAvg local.lr=0.1", "FedAvg", "FedAvg"], rows) == "fedavg"  # case ignored last
     assert match_reference(["FedProx", "FedProx", "FedProx"], rows) is None
+
+
+def test_report_folder_that_cannot_be_written_exits_2(tmp_path, capsys):
+    path, _, _ = _hand_made(tmp_path)
+    (tmp_path / "results" / "tiny" / "report").write_text("a file where the report folder goes")
+    assert main(["report", str(path), "--results-dir", str(tmp_path / "results"), "--no-tracking"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write the report under" in err and "Traceback" not in err
+
+
+def test_report_without_an_mlflow_store_creates_none(tmp_path, capsys, monkeypatch):
+    path, _, _ = _hand_made(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert main(["report", str(path), "--results-dir", str(tmp_path / "results")]) == 0
+    assert "no MLflow run of suite 'tiny'" in capsys.readouterr().err and not (tmp_path / "mlflow.db").exists()
