@@ -109,7 +109,7 @@ def test_report_of_a_real_run_with_a_diverging_grid_point_attached_to_mlflow(tmp
 
 
 def test_paper_rows_match_the_most_specific_label():
-    from benchmark.report.entry_tables import match_reference
+    from benchmark.report.cells import match_reference
 
     rows = {"FedACG[lam=0.8]": [1], "fedavg": [2], "FedACG": [3]}
     assert match_reference(["FedACG[lam=0.8] local.lr=0.1", "FedACG[lam=0.8]", "FedACG"], rows) == "FedACG[lam=0.8]"
@@ -132,3 +132,17 @@ def test_report_without_an_mlflow_store_creates_none(tmp_path, capsys, monkeypat
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     assert main(["report", str(path), "--results-dir", str(tmp_path / "results")]) == 0
     assert "no MLflow run of suite 'tiny'" in capsys.readouterr().err and not (tmp_path / "mlflow.db").exists()
+
+
+def test_bytes_to_a_target_every_method_reached_when_the_suite_names_none(tmp_path):
+    from benchmark.report.entry_tables import add_round_metrics
+
+    jobs = pd.DataFrame({"job_id": ["a", "b"], "method": ["FedAvg", "FedACG"], "status": ["finished"] * 2,
+                         "final_ema_acc": [61.5, 70.0]})
+    rounds = pd.DataFrame({"job_id": ["a"] * 3 + ["b"] * 3, "round": [1, 2, 3] * 2,
+                           "test_acc": [50.0, 60.0, 65.0, 55.0, 72.0, 71.0], "ema_acc": [50, 59, 61.5, 55, 62, 70],
+                           "bytes": [10, 20, 30, 10, 20, 30]})
+    target, notes = add_round_metrics(jobs, rounds, ["acc@2"], convex=False)
+    assert target == 61 and "61%" in notes[0]  # FedAvg, the weakest, ends at 61.5
+    assert list(jobs["bytes_to@61"]) == [30, 20] and list(jobs["acc_raw@2"]) == [60.0, 72.0]
+    assert add_round_metrics(jobs.copy(), rounds, ["rounds_to@60"], convex=False) == (None, [])
