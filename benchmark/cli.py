@@ -267,7 +267,11 @@ def report(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool,
     convergence = report_figures(suite, jobs, results_dir)
     figures = [Figure("FedAc protocol: best F(w) − F* over η against the number of workers M",
                       results_dir / suite.name / FIGURE_NAME), *convergence]
-    files = write_report(suite, jobs, summaries, results_dir, figures)
+    try:
+        files = write_report(suite, jobs, summaries, results_dir, figures)
+    except OSError as err:  # a read-only or full results folder: say where, no traceback
+        raise UserError(f"cannot write the report under {results_dir / suite.name / 'report'}: "
+                        f"{err.strerror or err} ({err.filename or ''})") from None
     for figure in convergence:
         out.print(f"figure: {figure.path}", markup=False)
     out.print(f"report: {files[-1]} and {files[-2].name}, tables in {files[-1].parent / 'tables'}", markup=False)

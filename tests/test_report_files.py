@@ -67,6 +67,8 @@ def test_report_files_from_hand_made_results(tmp_path, capsys):
     runs = pd.read_csv(out / "runs.csv")
     assert len(runs) == len(jobs) == 8 and set(runs.status.fillna("")) == {"finished", "diverged", "not run"}
     assert "report.html" in capsys.readouterr().out
+    assert "](figures/sensitivity-synthetic.png)" in md and (out / "figures" / "sensitivity-synthetic.png").exists()
+    assert html.count('src="data:image/png;base64,') == 1  # the sensitivity plot, embedded
     # the sensitivity table's best: among settings whose every seed finished (lam=0.8 lost one)
     assert "| **56.00 ± 1.41** |" in md.split("### Sensitivity")[0] and "**60.00**" not in md
 
@@ -88,6 +90,11 @@ def test_report_of_a_real_run_with_a_diverging_grid_point_attached_to_mlflow(tmp
     diverged = sensitivity[sensitivity.setting.str.contains("local.lr=10000")]
     assert len(diverged) == 2 and set(diverged["acc@2 (EMA, %)"]) == {"diverged (2/2)"}
     assert all(s.startswith("diverged@") for s in diverged.status)
+    # unsmoothed accuracy beside the EMA one, from the round records (one seed: the bare value)
+    fedavg_jobs = [j for j in load_jobs(path)[1] if j.setting_label == "FedAvg local.lr=0.05"]
+    raw = [JobDir(results, "tiny", j.id).read_metrics()[1]["test_acc"] for j in fedavg_jobs]
+    mean, std = sum(raw) / 2, abs(raw[0] - raw[1]) / 2 ** 0.5
+    assert table.loc["FedAvg", "acc@2 (raw, %)"] == f"{mean:.2f} ± {std:.2f}"
     runs = pd.read_csv(out / "runs.csv")
     summaries = {j: JobDir(results, "tiny", j).read_summary() for j in runs.job_id}
     assert all(runs.status == [summaries[j]["status"] for j in runs.job_id])
@@ -102,10 +109,40 @@ def test_report_of_a_real_run_with_a_diverging_grid_point_attached_to_mlflow(tmp
 
 
 def test_paper_rows_match_the_most_specific_label():
-    from benchmark.report.entry_tables import match_reference
+    from benchmark.report.cells import match_reference
 
     rows = {"FedACG[lam=0.8]": [1], "fedavg": [2], "FedACG": [3]}
     assert match_reference(["FedACG[lam=0.8] local.lr=0.1", "FedACG[lam=0.8]", "FedACG"], rows) == "FedACG[lam=0.8]"
     assert match_reference(["FedACG[lam=0.9] local.lr=0.1", "FedACG[lam=0.9]", "FedACG"], rows) == "FedACG"
     assert match_reference(["FedAvg local.lr=0.1", "FedAvg", "FedAvg"], rows) == "fedavg"  # case ignored last
     assert match_reference(["FedProx", "FedProx", "FedProx"], rows) is None
+
+
+def test_report_folder_that_cannot_be_written_exits_2(tmp_path, capsys):
+    path, _, _ = _hand_made(tmp_path)
+    (tmp_path / "results" / "tiny" / "report").write_text("a file where the report folder goes")
+    assert main(["report", str(path), "--results-dir", str(tmp_path / "results"), "--no-tracking"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write the report under" in err and "Traceback" not in err
+
+
+def test_report_without_an_mlflow_store_creates_none(tmp_path, capsys, monkeypatch):
+    path, _, _ = _hand_made(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert main(["report", str(path), "--results-dir", str(tmp_path / "results")]) == 0
+    assert "no MLflow run of suite 'tiny'" in capsys.readouterr().err and not (tmp_path / "mlflow.db").exists()
+
+
+def test_bytes_to_a_target_every_method_reached_when_the_suite_names_none(tmp_path):
+    from benchmark.report.entry_tables import add_round_metrics
+
+    jobs = pd.DataFrame({"job_id": ["a", "b"], "method": ["FedAvg", "FedACG"], "status": ["finished"] * 2,
+                         "final_ema_acc": [61.5, 70.0]})
+    rounds = pd.DataFrame({"job_id": ["a"] * 3 + ["b"] * 3, "round": [1, 2, 3] * 2,
+                           "test_acc": [50.0, 60.0, 65.0, 55.0, 72.0, 71.0], "ema_acc": [50, 59, 61.5, 55, 62, 70],
+                           "bytes": [10, 20, 30, 10, 20, 30]})
+    target, notes = add_round_metrics(jobs, rounds, ["acc@2"], convex=False)
+    assert target == 61 and "61%" in notes[0]  # FedAvg, the weakest, ends at 61.5
+    assert list(jobs["bytes_to@61"]) == [30, 20] and list(jobs["acc_raw@2"]) == [60.0, 72.0]
+    assert add_round_metrics(jobs.copy(), rounds, ["rounds_to@60"], convex=False) == (None, [])

@@ -85,3 +85,20 @@ def test_frames_of_a_real_run_match_its_summaries(tmp_path):
         assert (last["test_acc"], last["ema_acc"]) == (summary["final_acc"], summary["final_ema_acc"])
         assert per_job["wall_s"].is_monotonic_increasing and 0 < last["wall_s"] <= summary["wall_time_s"]
         assert jobs_df.set_index("job_id").loc[job_id, "acc@2"] == pytest.approx(per_job.iloc[1]["ema_acc"])
+
+
+@pytest.mark.slow
+def test_quickstart_results_and_report(tmp_path):
+    """The shipped quickstart (~10 s): frames agree with the summaries, the report shows every method."""
+    from fedtest import REPO
+
+    root, path = tmp_path / "results", REPO / "suites" / "quickstart.yaml"
+    assert main(["run", str(path), "--no-tracking", "--results-dir", str(root), "-q"]) == 0
+    assert main(["report", str(path), "--no-tracking", "--results-dir", str(root)]) == 0
+    suite, jobs = load_jobs(path)
+    rounds, jobs_df = rounds_frame(suite, jobs, root), jobs_frame(suite, jobs, root)
+    assert len(rounds) == 4 * 60 and (jobs_df.status == "finished").all()
+    last = rounds.groupby("job_id").last()
+    assert (last.ema_acc == jobs_df.set_index("job_id").loc[last.index, "final_ema_acc"]).all()
+    md = (root / "quickstart" / "report" / "report.md").read_text()
+    assert all(f"| {m} [^synthetic-" in md for m in ("FedAvg", "FedProx", "FedAvgM", "FedACG"))

@@ -17,26 +17,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from benchmark.metrics import parse_metric
+from benchmark.report.cells import Cell, Column, is_number, measured_cell, with_paper
 from benchmark.run.status import FINISHED
-
-NOT_RUN_TEXT = "— not run"
-
-
-@dataclass
-class Column:
-    key: str  # a jobs_frame column (acc@60, final_ema_acc, bytes_to@70, wall_s, ...)
-    header: str
-    higher_is_better: bool
-    unit: str = ""  # "rounds", "MB", "s", "acc", "subopt": how values are printed
-
-
-@dataclass
-class Cell:
-    text: str  # plain text: "81.75 ± 0.40 (paper 82.30, Δ −0.55)", "diverged (3/3)", ...
-    value: float | None = None  # the mean the best is chosen on (rounded as printed)
-    best: bool = False
-    job_ids: list[str] | None = None  # the jobs behind it, where not the whole row's
-
 
 @dataclass
 class Row:
@@ -61,6 +43,7 @@ class EntryTable:
     notes: list[str] = field(default_factory=list)
     sensitivity: EntryTable | None = None
     kind: str = "main"  # "main" (a row per method), "sensitivity" (a row per setting) or "fedac"
+    figure: object = None  # report_files.Figure drawn from this table, shown under it
 
     def labels(self, row: Row) -> dict[str, str]:
         """The label columns of a row, before the metric columns."""
@@ -90,18 +73,21 @@ SELECTION_RULE_CONVEX = SELECTION_RULE.replace("highest final test accuracy (EMA
                                                "lowest final F(w) − F*")
 LEGEND = ("acc@R: test accuracy after round R smoothed by an exponential moving average over evaluated rounds, "
           "a_s(t) = 0.9·a_s(t−1) + 0.1·a(t), a_s = a at the first evaluation (the FedACG/FedAGM papers' metric); "
-          "raw: the unsmoothed test accuracy. Rounds / MB to X%: the first round whose smoothed accuracy is ≥ X, "
+          "raw: the unsmoothed test accuracy of that round. Rounds / MB to X%: the first round whose smoothed accuracy is ≥ X, "
           "and the bytes sent down + up (all clients) until then; >R: not reached in R rounds. "
           "Wall time: seconds per job (setup, training, evaluation). Cells: mean ± sample std over the finished "
           "seeds, n = finished seeds / jobs; best per column in bold.")
 
 
-def _columns(metrics: list[str], rounds: int, target: float | None, convex: bool) -> list[Column]:
+def _columns(metrics: list[str], rounds: int, target: float | None, convex: bool, raw: bool) -> list[Column]:
+    """The metric columns; `raw`: an unsmoothed acc_raw@R beside each acc@R (from the round records)."""
     cols = []
     for m in metrics:
         kind, value = parse_metric(m)
         if kind == "acc":
             cols.append(Column(m, f"acc@{int(value)} (EMA, %)", True, "acc"))
+            if raw and f"acc_raw@{int(value)}" not in metrics:
+                cols.append(Column(f"acc_raw@{int(value)}", f"acc@{int(value)} (raw, %)", True, "acc"))
         elif kind == "acc_raw":
             cols.append(Column(m, f"acc@{int(value)} (raw, %)", True, "acc"))
         else:
@@ -110,96 +96,22 @@ def _columns(metrics: list[str], rounds: int, target: float | None, convex: bool
             cols.append(Column(f"bytes_to@{m.split('@')[1]}", f"MB to {x}% (EMA)", False, "MB"))
     if target is not None:
         cols.append(Column(f"bytes_to@{target:g}", f"MB to {target:g}% (EMA)", False, "MB"))
-    if f"acc@{rounds}" not in metrics:  # else that column is the final EMA accuracy already
+    keys = {c.key for c in cols}
+    if f"acc@{rounds}" not in keys:  # else that column is the final EMA accuracy already
         cols.append(Column("final_ema_acc", f"final acc (EMA, %, round {rounds})", True, "acc"))
-    cols.append(Column("final_acc", f"final acc (raw, %, round {rounds})", True, "acc"))
+    if f"acc_raw@{rounds}" not in keys:
+        cols.append(Column("final_acc", f"final acc (raw, %, round {rounds})", True, "acc"))
     if convex:
         cols.append(Column("final_subopt", "final F(w) − F*", False, "subopt"))
     cols.append(Column("wall_s", "wall time (s)", False, "s"))
     return cols
 
 
-def _number(x: float, unit: str) -> str:
-    if unit == "rounds":
-        return f"{x:.0f}"
-    if unit == "MB":  # three significant digits, fixed-point
-        mb = x / 1e6
-        decimals = 0 if mb == 0 or abs(mb) >= 100 else 2 - math.floor(math.log10(abs(mb)))
-        return f"{mb:.{decimals}f}"
-    if unit == "subopt":
-        return f"{x:.3e}"
-    if unit == "s":
-        return f"{x:.1f}"
-    return f"{x:.2f}"
-
-
-def _mean_std(values: list[float], unit: str) -> tuple[str, float]:
-    """'mean ± std' (std with the mean's decimals) and the mean as printed (what `best` compares)."""
-    mean = sum(values) / len(values)
-    text = _number(mean, unit)
-    if len(values) > 1:
-        std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-        decimals = len(text.split(".")[1]) if "." in text and unit != "subopt" else 0
-        text += f" ± {std / 1e6:.{decimals}f}" if unit == "MB" else f" ± {_number(std, unit)}"
-    shown = float(_number(mean, unit)) * (1e6 if unit == "MB" else 1)
-    return text, shown
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _lost_text(statuses: list[str]) -> str:
-    """What became of jobs with no numbers: 'diverged (2/3), failed (1/3)', '— not run'."""
-    counts = pd.Series(statuses).value_counts()
-    if list(counts.index) == ["not run"]:
-        return NOT_RUN_TEXT
-    return ", ".join(f"{s} ({n}/{len(statuses)})" for s, n in counts.items())
-
-
 def _status_text(jobs: pd.DataFrame) -> str:
-    labels = [f"diverged@{int(r)}" if s == "diverged" and _is_number(r) else s
+    labels = [f"diverged@{int(r)}" if s == "diverged" and is_number(r) else s
               for s, r in zip(jobs.status, jobs.diverged_at_round)]
     counts = pd.Series(labels).value_counts()
     return ", ".join(s if n == len(labels) else f"{s} {n}" for s, n in counts.items())
-
-
-def _cell(col: Column, finished: pd.DataFrame, everything: pd.DataFrame) -> Cell:
-    if finished.empty:
-        return Cell(_lost_text(list(everything.status)))
-    raw = list(finished[col.key]) if col.key in finished else []
-    values = [float(v) for v in raw if _is_number(v)]
-    if not values:
-        if col.unit in ("rounds", "MB"):
-            return Cell(f">{int(everything['rounds'].iloc[0])}")
-        return Cell("-")
-    text, shown = _mean_std(values, col.unit)
-    if len(values) < len(finished):  # rounds/MB to a target some seeds never reached
-        text += f" ({len(values)}/{len(finished)} reached)"
-        return Cell(text)
-    return Cell(text, shown)
-
-
-def match_reference(labels: list[str], rows: dict) -> str | None:
-    """The reference row of the first of `labels` (most specific first: the setting, the method
-    with its grid point, the method) the reference has, exactly, else ignoring case."""
-    lowered = {k.lower(): k for k in rows}
-    return next((k for k in labels if k in rows), None) or next((lowered[k.lower()] for k in labels
-                                                                 if k.lower() in lowered), None)
-
-
-def _with_paper(cell: Cell, col: Column, ref, labels: list[str]) -> Cell:
-    """'measured (paper P, Δ D)' where the reference has this row and metric."""
-    if ref is None or col.key not in ref.metrics:
-        return cell
-    row = match_reference(labels, ref.rows)
-    paper = ref.rows[row][ref.metrics.index(col.key)] if row else None
-    if paper is None:
-        return cell
-    dagger = " †" if ref.is_contradicted(row, col.key) else ""
-    delta = f", Δ {cell.value - paper:+.2f}".replace("-", "−") if cell.value is not None and _is_number(paper) else ""
-    paper_text = _number(paper, col.unit) if _is_number(paper) else str(paper)
-    return Cell(f"{cell.text} (paper {paper_text}{dagger}{delta})", cell.value, cell.best)
 
 
 def mark_best(columns: list[Column], rows: list[Row]) -> None:
@@ -221,7 +133,7 @@ def _row(setting_jobs: pd.DataFrame, columns: list[Column], ref) -> Row:
     first = setting_jobs.iloc[0]
     n = len(finished)
     labels = [first.setting, first.method_label, first.method]
-    cells = {c.key: _with_paper(_cell(c, finished, setting_jobs), c, ref, labels) for c in columns}
+    cells = {c.key: with_paper(measured_cell(c, finished, setting_jobs), c, ref, labels) for c in columns}
     return Row(first.method, first.setting, first.settings, str(n) if n == len(setting_jobs) else f"{n}/{len(setting_jobs)}",
                _status_text(setting_jobs), list(setting_jobs.job_id), [int(s) for s in setting_jobs.seed], cells)
 
@@ -229,7 +141,7 @@ def _row(setting_jobs: pd.DataFrame, columns: list[Column], ref) -> Row:
 def _selection_key(setting_jobs: pd.DataFrame, convex: bool) -> tuple | None:
     finished = setting_jobs[setting_jobs.status == FINISHED]
     key = "final_subopt" if convex else "final_ema_acc"
-    values = [float(v) for v in finished[key] if _is_number(v)]
+    values = [float(v) for v in finished[key] if is_number(v)]
     if not values:
         return None
     mean = sum(values) / len(values)
@@ -252,6 +164,32 @@ def reach_target(entry_jobs: pd.DataFrame, rounds: pd.DataFrame, target: float) 
     return entry_jobs.job_id.map(hits)
 
 
+def raw_accuracy_at(entry_jobs: pd.DataFrame, rounds: pd.DataFrame, r: int) -> pd.Series:
+    """Per job: the unsmoothed test accuracy of the last evaluated round ≤ r (as acc_raw@R; NaN when
+    the job did not reach round r)."""
+    reached = rounds.groupby("job_id")["round"].max() >= r
+    upto = rounds[rounds["round"] <= r].groupby("job_id")["test_acc"].last()
+    return entry_jobs.job_id.map(upto[reached.reindex(upto.index, fill_value=False)])
+
+
+def add_round_metrics(entry_jobs: pd.DataFrame, rounds: pd.DataFrame, metrics: list[str],
+                      convex: bool) -> tuple[float | None, list[str]]:
+    """Columns the summaries lack, from the round records: acc_raw@R beside each acc@R, and where
+    the suite names no rounds_to@X (and is not convex) bytes to a target every method reached.
+    Returns (that target or None, notes saying how it was chosen)."""
+    for m in metrics:
+        kind, r = parse_metric(m)
+        if kind == "acc" and f"acc_raw@{int(r)}" not in metrics:
+            entry_jobs[f"acc_raw@{int(r)}"] = raw_accuracy_at(entry_jobs, rounds, int(r))
+    finals = entry_jobs[entry_jobs.status == FINISHED].groupby("method")["final_ema_acc"].max().dropna()
+    if convex or finals.empty or any(parse_metric(m)[0] == "rounds_to" for m in metrics):
+        return None, []
+    target = math.floor(finals.min())
+    entry_jobs[f"bytes_to@{target:g}"] = reach_target(entry_jobs, rounds, target)
+    return target, [f"MB to {target:g}%: the suite names no rounds_to@X target; {target:g}% is the highest final "
+                    "EMA accuracy the weakest method reached (rounded down)"]
+
+
 def _slug(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_") or "entry"
 
@@ -267,17 +205,9 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
         e_jobs = [j for j in jobs if j.dataset_index == index]
         config = e_jobs[0].config
         convex = any(j.config.suboptimality for j in e_jobs)
-        targets = [parse_metric(m)[1] for m in config.metrics if parse_metric(m)[0] == "rounds_to"]
-        target = None
-        notes = []
-        if not targets and not convex and rounds_df is not None:  # a target: the accuracy every method reached
-            finals = entry_jobs[entry_jobs.status == FINISHED].groupby("method")["final_ema_acc"].max()
-            if len(finals):
-                target = math.floor(finals.min())
-                entry_jobs[f"bytes_to@{target:g}"] = reach_target(entry_jobs, rounds_df, target)
-                notes.append(f"MB to {target:g}%: the suite names no rounds_to@X target; {target:g}% is the "
-                             "highest final EMA accuracy the weakest method reached (rounded down)")
-        columns = _columns(config.metrics, config.rounds, target, convex)
+        raw = rounds_df is not None and not rounds_df.empty
+        target, notes = add_round_metrics(entry_jobs, rounds_df, config.metrics, convex) if raw else (None, [])
+        columns = _columns(config.metrics, config.rounds, target, convex, raw)
         ref = entry.reference
         rule = SELECTION_RULE_CONVEX if convex else SELECTION_RULE
         chosen = best_settings(entry_jobs, convex)

@@ -125,8 +125,9 @@ def status_counts(jobs_df: pd.DataFrame) -> str:
     return f"{len(jobs_df)} jobs: " + ", ".join(f"{n} {s}" for s, n in counts.items())
 
 
-def build_tables(suite, jobs, summaries: dict, results_root: Path) -> tuple[list[EntryTable], list[EntryTable], str]:
-    """(entry tables, FedAc tables, FedAc note) for the suite's jobs."""
+def build_tables(suite, jobs, summaries: dict, results_root: Path,
+                 runs: pd.DataFrame) -> tuple[list[EntryTable], list[EntryTable], str]:
+    """(entry tables, FedAc tables, FedAc note) for the suite's jobs; `runs` is their jobs_frame."""
     from benchmark.report.fedac_figure import collect, fedac_entry_tables, is_fedac_protocol, lost_summary
 
     fedac_jobs = [j for j in jobs if is_fedac_protocol(j)]
@@ -135,16 +136,35 @@ def build_tables(suite, jobs, summaries: dict, results_root: Path) -> tuple[list
     fedac, note = (fedac_entry_tables(cells), lost_summary(cells)) if cells else ([], "")
     if not rest:
         return [], fedac, note
-    return entry_tables(suite, rest, jobs_frame(suite, rest, results_root), rounds_frame(suite, rest, results_root)), fedac, note
+    rest_runs = runs[runs.job_id.isin({j.id for j in rest})]
+    return entry_tables(suite, rest, rest_runs, rounds_frame(suite, rest, results_root)), fedac, note
+
+
+def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, out: Path) -> None:
+    """The plot of the table's sensitivity rows, under the sensitivity table (where one can be drawn)."""
+    from benchmark.report.sensitivity_figure import sensitivity_figure, sensitivity_points
+
+    convex = any(c.key == "final_subopt" for c in table.columns)
+    metric, ylabel = ("final_subopt", "final F(w) − F*") if convex else ("final_ema_acc", "final test accuracy (EMA, %)")
+    ids = {i for r in table.sensitivity.rows for i in r.job_ids}
+    points = {j.id: {**j.grid_point, **j.suite_point} for j in jobs if j.id in ids}
+    data = sensitivity_points(runs[runs.job_id.isin(ids)], points, metric)
+    path = sensitivity_figure(data, {r.method: r.setting for r in table.rows}, f"{table.entry}: sensitivity",
+                              ylabel, out / "figures" / f"sensitivity-{table.slug}.png", log_y=convex)
+    if path:
+        table.sensitivity.figure = Figure(f"{table.entry}: {ylabel} against each grid parameter", path)
 
 
 def write_report(suite, jobs, summaries: dict, results_root, figures: list[Figure] = ()) -> list[Path]:
     """Write the report files for `jobs` of `suite` from the results under `results_root`; returns their paths."""
     results_root = Path(results_root)
     out = results_root / suite.name / "report"
-    tables, fedac, fedac_note = build_tables(suite, jobs, summaries, results_root)
     runs = jobs_frame(suite, jobs, results_root)
-    written = []
+    tables, fedac, fedac_note = build_tables(suite, jobs, summaries, results_root, runs)
+    for t in tables:
+        if t.sensitivity:
+            add_sensitivity_figure(t, runs, jobs, out)
+    written = [t.sensitivity.figure.path for t in tables if t.sensitivity and t.sensitivity.figure]
 
     def write(relative: str, text: str) -> None:
         atomic_write_bytes(out / relative, text.encode())

@@ -309,7 +309,10 @@ def attach_to_suite_run(suite_name: str, files: list[Path], uri: str | None = No
     to: the files stay where they are)."""
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI)
+    uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+    if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).exists():
+        return False  # no store, so no run: opening one would create an empty database
+    client = MlflowClient(uri)
     exp = client.get_experiment_by_name(suite_name)
     runs = client.search_runs([exp.experiment_id], "tags.`fedbench.kind` = 'suite'", order_by=["attributes.start_time ASC"],
                               max_results=1) if exp else []

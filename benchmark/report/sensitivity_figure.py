@@ -1,0 +1,90 @@
+"""The sensitivity plot of a grid: the selection metric (final EMA accuracy; convex suites: final
+F − F*) against each grid parameter, a line per method, mean ± std over the finished seeds as
+error bars; settings without a finished seed (diverged, failed, not run) are marked × at the
+bottom of the panel. One panel per grid
+parameter; a method whose settings differ in several parameters is plotted against each, the
+others fixed at its chosen values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from benchmark.run.status import FINISHED
+
+LOST_LABEL = "no finished seed"
+
+
+def _numeric(values) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
+def sensitivity_points(entry_jobs: pd.DataFrame, points: dict[str, dict], metric: str) -> pd.DataFrame:
+    """Per (method, setting): its grid parameters, the metric's mean and std over finished seeds."""
+    rows = []
+    for (method, setting), jobs in entry_jobs.groupby(["method", "setting"], sort=False):
+        values = jobs[jobs.status == FINISHED][metric].astype(float).dropna()
+        rows.append({"method": method, "setting": setting, "params": points[jobs.job_id.iloc[0]],
+                     "mean": values.mean() if len(values) else None, "std": values.std() if len(values) > 1 else 0.0})
+    return pd.DataFrame(rows)
+
+
+def _panels(data: pd.DataFrame, chosen: dict[str, str]) -> dict[str, list[tuple[str, list]]]:
+    """parameter -> [(method, [(x, mean, std)])] over the settings of the method that differ only in it
+    from the method's chosen setting."""
+    panels: dict[str, list] = {}
+    for method, rows in data.groupby("method", sort=False):
+        if len(rows) < 2:
+            continue
+        best = rows[rows.setting == chosen.get(method)].params
+        best = best.iloc[0] if len(best) else rows.params.iloc[0]
+        for key in [k for k in best if rows.params.map(lambda p, k=k: p.get(k)).nunique() > 1]:
+            same = rows[rows.params.map(lambda p, key=key: all(p.get(k) == v for k, v in best.items() if k != key))]
+            line = sorted(((r.params[key], r.mean, r.std) for r in same.itertuples()), key=lambda t: str(t[0])
+                          if not _numeric([t[0]]) else t[0])
+            panels.setdefault(key, []).append((method, line))
+    return panels
+
+
+def sensitivity_figure(data: pd.DataFrame, chosen: dict[str, str], title: str, ylabel: str, path: Path,
+                       colours: dict[str, tuple] | None = None, log_y: bool = False) -> Path | None:
+    """Write the PNG (None when no method has two settings differing in one parameter)."""
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure
+
+    panels = _panels(data, chosen)
+    if not panels:
+        return None
+    palette = colormaps["tab10"].colors
+    colours = colours or {m: palette[i % len(palette)] for i, m in enumerate(dict.fromkeys(data.method))}
+    fig = Figure(figsize=(max(5.5, 4.6 * len(panels)), 3.8), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, (key, lines) in zip(axes, panels.items()):
+        xs = [x for _, line in lines for x, _, _ in line]
+        numeric = _numeric(xs)
+        position = {x: i for i, x in enumerate(dict.fromkeys(sorted(map(str, xs))))} if not numeric else None
+        for method, line in lines:
+            x = [v if numeric else position[str(v)] for v, _, _ in line]
+            kept = [(xi, m, s) for xi, (_, m, s) in zip(x, line) if pd.notna(m)]
+            if kept:
+                ax.errorbar(*zip(*[(xi, m) for xi, m, _ in kept]), yerr=[s for _, _, s in kept], marker="o",
+                            markersize=4, capsize=3, color=colours[method], label=method)
+            lost = [xi for xi, (_, m, _) in zip(x, line) if pd.isna(m)]
+            if lost:
+                ax.plot(lost, [0.04] * len(lost), "x", color=colours[method], markersize=9, clip_on=False,
+                        transform=ax.get_xaxis_transform(), label=f"{method}: {LOST_LABEL}")  # y: axes bottom
+        if numeric and min(xs) > 0 and max(xs) / min(xs) >= 10:
+            ax.set_xscale("log")
+        if not numeric:
+            ax.set_xticks(list(position.values()), list(position.keys()), rotation=30, ha="right")
+        if log_y:
+            ax.set_yscale("log")
+        ax.set_xlabel(key)
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"{title}\n(mean ± std over finished seeds)", fontsize=10)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    return path
