@@ -91,6 +91,7 @@ def dataset_files(name: str, root: Path | None) -> tuple[Path, list[Path]] | Non
 
 def _found(name: str, root: Path | None) -> Found | None:
     """Where the dataset's files are, without extracting or listing them (DatasetMissing if absent)."""
+    known_datasets()  # registers the probes (a fresh worker process has imported no dataset yet)
     if (probe := DATASET_PROBES.get(name)) is None:
         return None
     with peek_archives():
@@ -131,7 +132,8 @@ def make_offers(jobs: list[Job], uris: dict[str, DataUri], max_bytes: float,
         try:
             found = dataset_files(d.name, root)
         except DatasetMissing:
-            offers[d.name, d.root] = Offer(d.name, refused=f"the driver has no copy either (under {root})")
+            offers[d.name, d.root] = Offer(d.name, refused=f"the driver has no copy either (under "
+                                                           f"{root or f'${DATA_ENV}, unset'})")
             continue
         if found is None:
             continue
