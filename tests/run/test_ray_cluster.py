@@ -5,11 +5,13 @@ its job finished on the other node from its last checkpoint, a node without the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
@@ -152,6 +154,23 @@ def test_nodes_with_an_empty_data_root_stage_the_drivers_copy_and_give_the_local
         assert not list((node.dir / "data").iterdir())
     worker_copy = next((cluster.nodes[1].dir / "cache" / "staged").glob("*/a9a.gz"))
     assert worker_copy.read_bytes() == (data_root / "a9a.gz").read_bytes()
+
+
+@pytest.mark.slow
+def test_nodes_fetch_a_dataset_from_the_uri_named_on_the_command_line(cluster, tmp_path, data_root):
+    archive = tmp_path / "a9a-both.tar"  # the driver has no data: only the URI can serve it
+    with tarfile.open(archive, "w") as tar:
+        for name in ("a9a.gz", "a9a.t.gz"):
+            tar.add(data_root / name, name)
+    sha = hashlib.sha256(archive.read_bytes()).hexdigest()
+    suite = write_suite(tmp_path, dataset="a9a", params="{}", split="iid", rounds=2, checkpoint_every=2)
+    proc = driver(cluster, suite, "--no-tracking", "--data-uri", f"a9a=file://{archive}#sha256={sha}")
+    out, _ = proc.communicate(timeout=400)
+    assert proc.returncode == 0, out
+    assert f"staged dataset a9a ({archive.stat().st_size / 2**20:.1f} MB, sha256 {sha[:16]}) from file://{archive}" in out
+    local = local_reference(suite, tmp_path / "local")
+    for job_id in local:
+        same_results(JobDir(tmp_path / "results", "cluster", job_id), JobDir(tmp_path / "local", "cluster", job_id))
 
 
 @pytest.mark.slow
