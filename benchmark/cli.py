@@ -95,14 +95,19 @@ def cli() -> None:
 @click.option("--ray-address", default=None, help="Ray cluster to join (e.g. auto); default: start a local one")
 @click.option("--gpus-per-job", type=float, default=0.0, show_default=True, help="Ray: GPUs per job (0.25 = 4 jobs per GPU)")
 @click.option("--cpus-per-job", type=float, default=1.0, show_default=True, help="Ray: CPUs per job")
+@click.option("--data-uri", "data_uris", multiple=True, metavar="[NAME=]URI",
+              help="Ray: nodes without dataset NAME fetch it from URI (file://, https://, fsspec; #sha256=<hex> "
+                   "pins it); repeatable")
+@click.option("--ship-max-mb", type=click.FloatRange(min=0), default=1024, show_default=True,
+              help="Ray: largest dataset the driver ships to nodes that lack it (0: never)")
 @verbosity_options
 def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, device: str, only, sets, seeds, rounds,
-        stop_after, threads, executor: str, ray_address, gpus_per_job: float, cpus_per_job: float, quiet: bool,
-        verbose: bool) -> None:
+        stop_after, threads, executor: str, ray_address, gpus_per_job: float, cpus_per_job: float,
+        data_uris: tuple[str, ...], ship_max_mb: float, quiet: bool, verbose: bool) -> None:
     """Run every unfinished job of SUITE_FILE; print measured vs paper numbers."""
     _threads(threads)
-    if executor == "local" and (ray_address or gpus_per_job):
-        raise UserError("--ray-address and --gpus-per-job need --executor ray")
+    if executor == "local" and (ray_address or gpus_per_job or data_uris):
+        raise UserError("--ray-address, --gpus-per-job and --data-uri need --executor ray")
     from benchmark.run.executor import run_jobs
     from benchmark.run.tracking import NullTracker
 
@@ -111,8 +116,12 @@ def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, de
         dev = ("cuda" if gpus_per_job > 0 else "cpu") if device == "auto" else device
     else:
         dev = _device(device)
-    if executor == "local":  # under Ray each node reads its own copy: the workers check it there
+    if executor == "local":  # under Ray each node reads its own or a staged copy: the workers check it there
         check_datasets(jobs)
+    else:
+        from benchmark.run.staging import parse_uri_options
+
+        uris = parse_uri_options(data_uris, sorted({job.config.dataset.name for job in jobs}))
     progress = _progress(jobs, quiet, verbose)
     tracker = NullTracker() if no_tracking else open_tracker(suite.name, tracking_uri, results_dir, suite_file)
     status = "FAILED"
@@ -121,7 +130,8 @@ def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, de
             from benchmark.run.ray_executor import run_jobs_ray
 
             summaries = run_jobs_ray(jobs, suite.name, results_dir, dev, tracker, progress, stop_after,
-                                     address=ray_address, gpus_per_job=gpus_per_job, cpus_per_job=cpus_per_job)
+                                     address=ray_address, gpus_per_job=gpus_per_job, cpus_per_job=cpus_per_job,
+                                     data_uris=uris, ship_max_mb=ship_max_mb)
         else:
             summaries = run_jobs(jobs, suite.name, results_dir, dev, tracker, progress, stop_after)
         status = "FINISHED"

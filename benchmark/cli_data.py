@@ -7,12 +7,11 @@ from pathlib import Path
 
 import click
 
-from benchmark.data.archive import Found, peek_archives
+from benchmark.data.archive import ARCHIVE_SUFFIXES, Found, peek_archives
 from benchmark.data.download import DOWNLOADS, download
 from benchmark.data.source import DATA_ENV, DATASET_PROBES, DATASETS, data_root
 from benchmark.errors import DatasetMissing, UserError
 
-ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 RAW_SHAKESPEARE = ("shakespeare-complete-works.txt.gz", "shakespeare-complete-works.txt")
 
 

@@ -80,6 +80,4 @@ def load_a9a(params: dict, root: Path | None) -> SourceData:
 
 @register_probe("a9a")
 def probe_a9a(root: Path | None) -> Found:
-    path = libsvm_file(root, "a9a")
-    libsvm_file(root, "a9a.t")
-    return Found(path)
+    return Found(libsvm_file(root, "a9a"), also=(libsvm_file(root, "a9a.t"),))

@@ -20,6 +20,7 @@ from benchmark.data.cache import cache_dir, sha256_file, tree_fingerprint
 from benchmark.errors import DatasetMissing
 
 _DONE = ".fedbench-extracted"
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 _PEEK = contextvars.ContextVar("fedbench_peek_archives", default=False)
 
 
@@ -42,6 +43,7 @@ class Found:
     origin: Path
     relative: str = ""
     archive_sha256: str | None = None
+    also: tuple[Path, ...] = ()  # further files the dataset reads (a9a's test split), for staging
 
     @property
     def path(self) -> Path:
@@ -70,15 +72,10 @@ def extract(archive: Path, sha: str | None = None) -> tuple[Path, str]:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
-        if archive.name.endswith(".zip"):
-            with zipfile.ZipFile(archive) as zf:
-                zf.extractall(tmp)  # zipfile strips absolute paths and '..'
-        else:
-            with tarfile.open(archive) as tf:
-                tf.extractall(tmp, filter="data")  # refuses links/paths escaping tmp
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as err:
+        unpack_into(archive, tmp)
+    except DatasetMissing:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise DatasetMissing(f"cannot extract {archive}: {type(err).__name__}: {err}; re-download it") from None
+        raise
     (tmp / _DONE).write_text(str(archive))
     try:
         tmp.rename(dest)
@@ -87,6 +84,19 @@ def extract(archive: Path, sha: str | None = None) -> tuple[Path, str]:
         if not (dest / _DONE).is_file():
             raise
     return dest, sha
+
+
+def unpack_into(archive: Path, folder: Path) -> None:
+    """Extract a .zip or tar archive into `folder`, refusing members that would land outside it."""
+    try:
+        if archive.name.endswith(".zip"):
+            with zipfile.ZipFile(archive) as zf:
+                zf.extractall(folder)  # zipfile strips absolute paths and '..'
+        else:
+            with tarfile.open(archive) as tf:
+                tf.extractall(folder, filter="data")  # refuses links/paths escaping the folder
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as err:
+        raise DatasetMissing(f"cannot extract {archive}: {type(err).__name__}: {err}; re-download it") from None
 
 
 def locate(root: Path | None, relative: str, archives: Sequence[str] = ()) -> Found | None:

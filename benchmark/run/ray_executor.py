@@ -11,8 +11,9 @@ holds, so the job resumes on whichever node Ray picks, up to `ATTEMPTS` times.
 Code reaches the workers through Ray's runtime environment (`py_modules`: the fedbench
 package this driver imports, installed or a working tree; a caller that runs `ray.init`
 itself passes `runtime_env=code_runtime_env()`); nodes need only the Python dependencies.
-Datasets are looked up on each node (its $FEDBENCH_DATA or the suite's `root:`); a node
-without them stops the suite with an error naming the node.
+Datasets are looked up on each node (its $FEDBENCH_DATA or the suite's `root:`); a node without
+one stages it (staging.py) from the dataset's URI, else from the driver's copy shipped once
+through Ray's object store; a node that can do neither stops the suite with an error naming it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from benchmark.run.job_runner import job_config_json
 from benchmark.run.locks import FileLock, job_lock
 from benchmark.run.progress import LogProgress, log
 from benchmark.run.ray_worker import code_runtime_env, run_remote_job
+from benchmark.run.staging import DEFAULT_SHIP_MAX_MB, MB, Offer, make_offers
 from benchmark.run.results import RESUME_FILES, JobDir, atomic_write_json
 from benchmark.run.status import TERMINAL
 from benchmark.run.tracking import NullTracker
@@ -58,8 +60,9 @@ class Driver:
     """Submits tasks, applies their messages to results/, the tracker and the display."""
 
     def __init__(self, ray, suite: str, results_root: Path, device: str, tracker, progress,
-                 stop_after: int | None, options: dict, threads: int):
+                 stop_after: int | None, options: dict, threads: int, offers: dict[tuple, Offer]):
         self.ray, self.suite, self.root, self.device = ray, suite, Path(results_root), device
+        self.offers = offers  # (dataset, root) -> how a node without it stages it
         self.tracker, self.progress, self.stop_after, self.threads = tracker, progress, stop_after, threads
         self.task = ray.remote(run_remote_job).options(**options)
         from ray.util.queue import Queue
@@ -98,7 +101,8 @@ class Driver:
         if run.attempt == 1:
             atomic_write_json(jobdir.config, job_config_json(job, self.suite))
         resume = jobdir.read_files(RESUME_FILES) if jobdir.checkpoint.exists() else {}
-        ref = self.task.remote(job, self.suite, self.device, self.stop_after, self.threads, resume, self.queue)
+        offer = self.offers.get((job.config.dataset.name, job.config.dataset.root))
+        ref = self.task.remote(job, self.suite, self.device, self.stop_after, self.threads, resume, self.queue, offer)
         self.pending[ref] = run
 
     def drain(self) -> None:
@@ -114,7 +118,14 @@ class Driver:
         log.info("job %s attempt %d runs on %s", run.job.id, run.attempt, payload["where"])
 
     def on_start(self, run: JobRun, config: dict) -> None:
-        self.tracker.start_job(run.job, config)  # a later attempt continues the job's run
+        # the driver's config: the worker's may read a staged copy (another dataset root)
+        self.tracker.start_job(run.job, job_config_json(run.job, self.suite))  # a later attempt continues the job's run
+
+    def on_staged(self, run: JobRun, staged: dict) -> None:
+        run.placements[-1]["staged"] = staged
+        log.info("%s staged dataset %s (%.1f MB, sha256 %s%s) from %s into %s", run.placements[-1]["where"],
+                 staged["dataset"], staged["bytes"] / MB, staged["sha256"][:16],
+                 "" if staged["verified"] else ", not pinned", staged["from"], staged["folder"])
 
     def on_records(self, run: JobRun, records: list[dict]) -> None:
         self.tracker.log_records(records, run.job.id)  # it logs only the rounds its run lacks
@@ -206,8 +217,11 @@ def check_resources(available: dict, gpus_per_job: float, cpus_per_job: float) -
 
 def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu", tracker=None,
                  progress=None, stop_after: int | None = None, address: str | None = None,
-                 gpus_per_job: float = 0.0, cpus_per_job: float = 1.0) -> dict[str, dict]:
-    """Run every unfinished job as a Ray task; returns job id -> summary (finished, skipped, or failed)."""
+                 gpus_per_job: float = 0.0, cpus_per_job: float = 1.0, data_uris: dict | None = None,
+                 ship_max_mb: float = DEFAULT_SHIP_MAX_MB) -> dict[str, dict]:
+    """Run every unfinished job as a Ray task; returns job id -> summary (finished, skipped, or failed).
+    `data_uris`: dataset name -> DataUri for nodes without it (else the driver's copy is shipped
+    when it is at most `ship_max_mb`)."""
     _check_device(device, gpus_per_job)
     ray = import_ray()
     tracker = tracker or NullTracker()
@@ -217,17 +231,25 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
         ray.init(address=address, runtime_env=code_runtime_env())
     try:
         check_resources(ray.cluster_resources(), gpus_per_job, cpus_per_job)
-    except UserError:
+        offers = make_offers(jobs, data_uris or {}, ship_max_mb * MB, ray.put)
+    except BaseException:
         if started_here:
             ray.shutdown()
         raise
+    for offer in offers.values():
+        if offer.uri and not offer.sha256:
+            log.warning("dataset %s: %s is not pinned (no #sha256=<hex>): nodes cannot check what they fetch",
+                        offer.dataset, offer.source)
+        elif offer.ref is not None:
+            log.info("dataset %s: %s (%.1f MB) is in Ray's object store for nodes that lack it",
+                     offer.dataset, offer.source, offer.size / MB)
     options = {"num_cpus": cpus_per_job, "num_gpus": gpus_per_job, "max_retries": 0}
     summaries: dict[str, dict] = {}
     driver = None
     try:
         with progress:
             driver = Driver(ray, suite, results_root, device, tracker, progress, stop_after, options,
-                            max(1, int(cpus_per_job)))
+                            max(1, int(cpus_per_job)), offers)
 
             def start(job: Job, wait: bool) -> bool:
                 """Submit or skip `job`; False when another process holds its lock and `wait` is off."""

@@ -2,7 +2,8 @@
 
 A task runs its job with the local executor's code in a scratch folder on its node, reports
 through a queue (`Relay`) and returns the job's files; nothing is written outside the scratch
-folder, so the nodes need no filesystem shared with the driver.
+folder (and the node's staged datasets, staging.py), so the nodes need no filesystem shared with
+the driver.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import time
 from pathlib import Path
 
 import benchmark
-from benchmark.data.source import DATA_ENV
+from benchmark.data.uri import fetch
 from benchmark.errors import DatasetMissing, UserError
 from benchmark.run.executor import run_or_record_failure
 from benchmark.run.results import OUTPUT_FILES, RESUME_FILES, JobDir
+from benchmark.run.staging import Offer, node_fixes, on_node
 from benchmark.suite.expand import Job
 
 RELAY_EVERY_S = 0.5  # a worker sends its round records at most this often (each send is an actor call)
@@ -71,9 +73,20 @@ class Relay:
     def end_job(self, summary: dict, files) -> None: ...  # the task's result carries the end
 
 
+def download(offer: Offer, dest: Path) -> None:
+    """The offer's payload into `dest`: fetched from its URI, or read from Ray's object store."""
+    if offer.uri is not None:
+        fetch(offer.uri, dest)
+    else:
+        import ray
+
+        dest.write_bytes(ray.get(offer.ref))
+
+
 def run_remote_job(job: Job, suite: str, device: str, stop_after: int | None, threads: int,
-                   resume: dict[str, bytes], queue) -> dict:
-    """Body of a Ray task: {"summary", "files"}, or {"user_error": message naming the node}."""
+                   resume: dict[str, bytes], queue, offer: Offer | None = None) -> dict:
+    """Body of a Ray task: {"summary", "files"}, or {"user_error": message naming the node}.
+    `offer`: how to stage the job's dataset if this node lacks it."""
     import ray
     import torch
 
@@ -84,6 +97,9 @@ def run_remote_job(job: Job, suite: str, device: str, stop_after: int | None, th
     relay.send("where", {"where": where, "code": str(Path(benchmark.__file__).parent)})
     scratch = Path(tempfile.mkdtemp(prefix=f"fedbench-{job.id}-"))
     try:
+        job, staged = on_node(job, offer, download)
+        if staged:
+            relay.send("staged", staged)
         jobdir = JobDir(scratch, suite, job.id)
         jobdir.write_files(resume)
         summary = run_or_record_failure(job, suite, jobdir, device, relay, relay.on_eval, stop_after, None,
@@ -91,8 +107,8 @@ def run_remote_job(job: Job, suite: str, device: str, stop_after: int | None, th
         relay.flush_rounds()
         return {"summary": summary, "files": jobdir.read_files(OUTPUT_FILES)}
     except DatasetMissing as err:
-        return {"user_error": f"on {where}: {err}\n  Each Ray node reads datasets from its own disk: start the node with "
-                              f"{DATA_ENV}=<folder> (or give the dataset a 'root:'), and run `fedbench data ls` there"}
+        return {"user_error": f"on {where}: {err}\n  Each Ray node reads datasets from its own disk or a staged copy: "
+                              f"{node_fixes(job.config.dataset.name)}"}
     except UserError as err:
         return {"user_error": f"on {where}: {err}"}
     finally:

@@ -25,8 +25,8 @@ from benchmark.suite.overrides import Overrides
 from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, Settings, Suite
 
 # Fields that never change a trajectory: kept in config.json, left out of the job id.
-NOT_HASHED = {("dataset", "label"), ("dataset", "reference"), ("dataset", "root"), ("method", "label"),
-              ("metrics",), ("checkpoint_every",), ("checkpoint_minutes",), ("execution",),
+NOT_HASHED = {("dataset", "label"), ("dataset", "reference"), ("dataset", "root"), ("dataset", "uri"),
+              ("method", "label"), ("metrics",), ("checkpoint_every",), ("checkpoint_minutes",), ("execution",),
               ("client_state",), ("vmap_chunk",)}
 
 

@@ -200,6 +200,9 @@ class DatasetEntry(Strict):
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
     root: str | None = Field(None, description="where the files are; default $FEDBENCH_DATA")
+    uri: str | None = Field(None, exclude_if=lambda v: v is None,
+                            description="Ray: where nodes without the files fetch them (file://, https://, "
+                                        "fsspec; #sha256=<hex> pins them)")
     split: SplitConfig = Field(default_factory=SplitConfig)
     augment: AugmentConfig = Field(default_factory=AugmentConfig)
     label: str | None = None
@@ -209,6 +212,16 @@ class DatasetEntry(Strict):
         description="per method label (as in `methods:`): `local:` settings and `server:`/`client:` parameters "
         "for this dataset entry only (a paper table that trains its methods differently)",
     )
+
+    @field_validator("uri")
+    @classmethod
+    def _fetchable(cls, v):
+        if v is not None:
+            from benchmark.data.uri import parse_data_uri
+
+            parse_data_uri(v)  # a ValueError becomes a problem at this YAML path
+        return v
+
     # and every Settings field, optional, merged over `defaults:` (added below)
 
 

@@ -1,6 +1,7 @@
 """A real multi-node Ray cluster on this machine, for tests: one `ray start --block` process per
 node, each with its own temp dir, working dir and $TMPDIR, and worker nodes on their own IP
-(127.0.0.2, ...), so no path or address is shared by accident. Small (1 CPU, 80 MiB object store per node), on free ports, and
+(127.0.0.2, ...), so no path or address is shared by accident; each node's $FEDBENCH_DATA is an
+empty folder and its $FEDBENCH_CACHE its own. Small (1 CPU, 80 MiB object store per node), on free ports, and
 stopped by the PIDs it started (never `ray stop`, which would stop other users' Ray too)."""
 
 from __future__ import annotations
@@ -33,14 +34,15 @@ def clean_env(**extra: str) -> dict[str, str]:
 class Node:
     def __init__(self, base: Path, name: str, args: list[str]):
         self.name, self.dir = name, base / name
-        for sub in ("wd", "tmp"):
+        for sub in ("wd", "tmp", "data", "cache"):
             (self.dir / sub).mkdir(parents=True)
         self.log = self.dir / "ray-start.log"
         cmd = ["ray", "start", "--block", "--disable-usage-stats", "--num-cpus", "1", "--object-store-memory",
                str(80 * 2**20), "--temp-dir", str(self.dir / "ray"),
                "--dashboard-agent-listen-port", str(free_port()), *args]
         with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(cmd, cwd=self.dir / "wd", env=clean_env(TMPDIR=str(self.dir / "tmp")),
+            self.proc = subprocess.Popen(cmd, cwd=self.dir / "wd", env=clean_env(TMPDIR=str(self.dir / "tmp"), FEDBENCH_DATA=str(self.dir / "data"),
+                                                                 FEDBENCH_CACHE=str(self.dir / "cache")),
                                          stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait_started(self, timeout: float = 120) -> None:

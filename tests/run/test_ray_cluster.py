@@ -5,11 +5,13 @@ its job finished on the other node from its last checkpoint, a node without the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
@@ -42,7 +44,7 @@ defaults:
 datasets:
   - name: {dataset}
     params: {params}
-    split: {{kind: natural}}
+    split: {{kind: {split}}}
 methods: [fedavg, fedacg]
 """
 SYNTHETIC = "{num_users: 8, dim: 10, num_classes: 3, max_samples: 80}"
@@ -61,19 +63,21 @@ def cluster():
         shutil.rmtree(base, ignore_errors=True)
 
 
-def write_suite(folder: Path, dataset: str = "synthetic", params: str = SYNTHETIC, **defaults) -> Path:
+def write_suite(folder: Path, dataset: str = "synthetic", params: str = SYNTHETIC, split: str = "natural",
+                **defaults) -> Path:
     settings = {"rounds": 12, "eval_every": 1, "checkpoint_every": 4, **defaults}
     path = folder / "suite.yaml"
-    path.write_text(SUITE.format(dataset=dataset, params=params, **settings))
+    path.write_text(SUITE.format(dataset=dataset, params=params, split=split, **settings))
     return path
 
 
-def driver(cluster: LocalCluster, suite: Path, *extra: str) -> subprocess.Popen:
-    """`fedbench run` as a user runs it on the cluster, from its own folder, output piped."""
+def driver(cluster: LocalCluster, suite: Path, *extra: str, data: Path | None = None) -> subprocess.Popen:
+    """`fedbench run` as a user runs it on the cluster, from its own folder, output piped;
+    `data`: the driver's $FEDBENCH_DATA (default: none)."""
     cmd = [sys.executable, "-m", "benchmark.cli", "run", str(suite), "--executor", "ray", "--ray-address",
            cluster.address, "--results-dir", "results", "--threads", "1", *extra]
-    return subprocess.Popen(cmd, cwd=suite.parent, env=clean_env(PYTHONPATH=str(REPO)), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    env = clean_env(PYTHONPATH=str(REPO), **({"FEDBENCH_DATA": str(data)} if data else {}))
+    return subprocess.Popen(cmd, cwd=suite.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def local_reference(suite: Path, root: Path) -> dict[str, dict]:
@@ -134,14 +138,51 @@ def test_two_nodes_give_the_local_numbers_live_and_only_in_the_driver_folder(clu
 
 
 @pytest.mark.slow
+def test_nodes_with_an_empty_data_root_stage_the_drivers_copy_and_give_the_local_numbers(cluster, tmp_path, data_root):
+    suite = write_suite(tmp_path, dataset="a9a", params="{}", split="iid", rounds=3, checkpoint_every=3)
+    proc = driver(cluster, suite, "--no-tracking", data=data_root)
+    out, _ = proc.communicate(timeout=400)
+    assert proc.returncode == 0, out
+    assert re.search(r"dataset a9a: the driver's \S+a9a.gz \(0.\d MB\) is in Ray's object store", out), out
+    staged = re.findall(r"node (\S+) \w+ pid \d+ staged dataset a9a \(0.\d MB, sha256 \w+\) from the driver's", out)
+    assert "127.0.0.2" in staged and len(staged) == len(set(staged)), out  # the worker node, once
+
+    local = local_reference(suite, tmp_path / "local")  # this process reads $FEDBENCH_DATA itself
+    for job_id in local:
+        same_results(JobDir(tmp_path / "results", "cluster", job_id), JobDir(tmp_path / "local", "cluster", job_id))
+    for node in cluster.nodes:  # staged into each node's own cache, the data roots left empty
+        assert not list((node.dir / "data").iterdir())
+    worker_copy = next((cluster.nodes[1].dir / "cache" / "staged").glob("*/a9a.gz"))
+    assert worker_copy.read_bytes() == (data_root / "a9a.gz").read_bytes()
+
+
+@pytest.mark.slow
+def test_nodes_fetch_a_dataset_from_the_uri_named_on_the_command_line(cluster, tmp_path, data_root):
+    archive = tmp_path / "a9a-both.tar"  # the driver has no data: only the URI can serve it
+    with tarfile.open(archive, "w") as tar:
+        for name in ("a9a.gz", "a9a.t.gz"):
+            tar.add(data_root / name, name)
+    sha = hashlib.sha256(archive.read_bytes()).hexdigest()
+    suite = write_suite(tmp_path, dataset="a9a", params="{}", split="iid", rounds=2, checkpoint_every=2)
+    proc = driver(cluster, suite, "--no-tracking", "--data-uri", f"a9a=file://{archive}#sha256={sha}")
+    out, _ = proc.communicate(timeout=400)
+    assert proc.returncode == 0, out
+    assert f"staged dataset a9a ({archive.stat().st_size / 2**20:.1f} MB, sha256 {sha[:16]}) from file://{archive}" in out
+    local = local_reference(suite, tmp_path / "local")
+    for job_id in local:
+        same_results(JobDir(tmp_path / "results", "cluster", job_id), JobDir(tmp_path / "local", "cluster", job_id))
+
+
+@pytest.mark.slow
 def test_a_node_without_the_dataset_stops_the_suite_with_a_clear_error(cluster, tmp_path):
-    suite = write_suite(tmp_path, dataset="a9a", params="{}")
-    proc = driver(cluster, suite, "--no-tracking")
+    suite = write_suite(tmp_path, dataset="a9a", params="{}", split="iid")
+    proc = driver(cluster, suite, "--no-tracking")  # the driver has no copy to ship either
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == 2, out
     assert "Traceback" not in out
     assert re.search(r"error: on node \S+ \w+ pid \d+: dataset 'a9a'", out), out
-    assert "start the node with FEDBENCH_DATA=<folder>" in out
+    assert "the driver did not ship it: the driver has no copy either" in out
+    assert "fedbench data prepare a9a" in out and "--data-uri a9a=URI" in out
 
 
 @pytest.mark.slow
