@@ -77,17 +77,22 @@ def _fetch(name: str, dest: Path) -> None:
         download(url, target)
 
 
-def _build_shakespeare(root: Path | None, dest: Path, sf: float, k: int, tf: float, seed: int, gap: int | None) -> None:
+def _raw_shakespeare(root: Path | None) -> Path | None:
+    return next((root / n for n in RAW_SHAKESPEARE if root and (root / n).is_file()), None)
+
+
+def _build_shakespeare(raw: Path, dest: Path, sf: float, k: int, tf: float, seed: int, gap: int | None) -> None:
     from leaf_data.shakespeare import BuildOptions, build
 
-    raw = next((root / n for n in RAW_SHAKESPEARE if root and (root / n).is_file()), None)
-    if raw is None:
-        raise UserError(f"shakespeare: no raw text to build from: put {' or '.join(RAW_SHAKESPEARE)} (the 1994 complete "
-                        f"works LEAF uses, www.gutenberg.org/files/100/old/1994-01-100.zip) in {root or f'${DATA_ENV}'}")
     click.echo(f"building LEAF Shakespeare from {raw} into {dest / 'shakespeare'}")
     stats = build(raw, dest / "shakespeare", BuildOptions(fraction=sf, min_samples=k, train_fraction=tf, seed=seed,
                                                                    test_gap=gap))
     click.echo(", ".join(f"{key} {value}" for key, value in stats.items()))
+
+
+def _no_raw_shakespeare(root: Path | None) -> UserError:
+    return UserError(f"shakespeare: no raw text to build from: put {' or '.join(RAW_SHAKESPEARE)} (the 1994 complete "
+                     f"works LEAF uses, www.gutenberg.org/files/100/old/1994-01-100.zip) in {root or f'${DATA_ENV}'}")
 
 
 @data.command("prepare")
@@ -105,14 +110,18 @@ def _build_shakespeare(root: Path | None, dest: Path, sf: float, k: int, tf: flo
 def prepare(name: str, root: Path | None, dest: Path | None, sf: float, min_samples: int, tf: float, seed: int,
             test_gap: int | None) -> None:
     """Make dataset NAME loadable: download it (where a URL exists) or build it from local raw
-    files (Shakespeare), then decode it once into the tensor cache."""
+    files (Shakespeare: always rebuilt from the raw text when the root has it, with the options
+    given), then decode it once into the tensor cache."""
     if name not in _registered():
         raise UserError(f"unknown dataset {name!r}; known: {', '.join(_registered())}")
     root = _root(root)
     dest = dest or root
     probe = DATASET_PROBES.get(name)
     present = probe is None
-    if probe is not None:
+    raw = _raw_shakespeare(root) if name == "shakespeare" else None
+    if raw is not None:  # a LEAF archive next to the raw text (e.g. a sample) is not what prepare builds
+        _build_shakespeare(raw, dest, sf, min_samples, tf, seed, test_gap)
+    elif probe is not None:
         try:
             probe(root)
             present = True
@@ -122,7 +131,7 @@ def prepare(name: str, root: Path | None, dest: Path | None, sf: float, min_samp
             if name in DOWNLOADS:
                 _fetch(name, dest)
             elif name == "shakespeare":
-                _build_shakespeare(root, dest, sf, min_samples, tf, seed, test_gap)
+                raise _no_raw_shakespeare(root) from None
             else:
                 raise
     load_root = root if present else dest

@@ -90,7 +90,8 @@ def split_user(x: list[str], y: list[str], opts: BuildOptions):
 
 
 def build(raw: Path, out: Path, opts: BuildOptions) -> dict[str, int]:
-    """Write `<out>/data/{train,test}/all_data_<tag>_{train,test}_<seed>.json`; returns counts."""
+    """Write `<out>/data/{train,test}/all_data_<tag>_{train,test}_<seed>.json` in place of any
+    earlier shards there; returns counts."""
     texts = {u: t for u, t in users_text(read_raw(raw)).items() if len(t) > opts.seq_len}
     sampled = sample_users(texts, opts)
     kept = {u: d for u, d in sampled.items() if len(d[1]) > opts.min_samples}
@@ -103,6 +104,8 @@ def build(raw: Path, out: Path, opts: BuildOptions) -> dict[str, int]:
     for split, users in splits.items():
         folder = out / "data" / split
         folder.mkdir(parents=True, exist_ok=True)
+        for earlier in folder.glob("*.json"):  # an earlier build's shards would be read with these
+            earlier.unlink()
         blob = {"users": list(users), "num_samples": [len(d["y"]) for d in users.values()], "user_data": users}
         (folder / f"all_data_{opts.tag()}_{split}_{opts.seed}.json").write_text(json.dumps(blob))
     return {
