@@ -48,10 +48,10 @@ def make_forward(model: nn.Module, spec: ParamSpec, precision: str = "fp32"):
 
 
 def clip_by_norm(g: torch.Tensor, max_norm: float | None) -> torch.Tensor:
-    """torch.nn.utils.clip_grad_norm_ on a flat gradient (same 1e-6 guard)."""
+    """torch.nn.utils.clip_grad_norm_ on a flat gradient (same 1e-6 guard); on (C, P), each row."""
     if max_norm is None:
         return g
-    norm = g.norm()
+    norm = g.norm(dim=-1, keepdim=True)
     return g * torch.clamp(max_norm / (norm + 1e-6), max=1.0)
 
 
@@ -74,7 +74,12 @@ def step_loss(ctx: ClientContext, terms: list[ClientTerm], w: torch.Tensor, x: t
     Shared by the sequential path (autograd on w) and the vectorised one (torch.func.grad under vmap).
     """
     raw = ctx.forward(w, x, features=needs_features)
-    out = ForwardOut(*raw) if needs_features else ForwardOut(raw)
+    return objective(ctx, terms, w, ForwardOut(*raw) if needs_features else ForwardOut(raw), x, y, ce_weight)
+
+
+def objective(ctx: ClientContext, terms: list[ClientTerm], w: torch.Tensor, out: ForwardOut, x: torch.Tensor,
+              y: torch.Tensor, ce_weight) -> torch.Tensor:
+    """step_loss given the forward's output (the client-batched trainer runs the forward itself)."""
     logits = out.logits
     for term in terms:
         logits = term.adjust_logits(ctx, logits)
@@ -87,7 +92,7 @@ def step_loss(ctx: ClientContext, terms: list[ClientTerm], w: torch.Tensor, x: t
 
 
 def descent_direction(grad: torch.Tensor, w: torch.Tensor, local: LocalTraining) -> torch.Tensor:
-    """clip(∇loss) + weight_decay·w, before any term rewrites the direction."""
+    """clip(∇loss) + weight_decay·w, before any term rewrites the direction (rows of (C, P): per client)."""
     return clip_by_norm(grad, local.clip_norm) + local.weight_decay * w
 
 
