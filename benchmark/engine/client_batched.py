@@ -19,6 +19,9 @@ A model qualifies when every module owning parameters is an nn.Linear, nn.Conv2d
 
 from __future__ import annotations
 
+import ctypes
+import functools
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -33,11 +36,31 @@ def supports(model: nn.Module) -> bool:
     return all(type(m) in BATCHABLE for m in owners)
 
 
+@functools.cache
+def keep_freed_memory() -> None:
+    """Stop glibc handing (C, P)-sized temporaries back to the kernel on every free.
+
+    Each step allocates several model-sized tensors per client; allocated by mmap (or trimmed
+    off the heap) they page-fault afresh every step, which cost more than the arithmetic (a
+    10 MB temporary: 2.5 ms vs 0.8 ms in place). Freed memory then stays with the process, for
+    reuse. A no-op where glibc's mallopt is unavailable.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
+    libc.mallopt(M_MMAP_MAX, 0)
+    libc.mallopt(M_TRIM_THRESHOLD, 2**31 - 1)
+
+
 def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     clients, out_features = weight.shape[0], weight.shape[1]
-    xc = x.reshape(clients, -1, x.shape[-1])
-    y = torch.bmm(xc, weight.transpose(1, 2)) if bias is None else torch.baddbmm(bias.unsqueeze(1), xc, weight.transpose(1, 2))
-    return y.reshape(*x.shape[:-1], out_features)
+    xt = x.reshape(clients, -1, x.shape[-1]).transpose(1, 2)
+    # W·xᵀ rather than x·Wᵀ: the weight's gradient (C, out, in) then comes out contiguous, not
+    # as a transposed view that the flat gradient would have to copy
+    y = torch.bmm(weight, xt) if bias is None else torch.baddbmm(bias.unsqueeze(2), weight, xt)
+    return y.transpose(1, 2).reshape(*x.shape[:-1], out_features)
 
 
 def _fold_channels(x: torch.Tensor, clients: int) -> torch.Tensor:
