@@ -64,6 +64,9 @@ class Simulation:
         self.method = Method.build(job.method)
         self.clients = make_client_store(job.client_state, data.num_clients, state_dir)
         self.sizes = self.data.sizes()
+        # the trainer in use ("auto": None until the first round's probe chose), and that probe
+        self.execution: str | None = None if job.execution == "auto" else job.execution
+        self.execution_probe: dict | None = None
         theta = flat_params(self.model).to(self.device)
         self.progress = Progress(theta=theta, server_state=self.method.server.init_state(theta))
 
@@ -180,4 +183,6 @@ class Simulation:
         return {k: v.detach().cpu().clone() for k, v in self.spec.unflatten(self.eval_params()).items()}
 
 
-import benchmark.engine.vectorised  # noqa: E402,F401  (registers TRAINERS["vectorised"]; last, as it imports TRAINERS)
+# last, as they import TRAINERS: register TRAINERS["vectorised"] and TRAINERS["auto"]
+import benchmark.engine.vectorised  # noqa: E402,F401
+import benchmark.engine.auto_execution  # noqa: E402,F401
