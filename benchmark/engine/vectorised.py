@@ -1,4 +1,9 @@
-"""Train one round's clients together: torch.func.vmap over their stacked flat parameters (C, P).
+"""Train one round's clients together, on their stacked flat parameters (C, P).
+
+The forward runs client-batched on native kernels (engine/client_batched.py: batched matmul,
+grouped convolution, per-client GroupNorm affine) when the model's layers allow it; the rest of
+the objective (terms' losses) runs per client under torch.func.vmap, and the step updates the
+(C, P) matrix in place (local.py's sgd_step_ / descent_direction_, row-wise). Other models run the whole gradient under vmap.
 
 Same contract and same numbers as `train_sequential` (up to float reduction order): the step
 math is `engine/local.py`'s (step_loss, descent_direction, rewrite_direction, step_lr), each
@@ -19,12 +24,13 @@ from typing import Callable
 import torch
 from torch.func import grad_and_value, vmap
 
+from benchmark.engine import client_batched
 from benchmark.engine.client_round import ClientOutcome, make_context
 from benchmark.engine.fed_data import Batch
-from benchmark.engine.local import (ce_weight_of, descent_direction, rewrite_direction, set_step_budget, step_loss,
-                                    step_lr)
+from benchmark.engine.local import (ce_weight_of, descent_direction_, objective, rewrite_direction, set_step_budget,
+                                    sgd_step_, step_loss, step_lr)
 from benchmark.errors import UserError
-from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo
+from benchmark.fl.base import ClientContext, ClientTerm, ForwardOut, RoundInfo
 from benchmark.suite.schema import LocalTraining
 
 ADVICE = "set `execution: sequential` for this job (in the suite's defaults or its dataset entry)"
@@ -91,16 +97,38 @@ def stack_scratch_inputs(ctxs: list[ClientContext], terms: list[ClientTerm]) -> 
     return stacked
 
 
-def _batched_direction(template: ClientContext, terms: list[ClientTerm], local: LocalTraining) -> Callable:
-    """(W, received, scratch, ce_weights, X, Y) -> (directions (C, P), losses (C,)), one vmapped call."""
+def _vmapped_gradient(template: ClientContext, terms: list[ClientTerm]) -> Callable:
+    """(W, received, scratch, ce_weights, X, Y) -> (gradients (C, P), losses (C,)), one vmapped call."""
     needs_features = any(t.needs_features for t in terms)
 
     def one_client(w, received, scratch, ce_weight, x, y):
         ctx = _shared_context(template, received, scratch)
-        grad, loss = grad_and_value(lambda v: step_loss(ctx, terms, v, x, y, ce_weight, needs_features))(w)
-        return descent_direction(grad, w, local), loss
+        return grad_and_value(lambda v: step_loss(ctx, terms, v, x, y, ce_weight, needs_features))(w)
 
     return vmap(one_client)
+
+
+def _client_batched_gradient(template: ClientContext, terms: list[ClientTerm]) -> Callable:
+    """The same function, its forward on native client-batched kernels and its gradient by one
+    backward of the clients' summed losses (client i's loss depends on row i of W only); the
+    terms' losses and the cross-entropy, per client, under vmap."""
+    needs_features = any(t.needs_features for t in terms)
+
+    def one_objective(w, received, scratch, ce_weight, logits, features, x, y):
+        ctx = _shared_context(template, received, scratch)
+        return objective(ctx, terms, w, ForwardOut(logits, features), x, y, ce_weight)
+
+    objectives = vmap(one_objective, in_dims=(0, 0, 0, 0, 0, 0 if needs_features else None, 0, 0))
+
+    def gradient(w, received, scratch, ce_weights, x, y):
+        with torch.enable_grad():
+            w = w.detach().requires_grad_(True)
+            logits, features = client_batched.batched_forward(template.forward, w, x, needs_features)
+            losses = objectives(w, received, scratch, ce_weights, logits, features, x, y)
+            (grad,) = torch.autograd.grad(losses.sum(), w)
+        return grad, losses.detach()
+
+    return gradient
 
 
 def _overrides_direction(term: ClientTerm) -> bool:
@@ -122,18 +150,24 @@ def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> l
     scratch = stack_scratch_inputs(ctxs, terms)
     # one broadcast reaches every client: expanded views, no copies (a per-client start would be stacked)
     per_client = {k: v.expand(count, *v.shape) for k, v in received.items()}
-    direction = _batched_direction(ctxs[0], terms, local)
+    make_gradient = _client_batched_gradient if client_batched.supports(sim.model) else _vmapped_gradient
+    gradient = make_gradient(ctxs[0], terms)
     rewriters = [t for t in terms if _overrides_direction(t)]
 
     w = per_client["model"].clone(memory_format=torch.contiguous_format)
+    decay = torch.empty_like(w) if rewriters and local.weight_decay else None
     losses = []
     for s in range(steps):
         x = torch.stack([b[s].x for b in batches])
         y = torch.stack([b[s].y for b in batches])
-        g, loss = direction(w, per_client, scratch, ce_weights, x, y)
+        grad, loss = gradient(w, per_client, scratch, ce_weights, x, y)
+        lr = step_lr(rnd.lr, batches[0][s], local)
         if rewriters:  # per client, on its own context, like the sequential path
+            g = descent_direction_(grad, w, local, decay)
             g = torch.stack([rewrite_direction(ctx, rewriters, w[i], g[i]) for i, ctx in enumerate(ctxs)])
-        w = w - step_lr(rnd.lr, batches[0][s], local) * g
+            w.sub_(g.mul_(lr))
+        else:  # every row of the (C, P) matrix at once, as local.py's sequential step
+            sgd_step_(w, grad, local, lr)
         losses.append(loss)
     mean_losses = torch.stack(losses).mean(0).tolist() if losses else [float("nan")] * count
     outcomes = []
@@ -148,6 +182,7 @@ def train_vectorised(sim, chosen: list[int], rnd: RoundInfo, received: dict,
                      max_clients_per_vmap: int | None = None) -> list[ClientOutcome]:
     """Train `chosen` under vmap, at most `max_clients_per_vmap` at a time (bounds memory)."""
     check_terms(sim.method.terms)
+    client_batched.keep_freed_memory()
     chunk = max_clients_per_vmap or len(chosen)
     outcomes: list[ClientOutcome] = []
     for i in range(0, len(chosen), chunk):

@@ -158,7 +158,8 @@ class ClientTerm:
         return None
 
     def direction(self, ctx: ClientContext, w: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-        """Rewrite the step direction (after clipping and weight decay)."""
+        """Rewrite the step direction (after clipping and weight decay): `g` itself, changed in
+        place or not, or a new tensor, never one kept elsewhere (the step scales it in place)."""
         return g
 
     def grad_point(self, ctx: ClientContext, w: torch.Tensor) -> torch.Tensor:
