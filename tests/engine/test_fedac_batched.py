@@ -77,10 +77,8 @@ def test_batched_engine_equals_the_per_client_loop(tmp_path, method):
 
 @pytest.mark.parametrize("steps,batch,fold", [(1, 3, 50.0), (6, 2, 1.0001)])
 def test_one_step_rounds_and_folds_agree(tmp_path, monkeypatch, steps, batch, fold):
-    """K = 1 (the one-step path), and the sparse path folding P into U after almost every step,
-    its index arrays built in blocks of 4 steps."""
+    """K = 1 (the one-step path), and the sparse path folding P into U after almost every step."""
     monkeypatch.setattr(fedac_batched, "FOLD_CONDITION", fold)
-    monkeypatch.setattr(fedac_batched, "STEP_BLOCK", 4)
     jobs, loop, fast = run_both(tmp_path, shared_suite("fedac2", steps=steps, batch=batch, rounds=2, eval_every=1))
     for j in jobs:
         assert_same_records(loop[j.id], fast[j.id])
