@@ -8,17 +8,9 @@ from pathlib import Path
 import click
 
 from benchmark.data.archive import ARCHIVE_SUFFIXES, Found, peek_archives
-from benchmark.data.download import DOWNLOADS, download
-from benchmark.data.source import DATA_ENV, DATASET_PROBES, DATASETS, data_root
+from benchmark.data.download import download
+from benchmark.data.source import DATA_ENV, DATASETS, DatasetSpec, data_root, load_dataset
 from benchmark.errors import DatasetMissing, UserError
-
-RAW_SHAKESPEARE = ("shakespeare-complete-works.txt.gz", "shakespeare-complete-works.txt")
-
-
-def _registered() -> list[str]:
-    import benchmark.data.zoo  # noqa: F401
-
-    return sorted(DATASETS)
 
 
 def _size(path: Path) -> int:
@@ -48,8 +40,8 @@ def ls(root: Path | None) -> None:
     """Per dataset: found where (size, checksum), or missing with what to put where."""
     root = _root(root)
     click.echo(f"data root: {root if root else f'${DATA_ENV} is unset (pass --root)'}")
-    for name in _registered():
-        probe = DATASET_PROBES.get(name)
+    for name in DATASETS.names():
+        probe = DATASETS.get(name).probe
         if probe is None:
             click.echo(f"{name:14s} generated   (no files needed)")
             continue
@@ -67,32 +59,14 @@ def ls(root: Path | None) -> None:
             click.echo(f"{name:14s} online      Hugging Face hub id {where}")
 
 
-def _fetch(name: str, dest: Path) -> None:
-    for url, file_name in DOWNLOADS[name]:
+def _fetch(spec: DatasetSpec, dest: Path) -> None:
+    for url, file_name in spec.downloads:
         target = dest / file_name
         if target.exists():
             click.echo(f"{target} already there")
             continue
         click.echo(f"downloading {url} -> {target}")
         download(url, target)
-
-
-def _raw_shakespeare(root: Path | None) -> Path | None:
-    return next((root / n for n in RAW_SHAKESPEARE if root and (root / n).is_file()), None)
-
-
-def _build_shakespeare(raw: Path, dest: Path, sf: float, k: int, tf: float, seed: int, gap: int | None) -> None:
-    from leaf_data.shakespeare import BuildOptions, build
-
-    click.echo(f"building LEAF Shakespeare from {raw} into {dest / 'shakespeare'}")
-    stats = build(raw, dest / "shakespeare", BuildOptions(fraction=sf, min_samples=k, train_fraction=tf, seed=seed,
-                                                                   test_gap=gap))
-    click.echo(", ".join(f"{key} {value}" for key, value in stats.items()))
-
-
-def _no_raw_shakespeare(root: Path | None) -> UserError:
-    return UserError(f"shakespeare: no raw text to build from: put {' or '.join(RAW_SHAKESPEARE)} (the 1994 complete "
-                     f"works LEAF uses, www.gutenberg.org/files/100/old/1994-01-100.zip) in {root or f'${DATA_ENV}'}")
 
 
 @data.command("prepare")
@@ -112,30 +86,32 @@ def prepare(name: str, root: Path | None, dest: Path | None, sf: float, min_samp
     """Make dataset NAME loadable: download it (where a URL exists) or build it from local raw
     files (Shakespeare: always rebuilt from the raw text when the root has it, with the options
     given), then decode it once into the tensor cache."""
-    if name not in _registered():
-        raise UserError(f"unknown dataset {name!r}; known: {', '.join(_registered())}")
+    spec = DATASETS.require(name)
     root = _root(root)
     dest = dest or root
-    probe = DATASET_PROBES.get(name)
-    present = probe is None
-    raw = _raw_shakespeare(root) if name == "shakespeare" else None
-    if raw is not None:  # a LEAF archive next to the raw text (e.g. a sample) is not what prepare builds
-        _build_shakespeare(raw, dest, sf, min_samples, tf, seed, test_gap)
-    elif probe is not None:
+    present = spec.probe is None
+    raw = spec.raw_build.find(root) if spec.raw_build else None
+    if raw is not None:  # built from the raw files whenever the root has them, with the options given
+        click.echo(f"building {name} from {raw} into {dest}")
+        options = {"fraction": sf, "min_samples": min_samples, "train_fraction": tf, "seed": seed, "test_gap": test_gap}
+        stats = spec.raw_build.build(raw, dest, options)
+        click.echo(", ".join(f"{key} {value}" for key, value in stats.items()))
+    elif spec.probe is not None:
         try:
-            probe(root)
+            spec.probe(root)
             present = True
         except DatasetMissing as missing:
             if dest is None:
                 raise UserError(f"{missing}\n  (no --root/--dest and ${DATA_ENV} unset: nowhere to put the files)") from None
-            if name in DOWNLOADS:
-                _fetch(name, dest)
-            elif name == "shakespeare":
-                raise _no_raw_shakespeare(root) from None
+            if spec.downloads:
+                _fetch(spec, dest)
+            elif spec.raw_build:
+                raise UserError(f"{name}: no raw files to build from: put {spec.raw_build.needs} in "
+                                f"{root or f'${DATA_ENV}'}") from None
             else:
                 raise
     load_root = root if present else dest
     started = time.perf_counter()
-    src = DATASETS[name]({}, load_root)
+    src = load_dataset(name, {}, load_root)
     click.echo(f"{name}: {len(src.train_y)} train / {len(src.test_y)} test examples ready "
                f"(loaded from {load_root} in {time.perf_counter() - started:.1f} s; decoded tensors are cached)")

@@ -25,8 +25,7 @@ from pathlib import Path
 
 import torch
 
-import benchmark.data.zoo  # noqa: F401  (registers the datasets)
-from benchmark.data.source import DATASETS
+from benchmark.data.source import load_dataset
 from benchmark.models.registry import build_model
 
 
@@ -63,7 +62,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--batch", type=int, default=10)
     args = ap.parse_args()
-    src = DATASETS["femnist"]({}, args.root)
+    src = load_dataset("femnist", {}, args.root)
     x, y = src.train_x.float().view(-1, 1, 28, 28), src.train_y
     h = label_entropy(y, 62)
     print(f"{len(y)} examples; label entropy {h:.3f} (the class-prior plateau); torch threads {torch.get_num_threads()}")

@@ -158,7 +158,6 @@ def test_a_batch_costs_the_same_ops_as_one_image():
 
 
 def test_registered_for_images_and_reproducible_through_client_batches():
-    import benchmark.data.zoo  # noqa: F401  (loading datasets registers the image preprocessor)
     from benchmark.engine.setup import PREPROCESSORS
 
     assert PREPROCESSORS["image"] is aug.image_preprocessor

@@ -10,7 +10,7 @@ import benchmark
 
 ROOT = Path(benchmark.__file__).parent
 # top-level modules are the foundation, except the command line on top
-FOUNDATION = {"errors", "suggest", "rng", "params", "metrics", "__init__"}
+FOUNDATION = {"errors", "suggest", "registry", "rng", "params", "metrics", "__init__"}
 CLI = {"cli", "cli_data", "cli_options", "__main__"}
 LAYERS = [FOUNDATION, {"data", "models", "fl"}, {"suite"}, {"engine"}, {"run"}, {"report"}, CLI]
 LAYER = {unit: i for i, units in enumerate(LAYERS) for unit in units}

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from benchmark.cli import main
-from benchmark.data.leaf import load_femnist
 from benchmark.errors import DatasetMissing
+from benchmark.data.source import load_dataset
 from fedtest import write_suite
 
 
@@ -31,7 +31,7 @@ def femnist_root(tmp_path):
 
 
 def test_users_become_natural_clients(femnist_root):
-    src = load_femnist({}, femnist_root)
+    src = load_dataset("femnist", {}, femnist_root)
     assert src.user_names == ["f_a", "f_b", "f_c"]  # users without test data are left out
     assert src.train_x.shape == (12, 1, 28, 28) and src.test_x.shape == (4, 1, 28, 28)
     assert src.train_users.tolist() == [0] * 5 + [1] * 3 + [2] * 4
@@ -48,7 +48,7 @@ def test_a_suite_runs_on_leaf_json(femnist_root, tmp_path):
 
 def test_missing_dataset_says_what_to_put_where(tmp_path, capsys):
     with pytest.raises(DatasetMissing) as err:
-        load_femnist({}, tmp_path / "nowhere")
+        load_dataset("femnist", {}, tmp_path / "nowhere")
     assert "femnist/data" in str(err.value) and "LEAF" in str(err.value)
     suite = {"name": "leaf", "datasets": [{"name": "femnist", "root": str(tmp_path / "nowhere"), "split": {"kind": "natural"}}],
              "methods": ["fedavg"], "defaults": {"num_clients": 2, "model": {"name": "femnist_cnn"}}}
@@ -61,7 +61,7 @@ def test_malformed_shard_is_reported(tmp_path):
     (tmp_path / "femnist" / "data" / "test").mkdir(parents=True)
     (tmp_path / "femnist" / "data" / "train" / "bad.json").write_text("{not json")
     with pytest.raises(DatasetMissing, match="bad.json"):
-        load_femnist({}, tmp_path)
+        load_dataset("femnist", {}, tmp_path)
 
 
 @pytest.mark.realdata
@@ -84,5 +84,5 @@ def test_a_num_samples_header_that_disagrees_with_the_records_is_reported(femnis
     blob["num_samples"][0] += 5
     shard.write_text(json.dumps(blob))
     with pytest.warns(UserWarning, match="num_samples says 9 examples but the shard holds 4"):
-        src = load_femnist({}, femnist_root)
+        src = load_dataset("femnist", {}, femnist_root)
     assert len(src.test_y) == 4

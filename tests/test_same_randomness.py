@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import torch
 
-import benchmark.data.zoo  # noqa: F401  (registers the image preprocessor)
 from benchmark.data.source import SourceData
 from benchmark.engine.fed_data import FederatedData
 from benchmark.engine.setup import PREPROCESSORS

@@ -12,7 +12,7 @@ import torch
 from pydantic import Field
 
 from benchmark.data.archive import Found
-from benchmark.data.source import DATA_ENV, SourceData, register_dataset, register_probe
+from benchmark.data.source import DATA_ENV, DATASETS, DatasetSpec, SourceData
 from benchmark.errors import DatasetMissing
 from benchmark.params import StrictParams
 
@@ -69,15 +69,17 @@ def to_binary(y: torch.Tensor, path: Path) -> torch.Tensor:
     return (y > 0).long()
 
 
-@register_dataset("a9a", A9A_HELP, params=A9aParams)
-def load_a9a(params: dict, root: Path | None) -> SourceData:
-    p = A9aParams(**params)
+def load_a9a(p: A9aParams, root: Path | None) -> SourceData:
     train_path, test_path = libsvm_file(root, "a9a"), libsvm_file(root, "a9a.t")
     train_x, train_y = read_libsvm(train_path, p.num_features)
     test_x, test_y = read_libsvm(test_path, p.num_features)
     return SourceData(train_x, to_binary(train_y, train_path), test_x, to_binary(test_y, test_path), 2, "vector")
 
 
-@register_probe("a9a")
 def probe_a9a(root: Path | None) -> Found:
     return Found(libsvm_file(root, "a9a"), also=(libsvm_file(root, "a9a.t"),))
+
+
+LIBSVM = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary"
+DATASETS.register(DatasetSpec("a9a", load_a9a, A9A_HELP, A9aParams, probe_a9a,
+                              downloads=((f"{LIBSVM}/a9a", "a9a"), (f"{LIBSVM}/a9a.t", "a9a.t"))))

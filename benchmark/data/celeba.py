@@ -8,6 +8,7 @@ resized to `image_size` (84x84 as in LEAF) and cached as uint8 tensors.
 from __future__ import annotations
 
 from pathlib import Path
+
 import torch
 from pydantic import Field
 
@@ -15,7 +16,7 @@ from benchmark.data.archive import Found
 from benchmark.data.cache import cache_key, cached_tensors, files_fingerprint
 from benchmark.data.images import decode_images, split_tensors
 from benchmark.data.leaf import leaf_location, leaf_source, load_leaf_users
-from benchmark.data.source import SourceData, register_dataset, register_probe
+from benchmark.data.source import DATASETS, DatasetSpec, SourceData
 from benchmark.errors import DatasetMissing
 from benchmark.params import StrictParams
 
@@ -50,9 +51,7 @@ def _binary(y: list, user: str) -> torch.Tensor:
     return t
 
 
-@register_dataset("celeba", HELP, params=CelebaParams)
-def load_celeba(params: dict, root: Path | None) -> SourceData:
-    p = CelebaParams(**params)
+def load_celeba(p: CelebaParams, root: Path | None) -> SourceData:
     users, train, test = load_leaf_users(root, "celeba")
     base = leaf_location(root, "celeba")
     img_dir = base.path / IMAGES
@@ -64,6 +63,8 @@ def load_celeba(params: dict, root: Path | None) -> SourceData:
                        mean=tuple(train_imgs["mean"].tolist()), std=tuple(train_imgs["std"].tolist()))
 
 
-@register_probe("celeba")
 def probe_celeba(root: Path | None) -> Found:
     return leaf_location(root, "celeba")
+
+
+DATASETS.register(DatasetSpec("celeba", load_celeba, HELP, CelebaParams, probe_celeba))

@@ -20,7 +20,7 @@ from benchmark.data.cache import cache_key, cached_tensors
 from benchmark.data.hf import has_local_copy, hf_split, open_hf
 from benchmark.data.images import decode_images, image_folder, split_tensors
 from benchmark.data.safe_pickle import safe_load_pickle
-from benchmark.data.source import SourceData, register_dataset, register_probe
+from benchmark.data.source import DATASETS, DatasetSpec, SourceData
 from benchmark.errors import DatasetMissing
 from benchmark.params import StrictParams
 
@@ -126,8 +126,7 @@ def _build(spec: CifarSpec, fmt: str, where: Found | str) -> dict[str, torch.Ten
     return {"train_x": tr["x"], "train_y": tr["y"], "test_x": te["x"], "test_y": te["y"], "mean": tr["mean"], "std": tr["std"]}
 
 
-def load_cifar(spec: CifarSpec, params: dict, root: Path | None) -> SourceData:
-    p = CifarParams(**params)
+def load_cifar(spec: CifarSpec, p: CifarParams, root: Path | None) -> SourceData:
     fmt, where = find(spec, p, root)
     key = cache_key(spec.name, fmt, where.checksum() if isinstance(where, Found) else where)
     t = cached_tensors(spec.name, key, lambda: _build(spec, fmt, where))
@@ -139,23 +138,13 @@ def load_cifar(spec: CifarSpec, params: dict, root: Path | None) -> SourceData:
                       mean=tuple(t["mean"].tolist()), std=tuple(t["std"].tolist()))
 
 
-@register_dataset("cifar10", "CIFAR-10: official python archive, an image folder or Hugging Face (docs/datasets.md)",
-                  params=CifarParams)
-def load_cifar10(params: dict, root: Path | None) -> SourceData:
-    return load_cifar(CIFAR10, params, root)
+def dataset_spec(spec: CifarSpec) -> DatasetSpec:
+    return DatasetSpec(
+        spec.name, lambda p, root: load_cifar(spec, p, root),
+        f"{spec.name.upper().replace('CIFAR', 'CIFAR-')}: official python archive, an image folder or Hugging Face "
+        "(docs/datasets.md)",
+        CifarParams, lambda root: find(spec, CifarParams(), root)[1], downloads=((spec.url, spec.archive),))
 
 
-@register_dataset("cifar100", "CIFAR-100: official python archive, an image folder or Hugging Face (docs/datasets.md)",
-                  params=CifarParams)
-def load_cifar100(params: dict, root: Path | None) -> SourceData:
-    return load_cifar(CIFAR100, params, root)
-
-
-@register_probe("cifar10")
-def probe_cifar10(root: Path | None):
-    return find(CIFAR10, CifarParams(), root)[1]
-
-
-@register_probe("cifar100")
-def probe_cifar100(root: Path | None):
-    return find(CIFAR100, CifarParams(), root)[1]
+for _spec in SPECS.values():  # one file, two datasets of one family
+    DATASETS.register(dataset_spec(_spec))

@@ -1,4 +1,5 @@
-"""Downloading dataset files from their official URLs (urllib only), into the data root."""
+"""Downloading dataset files from their official URLs (urllib only), into the data root; each
+dataset's spec names its URLs (`DatasetSpec.downloads`)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,6 @@ import urllib.request
 from pathlib import Path
 
 from benchmark.errors import UserError
-
-# dataset -> (url, file name under the data root); datasets without a direct URL are built by LEAF
-DOWNLOADS: dict[str, list[tuple[str, str]]] = {
-    "cifar10": [("https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz", "cifar-10-python.tar.gz")],
-    "cifar100": [("https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz", "cifar-100-python.tar.gz")],
-    "tiny_imagenet": [("http://cs231n.stanford.edu/tiny-imagenet-200.zip", "tiny-imagenet-200.zip")],
-    "a9a": [("https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary/a9a", "a9a"),
-            ("https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary/a9a.t", "a9a.t")],
-}
-
 
 def download(url: str, dest: Path, timeout: float = 30) -> Path:
     """Fetch `url` to `dest` (via a .partial file, so an interrupted download is never used)."""

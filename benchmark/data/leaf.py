@@ -1,4 +1,4 @@
-"""LEAF JSON datasets: `<root>/<name>/data/{train,test}/*.json`, one client per LEAF user.
+"""Reading LEAF JSON datasets: `<root>/<name>/data/{train,test}/*.json`, one client per LEAF user.
 
 Each shard is {"users": [...], "num_samples": [...], "user_data": {user: {"x": [...], "y": [...]}}}.
 Users are ordered as they first appear in the (sorted) train shards, which is what "first N
@@ -12,18 +12,12 @@ import warnings
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import torch
 
 from benchmark.data.archive import Found, locate
 from benchmark.data.cache import cache_key, cached_tensors
-from benchmark.data.source import SourceData, register_dataset, register_probe, require_dir
+from benchmark.data.source import SourceData, require_dir
 from benchmark.errors import DataInvalid, DatasetMissing
-
-FEMNIST_HELP = (
-    "Build FEMNIST with LEAF (github.com/TalwalkarLab/leaf, data/femnist: ./preprocess.sh -s niid "
-    "--sf 0.05 -k 0 -t sample) and put its data/ folder at <root>/femnist/data/{train,test}/*.json."
-)
 
 
 def read_leaf_split(directory: Path) -> dict[str, dict]:
@@ -126,25 +120,3 @@ def cached_leaf_source(root: Path | None, name: str, build: Callable[[], SourceD
     t = cached_tensors(name, cache_key(name, where.checksum(), *key), to_tensors)
     return SourceData(t["train_x"], t["train_y"], t["test_x"], t["test_y"], t["num_classes"], t["kind"],
                       t["train_users"], list(t["user_names"]))
-
-
-def _labels(y: list, user: str) -> torch.Tensor:
-    return torch.tensor(y, dtype=torch.long)
-
-
-@register_dataset("femnist", FEMNIST_HELP)
-def load_femnist(params: dict, root) -> SourceData:
-    if params:
-        raise ValueError(f"femnist takes no params, got {sorted(params)}")
-
-    def build() -> SourceData:
-        users, train, test = load_leaf_users(root, "femnist")
-        pixels = lambda x, u: torch.from_numpy(np.asarray(x, dtype=np.float32)).reshape(-1, 1, 28, 28)  # noqa: E731
-        return leaf_source(users, train, test, pixels, _labels, 62, "image")
-
-    return cached_leaf_source(root, "femnist", build)
-
-
-@register_probe("femnist")
-def probe_femnist(root: Path | None) -> Found:
-    return leaf_location(root, "femnist")

@@ -12,7 +12,7 @@ import torch
 
 from benchmark.data.archive import Found
 from benchmark.data.leaf import cached_leaf_source, leaf_location, leaf_source, load_leaf_users
-from benchmark.data.source import SourceData, register_dataset, register_probe
+from benchmark.data.source import DATASETS, DatasetSpec, RawBuild, SourceData
 from benchmark.errors import DatasetMissing
 from benchmark.params import StrictParams
 
@@ -20,6 +20,7 @@ from benchmark.params import StrictParams
 VOCAB = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
 assert len(VOCAB) == 80 and len(set(VOCAB)) == 80
 SEQ_LEN = 80
+RAW_TEXT = ("shakespeare-complete-works.txt.gz", "shakespeare-complete-works.txt")  # what `data prepare` builds from
 _LOOKUP = np.full(128, -1, dtype=np.int64)  # code point -> token id (-1: not in the vocabulary)
 _LOOKUP[[ord(c) for c in VOCAB]] = np.arange(len(VOCAB))
 
@@ -48,10 +49,7 @@ def encode(texts: list[str], user: str, length: int) -> torch.Tensor:
     return torch.from_numpy(ids.reshape(len(texts), length))
 
 
-@register_dataset("shakespeare", SHAKESPEARE_HELP, params=ShakespeareParams)
-def load_shakespeare(params: dict, root: Path | None) -> SourceData:
-    ShakespeareParams(**params)
-
+def load_shakespeare(p: ShakespeareParams, root: Path | None) -> SourceData:
     def build() -> SourceData:
         users, train, test = load_leaf_users(root, "shakespeare")
         return leaf_source(users, train, test, lambda x, u: encode(x, u, SEQ_LEN),
@@ -60,6 +58,24 @@ def load_shakespeare(params: dict, root: Path | None) -> SourceData:
     return cached_leaf_source(root, "shakespeare", build)
 
 
-@register_probe("shakespeare")
 def probe_shakespeare(root: Path | None) -> Found:
     return leaf_location(root, "shakespeare")
+
+
+def raw_text(root: Path | None) -> Path | None:
+    return next((root / n for n in RAW_TEXT if root and (root / n).is_file()), None)
+
+
+def build_from_text(raw: Path, dest: Path, options: dict) -> dict:
+    """LEAF's preprocessing of the raw text into dest/shakespeare/data (leaf_data/shakespeare.py);
+    `options` are BuildOptions' fields (`fedbench data prepare shakespeare --sf/-k/--tf/...`)."""
+    from leaf_data.shakespeare import BuildOptions, build
+
+    return build(raw, dest / "shakespeare", BuildOptions(**options))
+
+
+# a LEAF archive next to the raw text (e.g. a sample) is not what `data prepare` builds: the text wins
+RAW_BUILD = RawBuild(raw_text, build_from_text, f"{' or '.join(RAW_TEXT)} (the 1994 complete works LEAF uses, "
+                                                "www.gutenberg.org/files/100/old/1994-01-100.zip)")
+DATASETS.register(DatasetSpec("shakespeare", load_shakespeare, SHAKESPEARE_HELP, ShakespeareParams, probe_shakespeare,
+                              raw_build=RAW_BUILD))

@@ -1,4 +1,4 @@
-"""Dataset sources: a registry of loaders that turn local files (or a recipe) into tensors.
+"""Dataset sources: a registry of dataset specs whose loaders turn local files (or a recipe) into tensors.
 
 A loader returns a `SourceData`: whole train/test splits as tensors (uint8 images stay uint8;
 the device-side pipeline normalises them), plus, for datasets with natural users (LEAF), the
@@ -11,11 +11,12 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic import BaseModel, ConfigDict
 
 from benchmark.errors import DataInvalid, DatasetMissing
+from benchmark.registry import Registry
 
 if TYPE_CHECKING:  # torch is imported where tensors are touched: `fedbench --help` and `plan` stay fast
     import torch
@@ -78,49 +79,44 @@ class SourceData:
         return h.hexdigest()[:16]
 
 
-Loader = Callable[[dict, "Path | None"], SourceData]
-DATASETS: dict[str, Loader] = {}
-DATASET_HELP: dict[str, str] = {}
-DATASET_PARAMS: dict[str, type[BaseModel]] = {}
-
-
 class NoParams(BaseModel):
     """For datasets that take no `params:`."""
 
     model_config = ConfigDict(extra="forbid")
-# name -> probe(root) -> where the files were found (raises DatasetMissing); for `fedbench data ls`
-DATASET_PROBES: dict[str, Callable] = {}
 
 
-def register_dataset(name: str, help_missing: str = "", params: type[BaseModel] | None = None):
-    """Register `loader(params, root) -> SourceData`; `help_missing` says what to download where;
-    `params` is the pydantic model of its `params:` (checked when a suite is expanded)."""
+@dataclass(frozen=True)
+class RawBuild:
+    """How `fedbench data prepare` builds a dataset's files from raw material in the data root."""
 
-    def deco(fn: Loader) -> Loader:
-        if name in DATASETS:
-            raise ValueError(f"dataset {name!r} registered twice")
-        DATASETS[name] = fn
-        DATASET_HELP[name] = help_missing
-        DATASET_PARAMS[name] = params or NoParams
-        return fn
-
-    return deco
+    find: Callable[[Path | None], Path | None]  # the raw material under the root; None: not there
+    build: Callable[[Path, Path, dict], dict]  # (raw, dest, prepare's options) -> statistics to print
+    needs: str  # what raw material to put in the root, for the error when it is missing
 
 
-def known_datasets() -> list[str]:
-    import benchmark.data.zoo  # noqa: F401  (registers every dataset)
+@dataclass(frozen=True)
+class DatasetSpec:
+    """Everything fedbench knows about one dataset. A dataset file defines one and registers it
+    with `DATASETS.register(DatasetSpec(...))`; every module of benchmark.data is imported when
+    the registry is first read, so a new dataset is one file."""
 
-    return sorted(DATASETS)
+    name: str
+    load: Callable[[Any, Path | None], SourceData]  # (validated params, data root or None) -> tensors
+    help: str = ""  # what to download and put where, shown when the files are missing
+    params: type[BaseModel] = NoParams  # the `params:` a suite may give (checked when it is expanded)
+    probe: Callable[[Path | None], Any] | None = None  # root -> archive.Found (or a hub id) without
+    # loading, raising DatasetMissing; None: generated from params, no files (`fedbench data ls`)
+    downloads: tuple[tuple[str, str], ...] = ()  # (official URL, file name under the root): `data prepare`
+    raw_build: RawBuild | None = None  # or: `data prepare` builds the files from raw material
 
 
-def register_probe(name: str):
-    """Register `probe(root) -> archive.Found` that locates a dataset's files without loading them."""
+DATASETS: Registry[DatasetSpec] = Registry("dataset", "benchmark.data")
 
-    def deco(fn: Callable) -> Callable:
-        DATASET_PROBES[name] = fn
-        return fn
 
-    return deco
+def load_dataset(name: str, params: dict, root: Path | None) -> SourceData:
+    """Dataset `name` with `params` (pydantic.ValidationError when they are invalid) from `root`."""
+    spec = DATASETS.require(name)
+    return spec.load(spec.params(**params), root)
 
 
 def data_root(explicit: str | None) -> Path | None:
@@ -135,7 +131,7 @@ def require_dir(path: Path | None, dataset: str, expected: str) -> Path:
     """`path` if it is an existing directory, else a DatasetMissing naming what goes where."""
     if path is None or not path.is_dir():
         where = str(path) if path is not None else f"${DATA_ENV} (unset) or the dataset's 'root:'"
-        help_text = DATASET_HELP.get(dataset, "")
+        help_text = DATASETS.get(dataset).help if dataset in DATASETS else ""
         raise DatasetMissing(
             f"dataset {dataset!r}: expected {expected} under {where}, but it is not there."
             + (f"\n  {help_text}" if help_text else "")

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from pydantic import Field
 
-from benchmark.data.source import SourceData, register_dataset
+from benchmark.data.source import DATASETS, DatasetSpec, SourceData
 from benchmark.params import StrictParams
 
 
@@ -70,6 +70,4 @@ def generate(p: SyntheticParams) -> SourceData:
     )
 
 
-@register_dataset("synthetic", params=SyntheticParams)
-def load_synthetic(params: dict, root) -> SourceData:
-    return generate(SyntheticParams(**params))
+DATASETS.register(DatasetSpec("synthetic", lambda p, root: generate(p), params=SyntheticParams))  # no files

@@ -20,7 +20,7 @@ from benchmark.data.archive import Found, expected, locate
 from benchmark.data.cache import cache_key, cached_tensors, files_fingerprint
 from benchmark.data.hf import has_local_copy, hf_split, open_hf
 from benchmark.data.images import IMAGE_SUFFIXES, decode_images, split_tensors
-from benchmark.data.source import SourceData, register_dataset, register_probe
+from benchmark.data.source import DATASETS, DatasetSpec, SourceData
 from benchmark.errors import DatasetMissing
 from benchmark.params import StrictParams
 
@@ -28,7 +28,8 @@ DIR = "tiny-imagenet-200"
 ARCHIVES = ["tiny-imagenet-200.zip", "tiny-imagenet-200.tar.gz", "tiny-imagenet-200-val.tar.gz"]
 HF_ID = "zh-plus/tiny-imagenet"
 NUM_CLASSES = 200
-HELP = ("Download http://cs231n.stanford.edu/tiny-imagenet-200.zip and put it (or its extracted "
+URL = "http://cs231n.stanford.edu/tiny-imagenet-200.zip"
+HELP = (f"Download {URL} and put it (or its extracted "
         "tiny-imagenet-200/ folder) under <root>/.")
 
 
@@ -93,9 +94,8 @@ def split_files(base: Path, split: Literal["train", "val"], origin: Path | None 
     return files, torch.tensor(labels, dtype=torch.long)
 
 
-def load_split(params: dict, root: Path | None, split: Literal["train", "val"]) -> dict[str, torch.Tensor]:
+def load_split(p: TinyImageNetParams, root: Path | None, split: Literal["train", "val"]) -> dict[str, torch.Tensor]:
     """One split as cached tensors {"x", "y"} (+ "mean", "std" for train); loadable alone."""
-    p = TinyImageNetParams(**params)
     where = find(p, root)
     if isinstance(where, Found) and where.archive_sha256:  # keyed by the archive: extracted only to decode
         def build() -> dict[str, torch.Tensor]:
@@ -114,15 +114,13 @@ def load_split(params: dict, root: Path | None, split: Literal["train", "val"]) 
         *hf_split(open_hf(source), names, ["image", "img"], ["label", "labels"], str(source)), split == "train"))
 
 
-@register_dataset("tiny_imagenet", HELP, params=TinyImageNetParams)
-def load_tiny_imagenet(params: dict, root: Path | None) -> SourceData:
-    train = load_split(params, root, "train")
-    test = load_split(params, root, "val")
+def load_tiny_imagenet(p: TinyImageNetParams, root: Path | None) -> SourceData:
+    train = load_split(p, root, "train")
+    test = load_split(p, root, "val")
     return SourceData(train["x"], train["y"], test["x"], test["y"], NUM_CLASSES, "image",
                       mean=tuple(train["mean"].tolist()), std=tuple(train["std"].tolist()))
 
 
-@register_probe("tiny_imagenet")
 def probe_tiny_imagenet(root: Path | None) -> Found:
     where = find(TinyImageNetParams(), root)
     val_only = isinstance(where, Found) and (where.origin.name == ARCHIVES[-1] or (
@@ -131,3 +129,7 @@ def probe_tiny_imagenet(root: Path | None) -> Found:
         raise DatasetMissing(f"tiny_imagenet: only the val split is at {where.origin}; the train split "
                              f"({DIR}/train/<wnid>/images/*.JPEG) is missing. {HELP}")
     return where
+
+
+DATASETS.register(DatasetSpec("tiny_imagenet", load_tiny_imagenet, HELP, TinyImageNetParams, probe_tiny_imagenet,
+                              downloads=((URL, ARCHIVES[0]),)))

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from benchmark.data.cache import cache_key, cached_tensors
 from benchmark.data.partition import partition
-from benchmark.data.source import DATASET_PROBES, DATASETS, SourceData, check_source, data_root, known_datasets
+from benchmark.data.source import DATASETS, SourceData, check_source, data_root, load_dataset
 from benchmark.engine.augment import image_preprocessor
 from benchmark.engine.fed_data import FederatedData, default_preprocess
 from benchmark.engine.simulation import Simulation
@@ -27,15 +27,15 @@ PREPROCESSORS: dict = {"image": image_preprocessor}
 
 def _where(name: str, root: str | None) -> str:
     """Where a loaded dataset's files are, for messages about their content."""
-    if name in DATASET_PROBES:
-        return f"files under {DATASET_PROBES[name](data_root(root)).path}"
+    if (probe := DATASETS.get(name).probe) is not None:
+        return f"files under {probe(data_root(root)).path}"
     return "as its loader built it from params"
 
 
 @functools.lru_cache(maxsize=4)
 def _load_source(name: str, params_json: str, root: str | None) -> SourceData:
     try:
-        src = DATASETS[name](json.loads(params_json), data_root(root))
+        src = load_dataset(name, json.loads(params_json), data_root(root))
         return check_source(src, name, _where(name, root))
     except ValidationError as err:  # params swept by a grid are only seen here
         found = "; ".join(f"{p}: {m}" for p, m in pydantic_problems(err, "params"))
@@ -46,8 +46,7 @@ def _load_source(name: str, params_json: str, root: str | None) -> SourceData:
 
 def _source_key(job: JobConfig) -> tuple[str, str, str | None]:
     d = job.dataset
-    if d.name not in known_datasets():
-        raise UserError(f"unknown dataset {d.name!r}; known: {', '.join(known_datasets())}")
+    DATASETS.require(d.name)
     return d.name, json.dumps(d.params, sort_keys=True), d.root
 
 

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from benchmark.data.archive import ARCHIVE_SUFFIXES, Found, peek_archives, unpack_into
 from benchmark.data.cache import cache_dir, sha256_file
-from benchmark.data.source import DATA_ENV, DATASET_PROBES, data_root, known_datasets
+from benchmark.data.source import DATA_ENV, DATASETS, data_root
 from benchmark.data.uri import DataUri, parse_data_uri
 from benchmark.errors import DataInvalid, DatasetMissing, UserError
 from benchmark.run.locks import FileLock
@@ -69,8 +69,8 @@ def parse_uri_options(values: tuple[str, ...] | list[str], datasets: list[str]) 
                 raise UserError(f"--data-uri {value}: the suite uses {len(datasets)} datasets ({', '.join(datasets)}); "
                                 "say which one: --data-uri NAME=URI")
             name, text = datasets[0], value
-        if name not in known_datasets():
-            raise UserError(f"--data-uri {value}: unknown dataset {name!r}; known: {', '.join(known_datasets())}")
+        if name not in DATASETS:
+            raise UserError(f"--data-uri {value}: unknown dataset {name!r}; known: {', '.join(DATASETS.names())}")
         try:
             uris[name] = parse_data_uri(text)
         except ValueError as err:
@@ -91,8 +91,7 @@ def dataset_files(name: str, root: Path | None) -> tuple[Path, list[Path]] | Non
 
 def _found(name: str, root: Path | None) -> Found | None:
     """Where the dataset's files are, without extracting or listing them (DatasetMissing if absent)."""
-    known_datasets()  # registers the probes (a fresh worker process has imported no dataset yet)
-    if (probe := DATASET_PROBES.get(name)) is None:
+    if (probe := DATASETS.require(name).probe) is None:
         return None
     with peek_archives():
         found = probe(root)
@@ -117,12 +116,11 @@ def make_offers(jobs: list[Job], uris: dict[str, DataUri], max_bytes: float,
     """(dataset, root) -> Offer for every dataset with files the jobs use: its URI if one is
     named, else the driver's copy packed and `put` (once per content) when it is at most
     `max_bytes`, else a refusal saying why."""
-    known_datasets()  # registers the probes
     offers: dict[tuple[str, str | None], Offer] = {}
     shipped: dict[str, Any] = {}  # sha256 -> ref: identical content is put once
     for job in jobs:
         d = job.config.dataset
-        if (d.name, d.root) in offers or d.name not in DATASET_PROBES:  # generated: nothing to stage
+        if (d.name, d.root) in offers or DATASETS.require(d.name).probe is None:  # generated: nothing to stage
             continue
         uri = uris.get(d.name) or (parse_data_uri(d.uri) if d.uri else None)
         if uri:

@@ -202,17 +202,18 @@ def _share(method: dict, touched: set[str], path: str) -> None:
 
 def _check_names(suite: Suite, settings: list[Settings | None], problems: list) -> None:
     """Dataset and model names must be registered (checked here so errors carry YAML paths)."""
-    from benchmark.data.source import DATASET_PARAMS, known_datasets
+    from benchmark.data.source import DATASETS
     from benchmark.models.registry import known_models
 
     for i, (entry, s) in enumerate(zip(suite.datasets, settings)):
-        if entry.name not in known_datasets():
-            problems.append((f"datasets[{i}].name", f"unknown dataset {entry.name!r}; " + allowed_names(entry.name, known_datasets())))
+        if entry.name not in DATASETS:
+            problems.append((f"datasets[{i}].name", f"unknown dataset {entry.name!r}; " + allowed_names(entry.name, DATASETS.names())))
         else:
+            params = DATASETS.get(entry.name).params
             try:
-                DATASET_PARAMS[entry.name](**entry.params)
+                params(**entry.params)
             except ValidationError as err:
-                problems.extend(pydantic_problems(err, f"datasets[{i}].params", DATASET_PARAMS[entry.name]))
+                problems.extend(pydantic_problems(err, f"datasets[{i}].params", params))
         if s is not None and s.model.name not in known_models():
             where = f"datasets[{i}].model.name" if entry.model and "name" in entry.model else "defaults.model.name"
             problems.append((where, f"unknown model {s.model.name!r}; " + allowed_names(s.model.name, known_models())))
@@ -236,15 +237,16 @@ def _job_config(raw: dict, s_point: dict, overrides: Overrides, file: str) -> Jo
         found = err.problems if isinstance(err, MethodProblems) else pydantic_problems(err, model=JobConfig)
         raise SuiteError(file, [(overrides.source(p) or f"grid ({s_point})", f"{p}: {m}") for p, m in found]) from None
     if any(k.startswith("dataset.") for k in [*s_point, *overrides.values]):  # as _check_names does for the YAML
-        from benchmark.data.source import DATASET_PARAMS, known_datasets
+        from benchmark.data.source import DATASETS
 
         name, where = config.dataset.name, overrides.source("dataset.name") or f"grid ({s_point})"
-        if name not in known_datasets():
-            raise SuiteError(file, [(where, f"unknown dataset {name!r}; " + allowed_names(name, known_datasets()))])
+        if name not in DATASETS:
+            raise SuiteError(file, [(where, f"unknown dataset {name!r}; " + allowed_names(name, DATASETS.names()))])
+        params = DATASETS.get(name).params
         try:
-            DATASET_PARAMS[name](**config.dataset.params)
+            params(**config.dataset.params)
         except ValidationError as err:
-            found = pydantic_problems(err, "dataset.params", DATASET_PARAMS[name])
+            found = pydantic_problems(err, "dataset.params", params)
             raise SuiteError(file, [(overrides.source(p) or f"grid ({s_point})", f"{p}: {m}") for p, m in found]) from None
     return config
 

@@ -5,7 +5,7 @@ import zipfile
 import pytest
 
 from benchmark.data.archive import extract, locate
-from benchmark.data.tiny_imagenet import load_split
+from benchmark.data.tiny_imagenet import TinyImageNetParams, load_split
 from benchmark.errors import DatasetMissing
 from data_fixtures import write_tiny_imagenet
 
@@ -54,4 +54,4 @@ def test_official_zip_layout(tmp_path):
     with zipfile.ZipFile(tmp_path / "root" / "tiny-imagenet-200.zip", "w") as zf:
         for path in (tmp_path / "staging").rglob("*"):
             zf.write(path, path.relative_to(tmp_path / "staging"))
-    assert load_split({}, tmp_path / "root", "val")["x"].shape == (200, 3, 64, 64)
+    assert load_split(TinyImageNetParams(), tmp_path / "root", "val")["x"].shape == (200, 3, 64, 64)

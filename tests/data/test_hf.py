@@ -8,8 +8,8 @@ import pytest
 import torch
 from PIL import Image
 
-from benchmark.data.cifar import load_cifar10
-from benchmark.data.tiny_imagenet import load_split
+from benchmark.data.source import load_dataset
+from benchmark.data.tiny_imagenet import TinyImageNetParams, load_split
 from benchmark.errors import DatasetMissing
 
 
@@ -44,7 +44,7 @@ def fake_datasets(monkeypatch):
 
 
 def test_cifar_from_the_hub_when_asked(tmp_path, fake_datasets):
-    src = load_cifar10({"format": "hf", "hf_id": "uoft-cs/cifar10"}, tmp_path)
+    src = load_dataset("cifar10", {"format": "hf", "hf_id": "uoft-cs/cifar10"}, tmp_path)
     assert src.train_x.shape == (2, 3, 32, 32) and src.train_x.dtype == torch.uint8
     assert src.train_x[1].unique().tolist() == [2] and src.train_y.tolist() == [3, 4] and src.test_y.tolist() == [9]
     assert fake_datasets == [("load_dataset", "uoft-cs/cifar10", None)]
@@ -53,7 +53,7 @@ def test_cifar_from_the_hub_when_asked(tmp_path, fake_datasets):
 def test_local_parquet_copy_wins_over_the_hub_and_grey_images_become_rgb(tmp_path, fake_datasets):
     (tmp_path / "tiny-imagenet-hf" / "data").mkdir(parents=True)
     (tmp_path / "tiny-imagenet-hf" / "data" / "valid-00000.parquet").write_bytes(b"PAR1")
-    val = load_split({"hf_id": "zh-plus/tiny-imagenet"}, tmp_path, "val")
+    val = load_split(TinyImageNetParams(hf_id="zh-plus/tiny-imagenet"), tmp_path, "val")
     assert val["x"].shape == (1, 3, 64, 64) and val["y"].tolist() == [199]
     assert fake_datasets == [("load_dataset", "parquet", str(tmp_path / "tiny-imagenet-hf"))]
 
@@ -62,4 +62,4 @@ def test_missing_image_column_is_explained(tmp_path, fake_datasets):
     (tmp_path / "cifar10-hf").mkdir()
     (tmp_path / "cifar10-hf" / "dataset_dict.json").write_text("{}")
     with pytest.raises(DatasetMissing, match=r"cifar10-hf/test: expected an image column \(img/image\)"):
-        load_cifar10({}, tmp_path)
+        load_dataset("cifar10", {}, tmp_path)

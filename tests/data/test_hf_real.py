@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from benchmark.data.cifar import load_cifar10
+from benchmark.data.source import load_dataset
 
 datasets = pytest.importorskip("datasets")
 PIL = pytest.importorskip("PIL.Image")
@@ -37,7 +37,7 @@ def check(src, train_px, test_px):
 def test_save_to_disk_folder(tmp_path):
     dd, train_px, test_px = tiny_dataset_dict()
     dd.save_to_disk(str(tmp_path / "cifar10-hf"))
-    check(load_cifar10({"format": "hf"}, tmp_path), train_px, test_px)
+    check(load_dataset("cifar10", {"format": "hf"}, tmp_path), train_px, test_px)
 
 
 def test_parquet_shards_as_downloaded_from_the_hub(tmp_path):
@@ -45,4 +45,4 @@ def test_parquet_shards_as_downloaded_from_the_hub(tmp_path):
     (tmp_path / "cifar10-hf" / "plain_text").mkdir(parents=True)
     for name, split in dd.items():
         split.to_parquet(str(tmp_path / "cifar10-hf" / "plain_text" / f"{name}-00000-of-00001.parquet"))
-    check(load_cifar10({"format": "hf"}, tmp_path), train_px, test_px)
+    check(load_dataset("cifar10", {"format": "hf"}, tmp_path), train_px, test_px)

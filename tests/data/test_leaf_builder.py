@@ -4,7 +4,7 @@ import json
 import pytest
 import yaml
 
-from benchmark.data.shakespeare import load_shakespeare
+from benchmark.data.source import load_dataset
 from fedtest import REPO
 from leaf_data.__main__ import main as leaf_main
 from leaf_data.shakespeare import (
@@ -178,7 +178,7 @@ def test_build_writes_leaf_json_the_loader_reads(tmp_path):
     text = users_text(RAW)["A_TINY_PLAY_HERO"]
     assert hero["x"][0] == text[:80] and hero["y"][0] == text[80] and hero["x"][1] == text[1:81]
     assert blob["num_samples"][blob["users"].index("A_TINY_PLAY_HERO")] == (len(text) - 80) // 2
-    src = load_shakespeare({}, tmp_path)
+    src = load_dataset("shakespeare", {}, tmp_path)
     assert src.train_x.shape[1] == 80 and len(src.user_names) == 2
 
 

@@ -4,7 +4,7 @@ import pickle
 import numpy as np
 import pytest
 
-from benchmark.data.cifar import load_cifar10
+from benchmark.data.source import load_dataset
 from benchmark.data.safe_pickle import safe_load_pickle
 from benchmark.errors import DatasetMissing
 from data_fixtures import write_cifar_pickles
@@ -28,5 +28,5 @@ def test_code_executing_pickle_is_rejected_before_it_runs(tmp_path, monkeypatch)
     write_cifar_pickles(tmp_path)
     (tmp_path / "cifar-10-batches-py" / "data_batch_2").write_bytes(pickle.dumps({b"data": RunsShell()}, protocol=2))
     with pytest.raises(DatasetMissing, match=r"data_batch_2.*refusing to load (posix|os)\.system"):
-        load_cifar10({}, tmp_path)
+        load_dataset("cifar10", {}, tmp_path)
     assert not (tmp_path / "pwned").exists()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from benchmark.cli import main
-from benchmark.data.source import DATASETS
+from benchmark.data.source import load_dataset
 from benchmark.data.uri import fetch, parse_data_uri
 from benchmark.errors import DataInvalid, UserError
 from benchmark.run.staging import STAGED_MARK, Offer, make_offers, on_node, parse_uri_options, stage
@@ -80,7 +80,7 @@ def test_the_drivers_copy_is_shipped_once_and_staged_once_per_node(tmp_path, nod
     assert staged_job.config.dataset.root == str(folder) and staged_job.id == job.id
     assert (folder / "a9a").read_text() == TRAIN and (folder / "a9a.t").read_text() == TEST
     assert record["from"] == f"the driver's {root / 'a9a'}" and record["verified"] and (folder / STAGED_MARK).is_file()
-    src = DATASETS["a9a"]({}, Path(staged_job.config.dataset.root))
+    src = load_dataset("a9a", {}, Path(staged_job.config.dataset.root))
     assert src.train_y.tolist() == [1, 0, 1] and src.test_y.tolist() == [0, 1]
 
     store.objects.clear()  # a second job on the node finds the staged copy: nothing is fetched

@@ -1,0 +1,73 @@
+"""A job's typed records: one line of metrics.jsonl per evaluated round (`RoundRecord`) and its
+summary.json (`JobSummary`). The files keep their JSON form (`to_json`); a new per-round value
+is one field here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+
+@dataclass
+class RoundRecord:
+    round: int
+    test_acc: float
+    test_loss: float
+    train_loss: float
+    ema_acc: float
+    bytes_down: int
+    bytes_up: int
+    subopt: float | None = None  # F(w) − F*, only for `suboptimality: true` jobs
+    time: float | None = None  # when it was measured (epoch seconds): MLflow plots against it
+    wall_s: float | None = None  # training seconds up to it, across resumes (the report's time axis)
+    # values of other writers (a newer or older fedbench) kept as they are, so a rewrite loses nothing
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, rec: dict) -> "RoundRecord":
+        known = {f.name for f in fields(cls)} - {"extra"}
+        return cls(**{k: v for k, v in rec.items() if k in known}, extra={k: v for k, v in rec.items() if k not in known})
+
+    def to_json(self) -> dict:
+        """The metrics.jsonl form: absent optional values are left out, not null."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        return {**{k: v for k, v in out.items() if v is not None or k not in OPTIONAL}, **self.extra}
+
+
+OPTIONAL = ("subopt", "time", "wall_s")
+
+
+@dataclass
+class Divergence:
+    at_round: int
+    error: str
+    last_finite: dict | None  # the last record with finite values, None if none was evaluated
+
+
+@dataclass
+class JobSummary:
+    """summary.json of a job that ran (finished, stopped, diverged); a diverged job has no accuracy:
+    what a NaN model "scores" is the argmax of NaN logits."""
+
+    job_id: str
+    suite: str
+    dataset: str
+    method: str
+    seed: int
+    data_fingerprint: str
+    bytes_down: int
+    bytes_up: int
+    status: str
+    rounds_completed: int
+    final_acc: float | None = None
+    final_ema_acc: float | None = None
+    final_subopt: float | None = None
+    metrics: dict = field(default_factory=dict)  # acc@R, rounds_to@X, ... (benchmark.metrics.summarise)
+    wall_time_s: float | None = None
+    diverged: Divergence | None = None
+
+    def to_json(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "diverged"}
+        if self.diverged:
+            d = self.diverged
+            out.update(diverged_at_round=d.at_round, error=d.error, last_finite=d.last_finite)
+        return out

@@ -1,0 +1,62 @@
+"""run_job's per-round side effects are callbacks; its records and summaries are typed, with the
+JSON forms on disk unchanged."""
+
+from __future__ import annotations
+
+import json
+
+from benchmark.run.callbacks import RoundCallback
+from benchmark.run.job_runner import run_job
+from benchmark.run.records import Divergence, JobSummary, RoundRecord
+from benchmark.run.results import JobDir
+from benchmark.suite.expand import load_jobs
+from fedtest import tiny_suite, write_suite
+
+LINE = {"round": 2, "test_acc": 50.0, "test_loss": 1.1, "train_loss": 1.2, "ema_acc": 45.0, "bytes_down": 80,
+        "bytes_up": 80, "time": 1700000000.5, "wall_s": 0.25}
+
+
+def test_a_round_record_reads_and_writes_its_metrics_line_unchanged():
+    rec = RoundRecord.from_json(LINE)
+    assert (rec.round, rec.ema_acc, rec.subopt) == (2, 45.0, None)
+    assert json.dumps(rec.to_json()) == json.dumps(LINE)  # same keys, same order, no null subopt
+    foreign = {**LINE, "subopt": 0.5, "written_by_another_version": [1]}
+    assert RoundRecord.from_json(foreign).to_json() == foreign
+
+
+def test_a_diverged_summary_has_no_accuracy_and_says_where():
+    about = dict(job_id="j", suite="s", dataset="d", method="m", seed=0, data_fingerprint="f", bytes_down=1, bytes_up=1)
+    out = JobSummary(**about, status="diverged", rounds_completed=2, diverged=Divergence(3, "NaN", LINE)).to_json()
+    assert out["diverged_at_round"] == 3 and out["last_finite"] == LINE and out["final_acc"] is None
+    assert "diverged" not in JobSummary(**about, status="finished", rounds_completed=3).to_json()
+
+
+class Recorder(RoundCallback):
+    def __init__(self):
+        self.events = []
+
+    def on_start(self, records):
+        self.events.append(("start", len(records)))
+
+    def on_eval(self, rec):
+        self.events.append(("eval", rec.round))
+
+    def on_round(self, round_):
+        self.events.append(("round", round_))
+
+    def on_end(self, summary):
+        self.events.append(("end", summary["status"]))
+
+    def on_close(self):
+        self.events.append(("close",))
+
+
+def test_a_callback_sees_every_round_and_the_end(tmp_path):
+    suite = tiny_suite(methods=["fedavg"])
+    suite["defaults"].update(rounds=4, eval_every=2)
+    s, (job,) = load_jobs(write_suite(tmp_path, suite))
+    recorder = Recorder()
+    summary = run_job(job, s.name, JobDir(tmp_path, s.name, job.id), callbacks=[recorder])
+    assert summary["status"] == "finished"
+    assert recorder.events == [("start", 0), ("round", 1), ("eval", 2), ("round", 2), ("round", 3), ("eval", 4),
+                               ("round", 4), ("close",), ("end", "finished")]
