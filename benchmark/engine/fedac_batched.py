@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 from benchmark.engine.convex import BinaryLogistic
 from benchmark.engine.fed_data import shared_positions
-from benchmark.engine.fedac_kernel import local_round
+from benchmark.engine.fedac_kernel import local_round, row_scores
 from benchmark.metrics import ema_update
 from benchmark.fl.fedac import coefficients
 from benchmark.fl.flat import flat_params
@@ -192,18 +192,31 @@ class SparseRows:
         return cls(cols, vals, d + 1, bool((vals[cols < d] == 1).all()))
 
 
-_ROWS: dict[str, SparseRows] = {}  # data fingerprint -> its training rows: every batch of a suite reads them
+    def scores(self, w: torch.Tensor) -> torch.Tensor:
+        """x w for every row x, w (d, B): (n, B) in w's dtype (a9a: 14 additions a row, not 123)."""
+        return torch.from_numpy(row_scores(self.cols.numpy(), self.vals.numpy(), self.binary, w.contiguous().numpy()))
 
 
-def training_rows(job: JobConfig, x: torch.Tensor) -> SparseRows:
-    """SparseRows of `job`'s training set x, built once per process (one dataset kept at a time)."""
-    from benchmark.engine.setup import data_fingerprint
+class PerDataset:
+    """What every batch on one dataset shares (its sparse rows, objectives), built once per
+    process; one dataset is kept at a time (a suite runs on one, and others need not pile up)."""
 
-    fingerprint = data_fingerprint(job)
-    if fingerprint not in _ROWS:
-        _ROWS.clear()
-        _ROWS[fingerprint] = SparseRows.of(x)
-    return _ROWS[fingerprint]
+    def __init__(self):
+        self.fingerprint: str | None = None
+        self.values: dict = {}
+
+    def get(self, job: JobConfig, key: tuple, build):
+        from benchmark.engine.setup import data_fingerprint
+
+        fingerprint = data_fingerprint(job)
+        if fingerprint != self.fingerprint:
+            self.fingerprint, self.values = fingerprint, {}
+        if key not in self.values:
+            self.values[key] = build()
+        return self.values[key]
+
+
+PER_DATASET = PerDataset()
 
 
 def _logistic_parts(z: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -229,7 +242,9 @@ def run_batch(jobs: list[JobConfig], x: torch.Tensor, y01: torch.Tensor, test_x:
     state = initial_model(first).expand(b_count, linear.size, d).clone()  # (B, c, d): w (and w_ag)
     # (θ, θ_ag) down and (Δ, Δ_ag) up per worker for FedAc, θ and Δ for SGD
     round_bytes = [m * (2 if _rule(j.method) == "fedac" else 1) * d * 4 for j in batch.jobs]
-    local = None if batch.one_step else LocalSteps(linear, training_rows(first, x), y, m, k)
+    train_rows = PER_DATASET.get(first, ("train rows",), lambda: SparseRows.of(x))
+    test_rows = PER_DATASET.get(first, ("test rows",), lambda: SparseRows.of(test_x))
+    local = None if batch.one_step else LocalSteps(linear, train_rows, y, m, k)
     ema: list[float | None] = [None] * b_count
     # the per-client loop's divergence checks: training loss and θ every round, test loss when evaluated
     theta_row = torch.tensor([0 if _rule(j.method) == "fedac" else 1 for j in batch.jobs])
@@ -247,16 +262,17 @@ def run_batch(jobs: list[JobConfig], x: torch.Tensor, y01: torch.Tensor, test_x:
         if local is None:
             state, loss = _one_step(linear, state, x, y, idx.view(-1))
         else:
-            state, loss = local.round(state, idx)
+            state, loss = local.round(state, idx, with_loss=_evaluated(first, done))
         check(done, torch.isfinite(loss) & torch.isfinite(state[torch.arange(b_count), theta_row]).all(1))
-        if done % first.eval_every and done != first.rounds:
+        if not _evaluated(first, done):
             continue
         evaluated = state[:, -1]  # w, or FedAc's w_ag
-        scores = test_x @ evaluated.T  # (test, B)
+        scores = test_rows.scores(evaluated.T)  # (test, B)
         test_loss = F.softplus(-test_y[:, None] * scores).mean(0)
         check(done, torch.isfinite(test_loss))
         acc = 100.0 * ((scores > 0) == (test_y[:, None] > 0)).float().mean(0)
-        subopt = objective.suboptimalities(evaluated) if first.suboptimality else None
+        # F on the whole training set, its scores summed in float64
+        subopt = objective.suboptimalities(evaluated, train_rows.scores(evaluated.T.double())) if objective else None
         for i in range(b_count):
             ema[i] = ema_update(ema[i], float(acc[i]))
             rec = {"round": done, "test_acc": float(acc[i]), "test_loss": float(test_loss[i]),
@@ -268,6 +284,11 @@ def run_batch(jobs: list[JobConfig], x: torch.Tensor, y01: torch.Tensor, test_x:
     for i, outcome in enumerate(live):
         outcome.final, outcome.round_bytes = state[i, -1].clone(), round_bytes[i]
     return outcomes
+
+
+def _evaluated(job: JobConfig, done: int) -> bool:
+    """Round `done` (counted from 1) is evaluated and recorded."""
+    return done % job.eval_every == 0 or done == job.rounds
 
 
 CHUNK = 1 << 15  # examples per matrix product in a one-step round (bounds memory at M·K·batch)
@@ -298,27 +319,35 @@ class LocalSteps:
     def __init__(self, linear: Recursion, sparse: SparseRows, y: torch.Tensor, workers: int, steps: int):
         self.sparse, self.y = sparse, y.float().numpy()
         reads, enters, folds = linear.schedule(steps)
-        self.reads = reads.transpose(1, 2).contiguous().numpy()  # (K, c, B)
-        self.enters = enters.transpose(1, 2).contiguous()  # (K, c, B), scaled by −1/batch per round
+        self.jobs = reads.shape[1]
+        # jobs padded with idle ones (reads, enters and U zero) to a multiple of LANES: the kernel's
+        # vector loops then have no scalar remainder, which can cost it half its speed (39 jobs)
+        pad = (0, -self.jobs % LANES)
+        self.reads = F.pad(reads.transpose(1, 2), pad).contiguous().numpy()  # (K, c, B + pad)
+        self.enters = F.pad(enters.transpose(1, 2), pad).contiguous()  # scaled by −1/batch per round
         self.last_fold = folds[-1]
-        c, b_count = self.reads.shape[1:]
-        self.folds = torch.zeros(steps, c, c, b_count)
+        c, padded = self.reads.shape[1:]
+        self.folds = torch.zeros(steps, c, c, padded)
         self.fold_after = torch.zeros(steps, dtype=torch.bool)
         for j, fold in enumerate(folds[:-1]):  # the last one is applied to the mean
             if fold is not None:
-                self.folds[j], self.fold_after[j] = fold.permute(1, 2, 0), True
+                self.folds[j, ..., : self.jobs], self.fold_after[j] = fold.permute(1, 2, 0), True
 
-    def round(self, state: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def round(self, state: torch.Tensor, idx: torch.Tensor, with_loss: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
         """The averaged state after one round from the broadcast `state` (B, c, d), and the mean
-        training loss over the steps."""
+        training loss over the steps; without `with_loss`, a stand-in for it that is finite
+        exactly when the loss is (0, or the non-finite value), and costs no logarithms."""
         m, k, bs = idx.shape
         enters = (self.enters * (-1.0 / bs)).numpy()  # U ← U − P⁻¹v · mean over the batch of ℓ'(z) x
-        start = state.permute(2, 1, 0).contiguous().numpy()  # (d, c, B)
+        start = F.pad(state.permute(2, 1, 0), (0, self.reads.shape[2] - self.jobs)).contiguous().numpy()  # (d, c, B + pad)
         mean_u, loss = local_round(start, self.sparse.cols.numpy(), self.sparse.vals.numpy(), self.sparse.binary,
                                    self.y, idx.numpy(), self.reads, enters, self.folds.numpy(),
-                                   self.fold_after.numpy())
-        new = torch.einsum("bcq,dqb->bcd", self.last_fold, torch.from_numpy(mean_u))
-        return new, torch.from_numpy(loss / (m * k * bs)).float()
+                                   self.fold_after.numpy(), with_loss)
+        new = torch.einsum("bcq,dqb->bcd", self.last_fold, torch.from_numpy(mean_u[..., : self.jobs]))
+        return new, torch.from_numpy(loss[: self.jobs] / (m * k * bs)).float()
+
+
+LANES = 8  # float32 values in one vector register (AVX2); see LocalSteps
 
 
 def initial_model(job: JobConfig) -> torch.Tensor:

@@ -17,7 +17,7 @@ from numba import njit
 
 
 @njit(cache=True)
-def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_after):
+def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_after, with_loss):
     """The workers' mean lazy state U after K steps from `start`, and the summed training loss.
 
     start (d, c, B): every worker's U at step 0; cols (n, nnz) int64, padded with d after a row's
@@ -25,7 +25,8 @@ def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_af
     idx (M, K, batch) example rows; reads, enters (K, c, B): how U gives the score at a step's
     gradient point and how the step's data term, already scaled by −1/batch, enters U;
     folds (K, c, c, B) with fold_after (K,) bool: U ← fold U after step j (every coordinate).
-    Returns (mean over workers of U (d, c, B), loss (B,) summed over workers, steps and batch)."""
+    Returns (mean over workers of U (d, c, B), loss (B,) summed over workers, steps and batch;
+    without `with_loss`, only its non-finite terms: 0 when it is finite)."""
     d, c, b_count = start.shape
     m_count, k, bs = idx.shape
     cb = c * b_count
@@ -60,7 +61,10 @@ def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_af
                         z += reads[j, q * b_count + b] * ux[s, q * b_count + b]
                     margin = minus_y * z  # ℓ = log(1 + e^{−yz}) = softplus(−yz), ℓ' = −y σ(−yz)
                     e = math.exp(-abs(margin))  # in (0, 1]: neither form below overflows
-                    loss[b] += max(margin, np.float32(0)) + math.log1p(e)
+                    if with_loss:
+                        loss[b] += max(margin, np.float32(0)) + math.log1p(e)
+                    elif not margin < np.inf:  # NaN or +inf: the loss is not finite
+                        loss[b] += margin
                     slope = minus_y * (one / (one + e) if margin >= 0 else e / (one + e))
                     for q in range(c):
                         push[s, q * b_count + b] = enters[j, q * b_count + b] * slope
@@ -83,3 +87,23 @@ def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_af
                             u[col, q * b_count + b] = folded[q]
         total += u
     return (total / np.float32(m_count)).reshape(d, c, b_count), loss
+
+
+@njit(cache=True)
+def row_scores(cols, vals, binary, w):
+    """x w for every row x of SparseRows (cols, vals) and w (d, B): (n, B), in w's precision."""
+    n, nnz = cols.shape
+    d, b_count = w.shape
+    out = np.zeros((n, b_count), dtype=w.dtype)
+    for i in range(n):
+        for t in range(nnz):
+            col = cols[i, t]
+            if col >= d:
+                break
+            if binary:
+                for b in range(b_count):
+                    out[i, b] += w[col, b]
+            else:
+                for b in range(b_count):
+                    out[i, b] += vals[i, t] * w[col, b]
+    return out
