@@ -22,7 +22,8 @@ from torch import nn
 
 from benchmark.data.source import SourceData
 from benchmark.engine.fed_data import FederatedData, default_preprocess
-from benchmark.engine.simulation import TRAINERS, Simulation
+from benchmark.engine.simulation import Simulation
+from benchmark.engine.trainers import TRAINERS
 from benchmark.fl.method import resolve_method
 from benchmark.models.registry import build_model
 from benchmark.suite.schema import DatasetEntry, JobConfig, LocalTraining, ModelConfig, Participation

@@ -15,7 +15,6 @@ import time
 import torch
 
 from benchmark.engine.client_round import train_sequential
-from benchmark.engine.simulation import TRAINERS
 from benchmark.engine.vectorised import blocker, train_vectorised_job
 from benchmark.fl.base import RoundInfo
 
@@ -57,5 +56,3 @@ def train_auto(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> list:
         return train_vectorised_job(sim, chosen, rnd, received)
     return train_sequential(sim, chosen, rnd, received)
 
-
-TRAINERS["auto"] = train_auto

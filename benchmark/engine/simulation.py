@@ -14,9 +14,9 @@ from torch import nn
 
 from benchmark.data.participation import pool_entrants, sample_clients
 from benchmark.engine.fed_data import FederatedData
-from benchmark.engine.client_round import train_sequential
 from benchmark.engine.convex import RegularisedLogistic
 from benchmark.engine.local import evaluate, make_forward
+from benchmark.engine.trainers import TRAINERS
 from benchmark.metrics import ema_update
 from benchmark.rng import Stream, generator
 from benchmark.fl.base import RoundInfo, Uploads
@@ -46,10 +46,6 @@ class Diverged(Exception):
         super().__init__(f"non-finite {what} in round {round}")
         self.round = round
         self.what = what
-
-
-# execution mode -> fn(sim, chosen, rnd, received) -> list[ClientOutcome]
-TRAINERS: dict = {"sequential": train_sequential}
 
 
 class Simulation:
@@ -181,8 +177,3 @@ class Simulation:
     def final_state_dict(self) -> dict[str, torch.Tensor]:
         """The model the metrics were measured on (θ; FedAc's averaged w_ag)."""
         return {k: v.detach().cpu().clone() for k, v in self.spec.unflatten(self.eval_params()).items()}
-
-
-# last, as they import TRAINERS: register TRAINERS["vectorised"] and TRAINERS["auto"]
-import benchmark.engine.vectorised  # noqa: E402,F401
-import benchmark.engine.auto_execution  # noqa: E402,F401

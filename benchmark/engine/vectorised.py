@@ -29,7 +29,6 @@ from benchmark.engine.client_round import ClientOutcome, make_context
 from benchmark.engine.fed_data import Batch
 from benchmark.engine.local import (ce_weight_of, descent_direction_, objective, rewrite_direction, set_step_budget,
                                     sgd_step_, step_loss, step_lr)
-from benchmark.engine.simulation import TRAINERS
 from benchmark.errors import UserError
 from benchmark.fl.base import ClientContext, ClientTerm, ForwardOut, RoundInfo
 from benchmark.suite.schema import LocalTraining
@@ -210,6 +209,3 @@ def train_vectorised(sim, chosen: list[int], rnd: RoundInfo, received: dict,
 def train_vectorised_job(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> list[ClientOutcome]:
     """The `execution: vectorised` trainer: chunks of the job's `vmap_chunk` clients (None: all at once)."""
     return train_vectorised(sim, chosen, rnd, received, max_clients_per_vmap=sim.job.vmap_chunk)
-
-
-TRAINERS["vectorised"] = train_vectorised_job
