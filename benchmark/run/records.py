@@ -34,6 +34,8 @@ class RoundRecord:
 
 
 OPTIONAL = ("subopt", "time", "wall_s")
+# what a round measured (MLflow's per-round metrics): every value but the round and the clocks
+MEASURED = tuple(f.name for f in fields(RoundRecord) if f.name not in ("round", "time", "wall_s", "extra"))
 
 
 @dataclass
