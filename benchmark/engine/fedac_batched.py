@@ -231,7 +231,7 @@ def run_batch(jobs: list[JobConfig], x: torch.Tensor, y01: torch.Tensor, test_x:
         else:
             state, loss = local.round(state, idx)
         check(done, torch.isfinite(loss) & torch.isfinite(state[torch.arange(b_count), theta_row]).all(1))
-        if done % first.eval_every and done != first.rounds:
+        if not first.evaluates(done):
             continue
         evaluated = state[:, -1]  # w, or FedAc's w_ag
         scores = test_x @ evaluated.T  # (test, B)

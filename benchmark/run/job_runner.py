@@ -61,8 +61,7 @@ def job_config_json(job: Job, suite: str) -> dict:
 
 def eval_rounds(job: Job, upto: int) -> list[int]:
     """The rounds ≤ `upto` that the job evaluates (what metrics.jsonl must hold at a checkpoint)."""
-    c = job.config
-    return [r for r in range(1, upto + 1) if r % c.eval_every == 0 or r == c.rounds]
+    return [r for r in range(1, upto + 1) if job.config.evaluates(r)]
 
 
 def resume_point(job: Job, jobdir: JobDir, sim: Simulation) -> list[RoundRecord]:
