@@ -157,7 +157,7 @@ class Simulation:
                 raise Diverged(r, "training loss")
             if not bool(torch.isfinite(self.progress.theta).all()):
                 raise Diverged(r, "parameters")
-            if r % job.eval_every == 0 or r == job.rounds:
+            if job.evaluates(r):
                 acc, loss = self.evaluate()
                 if not math.isfinite(loss):
                     raise Diverged(r, "test loss")

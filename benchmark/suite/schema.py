@@ -10,7 +10,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
-from benchmark.metrics import parse_metric
+from benchmark.metrics import evaluated_round, parse_metric
 
 
 class Strict(BaseModel):
@@ -258,3 +258,7 @@ class JobConfig(JobSettings):
     dataset: DatasetEntry
     method: dict[str, Any]
     seed: int
+
+    def evaluates(self, r: int) -> bool:
+        """Whether round r (1-based) is evaluated: only where a metric needs it (metrics.evaluated_round)."""
+        return evaluated_round(r, self.rounds, self.eval_every, self.metrics)
