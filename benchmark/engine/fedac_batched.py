@@ -262,9 +262,9 @@ def run_batch(jobs: list[JobConfig], x: torch.Tensor, y01: torch.Tensor, test_x:
         if local is None:
             state, loss = _one_step(linear, state, x, y, idx.view(-1))
         else:
-            state, loss = local.round(state, idx, with_loss=_evaluated(first, done))
+            state, loss = local.round(state, idx, with_loss=first.evaluates(done))
         check(done, torch.isfinite(loss) & torch.isfinite(state[torch.arange(b_count), theta_row]).all(1))
-        if not _evaluated(first, done):
+        if not first.evaluates(done):
             continue
         evaluated = state[:, -1]  # w, or FedAc's w_ag
         scores = test_rows.scores(evaluated.T)  # (test, B)
@@ -286,26 +286,18 @@ def run_batch(jobs: list[JobConfig], x: torch.Tensor, y01: torch.Tensor, test_x:
     return outcomes
 
 
-def _evaluated(job: JobConfig, done: int) -> bool:
-    """Round `done` (counted from 1) is evaluated and recorded."""
-    return done % job.eval_every == 0 or done == job.rounds
-
-
-CHUNK = 1 << 15  # examples per matrix product in a one-step round (bounds memory at M·K·batch)
-
-
 def _one_step(linear: Recursion, state, x, y, rows):
     """All workers from the broadcast model, one step each, averaged: one step on the mean
-    gradient over the round's M·K·batch examples (the steps are linear in the gradient)."""
+    gradient over the round's M·K·batch examples (the steps are linear in the gradient). Every
+    example is seen at the same point, so each distinct row is computed once, weighted by how
+    often it was drawn: at most n rows, however large M·K."""
     point = (linear.r.float()[:, None, :] @ state)[:, 0]  # (B, d)
-    grad = torch.zeros_like(point)
-    loss = torch.zeros(len(point))
-    for start in range(0, len(rows), CHUNK):
-        xs, ys = x[rows[start : start + CHUNK]], y[rows[start : start + CHUNK]]
-        part_loss, dz = _logistic_parts(xs @ point.T, ys[:, None])  # (chunk, B)
-        grad += dz.T @ xs
-        loss += part_loss.sum(0)
-    return linear.step(state, grad / len(rows)), loss / len(rows)
+    counts = torch.bincount(rows, minlength=len(x))
+    drawn = counts.nonzero().flatten()
+    xs, weight = x[drawn], counts[drawn].float()[:, None]
+    part_loss, dz = _logistic_parts(xs @ point.T, y[drawn][:, None])  # (rows, B)
+    grad = (dz * weight).T @ xs
+    return linear.step(state, grad / len(rows)), (part_loss * weight).sum(0) / len(rows)
 
 
 class LocalSteps:

@@ -17,6 +17,7 @@ from benchmark.engine.simulation import Diverged, Simulation
 from benchmark.run.records import Divergence, JobSummary, RoundRecord
 from benchmark.run.results import JobDir, atomic_torch_save, atomic_write_json
 from benchmark.run.status import DIVERGED, FINISHED, STOPPED
+from benchmark.run.threads import settle
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
 
@@ -60,8 +61,7 @@ def job_config_json(job: Job, suite: str) -> dict:
 
 def eval_rounds(job: Job, upto: int) -> list[int]:
     """The rounds ≤ `upto` that the job evaluates (what metrics.jsonl must hold at a checkpoint)."""
-    c = job.config
-    return [r for r in range(1, upto + 1) if r % c.eval_every == 0 or r == c.rounds]
+    return [r for r in range(1, upto + 1) if job.config.evaluates(r)]
 
 
 def resume_point(job: Job, jobdir: JobDir, sim: Simulation) -> list[RoundRecord]:
@@ -105,7 +105,8 @@ class Stamp(RoundCallback):
 
 def job_summary(job: Job, suite: str, sim, records: list[RoundRecord], diverged: Diverged | None) -> JobSummary:
     about = dict(job_id=job.id, suite=suite, dataset=job.dataset_label, method=job.method_label, seed=job.config.seed,
-                 data_fingerprint=sim.data.fingerprint, bytes_down=sim.progress.bytes_down, bytes_up=sim.progress.bytes_up)
+                 data_fingerprint=sim.data.fingerprint, bytes_down=sim.progress.bytes_down, bytes_up=sim.progress.bytes_up,
+                 execution=sim.execution, execution_probe=sim.execution_probe)
     last = records[-1] if records else None
     if diverged:  # no accuracy: what a NaN model "scores" is the argmax of NaN logits
         return JobSummary(**about, status=DIVERGED, rounds_completed=diverged.round - 1,
@@ -130,6 +131,7 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
     atomic_write_json(jobdir.config, config)
     tracker.start_job(job, config)  # first, so a job that fails while building still has its run
     sim = (simulation_for and simulation_for(job)) or build_simulation(job.config, device, jobdir.path / "client_state")
+    threads = settle(sim)
     resumed = resume_point(job, jobdir, sim)
     metrics = MetricsFile(jobdir)
     c = job.config
@@ -167,6 +169,7 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
     elif summary.status == STOPPED:  # stopped early on purpose: keep a checkpoint to resume from
         save_checkpoint(jobdir, sim)
     summary.wall_time_s = round(time.time() - start, 3)
+    summary.threads = threads
     atomic_write_json(jobdir.summary, summary.to_json())
     if summary.status != STOPPED:  # resume material is no longer needed (memmap client state can be large)
         jobdir.discard_checkpoint()

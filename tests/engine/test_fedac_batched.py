@@ -126,10 +126,12 @@ def test_a_diverging_lr_diverges_at_the_same_round_in_both(tmp_path):
     assert [JobDir(tmp_path, "fast", j.id).read_summary()["status"] for j in jobs] == ["finished", "diverged"]
 
 
-def test_divergence_between_evaluations_is_found_at_the_same_round(tmp_path):
+@pytest.mark.parametrize("method,rounds", [("fedavg", 12), ("mbsgd", 30)])
+def test_divergence_between_evaluations_is_found_at_the_same_round(tmp_path, method, rounds):
     """Rounds that are not evaluated skip the training loss's logarithms, yet still see it turn
-    non-finite: the diverging lr stops at the same round as in the per-client loop."""
-    jobs = expand(shared_suite("fedavg", rounds=12, eval_every=5, lrs=[0.05, 1e4]))
+    non-finite (K local steps, and one step per round): the diverging lr stops at the same round
+    as in the per-client loop."""
+    jobs = expand(shared_suite(method, rounds=rounds, eval_every=5, lrs=[0.05, 1e4]))
     batched = BatchedJobs(jobs)
     for j in jobs:
         loop = run_job(j, "loop", JobDir(tmp_path, "loop", j.id))
