@@ -22,25 +22,6 @@ out = Console(width=None if sys.stdout.isatty() else 200)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 
-def _device(name: str) -> str:
-    """The torch device to train on; a name this machine cannot use is a user error, not N failed jobs."""
-    import torch
-
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise UserError(f"--device {name!r} is not a device; use cpu, cuda, cuda:N or auto") from None
-    if device.type == "cuda":
-        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if count == 0 or (device.index or 0) >= count:
-            raise UserError(f"--device {name}: {count} CUDA device(s) here; use --device cpu or auto")
-    elif device.type != "cpu":
-        raise UserError(f"--device {name}: only cpu and cuda devices are supported")
-    return name
-
-
 def _threads(n: int | None) -> None:
     """Fix torch's CPU threads for every job; without --threads each job's model is probed (run/threads.py)."""
     if n is not None and n < 1:
@@ -90,8 +71,9 @@ def cli() -> None:
 @job_options
 @click.option("--stop-after", type=int, default=None, help="stop every job after this many rounds (resumable)")
 @THREADS
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="run jobs in this process, or as Ray tasks (one machine or a cluster)")
+@click.option("--executor", default="local", show_default=True,
+              help="where jobs run: local (this process), ray (Ray tasks, one machine or a cluster), or any "
+                   "executor registered in benchmark/run (README: Extending fedbench)")
 @click.option("--ray-address", default=None, help="Ray cluster to join (e.g. auto); default: start a local one")
 @click.option("--gpus-per-job", type=float, default=0.0, show_default=True, help="Ray: GPUs per job (0.25 = 4 jobs per GPU)")
 @click.option("--cpus-per-job", type=float, default=1.0, show_default=True, help="Ray: CPUs per job")
@@ -106,34 +88,18 @@ def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, de
         data_uris: tuple[str, ...], ship_max_mb: float, quiet: bool, verbose: bool) -> None:
     """Run every unfinished job of SUITE_FILE; print measured vs paper numbers."""
     _threads(threads)
-    if executor == "local" and (ray_address or gpus_per_job or data_uris):
-        raise UserError("--ray-address, --gpus-per-job and --data-uri need --executor ray")
-    from benchmark.run.executor import run_jobs
+    from benchmark.run.executor_base import EXECUTORS, ClusterOptions
     from benchmark.run.tracking import NullTracker
 
+    runner = EXECUTORS.require(executor)(ClusterOptions(ray_address, gpus_per_job, cpus_per_job, data_uris, ship_max_mb))
     suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
-    if executor == "ray":  # the workers' devices matter, not the driver's
-        dev = ("cuda" if gpus_per_job > 0 else "cpu") if device == "auto" else device
-    else:
-        dev = _device(device)
-    if executor == "local":  # under Ray each node reads its own or a staged copy: the workers check it there
-        check_datasets(jobs)
-    else:
-        from benchmark.run.staging import parse_uri_options
-
-        uris = parse_uri_options(data_uris, sorted({job.config.dataset.name for job in jobs}))
+    dev = runner.device(device)
+    runner.check(jobs)
     progress = _progress(jobs, quiet, verbose)
     tracker = NullTracker() if no_tracking else open_tracker(suite.name, tracking_uri, results_dir, suite_file)
     status = "FAILED"
     try:
-        if executor == "ray":
-            from benchmark.run.ray_executor import run_jobs_ray
-
-            summaries = run_jobs_ray(jobs, suite.name, results_dir, dev, tracker, progress, stop_after,
-                                     address=ray_address, gpus_per_job=gpus_per_job, cpus_per_job=cpus_per_job,
-                                     data_uris=uris, ship_max_mb=ship_max_mb)
-        else:
-            summaries = run_jobs(jobs, suite.name, results_dir, dev, tracker, progress, stop_after)
+        summaries = runner.run(jobs, suite.name, results_dir, dev, tracker, progress, stop_after)
         status = "FINISHED"
     except KeyboardInterrupt:
         status = "KILLED"
@@ -163,15 +129,6 @@ def exit_for_statuses(jobs, summaries: dict[str, dict]) -> None:
     if hopeless:
         err_console.print("every job diverged for: " + ", ".join(hopeless), markup=False)
         raise click.exceptions.Exit(1)
-
-
-def check_datasets(jobs) -> None:
-    """Load and check every dataset the jobs need before the first job starts: a missing or
-    broken dataset is one error now, not a failure after hours of other jobs."""
-    from benchmark.engine.setup import data_fingerprint
-
-    for job in jobs:  # cached per dataset: each is loaded once
-        data_fingerprint(job.config)
 
 
 def open_tracker(suite_name: str, uri: str | None, results_dir: Path, suite_file: Path | None = None):
@@ -341,7 +298,7 @@ def check(suite_file: Path, baseline, results_dir: Path, tolerance, update: bool
     """Run SUITE_FILE (skipping finished jobs) and compare with its baseline; exit 1 on a regression."""
     _threads(threads)
     from benchmark.report.check import compare, load_tolerances, spread_tolerances, tolerance_path, write_baseline
-    from benchmark.run.executor import run_jobs
+    from benchmark.run.executor import LocalExecutor
     from benchmark.run.results import atomic_write_json
     from benchmark.run.tracking import NullTracker
 
@@ -350,11 +307,13 @@ def check(suite_file: Path, baseline, results_dir: Path, tolerance, update: bool
     suite, jobs = load_selected(suite_file)
     spread_jobs = load_selected(suite_file, seeds=spread_seeds)[1] if spread_seeds else []
     every = jobs + [j for j in spread_jobs if j.id not in {k.id for k in jobs}]
-    check_datasets(every)
+    local = LocalExecutor()
+    local.check(every)
     tracker = NullTracker() if no_tracking else open_tracker(suite.name, None, results_dir, suite_file)
     status = "FAILED"
     try:
-        summaries = run_jobs(every, suite.name, results_dir, _device("auto"), tracker, _progress(every, quiet, verbose))
+        summaries = local.run(every, suite.name, results_dir, local.device("auto"), tracker,
+                              _progress(every, quiet, verbose), None)
         status = "FINISHED"
     except KeyboardInterrupt:
         status = "KILLED"

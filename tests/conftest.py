@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -30,3 +31,25 @@ def data_root() -> Path:
     if not root:
         pytest.skip("FEDBENCH_DATA is not set: real-data tests need the shared datasets (bash .ci/run sets it)")
     return Path(root)
+
+
+@pytest.fixture(scope="session")
+def migrated_mlflow_db(tmp_path_factory) -> Path:
+    """An empty MLflow SQLite store, made once per session: making one runs MLflow's database
+    migrations (~10 s on a busy machine), copying it takes milliseconds."""
+    from mlflow.tracking import MlflowClient
+
+    path = tmp_path_factory.mktemp("mlflow-template") / "store.db"
+    MlflowClient(f"sqlite:///{path}").search_experiments()
+    return path
+
+
+@pytest.fixture
+def mlflow_store(tmp_path, migrated_mlflow_db):
+    """new_store(name) -> the URI of a fresh, empty MLflow store in this test's folder."""
+
+    def new_store(name: str = "store.db") -> str:
+        shutil.copyfile(migrated_mlflow_db, tmp_path / name)
+        return f"sqlite:///{tmp_path / name}"
+
+    return new_store

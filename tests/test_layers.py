@@ -27,6 +27,37 @@ def group_of(unit: str) -> str:
     return "foundation" if unit in FOUNDATION else "cli" if unit in CLI else unit
 
 
+def is_script_block(node: ast.AST) -> bool:
+    """`if __name__ == "__main__":`: runs only as a script, where the module is not imported."""
+    return (isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and isinstance(node.test.left, ast.Name)
+            and node.test.left.id == "__name__")
+
+
+def import_nodes(tree: ast.AST):
+    """Every import statement of a module, also the deferred ones, except in its script block."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif not is_script_block(node):
+            yield from import_nodes(node)
+
+
+def module_graph() -> dict[str, set[str]]:
+    """benchmark module -> the benchmark modules it imports."""
+    modules = {".".join(p.relative_to(ROOT.parent).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in ROOT.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for node in import_nodes(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                targets |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+            elif isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names}
+        graph[name] = {t for t in targets if t in modules and t != name}
+    return graph
+
+
 def imports() -> list[tuple[str, str, str]]:
     """(importing unit, imported unit, file) for every import of a benchmark module."""
     found = []
@@ -58,3 +89,23 @@ def test_packages_import_only_from_layers_below():
 def test_the_check_sees_deferred_imports():
     edges = {(src, dst) for src, dst, _ in imports()}
     assert ("cli", "run") in edges and ("engine", "data") in edges  # cli imports run inside its commands
+
+
+def test_no_module_imports_itself_through_others():
+    """No import cycle between modules either (a registry is filled by discovery, not by an
+    import at the bottom of the module that holds it)."""
+    graph = module_graph()
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            node = todo.pop()
+            if node == goal:
+                return True
+            if node not in seen:
+                seen.add(node)
+                todo += graph[node]
+        return False
+
+    cycles = sorted(f"{a} <-> {b}" for a in graph for b in graph[a] if a < b and reaches(b, a))
+    assert not cycles, "modules in an import cycle:\n" + "\n".join(cycles)

@@ -1,5 +1,5 @@
-"""The FedAc-protocol engine: all M workers as one tensor computation, and the jobs of an lr grid
-as one batch (a leading dimension over the learning rates).
+"""The FedAc-protocol engine: all M workers as one computation, and the jobs of an lr grid
+as one batch (a dimension over the learning rates).
 
 It runs exactly the jobs `batch_key` accepts: the `binary_logistic` model on a `shared` split
 (every worker samples with replacement from the whole training set), every worker every round,
@@ -9,7 +9,8 @@ vanilla FedAc / MB-AC-SGD (server and client term `fedac`), each optionally with
 from `shared_positions`, same init, same records; tests/engine/test_fedac_batched.py checks the
 two agree), without Python per worker:
 
-- K local steps: states (B, M, d); a step is a few fused tensor ops on a (M, batch, d) gather;
+- K local steps: a compiled kernel (engine/fedac_kernel.py) runs each worker's steps for all B
+  jobs at once, touching only the non-zero coordinates of the step's examples (LocalSteps);
 - one step per round (the minibatch methods, or K = 1): every worker starts from the broadcast
   model, and the mean of their steps is one step on the mean gradient, so the state is (B, d)
   and the gradient a matrix product over the round's M·K·batch examples.
@@ -24,6 +25,7 @@ import torch.nn.functional as F
 
 from benchmark.engine.convex import BinaryLogistic
 from benchmark.engine.fed_data import shared_positions
+from benchmark.engine.fedac_kernel import local_round, row_scores
 from benchmark.metrics import ema_update
 from benchmark.fl.fedac import coefficients
 from benchmark.fl.flat import flat_params
@@ -164,7 +166,6 @@ class Recursion:
 
 
 FOLD_CONDITION = 50.0
-STEP_BLOCK = 32  # local steps whose index arrays are built at once (M·32·nnz rows each)
 
 
 @dataclass
@@ -181,11 +182,41 @@ class SparseRows:
     def of(cls, x: torch.Tensor) -> "SparseRows":
         n, d = x.shape
         present = x != 0
-        nnz = max(int(present.sum(1).max()), 1)
-        order = torch.argsort((~present).to(torch.int8), dim=1, stable=True)[:, :nnz]
-        vals = torch.gather(x, 1, order)
-        cols = torch.where(torch.gather(present, 1, order), order, torch.full_like(order, d))
+        counts = present.sum(1)
+        nnz = max(int(counts.max()), 1)
+        rows, columns = present.nonzero(as_tuple=True)  # row by row, columns ascending
+        slot = torch.arange(len(rows)) - (torch.cumsum(counts, 0) - counts)[rows]  # place within its row
+        cols = torch.full((n, nnz), d, dtype=torch.int64)
+        vals = torch.zeros(n, nnz, dtype=x.dtype)
+        cols[rows, slot], vals[rows, slot] = columns, x[rows, columns]
         return cls(cols, vals, d + 1, bool((vals[cols < d] == 1).all()))
+
+
+    def scores(self, w: torch.Tensor) -> torch.Tensor:
+        """x w for every row x, w (d, B): (n, B) in w's dtype (a9a: 14 additions a row, not 123)."""
+        return torch.from_numpy(row_scores(self.cols.numpy(), self.vals.numpy(), self.binary, w.contiguous().numpy()))
+
+
+class PerDataset:
+    """What every batch on one dataset shares (its sparse rows, objectives), built once per
+    process; one dataset is kept at a time (a suite runs on one, and others need not pile up)."""
+
+    def __init__(self):
+        self.fingerprint: str | None = None
+        self.values: dict = {}
+
+    def get(self, job: JobConfig, key: tuple, build):
+        from benchmark.engine.setup import data_fingerprint
+
+        fingerprint = data_fingerprint(job)
+        if fingerprint != self.fingerprint:
+            self.fingerprint, self.values = fingerprint, {}
+        if key not in self.values:
+            self.values[key] = build()
+        return self.values[key]
+
+
+PER_DATASET = PerDataset()
 
 
 def _logistic_parts(z: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -211,7 +242,9 @@ def run_batch(jobs: list[JobConfig], x: torch.Tensor, y01: torch.Tensor, test_x:
     state = initial_model(first).expand(b_count, linear.size, d).clone()  # (B, c, d): w (and w_ag)
     # (θ, θ_ag) down and (Δ, Δ_ag) up per worker for FedAc, θ and Δ for SGD
     round_bytes = [m * (2 if _rule(j.method) == "fedac" else 1) * d * 4 for j in batch.jobs]
-    local = None if batch.one_step else LocalSteps(linear, SparseRows.of(x), y, m, k)
+    train_rows = PER_DATASET.get(first, ("train rows",), lambda: SparseRows.of(x))
+    test_rows = PER_DATASET.get(first, ("test rows",), lambda: SparseRows.of(test_x))
+    local = None if batch.one_step else LocalSteps(linear, train_rows, y, m, k)
     ema: list[float | None] = [None] * b_count
     # the per-client loop's divergence checks: training loss and θ every round, test loss when evaluated
     theta_row = torch.tensor([0 if _rule(j.method) == "fedac" else 1 for j in batch.jobs])
@@ -229,16 +262,17 @@ def run_batch(jobs: list[JobConfig], x: torch.Tensor, y01: torch.Tensor, test_x:
         if local is None:
             state, loss = _one_step(linear, state, x, y, idx.view(-1))
         else:
-            state, loss = local.round(state, idx)
+            state, loss = local.round(state, idx, with_loss=first.evaluates(done))
         check(done, torch.isfinite(loss) & torch.isfinite(state[torch.arange(b_count), theta_row]).all(1))
         if not first.evaluates(done):
             continue
         evaluated = state[:, -1]  # w, or FedAc's w_ag
-        scores = test_x @ evaluated.T  # (test, B)
+        scores = test_rows.scores(evaluated.T)  # (test, B)
         test_loss = F.softplus(-test_y[:, None] * scores).mean(0)
         check(done, torch.isfinite(test_loss))
         acc = 100.0 * ((scores > 0) == (test_y[:, None] > 0)).float().mean(0)
-        subopt = objective.suboptimalities(evaluated) if first.suboptimality else None
+        # F on the whole training set, its scores summed in float64
+        subopt = objective.suboptimalities(evaluated, train_rows.scores(evaluated.T.double())) if objective else None
         for i in range(b_count):
             ema[i] = ema_update(ema[i], float(acc[i]))
             rec = {"round": done, "test_acc": float(acc[i]), "test_loss": float(test_loss[i]),
@@ -252,21 +286,18 @@ def run_batch(jobs: list[JobConfig], x: torch.Tensor, y01: torch.Tensor, test_x:
     return outcomes
 
 
-CHUNK = 1 << 15  # examples per matrix product in a one-step round (bounds memory at M·K·batch)
-
-
 def _one_step(linear: Recursion, state, x, y, rows):
     """All workers from the broadcast model, one step each, averaged: one step on the mean
-    gradient over the round's M·K·batch examples (the steps are linear in the gradient)."""
+    gradient over the round's M·K·batch examples (the steps are linear in the gradient). Every
+    example is seen at the same point, so each distinct row is computed once, weighted by how
+    often it was drawn: at most n rows, however large M·K."""
     point = (linear.r.float()[:, None, :] @ state)[:, 0]  # (B, d)
-    grad = torch.zeros_like(point)
-    loss = torch.zeros(len(point))
-    for start in range(0, len(rows), CHUNK):
-        xs, ys = x[rows[start : start + CHUNK]], y[rows[start : start + CHUNK]]
-        part_loss, dz = _logistic_parts(xs @ point.T, ys[:, None])  # (chunk, B)
-        grad += dz.T @ xs
-        loss += part_loss.sum(0)
-    return linear.step(state, grad / len(rows)), loss / len(rows)
+    counts = torch.bincount(rows, minlength=len(x))
+    drawn = counts.nonzero().flatten()
+    xs, weight = x[drawn], counts[drawn].float()[:, None]
+    part_loss, dz = _logistic_parts(xs @ point.T, y[drawn][:, None])  # (rows, B)
+    grad = (dz * weight).T @ xs
+    return linear.step(state, grad / len(rows)), (part_loss * weight).sum(0) / len(rows)
 
 
 class LocalSteps:
@@ -274,59 +305,41 @@ class LocalSteps:
 
     Every worker's state is X_k = P_k U_k with P_k (c × c per job) the product of the steps'
     linear parts, the same for all workers, so a step updates U only where x is non-zero
-    (Recursion.schedule). U is stored (M·(d+1), c·B): a worker's coordinate j is row m(d+1) + j.
-    The average over workers is P · mean(U): no worker's full state is ever formed."""
+    (Recursion.schedule). The average over workers is P · mean(U). The steps themselves run in
+    the compiled kernel (engine/fedac_kernel.py), one worker at a time."""
 
     def __init__(self, linear: Recursion, sparse: SparseRows, y: torch.Tensor, workers: int, steps: int):
-        self.sparse, self.y, self.m = sparse, y, workers
-        reads, enters, self.folds = linear.schedule(steps)
-        self.reads = reads.transpose(1, 2).contiguous()  # (K, c, B)
-        self.enters = enters.transpose(1, 2).contiguous()  # (K, c, B)
-        self.width = sparse.width
-        self.offsets = (torch.arange(workers) * self.width)[None, :, None, None]  # (1, M, 1, 1): worker m's rows
+        self.sparse, self.y = sparse, y.float().numpy()
+        reads, enters, folds = linear.schedule(steps)
+        self.jobs = reads.shape[1]
+        # jobs padded with idle ones (reads, enters and U zero) to a multiple of LANES: the kernel's
+        # vector loops then have no scalar remainder, which can cost it half its speed (39 jobs)
+        pad = (0, -self.jobs % LANES)
+        self.reads = F.pad(reads.transpose(1, 2), pad).contiguous().numpy()  # (K, c, B + pad)
+        self.enters = F.pad(enters.transpose(1, 2), pad).contiguous()  # scaled by −1/batch per round
+        self.last_fold = folds[-1]
+        c, padded = self.reads.shape[1:]
+        self.folds = torch.zeros(steps, c, c, padded)
+        self.fold_after = torch.zeros(steps, dtype=torch.bool)
+        for j, fold in enumerate(folds[:-1]):  # the last one is applied to the mean
+            if fold is not None:
+                self.folds[j, ..., : self.jobs], self.fold_after[j] = fold.permute(1, 2, 0), True
 
-    def _block(self, block: torch.Tensor, d: int):
-        """Per step of `block` (M, steps, batch): rows of U written, rows read (binary data's
-        padding reads the zero row), x's values (M·batch, nnz, 1) and −y (M·batch, 1)."""
-        m, steps, bs = block.shape
-        cols = self.sparse.cols[block].transpose(0, 1)  # (steps, M, batch, nnz)
-        rows = (self.offsets + cols).reshape(steps, -1)
-        zero_row = m * self.width
-        reads_from = torch.where(cols.reshape(steps, -1) < d, rows, zero_row) if self.sparse.binary else rows
-        vals = self.sparse.vals[block].transpose(0, 1).reshape(steps, m * bs, -1, 1)
-        minus_y = -self.y[block].transpose(0, 1).reshape(steps, m * bs, 1)
-        return rows, reads_from, vals, minus_y
-
-    def round(self, state: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def round(self, state: torch.Tensor, idx: torch.Tensor, with_loss: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
         """The averaged state after one round from the broadcast `state` (B, c, d), and the mean
-        training loss over the steps."""
-        b_count, c, d = state.shape
+        training loss over the steps; without `with_loss`, a stand-in for it that is finite
+        exactly when the loss is (0, or the non-finite value), and costs no logarithms."""
         m, k, bs = idx.shape
-        cb = c * b_count
-        start = torch.zeros(self.width, c, b_count)
-        start[:d] = state.permute(2, 1, 0)
-        # U, then one zero row that binary data's padding reads (and nothing writes)
-        u = torch.zeros(m * self.width + 1, cb)
-        u[:-1] = start.view(1, self.width, cb).expand(m, self.width, cb).reshape(m * self.width, cb)
-        enters = self.enters * (-1.0 / bs)  # U ← U − P⁻¹v · mean over the batch of ℓ'(z) x
-        loss_sum = torch.zeros(b_count)
-        for first in range(0, k, STEP_BLOCK):  # the steps' index arrays, a block at a time (memory)
-            block = idx[:, first : first + STEP_BLOCK]
-            for j, (rows, reads_from, x_j, minus_y) in enumerate(zip(*self._block(block, d)), first):
-                gathered = u.index_select(0, reads_from).view(m * bs, -1, cb)
-                ux = (gathered if self.sparse.binary else gathered * x_j).sum(1).view(m * bs, c, b_count)  # U x
-                z = (ux * self.reads[j]).sum(1)  # (M·batch, B): the scores at the gradient points
-                slope = minus_y * torch.sigmoid(minus_y * z)  # ℓ'(z) = −y σ(−yz), ℓ = log(1 + e^{−yz})
-                loss_sum += F.softplus(minus_y * z).mean(0)
-                push = (slope[:, None, :] * enters[j]).view(m * bs, 1, cb)
-                # binary: no multiplication by x; padding writes land in the unused column d
-                spread = push.expand(-1, x_j.shape[1], -1) if self.sparse.binary else x_j * push
-                u.index_add_(0, rows, spread.reshape(-1, cb))
-                if self.folds[j] is not None and j + 1 < k:
-                    u = torch.einsum("bcq,rqb->rcb", self.folds[j], u.view(-1, c, b_count)).reshape(-1, cb)
-        mean_u = u[:-1].view(m, self.width, c, b_count).mean(0)[:d]  # (d, c, B)
-        new = torch.einsum("bcq,dqb->bcd", self.folds[k - 1], mean_u)
-        return new, loss_sum / k
+        enters = (self.enters * (-1.0 / bs)).numpy()  # U ← U − P⁻¹v · mean over the batch of ℓ'(z) x
+        start = F.pad(state.permute(2, 1, 0), (0, self.reads.shape[2] - self.jobs)).contiguous().numpy()  # (d, c, B + pad)
+        mean_u, loss = local_round(start, self.sparse.cols.numpy(), self.sparse.vals.numpy(), self.sparse.binary,
+                                   self.y, idx.numpy(), self.reads, enters, self.folds.numpy(),
+                                   self.fold_after.numpy(), with_loss)
+        new = torch.einsum("bcq,dqb->bcd", self.last_fold, torch.from_numpy(mean_u[..., : self.jobs]))
+        return new, torch.from_numpy(loss[: self.jobs] / (m * k * bs)).float()
+
+
+LANES = 8  # float32 values in one vector register (AVX2); see LocalSteps
 
 
 def initial_model(job: JobConfig) -> torch.Tensor:

@@ -60,11 +60,15 @@ def compiled(forward, device: torch.device):
 
 
 def clip_by_norm(g: torch.Tensor, max_norm: float | None) -> torch.Tensor:
-    """torch.nn.utils.clip_grad_norm_ on a flat gradient (same 1e-6 guard)."""
+    """torch.nn.utils.clip_grad_norm_ on a flat gradient (same 1e-6 guard); on (C, P), each row."""
     if max_norm is None:
         return g
-    norm = g.norm()
-    return g * torch.clamp(max_norm / (norm + 1e-6), max=1.0)
+    return g * clip_factor(g, max_norm)
+
+
+def clip_factor(g: torch.Tensor, max_norm: float) -> torch.Tensor:
+    """min(1, max_norm / (‖g‖ + 1e-6)), as a tensor (no host sync); for (C, P) rows, one per row (C, 1)."""
+    return torch.clamp(max_norm / (g.norm(dim=-1, keepdim=True) + 1e-6), max=1.0)
 
 
 def step_lr(round_lr: float, batch: Batch, local: LocalTraining) -> float:
@@ -86,7 +90,12 @@ def step_loss(ctx: ClientContext, terms: list[ClientTerm], w: torch.Tensor, x: t
     Shared by the sequential path (autograd on w) and the vectorised one (torch.func.grad under vmap).
     """
     raw = ctx.forward(w, x, features=needs_features)
-    out = ForwardOut(*raw) if needs_features else ForwardOut(raw)
+    return objective(ctx, terms, w, ForwardOut(*raw) if needs_features else ForwardOut(raw), x, y, ce_weight)
+
+
+def objective(ctx: ClientContext, terms: list[ClientTerm], w: torch.Tensor, out: ForwardOut, x: torch.Tensor,
+              y: torch.Tensor, ce_weight) -> torch.Tensor:
+    """step_loss given the forward's output (the client-batched trainer runs the forward itself)."""
     logits = out.logits
     for term in terms:
         logits = term.adjust_logits(ctx, logits)
@@ -99,7 +108,7 @@ def step_loss(ctx: ClientContext, terms: list[ClientTerm], w: torch.Tensor, x: t
 
 
 def descent_direction(grad: torch.Tensor, w: torch.Tensor, local: LocalTraining) -> torch.Tensor:
-    """clip(∇loss) + weight_decay·w, before any term rewrites the direction."""
+    """clip(∇loss) + weight_decay·w, before any term rewrites the direction (rows of (C, P): per client)."""
     return clip_by_norm(grad, local.clip_norm) + local.weight_decay * w
 
 
@@ -108,7 +117,7 @@ def descent_direction_(grad: torch.Tensor, w: torch.Tensor, local: LocalTraining
     """descent_direction written into `grad` (which the caller owns); `decay` is a w-sized buffer
     for weight_decay·w (a product first, then the sum: the pure form's rounding, bit for bit)."""
     if local.clip_norm is not None:
-        grad.mul_(torch.clamp(local.clip_norm / (grad.norm() + 1e-6), max=1.0))
+        grad.mul_(clip_factor(grad, local.clip_norm))
     if local.weight_decay:
         grad.add_(torch.mul(w, local.weight_decay, out=decay))
     return grad
@@ -147,7 +156,7 @@ def sgd_step_(w: torch.Tensor, grad: torch.Tensor, local: LocalTraining, lr: flo
         w.mul_(1 - lr * local.weight_decay)
     if local.clip_norm is None:
         return w.add_(grad, alpha=-lr)
-    return w.addcmul_(grad, torch.clamp(local.clip_norm / (grad.norm() + 1e-6), max=1.0), value=-lr)
+    return w.addcmul_(grad, clip_factor(grad, local.clip_norm), value=-lr)
 
 
 def _moves_step(term: ClientTerm) -> bool:

@@ -14,9 +14,9 @@ from torch import nn
 
 from benchmark.data.participation import pool_entrants, sample_clients
 from benchmark.engine.fed_data import FederatedData
-from benchmark.engine.client_round import train_sequential
 from benchmark.engine.convex import RegularisedLogistic
 from benchmark.engine.local import compiled, evaluate, make_forward
+from benchmark.engine.trainers import TRAINERS
 from benchmark.metrics import ema_update
 from benchmark.rng import Stream, generator
 from benchmark.fl.base import RoundInfo, Uploads
@@ -48,10 +48,6 @@ class Diverged(Exception):
         self.what = what
 
 
-# execution mode -> fn(sim, chosen, rnd, received) -> list[ClientOutcome]
-TRAINERS: dict = {"sequential": train_sequential}
-
-
 class Simulation:
     def __init__(self, job: JobConfig, data: FederatedData, model: nn.Module, device: str = "cpu",
                  state_dir: Path | None = None):
@@ -66,6 +62,9 @@ class Simulation:
         self.method = Method.build(job.method)
         self.clients = make_client_store(job.client_state, data.num_clients, state_dir)
         self.sizes = self.data.sizes()
+        # the trainer in use ("auto": None until the first round's probe chose), and that probe
+        self.execution: str | None = None if job.execution == "auto" else job.execution
+        self.execution_probe: dict | None = None
         theta = flat_params(self.model).to(self.device)
         self.progress = Progress(theta=theta, server_state=self.method.server.init_state(theta))
 
@@ -180,6 +179,3 @@ class Simulation:
     def final_state_dict(self) -> dict[str, torch.Tensor]:
         """The model the metrics were measured on (θ; FedAc's averaged w_ag)."""
         return {k: v.detach().cpu().clone() for k, v in self.spec.unflatten(self.eval_params()).items()}
-
-
-import benchmark.engine.vectorised  # noqa: E402,F401  (registers TRAINERS["vectorised"]; last, as it imports TRAINERS)

@@ -1,4 +1,9 @@
-"""Train one round's clients together: torch.func.vmap over their stacked flat parameters (C, P).
+"""Train one round's clients together, on their stacked flat parameters (C, P).
+
+The forward runs client-batched on native kernels (engine/client_batched.py: batched matmul,
+grouped convolution, per-client GroupNorm affine) when the model's layers allow it; the rest of
+the objective (terms' losses) runs per client under torch.func.vmap, and the step updates the
+(C, P) matrix in place (local.py's sgd_step_ / descent_direction_, row-wise). Other models run the whole gradient under vmap.
 
 Same contract and same numbers as `train_sequential` (up to float reduction order): the step
 math is `engine/local.py`'s (step_loss, descent_direction, rewrite_direction, step_lr), each
@@ -19,13 +24,13 @@ from typing import Callable
 import torch
 from torch.func import grad_and_value, vmap
 
+from benchmark.engine import client_batched
 from benchmark.engine.client_round import ClientOutcome, make_context
 from benchmark.engine.fed_data import Batch
-from benchmark.engine.local import (ce_weight_of, descent_direction, rewrite_direction, set_step_budget, step_loss,
-                                    step_lr)
-from benchmark.engine.simulation import TRAINERS
+from benchmark.engine.local import (ce_weight_of, descent_direction_, objective, rewrite_direction, set_step_budget,
+                                    sgd_step_, step_loss, step_lr)
 from benchmark.errors import UserError
-from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo
+from benchmark.fl.base import ClientContext, ClientTerm, ForwardOut, RoundInfo
 from benchmark.suite.schema import LocalTraining
 
 ADVICE = "set `execution: sequential` for this job (in the suite's defaults or its dataset entry)"
@@ -44,10 +49,26 @@ def check_terms(terms: list[ClientTerm]) -> None:
         )
 
 
-def _plan(batches: list[Batch], local: LocalTraining) -> tuple:
+def _plan(sizes: list[int], epochs: list[int], local: LocalTraining) -> tuple:
     """What must agree across clients: batch size per step (and epoch per step when it sets the lr)."""
-    sizes = tuple(len(b.y) for b in batches)
-    return (sizes, tuple(b.epoch for b in batches)) if local.intra_round_decay else (sizes,)
+    return (tuple(sizes), tuple(epochs)) if local.intra_round_decay else (tuple(sizes),)
+
+
+def _batch_plan(batches: list[Batch], local: LocalTraining) -> tuple:
+    return _plan([len(b.y) for b in batches], [b.epoch for b in batches], local)
+
+
+def blocker(sim, chosen: list[int], rnd: RoundInfo) -> str | None:
+    """Why `chosen` cannot train vectorised in this round, or None. Decided from the terms and the
+    batch positions alone (no batch gathered, no term begun), so a caller can still go sequential."""
+    try:
+        check_terms(sim.method.terms)
+    except NotVectorisable as e:
+        return str(e)
+    local = sim.job.local
+    positions = (sim.data.batch_positions(sim.job.seed, rnd.round, cid, local) for cid in chosen)
+    plans = {_plan([len(p) for p, _ in steps], [e for _, e in steps], local) for steps in positions}
+    return None if len(plans) <= 1 else f"round {rnd.round}: clients take different local steps or batch sizes"
 
 
 def _describe(cid: int, batches: list[Batch]) -> str:
@@ -55,9 +76,9 @@ def _describe(cid: int, batches: list[Batch]) -> str:
 
 
 def check_plans(chosen: list[int], batches: list[list[Batch]], local: LocalTraining, rnd: int) -> None:
-    first = _plan(batches[0], local)
+    first = _batch_plan(batches[0], local)
     for cid, client_batches in zip(chosen, batches):
-        if _plan(client_batches, local) != first:
+        if _batch_plan(client_batches, local) != first:
             raise NotVectorisable(
                 f"execution: vectorised needs every client of a round to take the same local steps with the "
                 f"same batch sizes{' and epochs' if local.intra_round_decay else ''}; in round {rnd} "
@@ -92,16 +113,38 @@ def stack_scratch_inputs(ctxs: list[ClientContext], terms: list[ClientTerm]) -> 
     return stacked
 
 
-def _batched_direction(template: ClientContext, terms: list[ClientTerm], local: LocalTraining) -> Callable:
-    """(W, received, scratch, ce_weights, X, Y) -> (directions (C, P), losses (C,)), one vmapped call."""
+def _vmapped_gradient(template: ClientContext, terms: list[ClientTerm]) -> Callable:
+    """(W, received, scratch, ce_weights, X, Y) -> (gradients (C, P), losses (C,)), one vmapped call."""
     needs_features = any(t.needs_features for t in terms)
 
     def one_client(w, received, scratch, ce_weight, x, y):
         ctx = _shared_context(template, received, scratch)
-        grad, loss = grad_and_value(lambda v: step_loss(ctx, terms, v, x, y, ce_weight, needs_features))(w)
-        return descent_direction(grad, w, local), loss
+        return grad_and_value(lambda v: step_loss(ctx, terms, v, x, y, ce_weight, needs_features))(w)
 
     return vmap(one_client)
+
+
+def _client_batched_gradient(template: ClientContext, terms: list[ClientTerm]) -> Callable:
+    """The same function, its forward on native client-batched kernels and its gradient by one
+    backward of the clients' summed losses (client i's loss depends on row i of W only); the
+    terms' losses and the cross-entropy, per client, under vmap."""
+    needs_features = any(t.needs_features for t in terms)
+
+    def one_objective(w, received, scratch, ce_weight, logits, features, x, y):
+        ctx = _shared_context(template, received, scratch)
+        return objective(ctx, terms, w, ForwardOut(logits, features), x, y, ce_weight)
+
+    objectives = vmap(one_objective, in_dims=(0, 0, 0, 0, 0, 0 if needs_features else None, 0, 0))
+
+    def gradient(w, received, scratch, ce_weights, x, y):
+        with torch.enable_grad():
+            w = w.detach().requires_grad_(True)
+            logits, features = client_batched.batched_forward(template.forward, w, x, needs_features)
+            losses = objectives(w, received, scratch, ce_weights, logits, features, x, y)
+            (grad,) = torch.autograd.grad(losses.sum(), w)
+        return grad, losses.detach()
+
+    return gradient
 
 
 def _overrides_direction(term: ClientTerm) -> bool:
@@ -123,18 +166,24 @@ def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> l
     scratch = stack_scratch_inputs(ctxs, terms)
     # one broadcast reaches every client: expanded views, no copies (a per-client start would be stacked)
     per_client = {k: v.expand(count, *v.shape) for k, v in received.items()}
-    direction = _batched_direction(ctxs[0], terms, local)
+    make_gradient = _client_batched_gradient if client_batched.supports(sim.model) else _vmapped_gradient
+    gradient = make_gradient(ctxs[0], terms)
     rewriters = [t for t in terms if _overrides_direction(t)]
 
     w = per_client["model"].clone(memory_format=torch.contiguous_format)
+    decay = torch.empty_like(w) if rewriters and local.weight_decay else None
     losses = []
     for s in range(steps):
         x = torch.stack([b[s].x for b in batches])
         y = torch.stack([b[s].y for b in batches])
-        g, loss = direction(w, per_client, scratch, ce_weights, x, y)
+        grad, loss = gradient(w, per_client, scratch, ce_weights, x, y)
+        lr = step_lr(rnd.lr, batches[0][s], local)
         if rewriters:  # per client, on its own context, like the sequential path
+            g = descent_direction_(grad, w, local, decay)
             g = torch.stack([rewrite_direction(ctx, rewriters, w[i], g[i]) for i, ctx in enumerate(ctxs)])
-        w = w - step_lr(rnd.lr, batches[0][s], local) * g
+            w.sub_(g.mul_(lr))
+        else:  # every row of the (C, P) matrix at once, as local.py's sequential step
+            sgd_step_(w, grad, local, lr)
         losses.append(loss)
     mean_losses = torch.stack(losses).mean(0).tolist() if losses else [float("nan")] * count
     outcomes = []
@@ -149,6 +198,7 @@ def train_vectorised(sim, chosen: list[int], rnd: RoundInfo, received: dict,
                      max_clients_per_vmap: int | None = None) -> list[ClientOutcome]:
     """Train `chosen` under vmap, at most `max_clients_per_vmap` at a time (bounds memory)."""
     check_terms(sim.method.terms)
+    client_batched.keep_freed_memory()
     chunk = max_clients_per_vmap or len(chosen)
     outcomes: list[ClientOutcome] = []
     for i in range(0, len(chosen), chunk):
@@ -159,6 +209,3 @@ def train_vectorised(sim, chosen: list[int], rnd: RoundInfo, received: dict,
 def train_vectorised_job(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> list[ClientOutcome]:
     """The `execution: vectorised` trainer: chunks of the job's `vmap_chunk` clients (None: all at once)."""
     return train_vectorised(sim, chosen, rnd, received, max_clients_per_vmap=sim.job.vmap_chunk)
-
-
-TRAINERS["vectorised"] = train_vectorised_job

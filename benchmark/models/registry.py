@@ -17,6 +17,7 @@ from typing import Callable
 import torch
 from torch import nn
 
+from benchmark.registry import discover
 from benchmark.rng import Stream, generator
 
 MODELS: dict[str, Callable[..., nn.Module]] = {}
@@ -38,14 +39,14 @@ def register_model(name: str, traits: tuple[str, ...] = ()):
 
 
 def known_models() -> list[str]:
-    import benchmark.models.zoo  # noqa: F401  (registers the models)
+    discover("benchmark.models")  # every model file registers itself
 
     return sorted(MODELS)
 
 
 def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, params: dict, init: str, seed: int) -> nn.Module:
     """Build model `name`; weights come from a generator seeded by `seed` (identical for every method)."""
-    import benchmark.models.zoo  # noqa: F401  (registers the models)
+    discover("benchmark.models")
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

@@ -210,13 +210,6 @@ def label_distribution_figure(hist, title: str, max_clients: int = MAX_CLIENTS_S
     return fig
 
 
-def split_figure(data, title: str, path) -> Path:
-    """`data`'s (FederatedData) label distribution per client as a PNG at `path`."""
-    from benchmark.report.splits import label_counts
-
-    return save_figure(label_distribution_figure(label_counts(data).numpy(), title), Path(path))
-
-
 def report_figures(suite, jobs, results_dir) -> list:
     """The convergence figures of `fedbench report` in results/<suite>/report/figures/, as the
     report's Figure entries (the FedAc-protocol jobs have their own figure)."""

@@ -72,7 +72,8 @@ class MetricsFile(RoundCallback):
 
     def on_start(self, records):
         self.records = list(records)
-        self.on_flush()
+        if self.records or self.jobdir.metrics.exists():  # drop records past the checkpoint; a fresh job has none
+            self.on_flush()
 
     def on_eval(self, rec):
         self.records.append(rec)

@@ -1,4 +1,5 @@
-"""Run a suite's jobs in this process, one after another, reporting progress (run/progress.py).
+"""The `local` executor: a suite's jobs in this process, one after another, reporting progress
+(run/progress.py).
 
 Finished and diverged jobs are skipped; a job that fails is recorded (status "failed", the
 error in its summary.json) and the suite goes on. Bad user input (UserError) stops the suite
@@ -15,6 +16,7 @@ from typing import Callable
 from benchmark.engine.setup import data_fingerprint
 from benchmark.errors import UserError
 from benchmark.run.batched import BatchedJobs
+from benchmark.run.executor_base import EXECUTORS, Executor
 from benchmark.run.job_runner import run_job
 from benchmark.run.locks import job_lock
 from benchmark.run.progress import LogProgress, log
@@ -68,6 +70,14 @@ def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu
             log.info("job %s: another fedbench process is training it; waiting for it to finish", job.id)
             attempt(job, wait=True)
     return {job.id: summaries[job.id] for job in jobs}
+
+
+@EXECUTORS.register
+class LocalExecutor(Executor):
+    name = "local"
+
+    def run(self, jobs, suite, results_root, device, tracker, progress, stop_after):
+        return run_jobs(jobs, suite, results_root, device, tracker, progress, stop_after)
 
 
 def run_or_record_failure(job: Job, suite: str, jobdir: JobDir, device: str, tracker,

@@ -30,7 +30,7 @@ class Heartbeat:
         if record:
             self.state.update(test_acc=record["test_acc"], ema_acc=record["ema_acc"])
         if force or self.state["updated"] - self.written >= EVERY_S:
-            atomic_write_json(self.path, self.state)
+            atomic_write_json(self.path, self.state, durable=False)  # a crash makes it stale anyway
             self.written = self.state["updated"]
 
     def stop(self) -> None:

@@ -29,6 +29,12 @@ def duration(seconds: float | None) -> str:
     return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
+def accuracy(acc: float, ema: float | None = None) -> str:
+    """Accuracies are fractions in the records and percentages on screen, as in the report."""
+    text = f"{100 * acc:.2f}%"
+    return text if ema is None else f"{text} (ema {100 * ema:.2f}%)"
+
+
 def job_name(job) -> str:
     return f"{job.dataset_label} / {job.method_label} / seed {job.config.seed}"
 
@@ -37,7 +43,7 @@ def outcome(summary: dict) -> str:
     """How a job ended, in words: a failed or diverged job shows no accuracy."""
     status = summary.get("status")
     if status == "finished":
-        return (f"acc {summary['final_acc']:.2f}% (ema {summary['final_ema_acc']:.2f}) after "
+        return (f"acc {accuracy(summary['final_acc'], summary['final_ema_acc'])} after "
                 f"{summary['rounds_completed']} rounds in {duration(summary.get('wall_time_s'))}")
     if status == "stopped":
         return f"stopped at round {summary['rounds_completed']} (resumable)"
@@ -83,8 +89,8 @@ class LogProgress:
             return
         self.last_log = now
         speed = f", {rate:.3g} rounds/s, ETA {duration((job.config.rounds - rec['round']) / rate)}" if rate else ""
-        log.info("%s: round %d/%d, acc %.2f%% (ema %.2f)%s", job_name(job), rec["round"], job.config.rounds,
-                 rec["test_acc"], rec["ema_acc"], speed)
+        log.info("%s: round %d/%d, acc %s%s", job_name(job), rec["round"], job.config.rounds,
+                 accuracy(rec["test_acc"], rec["ema_acc"]), speed)
 
     def job_finished(self, job, summary: dict) -> None:
         self.done_jobs += 1
@@ -124,11 +130,11 @@ class RichProgress(LogProgress):
 
     def evaluated(self, job, rec: dict) -> None:
         task, counted = self.tasks[job.id]
-        self.progress.update(task, completed=rec["round"], status=f"acc {rec['test_acc']:.2f}% (ema {rec['ema_acc']:.2f})")
+        self.progress.update(task, completed=rec["round"], status=f"acc {accuracy(rec['test_acc'], rec['ema_acc'])}")
         self.progress.advance(self.suite, rec["round"] - counted)
         self.tasks[job.id] = (task, rec["round"])
         if self.verbosity >= VERBOSE:
-            self.console.print(f"  {job_name(job)}: round {rec['round']}, acc {rec['test_acc']:.2f}%", markup=False,
+            self.console.print(f"  {job_name(job)}: round {rec['round']}, acc {accuracy(rec['test_acc'])}", markup=False,
                                highlight=False)
 
     def job_finished(self, job, summary: dict) -> None:

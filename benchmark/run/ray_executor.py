@@ -25,11 +25,12 @@ from pathlib import Path
 from benchmark.errors import DatasetMissing, UserError
 from benchmark.engine.setup import data_fingerprint
 from benchmark.run.executor import failed_summary
+from benchmark.run.executor_base import EXECUTORS, Executor
 from benchmark.run.job_runner import job_config_json
 from benchmark.run.locks import FileLock, job_lock
 from benchmark.run.progress import LogProgress, log
 from benchmark.run.ray_worker import code_runtime_env, run_remote_job
-from benchmark.run.staging import DEFAULT_SHIP_MAX_MB, MB, Offer, make_offers
+from benchmark.run.staging import DEFAULT_SHIP_MAX_MB, MB, Offer, make_offers, parse_uri_options
 from benchmark.run.results import RESUME_FILES, JobDir, atomic_write_json
 from benchmark.run.status import TERMINAL
 from benchmark.run.tracking import NullTracker
@@ -291,3 +292,26 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
         if started_here:
             ray.shutdown()
     return {job.id: summaries[job.id] for job in jobs}
+
+
+@EXECUTORS.register
+class RayExecutor(Executor):
+    """`--executor ray`: the jobs as Ray tasks, on this machine or the cluster of ClusterOptions.address."""
+
+    name = "ray"
+    uses_cluster_options = True
+
+    def device(self, requested: str) -> str:  # the workers' devices matter, not the driver's
+        return ("cuda" if self.options.gpus_per_job > 0 else "cpu") if requested == "auto" else requested
+
+    def data_uris(self, jobs: list[Job]) -> dict:
+        return parse_uri_options(self.options.data_uris, sorted({job.config.dataset.name for job in jobs}))
+
+    def check(self, jobs: list[Job]) -> None:  # each node reads its own or a staged copy: the workers check it
+        self.data_uris(jobs)
+
+    def run(self, jobs, suite, results_root, device, tracker, progress, stop_after):
+        o = self.options
+        return run_jobs_ray(jobs, suite, results_root, device, tracker, progress, stop_after, address=o.address,
+                            gpus_per_job=o.gpus_per_job, cpus_per_job=o.cpus_per_job, data_uris=self.data_uris(jobs),
+                            ship_max_mb=o.ship_max_mb)

@@ -39,13 +39,17 @@ def _temp_beside(path: Path) -> tuple[int, str]:
     return fd, tmp
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
+    """`durable`: on disk before the rename (fsync), so a crash leaves the old file or the new
+    one; off for files that mean nothing after a crash (a heartbeat), where readers only need
+    never to see half a file."""
     fd, tmp = _temp_beside(path)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -57,8 +61,8 @@ def strict_json(obj, **kwargs) -> str:
     return json.dumps(obj, allow_nan=False, **kwargs)
 
 
-def atomic_write_json(path: Path, obj) -> None:
-    atomic_write_bytes(path, (strict_json(obj, indent=2, sort_keys=True) + "\n").encode())
+def atomic_write_json(path: Path, obj, durable: bool = True) -> None:
+    atomic_write_bytes(path, (strict_json(obj, indent=2, sort_keys=True) + "\n").encode(), durable)
 
 
 def atomic_torch_save(path: Path, obj) -> None:

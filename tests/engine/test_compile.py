@@ -27,5 +27,6 @@ def test_compile_is_an_execution_setting():
     config = job_config("fedavg")
     assert job_id(config.model_copy(update={"compile": True})) == job_id(config)
     assert "compile" not in config.model_dump()
-    with pytest.raises(SuiteError, match="execution: sequential"):
-        job_config("fedavg", compile=True, execution="vectorised")
+    for execution in ("vectorised", "auto"):
+        with pytest.raises(SuiteError, match="execution: sequential"):
+            job_config("fedavg", compile=True, execution=execution)

@@ -77,10 +77,8 @@ def test_batched_engine_equals_the_per_client_loop(tmp_path, method):
 
 @pytest.mark.parametrize("steps,batch,fold", [(1, 3, 50.0), (6, 2, 1.0001)])
 def test_one_step_rounds_and_folds_agree(tmp_path, monkeypatch, steps, batch, fold):
-    """K = 1 (the one-step path), and the sparse path folding P into U after almost every step,
-    its index arrays built in blocks of 4 steps."""
+    """K = 1 (the one-step path), and the sparse path folding P into U after almost every step."""
     monkeypatch.setattr(fedac_batched, "FOLD_CONDITION", fold)
-    monkeypatch.setattr(fedac_batched, "STEP_BLOCK", 4)
     jobs, loop, fast = run_both(tmp_path, shared_suite("fedac2", steps=steps, batch=batch, rounds=2, eval_every=1))
     for j in jobs:
         assert_same_records(loop[j.id], fast[j.id])
@@ -126,3 +124,48 @@ def test_a_diverging_lr_diverges_at_the_same_round_in_both(tmp_path):
         assert (loop["status"], loop.get("diverged_at_round")) == (fast["status"], fast.get("diverged_at_round"))
         assert_same_records(JobDir(tmp_path, "loop", j.id).read_metrics(), JobDir(tmp_path, "fast", j.id).read_metrics())
     assert [JobDir(tmp_path, "fast", j.id).read_summary()["status"] for j in jobs] == ["finished", "diverged"]
+
+
+@pytest.mark.parametrize("method,rounds", [("fedavg", 12), ("mbsgd", 30)])
+def test_divergence_between_evaluations_is_found_at_the_same_round(tmp_path, method, rounds):
+    """Rounds that are not evaluated skip the training loss's logarithms, yet still see it turn
+    non-finite (K local steps, and one step per round): the diverging lr stops at the same round
+    as in the per-client loop."""
+    jobs = expand(shared_suite(method, rounds=rounds, eval_every=5, lrs=[0.05, 1e4]))
+    batched = BatchedJobs(jobs)
+    for j in jobs:
+        loop = run_job(j, "loop", JobDir(tmp_path, "loop", j.id))
+        fast = run_job(j, "fast", JobDir(tmp_path, "fast", j.id), simulation_for=batched.simulation_for)
+        assert (loop["status"], loop.get("diverged_at_round")) == (fast["status"], fast.get("diverged_at_round"))
+        assert_same_records(JobDir(tmp_path, "loop", j.id).read_metrics(), JobDir(tmp_path, "fast", j.id).read_metrics())
+    assert JobDir(tmp_path, "fast", jobs[1].id).read_summary()["diverged_at_round"] % 5, "diverges between evaluations"
+
+
+def test_the_loss_stand_in_is_finite_exactly_when_the_loss_is():
+    g = torch.Generator().manual_seed(1)
+    x = (torch.rand(40, 7, generator=g) < 0.4).float()
+    y = torch.randint(0, 2, (40,), generator=g) * 2.0 - 1.0
+    jobs = [j.config for j in expand(shared_suite("fedavg", steps=4, clients=3, lrs=[0.05, 1e4]))]
+    linear = fedac_batched.Batch.of(jobs, [fedac_batched.Outcome() for _ in jobs]).linear
+    steps = fedac_batched.LocalSteps(linear, fedac_batched.SparseRows.of(x), y, 3, 4)
+    state = torch.randn(len(jobs), 2, 7, generator=g) * torch.tensor([1.0, 1e37])[:, None, None]  # the second job's scores overflow
+    idx = torch.randint(0, 40, (3, 4, 2), generator=g)
+    new, loss = steps.round(state, idx, with_loss=True)
+    again, stand_in = steps.round(state, idx, with_loss=False)
+    torch.testing.assert_close(new, again, rtol=0, atol=0, equal_nan=True)
+    assert torch.isfinite(loss).tolist() == torch.isfinite(stand_in).tolist() == [True, False]
+    assert stand_in[0] == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_sparse_scores_equal_the_dense_product(dtype):
+    """The evaluation's scores x w from the sparse rows, binary data or not, in w's precision."""
+    g = torch.Generator().manual_seed(2)
+    binary = (torch.rand(30, 8, generator=g) < 0.3).float()
+    general = binary * torch.randn(30, 8, generator=g)
+    w = torch.randn(8, 5, generator=g, dtype=torch.float64).to(dtype)
+    for x in (binary, general):
+        rows = fedac_batched.SparseRows.of(x)
+        scores = rows.scores(w)
+        assert scores.dtype == dtype
+        torch.testing.assert_close(scores, x.to(dtype) @ w)

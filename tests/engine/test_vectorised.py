@@ -15,7 +15,7 @@ import torch
 
 from benchmark.engine.client_round import train_sequential
 from benchmark.engine.setup import build_simulation
-from benchmark.engine.simulation import TRAINERS
+from benchmark.engine.trainers import TRAINERS
 from benchmark.engine.vectorised import NotVectorisable, train_vectorised, train_vectorised_job
 from benchmark.fl.base import ClientTerm
 from vec_support import ATOL, assert_same, image_simulation, make_jobs, run, with_term

@@ -101,12 +101,15 @@ def mlp_head(w, h):
 
 
 def reference_local(w0: torch.Tensor, x, y, steps: int, loss_fn: Callable, direction: Callable | None = None,
-                    lr: float = LR, wd: float = WD) -> torch.Tensor:
-    """K full-batch SGD steps: g = ∇loss_fn(w) + wd·w; g = direction(g, w); w ← w − lr·g."""
+                    lr: float = LR, wd: float = WD, clip_norm: float | None = None) -> torch.Tensor:
+    """K full-batch SGD steps: g = clip(∇loss_fn(w)) + wd·w; g = direction(g, w); w ← w − lr·g
+    (clip: scale the gradient to norm ≤ clip_norm, with torch's 1e-6 guard)."""
     w = w0.clone().double()
     for _ in range(steps):
         w = w.detach().requires_grad_(True)
         (grad,) = torch.autograd.grad(loss_fn(w, x.double(), y), w)
+        if clip_norm is not None:
+            grad = grad * min(1.0, clip_norm / (grad.norm().item() + 1e-6))
         g = grad + wd * w.detach()
         if direction is not None:
             g = direction(g, w.detach())

@@ -7,7 +7,7 @@ import torch
 
 from benchmark.data.participation import pool_entrants, pool_members, sample_clients
 from benchmark.engine import client_round
-from benchmark.engine.simulation import TRAINERS
+from benchmark.engine.trainers import TRAINERS
 from benchmark.suite.schema import Participation
 from methods_support import make_sim
 

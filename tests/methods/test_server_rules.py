@@ -1,4 +1,6 @@
-"""Server rules (FedAvg, FedProx, FedAvgM, FedAdam, FedCM, FedACG, FedAGM) against hand computations."""
+"""Server rules (FedAvg, FedProx, FedAvgM, FedAdam, FedCM, FedACG, FedAGM) against hand computations
+(the one rule-test harness: tests/methods/methods_support.py's reference_local), with clipping, round
+lr decay and weight decay on clients of unequal sizes."""
 
 from __future__ import annotations
 
@@ -11,12 +13,12 @@ from methods_support import (CLASSES, DIM, LR, ce, client_xy, close, logistic_lo
 P = DIM * CLASSES + CLASSES
 
 
-def local_models(sim, start, loss_fn, steps=2, direction=None):
-    """Every client's w_K and n_i (all clients participate)."""
+def local_models(sim, start, loss_fn, steps=2, direction=None, **local):
+    """Every client's w_K and n_i (all clients participate); `local`: reference_local's lr, clip_norm."""
     out = []
     for cid in range(sim.data.num_clients):
         x, y = client_xy(sim, cid)
-        out.append((reference_local(start, x, y, steps, loss_fn, direction), len(y)))
+        out.append((reference_local(start, x, y, steps, loss_fn, direction, **local), len(y)))
     return out
 
 
@@ -51,6 +53,17 @@ def test_fedavg_two_rounds_weighted_average():
     assert close(sim.progress.theta, theta1)
     sim.run_round(1)
     assert close(sim.progress.theta, weighted_mean(local_models(sim, theta1, plain_ce)))
+
+
+def test_fedavg_clips_the_loss_gradient_and_decays_the_lr_per_round():
+    theta0, clip, decay = random_init(P, scale=3.0), 0.5, 0.9
+    sim = make_sim("fedavg", init=theta0, local={"clip_norm": clip, "lr_decay": decay})
+    theta = theta0
+    for t in range(2):
+        sim.run_round(t)
+        unclipped = weighted_mean(local_models(sim, theta, plain_ce, lr=LR * decay**t))
+        theta = weighted_mean(local_models(sim, theta, plain_ce, lr=LR * decay**t, clip_norm=clip))
+        assert close(sim.progress.theta, theta) and not close(unclipped, theta)  # the clip was active
 
 
 def test_fedprox_halved_and_unhalved():
@@ -119,13 +132,15 @@ def test_fedcm_direction_two_rounds():
         assert close(sim.progress.server_state["D"], D)
 
 
-def acg_reference(theta0, lam, beta, rounds, sim_factory):
+def acg_reference(theta0, lam, beta, rounds, sim_factory, halved=True):
+    """θ and m of FedACG's rounds: clients start at, and are pulled toward, the lookahead x = θ + λm
+    (the code's unhalved β‖·‖² is the paper's (2β/2)‖·‖²)."""
     sim = sim_factory()
-    m, theta = torch.zeros(P).double(), theta0.double()
+    m, theta, scale = torch.zeros(P).double(), theta0.double(), 0.5 if halved else 1.0
     for t in range(rounds):
         sim.run_round(t)
         x = theta + lam * m
-        loss = lambda w, xx, y, x=x: ce(logistic_logits(w, xx), y) + 0.5 * beta * ((w - x) ** 2).sum()
+        loss = lambda w, xx, y, x=x: ce(logistic_logits(w, xx), y) + scale * beta * ((w - x) ** 2).sum()
         delta = weighted_mean(local_models(sim, x, loss)) - x
         m = lam * m + delta
         theta = x + delta
@@ -143,6 +158,12 @@ def test_fedacg_two_rounds_and_eval_uses_theta():
     lookahead_loss = ce(logistic_logits(theta + lam * m, x), y).item()
     assert abs(loss - lookahead_loss) > 1e-4
     assert abs(acc - 100 * (logistic_logits(theta, x).argmax(1) == y).double().mean().item()) < 1e-9
+
+
+def test_fedacg_unhalved_regulariser():
+    theta0, lam, beta = random_init(P), 0.85, 0.3
+    method = {"preset": "fedacg", "server": {"lam": lam}, "client": {"prox": {"mu": beta, "halved": False}}}
+    acg_reference(theta0, lam, beta, 2, lambda: make_sim(method, init=theta0), halved=False)
 
 
 def test_fedacg_with_zero_lambda_and_beta_is_fedavg():

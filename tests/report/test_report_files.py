@@ -73,14 +73,14 @@ def test_report_files_from_hand_made_results(tmp_path, capsys):
     assert "| **56.00 ± 1.41** |" in md.split("### Sensitivity")[0] and "**60.00**" not in md
 
 
-def test_report_of_a_real_run_with_a_diverging_grid_point_attached_to_mlflow(tmp_path):
+def test_report_of_a_real_run_with_a_diverging_grid_point_attached_to_mlflow(tmp_path, mlflow_store):
     import mlflow
 
     suite = tiny_suite(grid={"local.lr": [0.05, 1e4]})  # 1e4 without clipping: logits overflow in round 6
     suite["defaults"].update(rounds=8, seeds=[0, 1])
     suite["defaults"]["local"].update(clip_norm=None)
     path = write_suite(tmp_path, suite)
-    results, uri = tmp_path / "results", f"sqlite:///{tmp_path / 'mlflow.db'}"
+    results, uri = tmp_path / "results", mlflow_store("mlflow.db")
     assert main(["run", str(path), "--results-dir", str(results), "--tracking-uri", uri, "-q"]) == 0
     assert main(["report", str(path), "--results-dir", str(results), "--tracking-uri", uri]) == 0
     out = results / "tiny" / "report"

@@ -25,15 +25,23 @@ def test_piped_run_logs_jobs_and_rounds(tmp_path, capsys):
     err = _run(tmp_path, capsys)
     stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d INFO "
     assert re.search(stamp + r"job 1/2 started: synthetic / FedAvg / seed 0 \(id \w{12}, 4 rounds\)", err)
-    assert re.search(stamp + r"synthetic / FedAvg / seed 0: round 1/4, acc [\d.]+% \(ema [\d.]+\)", err)  # the first
-    assert re.search(stamp + r"job 2/2 synthetic / FedACG / seed 0: acc [\d.]+% \(ema [\d.]+\) after 4 rounds in \d+s", err)
+    assert re.search(stamp + r"synthetic / FedAvg / seed 0: round 1/4, acc [\d.]+% \(ema [\d.]+%\)", err)  # the first
+    assert re.search(stamp + r"job 2/2 synthetic / FedACG / seed 0: acc [\d.]+% \(ema [\d.]+%\) after 4 rounds in \d+s", err)
     assert "━" not in err  # no progress bar drawn into a log file
+
+
+def test_accuracies_are_shown_as_percentages():
+    from benchmark.run.progress import accuracy, outcome
+
+    assert accuracy(0.1936) == "19.36%" and accuracy(0.5, 0.25) == "50.00% (ema 25.00%)"
+    done = {"status": "finished", "final_acc": 0.8, "final_ema_acc": 0.75, "rounds_completed": 3, "wall_time_s": 5}
+    assert outcome(done) == "acc 80.00% (ema 75.00%) after 3 rounds in 5s"
 
 
 def test_verbose_logs_every_round_with_speed_and_quiet_logs_nothing(tmp_path, capsys):
     err = _run(tmp_path, capsys, "--verbose")
     assert len(re.findall(r"FedACG / seed 0: round \d/4", err)) == 4
-    assert re.search(r"round 4/4, acc [\d.]+% \(ema [\d.]+\), [\d.e+]+ rounds/s, ETA 0s", err)
+    assert re.search(r"round 4/4, acc [\d.]+% \(ema [\d.]+%\), [\d.e+]+ rounds/s, ETA 0s", err)
     (tmp_path / "again").mkdir()
     assert _run(tmp_path / "again", capsys, "--quiet") == ""
 
@@ -46,7 +54,7 @@ def test_terminal_display_shows_eta_and_a_line_per_finished_job(tmp_path):
     summaries = run_jobs(jobs, "tiny", tmp_path, progress=RichProgress(jobs, console))
     text = screen.getvalue()
     for job in jobs:
-        acc = f"{summaries[job.id]['final_acc']:.2f}%"
+        acc = f"{100 * summaries[job.id]['final_acc']:.2f}%"
         assert re.search(rf"done.*{job.method_label} / seed 0: acc {re.escape(acc)}.*{job.id}", text)
     assert "suite rounds" in text and "ETA" in text and "2/2 jobs" in text
 

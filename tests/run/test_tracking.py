@@ -14,6 +14,7 @@ mlflow = pytest.importorskip("mlflow")
 
 
 def test_parent_and_child_runs_in_a_sqlite_store(tmp_path, monkeypatch):
+    """The one default test that lets fedbench create its store (the others copy a made one)."""
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     suite = write_suite(tmp_path, tiny_suite())
@@ -35,23 +36,23 @@ def test_parent_and_child_runs_in_a_sqlite_store(tmp_path, monkeypatch):
         assert {"summary.json", "metrics.jsonl", "config.json"} <= artifacts
 
 
-def test_env_variable_selects_the_store(tmp_path, monkeypatch):
+def test_env_variable_selects_the_store(tmp_path, monkeypatch, mlflow_store):
     monkeypatch.chdir(tmp_path)
-    uri = f"sqlite:///{tmp_path / 'env.db'}"
+    uri = mlflow_store("env.db")
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     suite = write_suite(tmp_path, tiny_suite(methods=["fedavg"]))
     assert main(["run", str(suite), "--results-dir", str(tmp_path / "results")]) == 0
-    assert (tmp_path / "env.db").exists() and not (tmp_path / "mlflow.db").exists()
+    assert mlflow.tracking.MlflowClient(uri).get_experiment_by_name("tiny") and not (tmp_path / "mlflow.db").exists()
 
 
-def test_jobs_open_at_the_same_time_log_into_their_own_runs(tmp_path):
+def test_jobs_open_at_the_same_time_log_into_their_own_runs(mlflow_store):
     """The Ray driver interleaves jobs running in parallel."""
     from benchmark.run.tracking import MlflowTracker
     from benchmark.suite.expand import expand
     from benchmark.suite.schema import Suite
 
     a, b = expand(Suite(**tiny_suite()))
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    uri = mlflow_store()
     tracker = MlflowTracker("tiny", uri)
     tracker.start_job(a, {"job_id": a.id})
     tracker.start_job(b, {"job_id": b.id})
@@ -71,9 +72,9 @@ def test_jobs_open_at_the_same_time_log_into_their_own_runs(tmp_path):
     assert runs[a.id].info.status == "FINISHED" and runs[b.id].info.status == "KILLED"  # b never ended
 
 
-def test_runs_carry_tags_unique_names_named_term_params_and_final_metrics(tmp_path, monkeypatch):
+def test_runs_carry_tags_unique_names_named_term_params_and_final_metrics(tmp_path, monkeypatch, mlflow_store):
     monkeypatch.chdir(tmp_path)
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    uri = mlflow_store()
     suite = write_suite(tmp_path, tiny_suite(grid={"local.lr": [0.05, 0.1]}))
     results = tmp_path / "results"
     assert main(["run", str(suite), "--tracking-uri", uri, "--results-dir", str(results), "-q", "--seeds", "3", "--rounds", "3"]) == 0

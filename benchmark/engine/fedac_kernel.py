@@ -1,0 +1,109 @@
+"""The compiled inner loop of the batched FedAc engine (engine/fedac_batched.py): one round of K
+local steps of M workers for B jobs at once, each step touching only the non-zero coordinates of
+its examples. numba compiles it once per machine (cache=True keeps the machine code on disk).
+
+A worker's K steps depend on no other worker, so workers run one after another and only one
+worker's state is ever held: U (d, c·B), a coordinate's c·B values contiguous, so that reading or
+updating a coordinate is one vector operation over every job. float32 throughout, as the
+per-client loop computes; no fastmath, so a diverging job's inf and NaN propagate as they do there.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_after, with_loss):
+    """The workers' mean lazy state U after K steps from `start`, and the summed training loss.
+
+    start (d, c, B): every worker's U at step 0; cols (n, nnz) int64, padded with d after a row's
+    non-zeros; vals (n, nnz) float32 (unread when `binary`: every non-zero is 1); y (n,) ±1;
+    idx (M, K, batch) example rows; reads, enters (K, c, B): how U gives the score at a step's
+    gradient point and how the step's data term, already scaled by −1/batch, enters U;
+    folds (K, c, c, B) with fold_after (K,) bool: U ← fold U after step j (every coordinate).
+    Returns (mean over workers of U (d, c, B), loss (B,) summed over workers, steps and batch;
+    without `with_loss`, only its non-finite terms: 0 when it is finite)."""
+    d, c, b_count = start.shape
+    m_count, k, bs = idx.shape
+    cb = c * b_count
+    first = start.reshape(d, cb)
+    reads, enters = reads.reshape(k, cb), enters.reshape(k, cb)
+    u = np.empty((d, cb), dtype=np.float32)
+    total = np.zeros((d, cb), dtype=np.float32)
+    ux = np.empty((bs, cb), dtype=np.float32)  # U x of each example of the minibatch
+    push = np.empty((bs, cb), dtype=np.float32)  # what U gains per unit of x from each example
+    folded = np.empty(c, dtype=np.float32)
+    loss = np.zeros(b_count, dtype=np.float64)
+    one = np.float32(1)
+    for m in range(m_count):
+        u[:] = first
+        for j in range(k):
+            for s in range(bs):  # every score of the minibatch before any update: one gradient point
+                row = idx[m, j, s]
+                ux[s] = 0
+                for t in range(cols.shape[1]):
+                    col = cols[row, t]
+                    if col >= d:
+                        break
+                    x = one if binary else vals[row, t]
+                    for i in range(cb):
+                        ux[s, i] += x * u[col, i]
+            for s in range(bs):
+                row = idx[m, j, s]
+                minus_y = -y[row]
+                for b in range(b_count):
+                    z = np.float32(0)
+                    for q in range(c):
+                        z += reads[j, q * b_count + b] * ux[s, q * b_count + b]
+                    margin = minus_y * z  # ℓ = log(1 + e^{−yz}) = softplus(−yz), ℓ' = −y σ(−yz)
+                    e = math.exp(-abs(margin))  # in (0, 1]: neither form below overflows
+                    if with_loss:
+                        loss[b] += max(margin, np.float32(0)) + math.log1p(e)
+                    elif not margin < np.inf:  # NaN or +inf: the loss is not finite
+                        loss[b] += margin
+                    slope = minus_y * (one / (one + e) if margin >= 0 else e / (one + e))
+                    for q in range(c):
+                        push[s, q * b_count + b] = enters[j, q * b_count + b] * slope
+                for t in range(cols.shape[1]):
+                    col = cols[row, t]
+                    if col >= d:
+                        break
+                    x = one if binary else vals[row, t]
+                    for i in range(cb):
+                        u[col, i] += push[s, i] * x
+            if fold_after[j]:
+                for col in range(d):
+                    for b in range(b_count):
+                        for q in range(c):
+                            acc = np.float32(0)
+                            for r in range(c):
+                                acc += folds[j, q, r, b] * u[col, r * b_count + b]
+                            folded[q] = acc
+                        for q in range(c):
+                            u[col, q * b_count + b] = folded[q]
+        total += u
+    return (total / np.float32(m_count)).reshape(d, c, b_count), loss
+
+
+@njit(cache=True)
+def row_scores(cols, vals, binary, w):
+    """x w for every row x of SparseRows (cols, vals) and w (d, B): (n, B), in w's precision."""
+    n, nnz = cols.shape
+    d, b_count = w.shape
+    out = np.zeros((n, b_count), dtype=w.dtype)
+    for i in range(n):
+        for t in range(nnz):
+            col = cols[i, t]
+            if col >= d:
+                break
+            if binary:
+                for b in range(b_count):
+                    out[i, b] += w[col, b]
+            else:
+                for b in range(b_count):
+                    out[i, b] += vals[i, t] * w[col, b]
+    return out

@@ -1,0 +1,85 @@
+"""What an executor is: it runs a suite's jobs somewhere and returns their summaries.
+
+An executor is a subclass of `Executor` in a module of benchmark.run that registers itself with
+`@EXECUTORS.register`; `fedbench run --executor NAME` finds it by its `name` (the registry
+imports every module of benchmark.run when it is first read). run/executor.py holds `local`
+(this process), run/ray_executor.py `ray` (Ray tasks, one machine or a cluster).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from benchmark.errors import UserError
+from benchmark.registry import Registry
+from benchmark.run.staging import DEFAULT_SHIP_MAX_MB
+from benchmark.suite.expand import Job
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """`fedbench run`'s flags for executors that spread the jobs over a cluster."""
+
+    address: str | None = None  # cluster to join; None: start a local one
+    gpus_per_job: float = 0.0
+    cpus_per_job: float = 1.0
+    data_uris: tuple[str, ...] = ()  # [NAME=]URI: where nodes without a dataset fetch it
+    ship_max_mb: float = DEFAULT_SHIP_MAX_MB  # largest dataset the driver ships to nodes that lack it
+
+    def given(self) -> bool:
+        return bool(self.address or self.gpus_per_job or self.data_uris)
+
+
+def torch_device(name: str) -> str:
+    """The torch device to train on here; a name this machine cannot use is a user error, not N failed jobs."""
+    import torch
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise UserError(f"--device {name!r} is not a device; use cpu, cuda, cuda:N or auto") from None
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0 or (device.index or 0) >= count:
+            raise UserError(f"--device {name}: {count} CUDA device(s) here; use --device cpu or auto")
+    elif device.type != "cpu":
+        raise UserError(f"--device {name}: only cpu and cuda devices are supported")
+    return name
+
+
+class Executor(ABC):
+    """Runs jobs; the defaults suit an executor that trains on this machine."""
+
+    name: ClassVar[str]
+    uses_cluster_options: ClassVar[bool] = False  # False: ClusterOptions given to it are an error
+
+    def __init__(self, options: ClusterOptions | None = None):
+        self.options = options or ClusterOptions()
+        if self.options.given() and not self.uses_cluster_options:
+            cluster = " or ".join(n for n in EXECUTORS.names() if EXECUTORS.get(n).uses_cluster_options)
+            raise UserError(f"--ray-address, --gpus-per-job and --data-uri need --executor {cluster}")
+
+    def device(self, requested: str) -> str:
+        """The device the jobs train on, from --device (cpu, cuda, cuda:N, auto)."""
+        return torch_device(requested)
+
+    def check(self, jobs: list[Job]) -> None:
+        """Before the first job starts: load and check every dataset the jobs need, so a missing
+        or broken one is one error now, not a failure after hours of other jobs."""
+        from benchmark.engine.setup import data_fingerprint
+
+        for job in jobs:  # cached per dataset: each is loaded once
+            data_fingerprint(job.config)
+
+    @abstractmethod
+    def run(self, jobs: list[Job], suite: str, results_root: Path, device: str, tracker, progress,
+            stop_after: int | None) -> dict[str, dict]:
+        """Run every unfinished job; job id -> summary (finished, diverged, skipped, stopped or failed)."""
+
+
+EXECUTORS: Registry[type[Executor]] = Registry("executor", "benchmark.run")
