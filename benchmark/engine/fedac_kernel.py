@@ -39,8 +39,15 @@ def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_af
     folded = np.empty(c, dtype=np.float32)
     loss = np.zeros(b_count, dtype=np.float64)
     one = np.float32(1)
+    # Without folds a worker changes U only at the coordinates it touched: only those are summed
+    # (as U − start) and reset for the next worker, not all d (K = 2: 28 of 123). A fold changes
+    # every coordinate: then U is summed and reset whole.
+    whole = fold_after.any()
+    touched = np.zeros(d, dtype=np.bool_)
+    order = np.empty(d, dtype=np.int64)  # the touched coordinates, the first `count` of them
+    u[:] = first
     for m in range(m_count):
-        u[:] = first
+        count = 0
         for j in range(k):
             for s in range(bs):  # every score of the minibatch before any update: one gradient point
                 row = idx[m, j, s]
@@ -75,6 +82,9 @@ def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_af
                     x = one if binary else vals[row, t]
                     for i in range(cb):
                         u[col, i] += push[s, i] * x
+                    if not touched[col]:
+                        touched[col], order[count] = True, col
+                        count += 1
             if fold_after[j]:
                 for col in range(d):
                     for b in range(b_count):
@@ -85,8 +95,18 @@ def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_af
                             folded[q] = acc
                         for q in range(c):
                             u[col, q * b_count + b] = folded[q]
-        total += u
-    return (total / np.float32(m_count)).reshape(d, c, b_count), loss
+        if whole:
+            total += u
+            u[:] = first
+        for n in range(count):
+            col = order[n]
+            touched[col] = False
+            if not whole:
+                for i in range(cb):
+                    total[col, i] += u[col, i] - first[col, i]
+                    u[col, i] = first[col, i]
+    mean = total / np.float32(m_count) if whole else first + total / np.float32(m_count)
+    return mean.reshape(d, c, b_count), loss
 
 
 @njit(cache=True)
