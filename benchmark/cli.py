@@ -23,16 +23,16 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 
 def _threads(n: int | None) -> None:
-    """Small models on CPU run faster with few threads; the torch default is one per core."""
-    if n is not None:
-        if n < 1:
-            raise UserError("--threads must be at least 1")
-        import torch
+    """Fix torch's CPU threads for every job; without --threads each job's model is probed (run/threads.py)."""
+    if n is not None and n < 1:
+        raise UserError("--threads must be at least 1")
+    from benchmark.run.threads import request
 
-        torch.set_num_threads(n)
+    request(n)
 
 
-THREADS = click.option("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
+THREADS = click.option("--threads", type=int, default=None,
+                       help="CPU threads for torch (default: the fastest of 1, 2, 4, ... cores in a short probe per model)")
 
 
 def _progress(jobs, quiet: bool, verbose: bool):

@@ -63,6 +63,18 @@ def rounds_to(records: list[dict], target: float) -> int | None:
     return None
 
 
+def evaluated_round(r: int, rounds: int, eval_every: int, metrics: list[str]) -> bool:
+    """Whether round r (1-based) is evaluated. The smoothed metrics (acc@R, rounds_to@X) and a job
+    naming none (its curves, final EMA) need every eval_every-th round; a job whose metrics are all
+    acc_raw@R needs only those rounds. The last round always is (final accuracy, final model)."""
+    if r == rounds:
+        return True
+    parsed = [parse_metric(m) for m in metrics]
+    if parsed and all(kind == "acc_raw" for kind, _ in parsed):
+        return any(r == int(at) for _, at in parsed)
+    return r % eval_every == 0
+
+
 def summarise(records: list[dict], metrics: list[str], rounds: int) -> dict:
     """Values of acc@R / acc_raw@R / rounds_to@X (">R" when not reached) and bytes to reach each target."""
     out: dict = {}

@@ -263,9 +263,9 @@ def run_batch(jobs: list[JobConfig], x: torch.Tensor, y01: torch.Tensor, test_x:
         if local is None:
             state, loss = _one_step(linear, state, x, y, idx.view(-1))
         else:
-            state, loss = local.round(state, idx, with_loss=_evaluated(first, done))
+            state, loss = local.round(state, idx, with_loss=first.evaluates(done))
         check(done, torch.isfinite(loss) & torch.isfinite(state[torch.arange(b_count), theta_row]).all(1))
-        if not _evaluated(first, done):
+        if not first.evaluates(done):
             continue
         evaluated = state[:, -1]  # w, or FedAc's w_ag
         scores = test_rows.scores(evaluated.T)  # (test, B)
@@ -285,11 +285,6 @@ def run_batch(jobs: list[JobConfig], x: torch.Tensor, y01: torch.Tensor, test_x:
     for i, outcome in enumerate(live):
         outcome.final, outcome.round_bytes = state[i, -1].clone(), round_bytes[i]
     return outcomes
-
-
-def _evaluated(job: JobConfig, done: int) -> bool:
-    """Round `done` (counted from 1) is evaluated and recorded."""
-    return done % job.eval_every == 0 or done == job.rounds
 
 
 def _one_step(linear: Recursion, state, x, y, rows):

@@ -17,6 +17,7 @@ from benchmark.engine.simulation import Diverged, Simulation
 from benchmark.run.records import Divergence, JobSummary, RoundRecord
 from benchmark.run.results import JobDir, atomic_torch_save, atomic_write_json
 from benchmark.run.status import DIVERGED, FINISHED, STOPPED
+from benchmark.run.threads import settle
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
 
@@ -60,8 +61,7 @@ def job_config_json(job: Job, suite: str) -> dict:
 
 def eval_rounds(job: Job, upto: int) -> list[int]:
     """The rounds ≤ `upto` that the job evaluates (what metrics.jsonl must hold at a checkpoint)."""
-    c = job.config
-    return [r for r in range(1, upto + 1) if r % c.eval_every == 0 or r == c.rounds]
+    return [r for r in range(1, upto + 1) if job.config.evaluates(r)]
 
 
 def resume_point(job: Job, jobdir: JobDir, sim: Simulation) -> list[RoundRecord]:
@@ -105,7 +105,8 @@ class Stamp(RoundCallback):
 
 def job_summary(job: Job, suite: str, sim, records: list[RoundRecord], diverged: Diverged | None) -> JobSummary:
     about = dict(job_id=job.id, suite=suite, dataset=job.dataset_label, method=job.method_label, seed=job.config.seed,
-                 data_fingerprint=sim.data.fingerprint, bytes_down=sim.progress.bytes_down, bytes_up=sim.progress.bytes_up)
+                 data_fingerprint=sim.data.fingerprint, bytes_down=sim.progress.bytes_down, bytes_up=sim.progress.bytes_up,
+                 execution=sim.execution, execution_probe=sim.execution_probe)
     last = records[-1] if records else None
     if diverged:  # no accuracy: what a NaN model "scores" is the argmax of NaN logits
         return JobSummary(**about, status=DIVERGED, rounds_completed=diverged.round - 1,
@@ -130,26 +131,27 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
     atomic_write_json(jobdir.config, config)
     tracker.start_job(job, config)  # first, so a job that fails while building still has its run
     sim = (simulation_for and simulation_for(job)) or build_simulation(job.config, device, jobdir.path / "client_state")
+    threads = settle(sim)
     resumed = resume_point(job, jobdir, sim)
     metrics = MetricsFile(jobdir)
     c = job.config
     stop = StopAtRoundEnd()
     checkpoints = Checkpoints(jobdir, sim, c.rounds, c.checkpoint_every, c.checkpoint_minutes, stop,
-                              flush=lambda: every.on_flush(), shipped=on_checkpoint)
-    every = Callbacks([Stamp(resumed), metrics, Tracking(tracker, jobdir),
+                              flush=lambda: effects.on_flush(), shipped=on_checkpoint)
+    effects = Callbacks([Stamp(resumed), metrics, Tracking(tracker, jobdir),
                        HeartbeatFile(jobdir.heartbeat, c.rounds, sim.progress.round), checkpoints,
                        *([EachEval(on_eval)] if on_eval else []), *callbacks])
 
     def on_round(r: int) -> None:
-        every.on_round(r)
+        effects.on_round(r)
         if stop.requested and r < c.rounds:
             raise KeyboardInterrupt
 
     diverged = None
     try:
-        every.on_start(resumed)
+        effects.on_start(resumed)
         with stop:
-            sim.run(on_eval=lambda rec: every.on_eval(RoundRecord.from_json(rec)), on_round=on_round,
+            sim.run(on_eval=lambda rec: effects.on_eval(RoundRecord.from_json(rec)), on_round=on_round,
                     stop_after=stop_after)
     except Diverged as err:
         diverged = err
@@ -159,18 +161,19 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
                  if kept else "no checkpoint yet, it restarts from round 0")
         raise JobInterrupted(f"job {job.id} stopped at round {at}; {where}") from None
     finally:
-        every.on_close()
-    every.on_flush()
+        effects.on_close()
+    effects.on_flush()
     summary = job_summary(job, suite, sim, metrics.records, diverged)
     if summary.status == FINISHED:
         atomic_torch_save(jobdir.model, sim.final_state_dict())
     elif summary.status == STOPPED:  # stopped early on purpose: keep a checkpoint to resume from
         save_checkpoint(jobdir, sim)
     summary.wall_time_s = round(time.time() - start, 3)
+    summary.threads = threads
     atomic_write_json(jobdir.summary, summary.to_json())
     if summary.status != STOPPED:  # resume material is no longer needed (memmap client state can be large)
         jobdir.discard_checkpoint()
-    every.on_end(summary.to_json())
+    effects.on_end(summary.to_json())
     if stop.requested:  # Ctrl-C in the job's last round: it finished, the suite stops here
         raise JobInterrupted(f"job {job.id} ended ({summary.status}) in the round Ctrl-C came in")
     return summary.to_json()

@@ -88,9 +88,10 @@ def run_remote_job(job: Job, suite: str, device: str, stop_after: int | None, th
     """Body of a Ray task: {"summary", "files"}, or {"user_error": message naming the node}.
     `offer`: how to stage the job's dataset if this node lacks it."""
     import ray
-    import torch
 
-    torch.set_num_threads(threads)
+    from benchmark.run.threads import request
+
+    request(threads, "ray --cpus-per-job")
     node = ray.get_runtime_context().get_node_id()
     where = f"node {ray.util.get_node_ip_address()} {node[:8]} pid {os.getpid()}"
     relay = Relay(queue, job.id)

@@ -34,6 +34,8 @@ class RoundRecord:
 
 
 OPTIONAL = ("subopt", "time", "wall_s")
+# what a round measured (MLflow's per-round metrics): every value but the round and the clocks
+MEASURED = tuple(f.name for f in fields(RoundRecord) if f.name not in ("round", "time", "wall_s", "extra"))
 
 
 @dataclass
@@ -63,6 +65,9 @@ class JobSummary:
     final_subopt: float | None = None
     metrics: dict = field(default_factory=dict)  # acc@R, rounds_to@X, ... (benchmark.metrics.summarise)
     wall_time_s: float | None = None
+    threads: dict | None = None  # torch's CPU threads: {"count", "chosen_by"} (run/threads.py)
+    execution: str | None = None  # the trainer that ran ("auto" resolves to one) and, for auto, its probe
+    execution_probe: dict | None = None
     diverged: Divergence | None = None
 
     def to_json(self) -> dict:

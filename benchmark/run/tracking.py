@@ -28,11 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmark.run.locks import FileLock, job_lock, suite_lock
+from benchmark.run.records import MEASURED
 from benchmark.run.status import FINISHED, STOPPED
 
 log = logging.getLogger(__name__)
 DEFAULT_URI = "sqlite:///mlflow.db"
-METRIC_KEYS = ("test_acc", "test_loss", "train_loss", "ema_acc", "bytes_down", "bytes_up", "subopt")
+METRIC_KEYS = MEASURED
 # summary.json fields logged as run metrics (a failed or diverged job has no final_acc: nothing is logged)
 SUMMARY_METRICS = ("final_acc", "final_ema_acc", "final_subopt", "wall_time_s", "rounds_completed")
 # job status -> MLflow run status (the exact one is the run's `fedbench.status` tag)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from benchmark.metrics import acc_at, ema_series, rounds_to, summarise
+from benchmark.engine.setup import build_simulation
+from benchmark.metrics import acc_at, ema_series, evaluated_round, rounds_to, summarise
+from fedtest import job_config
 
 
 def records(accs, every=1, bytes_per_round=10):
@@ -49,3 +51,17 @@ def test_acc_raw_is_the_unsmoothed_accuracy_at_round_r():
 def test_unknown_metric_names_the_grammar():
     with pytest.raises(ValueError, match="acc@R, acc_raw@R or rounds_to@X"):
         summarise([], ["acc_ema@3"], rounds=4)
+
+
+def test_rounds_are_evaluated_only_where_a_metric_needs_them():
+    def evaluated(metrics, rounds=10, every=2):
+        return [r for r in range(1, rounds + 1) if evaluated_round(r, rounds, every, metrics)]
+
+    assert evaluated(["acc_raw@3", "acc_raw@7"]) == [3, 7, 10]  # raw accuracies: those rounds and the last
+    assert evaluated(["acc_raw@3", "acc@5"]) == [2, 4, 6, 8, 10]  # a smoothed metric needs the whole grid
+    assert evaluated(["rounds_to@50"]) == evaluated([]) == [2, 4, 6, 8, 10]
+
+
+def test_a_raw_only_job_trains_every_round_but_evaluates_its_metric_rounds():
+    records = build_simulation(job_config(metrics=["acc_raw@2"], rounds=4)).run()
+    assert [r["round"] for r in records] == [2, 4]

@@ -86,7 +86,7 @@ def local_reference(suite: Path, root: Path) -> dict[str, dict]:
 
 
 def same_results(ours: JobDir, local: JobDir) -> None:
-    drop = ("wall_time_s", "ray")
+    drop = ("wall_time_s", "ray", "threads")
     assert {k: v for k, v in json.loads(ours.summary.read_text()).items() if k not in drop} == \
         {k: v for k, v in json.loads(local.summary.read_text()).items() if k not in drop}
     assert measured(ours.read_metrics()) == measured(local.read_metrics())

@@ -56,7 +56,7 @@ class RecordingTracker:
 
 
 def comparable(summary: dict) -> dict:
-    return {k: v for k, v in summary.items() if k not in ("wall_time_s", "ray")}
+    return {k: v for k, v in summary.items() if k not in ("wall_time_s", "ray", "threads")}
 
 
 @pytest.fixture(scope="module")

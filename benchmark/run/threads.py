@@ -1,0 +1,87 @@
+"""How many CPU threads torch trains a job with: `--threads N` when given, else a short probe.
+
+torch's default (one thread per core) was up to 13x slower than one thread on a busy 2-core
+machine, and the best count depends on the model and the machine, so it is measured: a few
+forward-backward steps of the job's model on one of its batches at 1, 2, 4, ... threads (up to
+the cores this process may use); more threads must be 10 % faster to be chosen (they cost the
+jobs beside it). One probe per model, input and batch size per process. The count and what
+chose it go into the job's summary.json ("threads").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import torch
+import torch.nn.functional as F
+
+from benchmark.engine.simulation import Simulation
+
+GAIN = 0.9  # a larger count must take at most this fraction of the best smaller count's time
+_requested: dict = {}  # {"count": N, "chosen_by": "--threads"} once a command line or Ray task fixed it
+_probed: dict[str, int] = {}
+
+
+def request(count: int | None, chosen_by: str = "--threads") -> None:
+    """Fix the thread count for every job of this process (None: probe per job)."""
+    _requested.clear()
+    if count is not None:
+        torch.set_num_threads(count)
+        _requested.update(count=count, chosen_by=chosen_by)
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def candidates(cores: int) -> list[int]:
+    out, n = [], 1
+    while n < cores:
+        out.append(n)
+        n *= 2
+    return out + [cores]
+
+
+def settle(sim) -> dict:
+    """Set torch's thread count for `sim`'s job; returns what to record: {"count", "chosen_by"}."""
+    if _requested:
+        torch.set_num_threads(_requested["count"])
+        return dict(_requested)
+    if not isinstance(sim, Simulation):  # a replayed batched FedAc cell, computed at the count set then
+        return {"count": torch.get_num_threads(), "chosen_by": "unprobed (batched engine)"}
+    if sim.device.type != "cpu":
+        return {"count": torch.get_num_threads(), "chosen_by": "torch default (GPU job)"}
+    key = _probe_key(sim)
+    if key not in _probed:
+        _probed[key] = probe(sim)
+    torch.set_num_threads(_probed[key])
+    return {"count": _probed[key], "chosen_by": "probe"}
+
+
+def _probe_key(sim) -> str:
+    c = sim.job
+    return json.dumps([c.model.model_dump(mode="json"), list(sim.data.src.train_x.shape[1:]), c.local.batch_size,
+                       c.precision], sort_keys=True)
+
+
+def probe(sim) -> int:
+    """The fastest thread count for a forward-backward step of `sim`'s model on its largest client's first batch."""
+    cid = int(sim.sizes.argmax())
+    batch = sim.data.client_batches(sim.job.seed, 0, cid, sim.job.local)[0]
+    w = sim.progress.theta.detach().clone().requires_grad_(True)
+
+    def step() -> float:
+        t0 = time.perf_counter()
+        torch.autograd.grad(F.cross_entropy(sim.forward(w, batch.x), batch.y), w)
+        return time.perf_counter() - t0
+
+    best, best_time = 1, float("inf")
+    for n in candidates(usable_cores()):
+        torch.set_num_threads(n)
+        warm = step()  # warm-up (allocator, oneDNN primitives)
+        took = min(step() for _ in range(3 if warm < 0.5 else 1))  # a large model on CPU: one step says enough
+        if took < GAIN * best_time:
+            best, best_time = n, took
+    return best
