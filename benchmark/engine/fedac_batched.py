@@ -191,7 +191,6 @@ class SparseRows:
         cols[rows, slot], vals[rows, slot] = columns, x[rows, columns]
         return cls(cols, vals, d + 1, bool((vals[cols < d] == 1).all()))
 
-
     def scores(self, w: torch.Tensor) -> torch.Tensor:
         """x w for every row x, w (d, B): (n, B) in w's dtype (a9a: 14 additions a row, not 123)."""
         scores = row_scores(self.cols.numpy(), self.vals.numpy(), self.binary, pad_jobs(w).numpy())
