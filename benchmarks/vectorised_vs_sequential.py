@@ -1,8 +1,11 @@
 """Client-steps per second of `execution: vectorised` vs `sequential` for one round of M clients.
 
-Both modes train the same round (same clients, batches and start point) in the same process;
-the ratio is what matters, absolute numbers depend on the machine. Runs on CUDA when
-available, else CPU; on CUDA it also prints the peak memory of each mode.
+Both modes train the same round (same clients, batches and start point) in the same process,
+interleaved; each repeat gives one ratio, and the median ratio is printed (with the median
+rates). Absolute numbers depend on the machine. Runs on CUDA when available, else CPU; on CUDA
+it also prints the peak memory of each mode. `--clock cpu` times process CPU seconds instead of
+wall seconds: with one thread on a shared, busy machine that measures the work rather than the
+neighbours (the load average is printed before and after).
 
     PYTHONPATH=$PWD python benchmarks/vectorised_vs_sequential.py [--models logistic tiny_cnn femnist_cnn]
 """
@@ -10,6 +13,8 @@ available, else CPU; on CUDA it also prints the peak memory of each mode.
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import time
 
 import torch
@@ -43,11 +48,16 @@ class TinyCNN(nn.Module):
         return (logits, z) if features else logits
 
 
+# benchmark name -> registered model and its params
+VARIANTS = {"femnist_cnn_gn": ("femnist_cnn", {"norm": "group"})}
+
+
 def make_model(name: str) -> nn.Module:
     if name == "tiny_cnn":
         torch.manual_seed(0)
         return TinyCNN()
-    return build_model(name, IMAGE, NUM_CLASSES, {}, "default", seed=0)
+    registered, params = VARIANTS.get(name, (name, {}))
+    return build_model(registered, IMAGE, NUM_CLASSES, params, "default", seed=0)
 
 
 def random_data(clients: int, per_client: int) -> FederatedData:
@@ -75,22 +85,26 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def train_round(sim: Simulation, mode: str) -> tuple[float, torch.Tensor]:
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def train_round(sim: Simulation, mode: str, clock=time.perf_counter) -> tuple[float, torch.Tensor]:
     """(seconds for one round of all the simulation's clients, their final parameters (M, P))."""
     chosen, rnd = list(range(sim.data.num_clients)), sim.round_info(0)
     received = sim.method.server.broadcast(sim.progress.theta, sim.progress.server_state, rnd)  # e.g. SCAFFOLD's c too
     sync(sim.device)
-    start = time.perf_counter()
+    start = clock()
     outcomes = TRAINERS[mode](sim, chosen, rnd, received)
     sync(sim.device)
-    return time.perf_counter() - start, torch.stack([o.final for o in outcomes])
+    return clock() - start, torch.stack([o.final for o in outcomes])
 
 
-def compare(sims: dict[str, Simulation], repeats: int) -> dict[str, tuple[float, int | None, torch.Tensor]]:
-    """mode -> (best seconds per round, peak CUDA bytes, final parameters).
+def compare(sims: dict[str, Simulation], repeats: int, clock=time.perf_counter) -> dict:
+    """mode -> (median seconds per round, peak CUDA bytes, final parameters), and "ratio" -> the
+    median over repeats of sequential / vectorised seconds.
 
-    Modes alternate within each repeat and the best time is kept, so load from other
-    processes on a shared machine biases neither mode.
+    Modes alternate within each repeat, so load from other processes on a shared machine biases
+    neither mode; a repeat's ratio compares two neighbouring runs.
     """
     times: dict[str, list[float]] = {mode: [] for mode in sims}
     peaks: dict[str, int | None] = {}
@@ -103,14 +117,16 @@ def compare(sims: dict[str, Simulation], repeats: int) -> dict[str, tuple[float,
         peaks[mode] = torch.cuda.max_memory_allocated(sim.device) if sim.device.type == "cuda" else None
     for _ in range(repeats):
         for mode, sim in sims.items():
-            seconds, finals[mode] = train_round(sim, mode)
+            seconds, finals[mode] = train_round(sim, mode, clock)
             times[mode].append(seconds)
-    return {mode: (min(times[mode]), peaks[mode], finals[mode]) for mode in sims}
+    out = {mode: (statistics.median(times[mode]), peaks[mode], finals[mode]) for mode in sims}
+    out["ratio"] = statistics.median(s / v for s, v in zip(times["sequential"], times["vectorised"]))
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="+", default=None, help="logistic, tiny_cnn, femnist_cnn")
+    parser.add_argument("--models", nargs="+", default=None, help="logistic, tiny_cnn, femnist_cnn, femnist_cnn_gn (GroupNorm)")
     parser.add_argument("--clients", nargs="+", type=int, default=[5, 10, 20], help="M: clients per round")
     parser.add_argument("--steps", type=int, default=10, help="K: local steps per client")
     parser.add_argument("--batch-size", type=int, default=20)
@@ -118,27 +134,31 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall", help="cpu: process CPU seconds (1 thread)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     models = args.models or (["logistic", "tiny_cnn", "femnist_cnn"] if args.device.startswith("cuda") else ["logistic", "tiny_cnn"])
 
     print(f"device {args.device}, torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"method {args.method}, K={args.steps}, B={args.batch_size}, best of {args.repeats}")
+          f"method {args.method}, K={args.steps}, B={args.batch_size}, median of {args.repeats} interleaved, "
+          f"{args.clock} clock, load {os.getloadavg()[0]:.1f}")
     mem = args.device.startswith("cuda")
     head = f"{'model':<12}{'params':>10}{'M':>4}{'seq steps/s':>13}{'vec steps/s':>13}{'ratio':>7}{'max|Δw|':>10}"
     print(head + (f"{'seq peak MiB':>14}{'vec peak MiB':>14}" if mem else ""))
     for name in models:
         for m in args.clients:
-            sims = {mode: Simulation(job(name, m, args.steps, args.batch_size, args.method).model_copy(update={"execution": mode}),
+            sims = {mode: Simulation(job(VARIANTS.get(name, (name,))[0], m, args.steps, args.batch_size, args.method)
+                                     .model_copy(update={"execution": mode}),
                                      random_data(m, args.steps * args.batch_size), make_model(name), args.device)
                     for mode in ("sequential", "vectorised")}
-            result = compare(sims, args.repeats)
+            result = compare(sims, args.repeats, CLOCKS[args.clock])
             (t_seq, p_seq, w_seq), (t_vec, p_vec, w_vec) = result["sequential"], result["vectorised"]
             rate = m * args.steps
             line = (f"{name:<12}{sims['sequential'].spec.total:>10}{m:>4}{rate / t_seq:>13.0f}{rate / t_vec:>13.0f}"
-                    f"{t_seq / t_vec:>7.2f}{(w_seq - w_vec).abs().max().item():>10.1e}")
+                    f"{result['ratio']:>7.2f}{(w_seq - w_vec).abs().max().item():>10.1e}")
             print(line + (f"{p_seq / 2**20:>14.0f}{p_vec / 2**20:>14.0f}" if mem else ""), flush=True)
+    print(f"load {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":

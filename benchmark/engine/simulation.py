@@ -60,6 +60,9 @@ class Simulation:
         self.method = Method.build(job.method)
         self.clients = make_client_store(job.client_state, data.num_clients, state_dir)
         self.sizes = self.data.sizes()
+        # the trainer in use ("auto": None until the first round's probe chose), and that probe
+        self.execution: str | None = None if job.execution == "auto" else job.execution
+        self.execution_probe: dict | None = None
         theta = flat_params(self.model).to(self.device)
         self.progress = Progress(theta=theta, server_state=self.method.server.init_state(theta))
 

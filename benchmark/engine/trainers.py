@@ -3,7 +3,8 @@ fn(sim, chosen, rnd, received) -> list[ClientOutcome]. Simulation.run_round look
 
 from __future__ import annotations
 
+from benchmark.engine.auto_execution import train_auto
 from benchmark.engine.client_round import train_sequential
 from benchmark.engine.vectorised import train_vectorised_job
 
-TRAINERS: dict = {"sequential": train_sequential, "vectorised": train_vectorised_job}
+TRAINERS: dict = {"sequential": train_sequential, "vectorised": train_vectorised_job, "auto": train_auto}

@@ -49,10 +49,26 @@ def check_terms(terms: list[ClientTerm]) -> None:
         )
 
 
-def _plan(batches: list[Batch], local: LocalTraining) -> tuple:
+def _plan(sizes: list[int], epochs: list[int], local: LocalTraining) -> tuple:
     """What must agree across clients: batch size per step (and epoch per step when it sets the lr)."""
-    sizes = tuple(len(b.y) for b in batches)
-    return (sizes, tuple(b.epoch for b in batches)) if local.intra_round_decay else (sizes,)
+    return (tuple(sizes), tuple(epochs)) if local.intra_round_decay else (tuple(sizes),)
+
+
+def _batch_plan(batches: list[Batch], local: LocalTraining) -> tuple:
+    return _plan([len(b.y) for b in batches], [b.epoch for b in batches], local)
+
+
+def blocker(sim, chosen: list[int], rnd: RoundInfo) -> str | None:
+    """Why `chosen` cannot train vectorised in this round, or None. Decided from the terms and the
+    batch positions alone (no batch gathered, no term begun), so a caller can still go sequential."""
+    try:
+        check_terms(sim.method.terms)
+    except NotVectorisable as e:
+        return str(e)
+    local = sim.job.local
+    positions = (sim.data.batch_positions(sim.job.seed, rnd.round, cid, local) for cid in chosen)
+    plans = {_plan([len(p) for p, _ in steps], [e for _, e in steps], local) for steps in positions}
+    return None if len(plans) <= 1 else f"round {rnd.round}: clients take different local steps or batch sizes"
 
 
 def _describe(cid: int, batches: list[Batch]) -> str:
@@ -60,9 +76,9 @@ def _describe(cid: int, batches: list[Batch]) -> str:
 
 
 def check_plans(chosen: list[int], batches: list[list[Batch]], local: LocalTraining, rnd: int) -> None:
-    first = _plan(batches[0], local)
+    first = _batch_plan(batches[0], local)
     for cid, client_batches in zip(chosen, batches):
-        if _plan(client_batches, local) != first:
+        if _batch_plan(client_batches, local) != first:
             raise NotVectorisable(
                 f"execution: vectorised needs every client of a round to take the same local steps with the "
                 f"same batch sizes{' and epochs' if local.intra_round_decay else ''}; in round {rnd} "

@@ -39,6 +39,7 @@ class ReplaySimulation:
         self.job, self.outcome = job.config, outcome
         self.progress = ReplayProgress()
         self.data = ReplayData(data_fingerprint(job.config))
+        self.execution, self.execution_probe = ENGINE, None  # summary.json: which trainer ran it
 
     def state_dict(self) -> dict:
         return {"round": self.progress.round, "engine": ENGINE}

@@ -105,7 +105,8 @@ class Stamp(RoundCallback):
 
 def job_summary(job: Job, suite: str, sim, records: list[RoundRecord], diverged: Diverged | None) -> JobSummary:
     about = dict(job_id=job.id, suite=suite, dataset=job.dataset_label, method=job.method_label, seed=job.config.seed,
-                 data_fingerprint=sim.data.fingerprint, bytes_down=sim.progress.bytes_down, bytes_up=sim.progress.bytes_up)
+                 data_fingerprint=sim.data.fingerprint, bytes_down=sim.progress.bytes_down, bytes_up=sim.progress.bytes_up,
+                 execution=sim.execution, execution_probe=sim.execution_probe)
     last = records[-1] if records else None
     if diverged:  # no accuracy: what a NaN model "scores" is the argmax of NaN logits
         return JobSummary(**about, status=DIVERGED, rounds_completed=diverged.round - 1,

@@ -66,6 +66,8 @@ class JobSummary:
     metrics: dict = field(default_factory=dict)  # acc@R, rounds_to@X, ... (benchmark.metrics.summarise)
     wall_time_s: float | None = None
     threads: dict | None = None  # torch's CPU threads: {"count", "chosen_by"} (run/threads.py)
+    execution: str | None = None  # the trainer that ran ("auto" resolves to one) and, for auto, its probe
+    execution_probe: dict | None = None
     diverged: Divergence | None = None
 
     def to_json(self) -> dict:

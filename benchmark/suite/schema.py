@@ -166,8 +166,9 @@ class JobSettings(Strict):
     checkpoint_minutes: float = Field(
         5.0, ge=0, description="also write a resume checkpoint when this many minutes passed since the last; 0 = off"
     )
-    execution: Literal["sequential", "vectorised"] = Field(
-        "sequential", description="train a round's clients one by one, or together under torch.func.vmap (same numbers)"
+    execution: Literal["sequential", "vectorised", "auto"] = Field(
+        "sequential", description="train a round's clients one by one, or together (client-batched kernels / "
+        "torch.func.vmap; same numbers), or auto: the first round times both and the job keeps the faster"
     )
     client_state: Literal["memory", "memmap"] = Field(
         "memory", description="where per-client state lives: host memory, or memory-mapped files in the job's folder"

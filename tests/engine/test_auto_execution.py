@@ -1,0 +1,81 @@
+"""execution: auto: the first round times both trainers on its own clients, the job keeps the
+faster one and records the choice; the numbers are the sequential run's (atol, see test_vectorised.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from benchmark.engine import auto_execution
+from benchmark.run.job_runner import run_job
+from benchmark.run.results import JobDir
+from benchmark.suite.expand import load_jobs
+from fedtest import tiny_suite, write_suite
+from vec_support import ATOL, make_jobs, run, with_term
+from test_vectorised import Opaque
+
+FEDPROX = {"preset": "fedprox", "client": {"prox": {"mu": 0.01}}}
+
+
+def fake_timings(monkeypatch, seconds: dict[str, float]) -> list[str]:
+    """Make the probe see `seconds` per call of each trainer; returns the trainers run, in order."""
+    ran = []
+    real = auto_execution._timed
+
+    def timed(trainer, sim, chosen, rnd, received):
+        outcomes, _ = real(trainer, sim, chosen, rnd, received)
+        mode = "sequential" if trainer is auto_execution.train_sequential else "vectorised"
+        return outcomes, seconds[mode] * len(chosen)
+
+    for name in ("train_sequential", "train_vectorised_job"):
+        trainer = getattr(auto_execution, name)
+        monkeypatch.setattr(auto_execution, name, lambda *a, _t=trainer, _n=name: ran.append(_n) or _t(*a))
+    monkeypatch.setattr(auto_execution, "_timed", timed)
+    return ran
+
+
+@pytest.mark.parametrize("faster", ["sequential", "vectorised"])
+def test_the_probe_chooses_the_faster_and_later_rounds_use_it(monkeypatch, faster):
+    (job,) = make_jobs([FEDPROX])  # 4 clients a round, 3 rounds
+    ran = fake_timings(monkeypatch, {"sequential": 1.0, "vectorised": 0.5} if faster == "vectorised"
+                       else {"sequential": 0.5, "vectorised": 1.0})
+    sim, records = run(job.config, "auto")
+    seq, seq_records = run(job.config, "sequential")
+    assert sim.execution == faster
+    assert sim.execution_probe["clients"] == {"sequential": 2, "vectorised": 2}
+    assert ran == ["train_sequential", "train_vectorised_job"] + [f"train_{faster}" + ("_job" * (faster == "vectorised"))] * 2
+    torch.testing.assert_close(sim.progress.theta, seq.progress.theta, atol=ATOL, rtol=0)
+    assert [r["test_acc"] for r in records] == pytest.approx([r["test_acc"] for r in seq_records], abs=ATOL)
+
+
+def test_rounds_that_cannot_be_vectorised_train_sequentially_with_the_reason():
+    (job,) = make_jobs(["fedavg"])
+    sim, _ = run(job.config, "auto", with_term(Opaque(None)))
+    assert sim.execution == "sequential" and "'opaque' are not vmappable" in sim.execution_probe["reason"]
+    (unbalanced,) = make_jobs(["fedavg"], split={"kind": "natural"}, max_samples=400,
+                              participation={"mode": "fixed", "rate": 1.0})
+    sim, _ = run(unbalanced.config, "auto")
+    assert sim.execution == "sequential" and "different local steps" in sim.execution_probe["reason"]
+
+
+def test_too_few_clients_a_round_stay_sequential():
+    (job,) = make_jobs(["fedavg"], participation={"mode": "fixed", "rate": 0.3})
+    sim, _ = run(job.config, "auto")
+    assert sim.execution == "sequential" and "3 clients a round" in sim.execution_probe["reason"]
+
+
+@pytest.mark.parametrize("execution", ["auto", "sequential", "vectorised"])
+def test_summary_records_the_trainer(tmp_path, execution):
+    suite = tiny_suite(methods=["fedavg"])
+    suite["defaults"].update(rounds=2, execution=execution)
+    s, (job,) = load_jobs(write_suite(tmp_path, suite))
+    summary = run_job(job, s.name, JobDir(tmp_path, s.name, job.id))
+    on_disk = json.loads((tmp_path / s.name / job.id / "summary.json").read_text())
+    assert on_disk["execution"] == summary["execution"]
+    if execution == "auto":
+        assert summary["execution"] in {"sequential", "vectorised"}
+        assert summary["execution_probe"]["round"] == 0
+    else:
+        assert summary["execution"] == execution and summary["execution_probe"] is None
