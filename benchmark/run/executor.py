@@ -20,15 +20,14 @@ from benchmark.run.executor_base import EXECUTORS, Executor
 from benchmark.run.job_runner import run_job
 from benchmark.run.locks import job_lock
 from benchmark.run.progress import LogProgress, log
+from benchmark.run.records import FailedSummary
 from benchmark.run.results import JobDir, atomic_write_json
-from benchmark.run.status import FAILED
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
 
 
 def failed_summary(job: Job, suite: str, error: str, trace: str = "") -> dict:
-    return {"job_id": job.id, "suite": suite, "dataset": job.dataset_label, "method": job.method_label,
-            "seed": job.config.seed, "status": FAILED, "error": error, "traceback": trace}
+    return FailedSummary(job.id, suite, job.dataset_label, job.method_label, job.config.seed, error, trace).to_json()
 
 
 def reusable_summary(job: Job, jobdir: JobDir) -> dict | None:

@@ -1,10 +1,12 @@
 """A job's typed records: one line of metrics.jsonl per evaluated round (`RoundRecord`) and its
-summary.json (`JobSummary`). The files keep their JSON form (`to_json`); a new per-round value
-is one field here."""
+summary.json (`JobSummary`, or `FailedSummary` for a job that crashed). The files keep their
+JSON form (`to_json`); a new per-round value is one field here."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+
+from benchmark.run.status import FAILED
 
 
 @dataclass
@@ -36,6 +38,23 @@ class RoundRecord:
 OPTIONAL = ("subopt", "time", "wall_s")
 # what a round measured (MLflow's per-round metrics): every value but the round and the clocks
 MEASURED = tuple(f.name for f in fields(RoundRecord) if f.name not in ("round", "time", "wall_s", "extra"))
+
+
+@dataclass
+class FailedSummary:
+    """summary.json of a job that crashed: what it was, and the error (a rerun tries it again)."""
+
+    job_id: str
+    suite: str
+    dataset: str
+    method: str
+    seed: int
+    error: str
+    traceback: str = ""
+    status: str = FAILED
+
+    def to_json(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass
