@@ -49,24 +49,32 @@ class TinyCNN(nn.Module):
 
 
 # benchmark name -> registered model and its params
-VARIANTS = {"femnist_cnn_gn": ("femnist_cnn", {"norm": "group"})}
+# benchmark name -> (registered model, its params, input shape, classes); others: FEMNIST-shaped
+VARIANTS = {
+    "femnist_cnn_gn": ("femnist_cnn", {"norm": "group"}, IMAGE, NUM_CLASSES),
+    "logistic_synthetic": ("logistic", {}, (60,), 10),  # FedProx's Synthetic(α, β): 60 features, 10 classes
+}
+
+
+def variant(name: str) -> tuple[str, dict, tuple[int, ...], int]:
+    return VARIANTS.get(name, (name, {}, IMAGE, NUM_CLASSES))
 
 
 def make_model(name: str) -> nn.Module:
     if name == "tiny_cnn":
         torch.manual_seed(0)
         return TinyCNN()
-    registered, params = VARIANTS.get(name, (name, {}))
-    return build_model(registered, IMAGE, NUM_CLASSES, params, "default", seed=0)
+    registered, params, shape, classes = variant(name)
+    return build_model(registered, shape, classes, params, "default", seed=0)
 
 
-def random_data(clients: int, per_client: int) -> FederatedData:
-    """Random normalised 28x28 float images; kind "vector" hands them to the model as they are."""
+def random_data(clients: int, per_client: int, shape=IMAGE, classes=NUM_CLASSES) -> FederatedData:
+    """Random normalised float inputs (28x28 images by default); kind "vector" hands them to the model as they are."""
     gen = torch.Generator().manual_seed(0)
     n = clients * per_client
     src = SourceData(
-        train_x=torch.randn(n, *IMAGE, generator=gen), train_y=torch.randint(0, NUM_CLASSES, (n,), generator=gen),
-        test_x=torch.zeros(1, *IMAGE), test_y=torch.zeros(1, dtype=torch.long), num_classes=NUM_CLASSES, kind="vector",
+        train_x=torch.randn(n, *shape, generator=gen), train_y=torch.randint(0, classes, (n,), generator=gen),
+        test_x=torch.zeros(1, *shape), test_y=torch.zeros(1, dtype=torch.long), num_classes=classes, kind="vector",
     )
     return FederatedData(src, list(torch.arange(n).view(clients, per_client)), default_preprocess(src))
 
@@ -126,7 +134,7 @@ def compare(sims: dict[str, Simulation], repeats: int, clock=time.perf_counter) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="+", default=None, help="logistic, tiny_cnn, femnist_cnn, femnist_cnn_gn (GroupNorm)")
+    parser.add_argument("--models", nargs="+", default=None, help=f"logistic, tiny_cnn, femnist_cnn, {', '.join(VARIANTS)}")
     parser.add_argument("--clients", nargs="+", type=int, default=[5, 10, 20], help="M: clients per round")
     parser.add_argument("--steps", type=int, default=10, help="K: local steps per client")
     parser.add_argument("--batch-size", type=int, default=20)
@@ -144,18 +152,19 @@ def main() -> None:
           f"method {args.method}, K={args.steps}, B={args.batch_size}, median of {args.repeats} interleaved, "
           f"{args.clock} clock, load {os.getloadavg()[0]:.1f}")
     mem = args.device.startswith("cuda")
-    head = f"{'model':<12}{'params':>10}{'M':>4}{'seq steps/s':>13}{'vec steps/s':>13}{'ratio':>7}{'max|Δw|':>10}"
+    head = f"{'model':<20}{'params':>10}{'M':>4}{'seq steps/s':>13}{'vec steps/s':>13}{'ratio':>7}{'max|Δw|':>10}"
     print(head + (f"{'seq peak MiB':>14}{'vec peak MiB':>14}" if mem else ""))
     for name in models:
         for m in args.clients:
-            sims = {mode: Simulation(job(VARIANTS.get(name, (name,))[0], m, args.steps, args.batch_size, args.method)
+            registered, _, shape, classes = variant(name)
+            sims = {mode: Simulation(job(registered, m, args.steps, args.batch_size, args.method)
                                      .model_copy(update={"execution": mode}),
-                                     random_data(m, args.steps * args.batch_size), make_model(name), args.device)
+                                     random_data(m, args.steps * args.batch_size, shape, classes), make_model(name), args.device)
                     for mode in ("sequential", "vectorised")}
             result = compare(sims, args.repeats, CLOCKS[args.clock])
             (t_seq, p_seq, w_seq), (t_vec, p_vec, w_vec) = result["sequential"], result["vectorised"]
             rate = m * args.steps
-            line = (f"{name:<12}{sims['sequential'].spec.total:>10}{m:>4}{rate / t_seq:>13.0f}{rate / t_vec:>13.0f}"
+            line = (f"{name:<20}{sims['sequential'].spec.total:>10}{m:>4}{rate / t_seq:>13.0f}{rate / t_vec:>13.0f}"
                     f"{result['ratio']:>7.2f}{(w_seq - w_vec).abs().max().item():>10.1e}")
             print(line + (f"{p_seq / 2**20:>14.0f}{p_vec / 2**20:>14.0f}" if mem else ""), flush=True)
     print(f"load {os.getloadavg()[0]:.1f} at the end")

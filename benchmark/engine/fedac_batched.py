@@ -191,10 +191,10 @@ class SparseRows:
         cols[rows, slot], vals[rows, slot] = columns, x[rows, columns]
         return cls(cols, vals, d + 1, bool((vals[cols < d] == 1).all()))
 
-
     def scores(self, w: torch.Tensor) -> torch.Tensor:
         """x w for every row x, w (d, B): (n, B) in w's dtype (a9a: 14 additions a row, not 123)."""
-        return torch.from_numpy(row_scores(self.cols.numpy(), self.vals.numpy(), self.binary, w.contiguous().numpy()))
+        scores = row_scores(self.cols.numpy(), self.vals.numpy(), self.binary, pad_jobs(w).numpy())
+        return torch.from_numpy(scores[:, : w.shape[1]])
 
 
 class PerDataset:
@@ -312,11 +312,9 @@ class LocalSteps:
         self.sparse, self.y = sparse, y.float().numpy()
         reads, enters, folds = linear.schedule(steps)
         self.jobs = reads.shape[1]
-        # jobs padded with idle ones (reads, enters and U zero) to a multiple of LANES: the kernel's
-        # vector loops then have no scalar remainder, which can cost it half its speed (39 jobs)
-        pad = (0, -self.jobs % LANES)
-        self.reads = F.pad(reads.transpose(1, 2), pad).contiguous().numpy()  # (K, c, B + pad)
-        self.enters = F.pad(enters.transpose(1, 2), pad).contiguous()  # scaled by −1/batch per round
+        # idle jobs (reads, enters and U zero) pad the batch: see pad_jobs
+        self.reads = pad_jobs(reads.transpose(1, 2)).numpy()  # (K, c, B + pad)
+        self.enters = pad_jobs(enters.transpose(1, 2))  # scaled by −1/batch per round
         self.last_fold = folds[-1]
         c, padded = self.reads.shape[1:]
         self.folds = torch.zeros(steps, c, c, padded)
@@ -331,15 +329,21 @@ class LocalSteps:
         exactly when the loss is (0, or the non-finite value), and costs no logarithms."""
         m, k, bs = idx.shape
         enters = (self.enters * (-1.0 / bs)).numpy()  # U ← U − P⁻¹v · mean over the batch of ℓ'(z) x
-        start = F.pad(state.permute(2, 1, 0), (0, self.reads.shape[2] - self.jobs)).contiguous().numpy()  # (d, c, B + pad)
+        start = pad_jobs(state.permute(2, 1, 0)).numpy()  # (d, c, B + pad)
         mean_u, loss = local_round(start, self.sparse.cols.numpy(), self.sparse.vals.numpy(), self.sparse.binary,
                                    self.y, idx.numpy(), self.reads, enters, self.folds.numpy(),
-                                   self.fold_after.numpy(), with_loss)
+                                   self.fold_after.numpy(), with_loss, self.jobs)
         new = torch.einsum("bcq,dqb->bcd", self.last_fold, torch.from_numpy(mean_u[..., : self.jobs]))
         return new, torch.from_numpy(loss[: self.jobs] / (m * k * bs)).float()
 
 
-LANES = 8  # float32 values in one vector register (AVX2); see LocalSteps
+def pad_jobs(t: torch.Tensor) -> torch.Tensor:
+    """t (..., B) with idle jobs (zeros) up to a multiple of LANES, contiguous: the kernels' vector
+    loops over jobs then have no scalar remainder, which can cost them half their speed (39 jobs)."""
+    return F.pad(t, (0, -t.shape[-1] % LANES)).contiguous()
+
+
+LANES = 8  # float32 values in one vector register (AVX2)
 
 
 def initial_model(job: JobConfig) -> torch.Tensor:

@@ -17,14 +17,15 @@ from numba import njit
 
 
 @njit(cache=True)
-def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_after, with_loss):
+def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_after, with_loss, live):
     """The workers' mean lazy state U after K steps from `start`, and the summed training loss.
 
     start (d, c, B): every worker's U at step 0; cols (n, nnz) int64, padded with d after a row's
     non-zeros; vals (n, nnz) float32 (unread when `binary`: every non-zero is 1); y (n,) ±1;
     idx (M, K, batch) example rows; reads, enters (K, c, B): how U gives the score at a step's
     gradient point and how the step's data term, already scaled by −1/batch, enters U;
-    folds (K, c, c, B) with fold_after (K,) bool: U ← fold U after step j (every coordinate).
+    folds (K, c, c, B) with fold_after (K,) bool: U ← fold U after step j (every coordinate);
+    the jobs after the first `live` only pad the vectors (idle: nothing computed for them).
     Returns (mean over workers of U (d, c, B), loss (B,) summed over workers, steps and batch;
     without `with_loss`, only its non-finite terms: 0 when it is finite)."""
     d, c, b_count = start.shape
@@ -35,12 +36,19 @@ def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_af
     u = np.empty((d, cb), dtype=np.float32)
     total = np.zeros((d, cb), dtype=np.float32)
     ux = np.empty((bs, cb), dtype=np.float32)  # U x of each example of the minibatch
-    push = np.empty((bs, cb), dtype=np.float32)  # what U gains per unit of x from each example
+    push = np.zeros((bs, cb), dtype=np.float32)  # what U gains per unit of x from each example
     folded = np.empty(c, dtype=np.float32)
     loss = np.zeros(b_count, dtype=np.float64)
     one = np.float32(1)
+    # Without folds a worker changes U only at the coordinates it touched: only those are summed
+    # (as U − start) and reset for the next worker, not all d (K = 2: 28 of 123). A fold changes
+    # every coordinate: then U is summed and reset whole.
+    whole = fold_after.any()
+    touched = np.zeros(d, dtype=np.bool_)
+    order = np.empty(d, dtype=np.int64)  # the touched coordinates, the first `count` of them
+    u[:] = first
     for m in range(m_count):
-        u[:] = first
+        count = 0
         for j in range(k):
             for s in range(bs):  # every score of the minibatch before any update: one gradient point
                 row = idx[m, j, s]
@@ -55,7 +63,7 @@ def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_af
             for s in range(bs):
                 row = idx[m, j, s]
                 minus_y = -y[row]
-                for b in range(b_count):
+                for b in range(live):  # the jobs after `live` pad the vectors: idle, never scored
                     z = np.float32(0)
                     for q in range(c):
                         z += reads[j, q * b_count + b] * ux[s, q * b_count + b]
@@ -75,6 +83,9 @@ def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_af
                     x = one if binary else vals[row, t]
                     for i in range(cb):
                         u[col, i] += push[s, i] * x
+                    if not touched[col]:
+                        touched[col], order[count] = True, col
+                        count += 1
             if fold_after[j]:
                 for col in range(d):
                     for b in range(b_count):
@@ -85,8 +96,18 @@ def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_af
                             folded[q] = acc
                         for q in range(c):
                             u[col, q * b_count + b] = folded[q]
-        total += u
-    return (total / np.float32(m_count)).reshape(d, c, b_count), loss
+        if whole:
+            total += u
+            u[:] = first
+        for n in range(count):
+            col = order[n]
+            touched[col] = False
+            if not whole:
+                for i in range(cb):
+                    total[col, i] += u[col, i] - first[col, i]
+                    u[col, i] = first[col, i]
+    mean = total / np.float32(m_count) if whole else first + total / np.float32(m_count)
+    return mean.reshape(d, c, b_count), loss
 
 
 @njit(cache=True)

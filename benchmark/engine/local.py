@@ -53,6 +53,12 @@ def make_forward(model: nn.Module, spec: ParamSpec, precision: str = "fp32"):
     return forward
 
 
+def compiled(forward, device: torch.device):
+    """`compile: true`: torch.compile of the forward, so its backward is compiled too (the local
+    step's cost); on CUDA in "reduce-overhead" mode, which replays the step as a CUDA graph."""
+    return torch.compile(forward, mode="reduce-overhead" if device.type == "cuda" else None)
+
+
 def clip_by_norm(g: torch.Tensor, max_norm: float | None) -> torch.Tensor:
     """torch.nn.utils.clip_grad_norm_ on a flat gradient (same 1e-6 guard); on (C, P), each row."""
     if max_norm is None:

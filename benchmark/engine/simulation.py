@@ -15,7 +15,7 @@ from torch import nn
 from benchmark.data.participation import pool_entrants, sample_clients
 from benchmark.engine.fed_data import FederatedData
 from benchmark.engine.convex import RegularisedLogistic
-from benchmark.engine.local import evaluate, make_forward
+from benchmark.engine.local import compiled, evaluate, make_forward
 from benchmark.engine.trainers import TRAINERS
 from benchmark.metrics import ema_update
 from benchmark.rng import Stream, generator
@@ -57,6 +57,8 @@ class Simulation:
         self.model = model.to(self.device)
         self.spec = ParamSpec.of(self.model)
         self.forward = make_forward(self.model, self.spec, job.precision)
+        if job.compile:
+            self.forward = compiled(self.forward, self.device)
         self.method = Method.build(job.method)
         self.clients = make_client_store(job.client_state, data.num_clients, state_dir)
         self.sizes = self.data.sizes()

@@ -1,20 +1,22 @@
 """Train one round's clients together, on their stacked flat parameters (C, P).
 
 The forward runs client-batched on native kernels (engine/client_batched.py: batched matmul,
-grouped convolution, per-client GroupNorm affine) when the model's layers allow it; the rest of
-the objective (terms' losses) runs per client under torch.func.vmap, and the step updates the
-(C, P) matrix in place (local.py's sgd_step_ / descent_direction_, row-wise). Other models run the whole gradient under vmap.
+grouped convolution, GroupNorm per client slice) when the model's layers allow it, and one
+backward of the clients' summed losses gives every client's gradient; the terms' losses and
+the cross-entropy run per client under torch.func.vmap. Other models take the whole gradient
+under vmap. The step then updates the (C, P) matrix in place, row by row the sequential step
+(local.py's sgd_step_ / descent_direction_; a term's direction rewrite per client).
 
 Same contract and same numbers as `train_sequential` (up to float reduction order): the step
-math is `engine/local.py`'s (step_loss, descent_direction, rewrite_direction, step_lr), each
+math is `engine/local.py`'s (objective, descent direction, rewrite_direction, step_lr), each
 client gets the batches of its own (seed, round, client) stream, and terms' begin / ce_weight /
-direction / finish run per client on that client's real context. Only the gradient of the
-local loss and the clipped, weight-decayed direction are computed under vmap; per-client tensors
-the loss reads (a term's `scratch_inputs`, set by its begin) are stacked and sliced by vmap.
+direction / finish run per client on that client's real context. Per-client tensors the loss
+reads (a term's `scratch_inputs`, set by its begin) are stacked and sliced by vmap.
 
 A round is vectorisable when every chosen client takes the same number of steps with the same
 batch size at each step (balanced splits) and every client term is `vmappable`. Otherwise the
-job fails with `NotVectorisable`, never silently falling back to sequential training.
+job fails with `NotVectorisable`, never silently falling back to sequential training
+(`execution: auto` checks first, with `blocker`, and trains such rounds sequentially).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from benchmark.errors import UserError
 from benchmark.fl.base import ClientContext, ClientTerm, ForwardOut, RoundInfo
 from benchmark.suite.schema import LocalTraining
 
-ADVICE = "set `execution: sequential` for this job (in the suite's defaults or its dataset entry)"
+ADVICE = ("set `execution: sequential` (or `auto`, which trains such rounds sequentially) for this job "
+          "(in the suite's defaults or its dataset entry)")
 
 
 class NotVectorisable(UserError):

@@ -27,7 +27,7 @@ from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, Settings, Suite
 # Fields that never change a trajectory: kept in config.json, left out of the job id.
 NOT_HASHED = {("dataset", "label"), ("dataset", "reference"), ("dataset", "root"), ("dataset", "uri"),
               ("method", "label"), ("metrics",), ("checkpoint_every",), ("checkpoint_minutes",), ("execution",),
-              ("client_state",), ("vmap_chunk",)}
+              ("client_state",), ("vmap_chunk",), ("compile",)}
 
 
 @dataclass(frozen=True)

@@ -176,6 +176,10 @@ class JobSettings(Strict):
     vmap_chunk: int | None = Field(
         None, ge=1, description="execution: vectorised trains at most this many clients per vmap call (bounds memory); None: all"
     )
+    compile: bool = Field(
+        False, exclude_if=lambda on: not on,
+        description="torch.compile the model's forward and backward (CUDA: with CUDA graphs); sequential execution only",
+    )
     # left out of the dump (so of the job id) when off: existing jobs keep their ids
     suboptimality: bool = Field(
         False, exclude_if=lambda on: not on,
@@ -186,6 +190,12 @@ class JobSettings(Strict):
     @classmethod
     def _metric_names(cls, v):
         return Reference._metric_names(v)
+
+    @model_validator(mode="after")
+    def _compile_sequential(self):
+        if self.compile and self.execution != "sequential":
+            raise ValueError("compile: true compiles the sequential local step; use execution: sequential")
+        return self
 
 
 class Settings(JobSettings):
