@@ -4,7 +4,9 @@ torch's default (one thread per core) was up to 13x slower than one thread on a 
 machine, and the best count depends on the model and the machine, so it is measured: a few
 forward-backward steps of the job's model on one of its batches at 1, 2, 4, ... threads (up to
 the cores this process may use); more threads must be 10 % faster to be chosen (they cost the
-jobs beside it). One probe per model, input and batch size per process. The count and what
+jobs beside it). A model whose one-thread step is shorter than SHORT_STEP keeps one thread untried:
+its step is per-operation overhead, which threads don't shorten, and a probe that caught an idle
+moment made a quickstart run 10x slower (117 s) once the shared machine was busy again. One probe per model, input and batch size per process. The count and what
 chose it go into the job's summary.json ("threads").
 """
 
@@ -20,6 +22,7 @@ import torch.nn.functional as F
 from benchmark.engine.simulation import Simulation
 
 GAIN = 0.9  # a larger count must take at most this fraction of the best smaller count's time
+SHORT_STEP = 0.01  # seconds: a forward-backward step this short stays at one thread
 _requested: dict = {}  # {"count": N, "chosen_by": "--threads"} once a command line or Ray task fixed it
 _probed: dict[str, int] = {}
 
@@ -84,4 +87,6 @@ def probe(sim) -> int:
         took = min(step() for _ in range(3 if warm < 0.5 else 1))  # a large model on CPU: one step says enough
         if took < GAIN * best_time:
             best, best_time = n, took
+        if n == 1 and took < SHORT_STEP:
+            break
     return best

@@ -38,6 +38,20 @@ def test_without_the_flag_a_probe_chooses_among_the_usable_cores(tmp_path):
                                     for t in chosen)
 
 
+def test_a_model_with_a_short_step_keeps_one_thread_untried(tmp_path, monkeypatch):
+    from benchmark.run import threads
+
+    tried = []
+    monkeypatch.setattr(threads, "usable_cores", lambda: 4)
+    monkeypatch.setattr(threads.torch, "set_num_threads", tried.append)
+    monkeypatch.setattr(threads, "SHORT_STEP", float("inf"))
+    monkeypatch.setattr(threads, "_probed", {})  # an earlier test's probe of this model would be reused
+    path, results = write_suite(tmp_path, tiny_suite(methods=["fedavg"])), tmp_path / "results"
+    assert main(["run", str(path), "--no-tracking", "--results-dir", str(results)]) == 0
+    assert tried[:1] == [1] and 2 not in tried and 4 not in tried
+    assert [s["threads"] for s in summaries(results)] == [{"count": 1, "chosen_by": "probe"}]
+
+
 def test_candidates_double_up_to_the_cores():
     assert candidates(1) == [1] and candidates(2) == [1, 2] and candidates(6) == [1, 2, 4, 6]
 
