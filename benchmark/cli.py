@@ -108,7 +108,7 @@ def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, de
         tracker.close(status)
     _print_results(suite, jobs, summaries, results_dir)
     out.print(f"results: {results_dir / suite.name}" + (f"   MLflow: {tracker.uri} (mlflow ui --backend-store-uri "
-                                                        f"{tracker.uri})" if tracker.uri else ""), markup=False)
+                                                        f"{tracker.uri})" if tracker.uri else ""), markup=False, highlight=False)
     exit_for_statuses(jobs, summaries)
 
 
@@ -180,8 +180,9 @@ def plan(suite_file: Path, splits: bool, max_clients: int, figures_dir, audit_on
     for j in jobs:
         c = j.config
         split = c.dataset.split.kind + (f"(α={c.dataset.split.alpha})" if c.dataset.split.alpha else "")
-        hyper = [f"{k}={v}" for k, v in c.method["server"].items() if k != "rule"]
-        hyper += [f"{t['term']}.{k}={v}" for t in c.method["client"] for k, v in t.items() if k != "term"]
+        # unset (None) parameters mean "the default": not key, left out
+        hyper = [f"{k}={v}" for k, v in c.method["server"].items() if k != "rule" and v is not None]
+        hyper += [f"{t['term']}.{k}={v}" for t in c.method["client"] for k, v in t.items() if k != "term" and v is not None]
         if c.method["uplink"]["codec"] != "identity":
             hyper.append("uplink=" + c.method["uplink"]["codec"])
         local = f"lr={c.local.lr} B={c.local.batch_size} " + (f"E={c.local.epochs}" if c.local.epochs else f"K={c.local.steps}")

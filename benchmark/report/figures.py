@@ -92,6 +92,13 @@ def _bytes_ticks(ax, values) -> None:
         ax.xaxis.set_minor_formatter(NullFormatter())
 
 
+def legend_columns(entries: int, widest: int = 6) -> int:
+    """Rows as even as possible, at most `widest` entries each: 5 entries in one row, not 4 + a stray one
+    (matplotlib fills a legend column by column)."""
+    rows = -(-entries // widest)
+    return max(1, -(-entries // max(rows, 1)))
+
+
 def convergence_figure(rounds, title: str, colours: dict[str, tuple]):
     """One entry's figure: three panels (accuracy against round, bytes, training time); a line
     per setting (the method's name when it has one setting in the entry), coloured by method,
@@ -127,7 +134,7 @@ def convergence_figure(rounds, title: str, colours: dict[str, tuple]):
     handles.append(Patch(color="grey", alpha=0.3, label=BAND_LABEL))
     if (rounds.status == DIVERGED).any():
         handles.append(Line2D([], [], marker="x", markeredgewidth=2, color="grey", linestyle="none", label=DIVERGED_LABEL))
-    fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), frameon=False)
+    fig.legend(handles=handles, loc="outside lower center", ncol=legend_columns(len(handles)), frameon=False)
     fig.suptitle(f"{title}\nlines: mean over the seeds that reached each evaluated round")
     return fig
 

@@ -174,7 +174,8 @@ def write_report(suite, jobs, summaries: dict, results_root, figures: list[Figur
     for t in _every_table(tables) + fedac:
         write(f"tables/{t.slug}.csv", table_csv(t))
         write(f"tables/{t.slug}.tex", table_tex(t))
-    context = dict(suite=suite.name, description=suite.description, counts=status_counts(runs), legend=LEGEND,
+    context = dict(suite=suite.name, description=suite.description, counts=status_counts(runs),
+                   legend=LEGEND if tables else "",  # it explains the accuracy tables; FedAc-only reports have none
                    generated=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
                    results=str(results_root / suite.name), tables=tables, fedac=fedac, fedac_note=fedac_note,
                    figures=[f for f in figures if f.path.exists()], run_table=_run_table(runs), out=out,

@@ -106,8 +106,8 @@ STYLE = {"done": "green", "running": "cyan", "failed": "red", "diverged": "magen
 
 def status_table(suite: str, statuses: list[JobStatus]) -> Table:
     table = Table(title=f"{suite}: {len(statuses)} jobs")
-    for col in ("id", "dataset", "method", "seed", "state", "rounds", "latest acc", "s/round", "ETA", "note"):
-        table.add_column(col, justify="right" if col in ("seed", "rounds", "latest acc", "s/round", "ETA") else "left",
+    for col in ("id", "dataset", "method", "seed", "state", "rounds", "latest acc (%)", "s/round", "ETA", "note"):
+        table.add_column(col, justify="right" if col in ("seed", "rounds", "latest acc (%)", "s/round", "ETA") else "left",
                          no_wrap=col in ("id", "method", "state"))
     for s in statuses:
         c = s.job.config

@@ -30,9 +30,9 @@ def duration(seconds: float | None) -> str:
 
 
 def accuracy(acc: float, ema: float | None = None) -> str:
-    """Accuracies are fractions in the records and percentages on screen, as in the report."""
-    text = f"{100 * acc:.2f}%"
-    return text if ema is None else f"{text} (ema {100 * ema:.2f}%)"
+    """The records hold accuracies as percentages already (the engines multiply by 100), as the report shows them."""
+    text = f"{acc:.2f}%"
+    return text if ema is None else f"{text} (ema {ema:.2f}%)"
 
 
 def job_name(job) -> str:

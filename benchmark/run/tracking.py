@@ -148,6 +148,8 @@ class MlflowTracker(NullTracker):
         import mlflow
         from mlflow.tracking import MlflowClient
 
+        # a new store's "Creating initial MLflow database tables..." lines are MLflow's chatter, not the run's
+        logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
         # an unreachable server: fail in seconds, not after MLflow's default minutes of retries
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")

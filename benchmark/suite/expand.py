@@ -219,6 +219,15 @@ def _check_names(suite: Suite, settings: list[Settings | None], problems: list) 
             problems.append((where, f"unknown model {s.model.name!r}; " + allowed_names(s.model.name, known_models())))
 
 
+def _located(found: list[tuple[str, str]], s_point: dict, overrides: Overrides) -> list[tuple[str, str]]:
+    """Job-config problems placed at the flag or grid point they come from; the path is said once."""
+    placed = []
+    for path, message in found:
+        source = overrides.source(path)
+        placed.append((source, message) if source == f"--set {path}" else (source or f"grid ({s_point})", f"{path}: {message}"))
+    return placed
+
+
 def _job_config(raw: dict, s_point: dict, overrides: Overrides, file: str) -> JobConfig:
     """Apply a suite-grid point, then the command-line overrides, and validate the job."""
     for key, value in [*s_point.items(), *overrides.values.items()]:
@@ -235,7 +244,7 @@ def _job_config(raw: dict, s_point: dict, overrides: Overrides, file: str) -> Jo
             config.method = resolve_method(config.method, "method")
     except (ValidationError, MethodProblems) as err:
         found = err.problems if isinstance(err, MethodProblems) else pydantic_problems(err, model=JobConfig)
-        raise SuiteError(file, [(overrides.source(p) or f"grid ({s_point})", f"{p}: {m}") for p, m in found]) from None
+        raise SuiteError(file, _located(found, s_point, overrides)) from None
     if any(k.startswith("dataset.") for k in [*s_point, *overrides.values]):  # as _check_names does for the YAML
         from benchmark.data.source import DATASETS
 
@@ -247,7 +256,7 @@ def _job_config(raw: dict, s_point: dict, overrides: Overrides, file: str) -> Jo
             params(**config.dataset.params)
         except ValidationError as err:
             found = pydantic_problems(err, "dataset.params", params)
-            raise SuiteError(file, [(overrides.source(p) or f"grid ({s_point})", f"{p}: {m}") for p, m in found]) from None
+            raise SuiteError(file, _located(found, s_point, overrides)) from None
     return config
 
 

@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 import yaml
 from pydantic import ValidationError
 
-from benchmark.errors import SuiteError
+from benchmark.errors import SuiteError, UserError
 from benchmark.params import pydantic_problems
-from benchmark.suggest import allowed_names
 from benchmark.suite.schema import Suite
+
+
+def missing_suite(path: Path) -> UserError:
+    """A path that is no file: say so plainly, and list the suites in the folder it names (or its own)."""
+    folder = path if path.is_dir() else path.parent
+    message = f"{path}: " + ("is a folder, not a suite file" if path.is_dir() else "no such suite file")
+    names = sorted(p.name for p in folder.glob("*.y*ml")) if folder.is_dir() else []
+    if names:
+        close = [] if path.is_dir() else difflib.get_close_matches(path.name, names, n=1, cutoff=0.8)
+        message += f"; suites in {folder}/: {', '.join(names)}" + (f"; did you mean {str(folder / close[0])!r}?" if close else "")
+    return UserError(message)
 
 
 def read_yaml(path: Path) -> object:
     if not path.is_file():
-        raise SuiteError(str(path), [("", "no such file")])
+        raise missing_suite(path)
     try:
         return yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:

@@ -13,6 +13,12 @@ def test_plan_lists_every_job_with_its_id(tmp_path, capsys):
     assert "4 jobs" in out and out.count("FedACG") == 2 and "lam=0.85" in out
 
 
+def test_plan_leaves_unset_parameters_out(capsys):
+    assert main(["plan", str(REPO / "suites" / "fedac_small.yaml"), "--only", "FedAc-I", "--seeds", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "fedac.variant=I" in out and "None" not in out  # fedac.mu: null means λ, not a value to show
+
+
 def test_run_then_report_show_paper_beside_measured(tmp_path, capsys):
     suite = tiny_suite()
     suite["datasets"][0]["reference"] = {"source": "hand-made", "metrics": ["acc@4"], "rows": {"FedACG": [12.5]}}

@@ -64,6 +64,7 @@ def test_report_prints_the_table_and_writes_the_figure(tmp_path):
     assert r"\textbf{1.00e-03 (0.2)}" in (report / "tables" / "fedac_K3.tex").read_text()  # lowest F − F*
     html = (report / "report.html").read_text()
     assert "K = 3: best final F(w) − F* over η" in html and "data:image/png;base64," in html
+    assert "acc@R:" not in html  # the accuracy tables' legend, for tables this report does not have
     assert "6 runs, 1 excluded from the choice of η (1 diverged)" in (report / "report.md").read_text()
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from benchmark.cli import main
 from benchmark.report.figures import (BAND_LABEL, convergence_figure, convergence_figures, label_distribution_figure,
-                                      method_colours)
+                                      legend_columns, method_colours)
 from fedtest import tiny_suite, write_suite
 
 
@@ -51,6 +51,10 @@ def test_mean_over_seeds_with_min_max_band_on_three_axes(frame):
     assert BAND_LABEL in legend and any("diverged run" in t for t in legend)
     assert [a.get_xlabel() for a in fig.axes[:3]] == ["round", "bytes communicated (down + up, cumulative)",
                                                       "training time (s, cumulative)"]
+
+
+def test_legend_rows_are_even_and_at_most_six_wide():
+    assert [legend_columns(n) for n in (1, 4, 5, 6, 7, 12, 13)] == [1, 4, 5, 6, 4, 6, 5]
 
 
 def test_a_method_with_several_settings_gets_a_line_per_setting():

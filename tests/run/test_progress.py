@@ -28,13 +28,15 @@ def test_piped_run_logs_jobs_and_rounds(tmp_path, capsys):
     assert re.search(stamp + r"synthetic / FedAvg / seed 0: round 1/4, acc [\d.]+% \(ema [\d.]+%\)", err)  # the first
     assert re.search(stamp + r"job 2/2 synthetic / FedACG / seed 0: acc [\d.]+% \(ema [\d.]+%\) after 4 rounds in \d+s", err)
     assert "━" not in err  # no progress bar drawn into a log file
+    shown = [float(a) for a in re.findall(r"([\d.]+)%", err)]
+    assert shown and all(0 <= a <= 100 for a in shown)  # the records' percentages, not scaled again
 
 
 def test_accuracies_are_shown_as_percentages():
     from benchmark.run.progress import accuracy, outcome
 
-    assert accuracy(0.1936) == "19.36%" and accuracy(0.5, 0.25) == "50.00% (ema 25.00%)"
-    done = {"status": "finished", "final_acc": 0.8, "final_ema_acc": 0.75, "rounds_completed": 3, "wall_time_s": 5}
+    assert accuracy(19.36) == "19.36%" and accuracy(50, 25) == "50.00% (ema 25.00%)"
+    done = {"status": "finished", "final_acc": 80.0, "final_ema_acc": 75.0, "rounds_completed": 3, "wall_time_s": 5}
     assert outcome(done) == "acc 80.00% (ema 75.00%) after 3 rounds in 5s"
 
 
@@ -54,7 +56,7 @@ def test_terminal_display_shows_eta_and_a_line_per_finished_job(tmp_path):
     summaries = run_jobs(jobs, "tiny", tmp_path, progress=RichProgress(jobs, console))
     text = screen.getvalue()
     for job in jobs:
-        acc = f"{100 * summaries[job.id]['final_acc']:.2f}%"
+        acc = f"{summaries[job.id]['final_acc']:.2f}%"
         assert re.search(rf"done.*{job.method_label} / seed 0: acc {re.escape(acc)}.*{job.id}", text)
     assert "suite rounds" in text and "ETA" in text and "2/2 jobs" in text
 

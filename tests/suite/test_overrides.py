@@ -36,7 +36,7 @@ def test_seeds_and_method_override_through_the_cli(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, expected", [
-    (["--set", "local.lrr=0.1"], ["--set local.lrr", "unknown field 'lrr'", "did you mean 'lr'"]),
+    (["--set", "local.lrr=0.1"], ["--set local.lrr: unknown field 'lrr'", "did you mean 'lr'"]),  # the path said once
     (["--set", "roundz=3"], ["--set roundz", "did you mean 'rounds'"]),
     (["--set", "local.lr=-1"], ["--set local.lr", "greater than 0"]),
     (["--set", "method.server.lamm=0.7"], ["--set method.server.lamm", "unknown parameter 'lamm'", "did you mean 'lam'"]),

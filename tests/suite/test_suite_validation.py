@@ -95,6 +95,16 @@ def test_cli_exits_2_with_a_message_and_no_traceback(tmp_path, capsys):
     assert main(["run", str(tmp_path / "missing.yaml"), "--no-tracking"]) == 2
 
 
+def test_a_missing_suite_file_is_named_plainly_with_the_suites_beside_it(tmp_path, capsys):
+    write_suite(tmp_path, tiny_suite(), "tiny.yaml")
+    assert main(["plan", str(tmp_path / "tny.yaml")]) == 2
+    err = " ".join(capsys.readouterr().err.split())  # the console wraps long lines
+    assert "no such suite file" in err and "invalid suite" not in err and "Traceback" not in err
+    assert f"did you mean '{tmp_path / 'tiny.yaml'}'" in err
+    assert main(["run", str(tmp_path), "--no-tracking"]) == 2
+    assert "is a folder, not a suite file; suites in" in capsys.readouterr().err
+
+
 def test_dataset_params_are_checked_before_anything_runs(tmp_path):
     suite = tiny_suite()
     suite["datasets"][0]["params"]["alpah"] = 1.0
