@@ -232,6 +232,7 @@ def report(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool,
     if not summaries:
         raise UserError(f"no results for suite {suite.name!r} under {results_dir}; run `fedbench run {suite_file}` first")
     _print_results(suite, jobs, summaries, results_dir)
+    _note_unselected(suite.name, {j.id for j in jobs}, results_dir)
     convergence = report_figures(suite, jobs, results_dir)
     figures = [Figure("FedAc protocol: best F(w) − F* over η against the number of workers M",
                       results_dir / suite.name / FIGURE_NAME), *convergence]
@@ -247,6 +248,16 @@ def report(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool,
         folder = files[-1].parent  # the convergence figures lie inside it
         _attach_report(suite.name, [folder] + [f.path for f in figures if f.path.exists() and folder not in f.path.parents],
                        tracking_uri)
+
+
+def _note_unselected(suite_name: str, selected: set[str], results_dir: Path) -> None:
+    """Jobs on disk this selection leaves out (run with --seeds or --set, or by an earlier suite
+    version) would silently be missing from the report: say how many, and how to include them."""
+    others = [p for p in (results_dir / suite_name).glob("*/summary.json") if p.parent.name not in selected]
+    if others:
+        err_console.print(f"note: {len(others)} other job(s) in {results_dir / suite_name} are not in this report "
+                          "(other seeds, --set values or suite settings); pass the --seeds/--set/--rounds they "
+                          "were run with to report them", markup=False)
 
 
 def _attach_report(suite_name: str, files: list[Path], uri: str | None) -> None:

@@ -24,10 +24,11 @@ from benchmark.suite.load import load_suite
 from benchmark.suite.overrides import Overrides
 from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, Settings, Suite
 
-# Fields that never change a trajectory: kept in config.json, left out of the job id.
+# Fields that never change a trajectory: kept in config.json, left out of the job id. A dataset
+# entry carries every setting as an optional override, so an execution setting is listed twice.
 NOT_HASHED = {("dataset", "label"), ("dataset", "reference"), ("dataset", "root"), ("dataset", "uri"),
               ("method", "label"), ("metrics",), ("checkpoint_every",), ("checkpoint_minutes",), ("execution",),
-              ("client_state",), ("vmap_chunk",), ("compile",)}
+              ("client_state",), ("vmap_chunk",), ("compile",), ("dataset", "compile")}
 
 
 @dataclass(frozen=True)

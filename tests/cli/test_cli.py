@@ -31,6 +31,16 @@ def test_run_then_report_show_paper_beside_measured(tmp_path, capsys):
     assert "12.50" in capsys.readouterr().out
 
 
+def test_report_notes_finished_jobs_outside_its_selection(tmp_path, capsys):
+    path, results = write_suite(tmp_path, tiny_suite()), str(tmp_path / "results")
+    assert main(["run", str(path), "--no-tracking", "--results-dir", results, "--seeds", "0,1", "--rounds", "2"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(path), "--no-tracking", "--results-dir", results, "--rounds", "2", "--seeds", "0"]) == 0
+    assert "note: 2 other job(s)" in " ".join(capsys.readouterr().err.split())
+    assert main(["report", str(path), "--no-tracking", "--results-dir", results, "--rounds", "2", "--seeds", "0,1"]) == 0
+    assert "other job(s)" not in capsys.readouterr().err
+
+
 def test_report_without_results_exits_2(tmp_path, capsys):
     path = write_suite(tmp_path, tiny_suite())
     assert main(["report", str(path), "--results-dir", str(tmp_path / "none")]) == 2

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from benchmark.suite.expand import expand, job_id
+from benchmark.suite.expand import expand, job_id, load_jobs
 from benchmark.suite.schema import Suite
-from fedtest import tiny_suite
+from fedtest import REPO, tiny_suite
 
 
 def jobs_of(**overrides):
@@ -95,3 +95,11 @@ def test_new_optional_fields_leave_existing_job_ids_alone():
     dumped = job.config.model_dump(mode="json")
     assert "method_overrides" not in dumped["dataset"] and "relative_to" not in dumped["participation"]
     assert "per_step" not in dumped["method"]["server"]
+
+
+def test_job_ids_do_not_move_when_a_setting_is_added():
+    """Results on disk are found by job id: a new setting left at its default (here `compile`, which a
+    dataset entry also carries as an override) must not give every existing job a new id."""
+    ids = {j.method_label: j.id for j in load_jobs(REPO / "suites" / "quickstart.yaml")[1]}
+    assert ids == {"FedAvg": "d85c8bb99ca3", "FedProx": "237fa7b71fb9", "FedAvgM": "12c673e14894",
+                   "FedACG": "3eaa7f596799"}
