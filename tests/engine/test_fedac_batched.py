@@ -112,17 +112,22 @@ def test_binary_features_shortcut_equals_the_general_sparse_step():
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
-def test_a_diverging_lr_diverges_at_the_same_round_in_both(tmp_path):
-    """|1 − ηλ| = 99 blows the iterates up: both paths report status diverged at the same round,
-    with the same records before it; the other lr of the batch is unaffected."""
-    suite = shared_suite("fedavg", rounds=12, eval_every=1, lrs=[0.05, 1e4])
-    jobs = expand(suite)
+def assert_loop_and_batch_agree(tmp_path, jobs) -> None:
+    """Each job run by the per-client loop and by the batched engine: same status, divergence round and records."""
     batched = BatchedJobs(jobs)
     for j in jobs:
         loop = run_job(j, "loop", JobDir(tmp_path, "loop", j.id))
         fast = run_job(j, "fast", JobDir(tmp_path, "fast", j.id), simulation_for=batched.simulation_for)
         assert (loop["status"], loop.get("diverged_at_round")) == (fast["status"], fast.get("diverged_at_round"))
         assert_same_records(JobDir(tmp_path, "loop", j.id).read_metrics(), JobDir(tmp_path, "fast", j.id).read_metrics())
+
+
+def test_a_diverging_lr_diverges_at_the_same_round_in_both(tmp_path):
+    """|1 − ηλ| = 99 blows the iterates up: both paths report status diverged at the same round,
+    with the same records before it; the other lr of the batch is unaffected."""
+    suite = shared_suite("fedavg", rounds=12, eval_every=1, lrs=[0.05, 1e4])
+    jobs = expand(suite)
+    assert_loop_and_batch_agree(tmp_path, jobs)
     assert [JobDir(tmp_path, "fast", j.id).read_summary()["status"] for j in jobs] == ["finished", "diverged"]
 
 
@@ -132,12 +137,7 @@ def test_divergence_between_evaluations_is_found_at_the_same_round(tmp_path, met
     non-finite (K local steps, and one step per round): the diverging lr stops at the same round
     as in the per-client loop."""
     jobs = expand(shared_suite(method, rounds=rounds, eval_every=5, lrs=[0.05, 1e4]))
-    batched = BatchedJobs(jobs)
-    for j in jobs:
-        loop = run_job(j, "loop", JobDir(tmp_path, "loop", j.id))
-        fast = run_job(j, "fast", JobDir(tmp_path, "fast", j.id), simulation_for=batched.simulation_for)
-        assert (loop["status"], loop.get("diverged_at_round")) == (fast["status"], fast.get("diverged_at_round"))
-        assert_same_records(JobDir(tmp_path, "loop", j.id).read_metrics(), JobDir(tmp_path, "fast", j.id).read_metrics())
+    assert_loop_and_batch_agree(tmp_path, jobs)
     assert JobDir(tmp_path, "fast", jobs[1].id).read_summary()["diverged_at_round"] % 5, "diverges between evaluations"
 
 

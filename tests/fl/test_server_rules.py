@@ -1,5 +1,5 @@
 """Server rules (FedAvg, FedProx, FedAvgM, FedAdam, FedCM, FedACG, FedAGM) against hand computations
-(the one rule-test harness: tests/methods/methods_support.py's reference_local), with clipping, round
+(the one rule-test harness: tests/fl/methods_support.py's reference_local), with clipping, round
 lr decay and weight decay on clients of unequal sizes."""
 
 from __future__ import annotations
