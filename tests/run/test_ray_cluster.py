@@ -110,7 +110,7 @@ def test_two_nodes_give_the_local_numbers_live_and_only_in_the_driver_folder(clu
     assert proc.returncode == 0, out
     started = {m.group(1): m.group(2) for m in STARTED.finditer(out)}
     assert len(set(started.values())) == 2 and "127.0.0.2" in started.values(), out  # one job per node
-    assert re.search(r"seed 0: round \d+/12, acc [\d.]+% \(ema [\d.]+\)", out), out  # log lines, no TTY
+    assert re.search(r"seed 0: round \d+/12, acc [\d.]+% \(ema [\d.]+%\)", out), out  # log lines, no TTY
 
     local = local_reference(suite, tmp_path / "local")
     assert len(local) == 2
