@@ -31,19 +31,29 @@ def is_fedac_protocol(job: Job) -> bool:
 
 @dataclass
 class Cell:
-    """One (method, M, K) point: its grid of η values and what became of each."""
+    """One (method, M, K) point: its grid of η values and what became of each seed's run."""
 
-    lrs: list[float] = field(default_factory=list)
-    subopt: dict[float, float] = field(default_factory=dict)  # η -> final F − F* (finished, finite)
-    lost: dict[float, str] = field(default_factory=dict)  # η -> diverged / failed / not run
-    jobs: dict[float, str] = field(default_factory=dict)  # η -> job id
+    lrs: list[float] = field(default_factory=list)  # the grid, each η once
+    finished: dict[float, list[float]] = field(default_factory=dict)  # η -> final F − F* of each finished seed
+    lost: dict[float, list[str]] = field(default_factory=dict)  # η -> diverged / failed / not run, per lost seed
+    jobs: dict[float, list[str]] = field(default_factory=dict)  # η -> job ids, one per seed
+
+    @property
+    def subopt(self) -> dict[float, float]:
+        """η -> mean final F − F* over its seeds; an η with a lost seed is out of the choice."""
+        return {lr: sum(v) / len(v) for lr, v in self.finished.items() if lr not in self.lost}
+
+    @property
+    def lost_runs(self) -> int:
+        return sum(len(fates) for fates in self.lost.values())
 
     @property
     def best(self) -> tuple[float, float] | None:
-        if not self.subopt:
+        subopt = self.subopt
+        if not subopt:
             return None
-        lr = min(self.subopt, key=self.subopt.get)
-        return lr, self.subopt[lr]
+        lr = min(subopt, key=subopt.get)
+        return lr, subopt[lr]
 
     @property
     def at_edge(self) -> bool:
@@ -62,7 +72,7 @@ def _fate(summary: dict | None) -> tuple[float | None, str]:
 
 
 def collect(jobs: list[Job], summaries: dict[str, dict]) -> dict[tuple[str, int, int], Cell]:
-    """(method, M, K) -> Cell, over the FedAc-protocol jobs (seeds averaged are not needed: one seed)."""
+    """(method, M, K) -> Cell, over the FedAc-protocol jobs; an η's seeds are averaged."""
     cells: dict[tuple[str, int, int], Cell] = defaultdict(Cell)
     for job in jobs:
         if not is_fedac_protocol(job):
@@ -70,13 +80,14 @@ def collect(jobs: list[Job], summaries: dict[str, dict]) -> dict[tuple[str, int,
         c = job.config
         cell = cells[job.method_label, c.num_clients, c.local.steps]
         lr = c.local.lr
-        cell.lrs.append(lr)
-        cell.jobs[lr] = job.id
+        if lr not in cell.jobs:
+            cell.lrs.append(lr)
+        cell.jobs.setdefault(lr, []).append(job.id)
         value, fate = _fate(summaries.get(job.id))
         if value is None:
-            cell.lost[lr] = fate
+            cell.lost.setdefault(lr, []).append(fate)
         else:
-            cell.subopt[lr] = value
+            cell.finished.setdefault(lr, []).append(value)
     return dict(cells)
 
 
@@ -100,7 +111,7 @@ def fedac_entry_tables(cells: dict[tuple[str, int, int], Cell]) -> list:
             for m in workers:
                 cell = cells.get((method, m, k))
                 best = cell.best if cell else None
-                ids = [cell.jobs[best[0]]] if best else list(cell.jobs.values()) if cell else []
+                ids = cell.jobs[best[0]] if best else [i for ids in cell.jobs.values() for i in ids] if cell else []
                 row_cells[f"M={m}"] = TableCell(_cell_text(cell), best[1] if best else None, job_ids=ids)
             row_ids = [i for c in row_cells.values() for i in c.job_ids]
             rows.append(Row(method, method, "", "", "", row_ids, [], row_cells))
@@ -127,7 +138,7 @@ def fedac_tables(cells: dict[tuple[str, int, int], Cell]) -> list[Table]:
 def _cell_text(cell: Cell | None) -> str:
     if cell is None:
         return "-"
-    lost = f" x{len(cell.lost)}" if cell.lost else ""
+    lost = f" x{cell.lost_runs}" if cell.lost else ""
     best = cell.best
     if best is None:
         return "all lost" + lost
@@ -175,15 +186,16 @@ def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path, title: str
 
 
 def lost_summary(cells: dict[tuple[str, int, int], Cell]) -> str:
-    lost = sum(len(c.lost) for c in cells.values())
-    runs = sum(len(c.lrs) for c in cells.values())
+    lost = sum(c.lost_runs for c in cells.values())
+    runs = sum(len(ids) for c in cells.values() for ids in c.jobs.values())
     kinds = defaultdict(int)
     for c in cells.values():
-        for fate in c.lost.values():
-            kinds[fate] += 1
+        for fates in c.lost.values():
+            for fate in fates:
+                kinds[fate] += 1
     detail = ", ".join(f"{n} {fate}" for fate, n in sorted(kinds.items()))
     return (f"{runs} runs, {lost} excluded from the choice of η" + (f" ({detail})" if detail else "")
-            + "; '!' = best η at the grid's edge, 'xN' = N η values diverged, failed or not run")
+            + "; '!' = best η at the grid's edge, 'xN' = N runs diverged, failed or not run; seeds averaged")
 
 
 def fedac_report(console, suite_name: str, jobs: list[Job], summaries: dict[str, dict], results_dir: Path) -> list[Job]:

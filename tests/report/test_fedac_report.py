@@ -38,8 +38,8 @@ def test_best_lr_is_chosen_among_finite_finished_runs(tmp_path):
     summaries = fake_results(tmp_path, jobs, values)
     cells = collect(jobs, summaries)
     fedac, fedavg = cells["FedAc-I", 4, 3], cells["FedAvg", 4, 3]
-    assert fedac.best == (0.2, 1e-3) and list(fedac.lost.values()) == ["diverged"]
-    assert fedavg.best == (1.0, 5e-3) and fedavg.at_edge and fedavg.lost == {0.2: "failed"}
+    assert fedac.best == (0.2, 1e-3) and list(fedac.lost.values()) == [["diverged"]]
+    assert fedavg.best == (1.0, 5e-3) and fedavg.at_edge and fedavg.lost == {0.2: ["failed"]}
     (table,) = fedac_tables(cells)
     assert [c.header for c in table.columns] == ["method", "M=4"]
     assert "1.00e-03 (0.2) x1" in table.columns[1]._cells[0]
@@ -82,6 +82,18 @@ def test_figure_suites_carry_the_papers_grid():
         assert len(suite.grid["num_clients"]) == workers and len(suite.datasets) == 9
         assert all(d.rounds * d.local["steps"] == 4096 for d in suite.datasets)
     assert Suite(**yaml.safe_load((REPO / "suites/papers/fedac.fig1.yaml").read_text())).grid["local.lr"][-1] == 10.0
+
+
+def test_seeds_are_averaged_and_an_lr_with_a_lost_seed_is_out_of_the_choice(tmp_path):
+    jobs = expand(shared_suite(["fedac1"], clients=4, lrs=[0.05, 0.2], seeds=[0, 1]))
+    by_key = {(j.config.local.lr, j.config.seed): j for j in jobs}
+    values = {(0.05, 0): 1.0, (0.05, 1): 3.0, (0.2, 0): 0.5, (0.2, 1): "diverged"}
+    summaries = fake_results(tmp_path, [by_key[k] for k in values], list(values.values()))
+    cell = collect(jobs, summaries)["FedAc-I", 4, 3]
+    assert cell.lrs == [0.05, 0.2] and cell.best == (0.05, 2.0) and cell.lost_runs == 1
+    assert sorted(cell.jobs[0.05]) == sorted(by_key[0.05, s].id for s in (0, 1))
+    (table,) = fedac_tables({("FedAc-I", 4, 3): cell})
+    assert "2.00e+00 (0.05)! x1" in table.columns[1]._cells[0]
 
 
 def speedup(cells, method: str, k: int) -> float:
