@@ -119,7 +119,7 @@ SMALL_HEADER = HEADER.replace(
 
 def small_suite() -> tuple[str, dict]:
     """Figure 1 on M ∈ {4, 64, 1024}, K ∈ {1, 16, 256}: minutes on 2 CPU cores;
-    tests/test_fedac_small.py checks the paper's conclusions on its results."""
+    tests/report/test_fedac_report.py (test_small_suite_reproduces_the_papers_conclusions) checks the paper's conclusions on its results."""
     title = "FedAc Figure 1, small subset (M in {4, 64, 1024}, K in {1, 16, 256}, lambda = 1e-3)"
     suite = protocol_suite("fedac-small", 1e-3, [4, 64, 1024], [1, 16, 256],
                            ["fedac1", "fedac2", "fedavg", "mbsgd", "mbacsgd"], title, source="fedac.exp.linear_speedup")

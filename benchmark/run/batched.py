@@ -96,7 +96,9 @@ class BatchedJobs:
 
 def run_group(configs) -> list[Outcome]:
     from benchmark.engine.setup import load_source
+    from benchmark.run.threads import for_batched_engine
 
+    for_batched_engine()
     first = configs[0]
     src = load_source(first)
     objective = None

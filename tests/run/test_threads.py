@@ -60,3 +60,25 @@ def test_zero_threads_is_a_clear_error(tmp_path, capsys):
     path = write_suite(tmp_path, tiny_suite())
     assert main(["run", str(path), "--no-tracking", "--results-dir", str(tmp_path), "--threads", "0"]) == 2
     assert "--threads" in capsys.readouterr().err
+
+
+def test_the_batched_fedac_engine_runs_at_one_thread_unless_told(tmp_path, monkeypatch):
+    from benchmark.run import threads
+    from benchmark.run.batched import BatchedJobs
+    from benchmark.run.job_runner import run_job
+    from benchmark.run.results import JobDir
+    from benchmark.suite.expand import expand
+    from engine.test_fedac_batched import shared_suite
+
+    before = torch.get_num_threads()
+    try:
+        for requested, expected in [(None, threads.BATCHED_ENGINE), (2, {"count": 2, "chosen_by": "--threads"})]:
+            threads.request(requested)
+            jobs = expand(shared_suite("fedac1", lrs=[0.05]))
+            batched = BatchedJobs(jobs)
+            summary = run_job(jobs[0], "s", JobDir(tmp_path / str(requested), "s", jobs[0].id),
+                              simulation_for=batched.simulation_for)
+            assert summary["threads"] == expected and torch.get_num_threads() == expected["count"]
+    finally:
+        threads.request(None)
+        torch.set_num_threads(before)
