@@ -40,6 +40,11 @@ HEADER = """\
 
 
 CODE = "the authors' released code (the paper's appendix is not in our text)"
+# Figure 1's text tests M = 2^2..2^13; M = 1 and 2 are added (cells of seconds each) so that the
+# speed-up from a single worker can be read off; the header says so.
+BELOW_PAPER = {"fedac.fig1": [1, 2]}
+BELOW_PAPER_NOTE = ("# M = {extra} are added below the paper's 2^2..2^13 (its Section 5 text) so that the speed-up\n"
+                    "# from one worker can be read off; the paper has no curve there to compare with.\n")
 
 
 def reference(source: str, lam: float, k: int) -> dict:
@@ -105,10 +110,12 @@ def fedac_suites(reference: Path) -> dict[str, tuple[str, dict]]:
         if "FedAc-II" in ref["hyperparameter_rules"] and stem == "fedac.fig1":
             methods.insert(1, "fedac2")  # defined in the paper (Eq. 3.2), plotted beside FedAc-I here
         title = f"FedAc {exp['figure']}: {exp['task']} on {exp['dataset']}, lambda = {exp['l2_strength']} ({exp['id']})"
-        suite = protocol_suite(stem.replace("_", "-"), float(exp["l2_strength"]), _powers(exp["num_workers_M"]),
+        extra = BELOW_PAPER.get(stem, [])
+        suite = protocol_suite(stem.replace("_", "-"), float(exp["l2_strength"]), extra + _powers(exp["num_workers_M"]),
                                _powers(exp["sync_interval_K"]), methods, f"{title}; paper: {exp['reported_outcome']}",
                                _lr_grid(exp["learning_rate_grid"]), exp["id"])
-        suites[stem] = (HEADER.format(title=title, T=T, eval=EVAL_STEPS), suite)
+        note = BELOW_PAPER_NOTE.format(extra=", ".join(map(str, extra))) if extra else ""
+        suites[stem] = (HEADER.format(title=title, T=T, eval=EVAL_STEPS) + note, suite)
     return suites
 
 
