@@ -159,15 +159,22 @@ def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path, title: str
     rows = math.ceil(len(intervals) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False, sharey=True)
     markers = "osD^vP*X"
+    any_lost = False
     for ax, k in zip(axes.flat, intervals):
+        lost = []  # (M, colour) of cells where no η finished: drawn as × on the panel's top edge
         for i, method in enumerate(methods):
-            points = sorted((m, cell.best[1]) for (meth, m, kk), cell in cells.items()
-                            if meth == method and kk == k and cell.best)
+            mine = {m: cell for (meth, m, kk), cell in cells.items() if meth == method and kk == k}
+            points = sorted((m, cell.best[1]) for m, cell in mine.items() if cell.best)
             if points:  # distinct markers and dashes: at K = 1 FedAc-I is MB-AC-SGD, FedAvg is MB-SGD
-                ax.plot(*zip(*points), marker=markers[i % len(markers)], markersize=4, label=method,
+                ax.plot(*zip(*points), marker=markers[i % len(markers)], markersize=4, label=method, color=f"C{i}",
                         linestyle="--" if method.startswith("MB") else "-", alpha=0.85)
+            lost += [(m, f"C{i}") for m, cell in mine.items() if cell.best is None]
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        if lost:
+            any_lost = True
+            ax.scatter(*zip(*[(m, 1.0) for m, _ in lost]), c=[c for _, c in lost], marker="x", s=36,
+                       transform=ax.get_xaxis_transform(), clip_on=False)
         ax.set_title(f"K = {k}")
         ax.set_xlabel("number of workers M")
         ax.grid(True, which="major", alpha=0.3)
@@ -176,9 +183,13 @@ def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path, title: str
     for ax in list(axes.flat)[len(intervals):]:
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(methods), frameon=False)
+    if any_lost:
+        handles.append(plt.Line2D([], [], color="grey", marker="x", linestyle=""))
+        labels.append("every η diverged or failed")
+    ncol = min(len(handles), 2 * cols)  # two entries per panel's width fit
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, frameon=False)
     fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.06, 1, 0.95))
+    fig.tight_layout(rect=(0, 0.06 * math.ceil(len(handles) / ncol) / rows, 1, 0.95))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)

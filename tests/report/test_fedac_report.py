@@ -68,6 +68,27 @@ def test_report_prints_the_table_and_writes_the_figure(tmp_path):
     assert "6 runs, 1 excluded from the choice of η (1 diverged)" in (report / "report.md").read_text()
 
 
+def test_a_cell_whose_every_lr_was_lost_is_marked_in_the_figure(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    from benchmark.report.fedac_figure import write_figure
+
+    jobs = expand(shared_suite(["fedac1"], clients=4, lrs=[0.05, 0.2])) + expand(shared_suite(["fedac1"], clients=8))
+    values = ["diverged", "failed"] + [1e-3, 2e-3, 3e-3]  # M = 4: nothing finished; M = 8: a point
+    cells = collect(jobs, fake_results(tmp_path, jobs, values))
+    seen = {}
+    save = Figure.savefig
+
+    def spy(fig, *args, **kwargs):
+        seen["legend"] = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+        seen["crosses"] = [len(c.get_offsets()) for ax in fig.axes for c in ax.collections]
+        return save(fig, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", spy)
+    write_figure(cells, tmp_path / "f.png", "t")
+    assert seen["legend"] == ["FedAc-I", "every η diverged or failed"] and seen["crosses"] == [1]
+
+
 def test_committed_small_suite_matches_its_generator():
     head, body = small_suite()
     committed = (REPO / "suites" / "fedac_small.yaml").read_text()
