@@ -11,8 +11,8 @@ import numpy as np
 import torch
 from pydantic import Field
 
-from benchmark.data.archive import Found
-from benchmark.data.source import DATA_ENV, DATASETS, DatasetSpec, SourceData
+from benchmark.data.archive import Found, dataset_missing, root_text
+from benchmark.data.source import DATASETS, DatasetSpec, SourceData
 from benchmark.errors import DatasetMissing
 from benchmark.params import StrictParams
 
@@ -30,8 +30,8 @@ def libsvm_file(root: Path | None, name: str) -> Path:
         for candidate in (root / name, root / f"{name}.gz"):
             if candidate.is_file():
                 return candidate
-    where = root if root is not None else f"${DATA_ENV} (unset)"
-    raise DatasetMissing(f"dataset 'a9a': expected {where}/{name} or {where}/{name}.gz, but neither is there.\n  {A9A_HELP}")
+    where = root_text(root)
+    raise dataset_missing(f"dataset 'a9a': expected {where}/{name} or {where}/{name}.gz, but neither is there.\n  {A9A_HELP}", root)
 
 
 def read_libsvm(path: Path, num_features: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -114,8 +114,21 @@ def locate(root: Path | None, relative: str, archives: Sequence[str] = ()) -> Fo
     return None
 
 
+UNSET_ROOT_HINT = "<root> is $FEDBENCH_DATA or the dataset's 'root:' in the suite; neither is set"
+
+
+def root_text(root: Path | None) -> str:
+    """A data root in messages: the path, or <root> when none is set (dataset_missing() explains it)."""
+    return str(root) if root is not None else "<root>"
+
+
+def dataset_missing(message: str, root: Path | None) -> DatasetMissing:
+    """DatasetMissing with `message`, saying what <root> stands for when no root is set."""
+    return DatasetMissing(message + (f"\n  {UNSET_ROOT_HINT}" if root is None else ""))
+
+
 def expected(root: Path | None, relative: str, archives: Sequence[str] = ()) -> str:
     """One line of 'what goes where' for error messages."""
-    where = str(root) if root else "$FEDBENCH_DATA (unset) or the dataset's 'root:'"
+    where = root_text(root)
     alt = "".join(f" or {where}/{a}" for a in archives)
     return f"{where}/{relative}/{alt}"

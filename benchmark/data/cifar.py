@@ -15,7 +15,7 @@ from typing import Literal
 
 import torch
 
-from benchmark.data.archive import Found, expected, locate
+from benchmark.data.archive import Found, dataset_missing, expected, locate
 from benchmark.data.cache import cache_key, cached_tensors
 from benchmark.data.hf import has_local_copy, hf_split, open_hf
 from benchmark.data.images import decode_images, image_folder, split_tensors
@@ -81,7 +81,7 @@ def find(spec: CifarSpec, p: CifarParams, root: Path | None) -> tuple[str, Found
             return "hf", Found(root / hf_dir)
         if p.hf_id:
             return "hf", p.hf_id
-    raise DatasetMissing(f"dataset {spec.name!r} (format {p.format}): nothing found. Expected one of:\n  {_help(spec, p, root)}")
+    raise dataset_missing(f"dataset {spec.name!r} (format {p.format}): nothing found. Expected one of:\n  {_help(spec, p, root)}", root)
 
 
 def _read_pickles(spec: CifarSpec, folder: Path, names: tuple[str, ...]) -> tuple[torch.Tensor, torch.Tensor]:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic import BaseModel, ConfigDict
 
-from benchmark.errors import DataInvalid, DatasetMissing
+from benchmark.data.archive import dataset_missing, root_text
+from benchmark.errors import DataInvalid
 from benchmark.registry import Registry
 
 if TYPE_CHECKING:  # torch is imported where tensors are touched: `fedbench --help` and `plan` stay fast
@@ -130,12 +131,9 @@ def data_root(explicit: str | None) -> Path | None:
 def require_dir(path: Path | None, dataset: str, expected: str) -> Path:
     """`path` if it is an existing directory, else a DatasetMissing naming what goes where."""
     if path is None or not path.is_dir():
-        where = str(path) if path is not None else f"${DATA_ENV} (unset) or the dataset's 'root:'"
         help_text = DATASETS.get(dataset).help if dataset in DATASETS else ""
-        raise DatasetMissing(
-            f"dataset {dataset!r}: expected {expected} under {where}, but it is not there."
-            + (f"\n  {help_text}" if help_text else "")
-        )
+        raise dataset_missing(f"dataset {dataset!r}: expected {expected} under {root_text(path)}, but it is not there."
+                      + (f"\n  {help_text}" if help_text else ""), path)
     return path
 
 

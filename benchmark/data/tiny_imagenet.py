@@ -16,7 +16,7 @@ from typing import Literal
 
 import torch
 
-from benchmark.data.archive import Found, expected, locate
+from benchmark.data.archive import Found, dataset_missing, expected, locate
 from benchmark.data.cache import cache_key, cached_tensors, files_fingerprint
 from benchmark.data.hf import has_local_copy, hf_split, open_hf
 from benchmark.data.images import IMAGE_SUFFIXES, decode_images, split_tensors
@@ -47,10 +47,10 @@ def find(p: TinyImageNetParams, root: Path | None) -> Found | str:
             return Found(root / p.hf_dir)
         if p.hf_id:
             return p.hf_id
-    raise DatasetMissing(
+    raise dataset_missing(
         f"dataset 'tiny_imagenet': nothing found. Expected {expected(root, DIR, ARCHIVES)} with wnids.txt, "
         f"train/<wnid>/images/*.JPEG, val/val_annotations.txt and val/images/*.JPEG; or a Hugging Face copy at "
-        f"{expected(root, p.hf_dir)}, or params.hf_id (e.g. {HF_ID}) when online.\n  {HELP}")
+        f"{expected(root, p.hf_dir)}, or params.hf_id (e.g. {HF_ID}) when online.\n  {HELP}", root)
 
 
 def wnids(base: Path) -> list[str]:

@@ -27,3 +27,12 @@ def test_missing_test_file_names_both_forms(tmp_path):
     write_libsvm(tmp_path / "a9a", [(1, {1: 1})])
     with pytest.raises(DatasetMissing, match=f"{tmp_path}/a9a.t or {tmp_path}/a9a.t.gz"):
         load_dataset("a9a", {}, tmp_path)
+
+
+@pytest.mark.parametrize("name", ["a9a", "femnist", "cifar10", "tiny_imagenet"])
+def test_without_a_root_messages_say_root_and_what_it_stands_for(name):
+    with pytest.raises(DatasetMissing) as err:
+        load_dataset(name, {}, None)
+    text = str(err.value)
+    assert "<root>" in text and "(unset)" not in text
+    assert text.endswith("<root> is $FEDBENCH_DATA or the dataset's 'root:' in the suite; neither is set")
