@@ -84,6 +84,10 @@ class BatchedJobs:
                 self.groups[key].append(job)
         self.outcomes: dict[str, Outcome] = {}
 
+    def covers(self, job: Job) -> bool:
+        """Whether `job` is computed as part of a batch (and replayed from it)."""
+        return job.id in self.key_of
+
     def simulation_for(self, job: Job) -> ReplaySimulation | None:
         key = self.key_of.get(job.id)
         if key is None:

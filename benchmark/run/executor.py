@@ -59,7 +59,7 @@ def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu
                     progress.skipped(job, done)
                 else:
                     summaries[job.id] = _run_one(job, suite, jobdir, device, tracker, progress, stop_after,
-                                                       batched.simulation_for)
+                                                 batched)
             finally:
                 lock.release()
             return True
@@ -97,9 +97,9 @@ def run_or_record_failure(job: Job, suite: str, jobdir: JobDir, device: str, tra
 
 
 def _run_one(job: Job, suite: str, jobdir: JobDir, device: str, tracker, progress, stop_after: int | None,
-             simulation_for=None) -> dict:
-    progress.job_started(job)
+             batched: BatchedJobs) -> dict:
+    progress.job_started(job, replayed=batched.covers(job))
     summary = run_or_record_failure(job, suite, jobdir, device, tracker, lambda rec: progress.evaluated(job, rec),
-                                    stop_after, simulation_for)
+                                    stop_after, batched.simulation_for)
     progress.job_finished(job, summary)
     return summary

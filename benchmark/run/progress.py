@@ -43,21 +43,27 @@ def outcome(summary: dict) -> str:
     """How a job ended, in words: a failed or diverged job shows no accuracy."""
     status = summary.get("status")
     if status == "finished":
-        return (f"acc {accuracy(summary['final_acc'], summary['final_ema_acc'])} after "
-                f"{summary['rounds_completed']} rounds in {duration(summary.get('wall_time_s'))}")
+        subopt = summary.get("final_subopt")
+        return (f"acc {accuracy(summary['final_acc'], summary['final_ema_acc'])}"
+                + (f", F − F* {subopt:.3g}" if subopt is not None else "")
+                + f" after {summary['rounds_completed']} rounds in {duration(summary.get('wall_time_s'))}")
     if status == "stopped":
         return f"stopped at round {summary['rounds_completed']} (resumable)"
     return f"{status}: {summary.get('error', '')}".rstrip(": ")
 
 
 class LogProgress:
-    """Plain log lines; also the quiet mode (failures are warnings, the rest info/debug)."""
+    """Plain log lines; also the quiet mode (failures are warnings, the rest info/debug). Jobs replayed
+    from a batch computed at once (the batched FedAc engine: hundreds per minute) log their start at
+    debug level and their end at most once per `interval`, unless they failed or the suite is done."""
 
     def __init__(self, jobs: list, verbosity: int = NORMAL, interval: float = 30.0):
         self.total_jobs, self.verbosity, self.interval = len(jobs), verbosity, interval
         self.done_jobs = 0
         self.started: dict[str, tuple[float, int | None]] = {}  # job id -> (start time, first round seen)
+        self.replayed: set[str] = set()
         self.last_log = 0.0
+        self.last_replay_log = 0.0
 
     def __enter__(self):
         return self
@@ -68,10 +74,12 @@ class LogProgress:
         self.done_jobs += 1
         log.debug("job %s (%s) already finished: skipped", job.id, job_name(job))
 
-    def job_started(self, job) -> None:
+    def job_started(self, job, replayed: bool = False) -> None:
         self.started[job.id] = (time.monotonic(), None)
-        log.info("job %d/%d started: %s (id %s, %d rounds)", self.done_jobs + 1, self.total_jobs, job_name(job),
-                 job.id, job.config.rounds)
+        if replayed:
+            self.replayed.add(job.id)
+        log.log(logging.DEBUG if replayed else logging.INFO, "job %d/%d started: %s (id %s, %d rounds)",
+                self.done_jobs + 1, self.total_jobs, job_name(job), job.id, job.config.rounds)
 
     def rate(self, job, rec: dict) -> float | None:
         """Rounds per second since the first evaluation this process saw (resumes start late)."""
@@ -94,7 +102,13 @@ class LogProgress:
 
     def job_finished(self, job, summary: dict) -> None:
         self.done_jobs += 1
-        level = logging.INFO if summary.get("status") in ("finished", "stopped") else logging.WARNING
+        status = summary.get("status")
+        level = logging.INFO if status in ("finished", "stopped") else logging.WARNING
+        if job.id in self.replayed and status != "failed":  # a diverged η of a batched grid is a result
+            now = time.monotonic()
+            quiet = now - self.last_replay_log < self.interval and self.done_jobs < self.total_jobs
+            level = logging.DEBUG if quiet and self.verbosity < VERBOSE else logging.INFO
+            self.last_replay_log = now if level == logging.INFO else self.last_replay_log
         log.log(level, "job %d/%d %s: %s (id %s)", self.done_jobs, self.total_jobs, job_name(job), outcome(summary), job.id)
 
 
@@ -125,7 +139,7 @@ class RichProgress(LogProgress):
         self.progress.advance(self.suite, job.config.rounds)
         self._suite_status()
 
-    def job_started(self, job) -> None:
+    def job_started(self, job, replayed: bool = False) -> None:
         self.tasks[job.id] = (self.progress.add_task(escape(job_name(job)[:60]), total=job.config.rounds, status=""), 0)
 
     def evaluated(self, job, rec: dict) -> None:

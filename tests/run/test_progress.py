@@ -38,6 +38,7 @@ def test_accuracies_are_shown_as_percentages():
     assert accuracy(19.36) == "19.36%" and accuracy(50, 25) == "50.00% (ema 25.00%)"
     done = {"status": "finished", "final_acc": 80.0, "final_ema_acc": 75.0, "rounds_completed": 3, "wall_time_s": 5}
     assert outcome(done) == "acc 80.00% (ema 75.00%) after 3 rounds in 5s"
+    assert outcome({**done, "final_subopt": 0.0123}) == "acc 80.00% (ema 75.00%), F − F* 0.0123 after 3 rounds in 5s"
 
 
 def test_verbose_logs_every_round_with_speed_and_quiet_logs_nothing(tmp_path, capsys):
@@ -73,3 +74,16 @@ def test_a_failed_job_is_a_warning_without_accuracy(tmp_path, capsys, monkeypatc
     err = capsys.readouterr().err
     assert re.search(r"WARNING job 2/2 synthetic / FedACG / seed 0: failed: RuntimeError: boom \(id \w{12}\)", err)
     assert "FedAvg" not in err  # --quiet: the finished job is not logged
+
+
+def test_jobs_replayed_from_a_batch_log_at_most_a_line_per_interval(tmp_path, capsys):
+    from engine.test_fedac_batched import shared_suite
+
+    path = write_suite(tmp_path, shared_suite(["fedac1", "fedavg"]).model_dump())  # 6 jobs, one batch each method
+    assert main(["run", str(path), "--no-tracking", "--results-dir", str(tmp_path / "r")]) == 0
+    err = capsys.readouterr().err
+    assert "started" not in err  # at debug level
+    finished = re.findall(r"job (\d)/6 fedac-batched|job (\d)/6 synthetic", err)
+    assert 1 <= len(finished) <= 2 and "job 6/6 " in err  # the suite's last job always says so
+    assert main(["run", str(path), "--no-tracking", "--results-dir", str(tmp_path / "v"), "--verbose"]) == 0
+    assert len(re.findall(r"job \d/6 \S", capsys.readouterr().err)) >= 6 + 6  # verbose: every start and end
