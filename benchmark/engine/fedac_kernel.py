@@ -51,15 +51,8 @@ def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_af
         count = 0
         for j in range(k):
             for s in range(bs):  # every score of the minibatch before any update: one gradient point
-                row = idx[m, j, s]
                 ux[s] = 0
-                for t in range(cols.shape[1]):
-                    col = cols[row, t]
-                    if col >= d:
-                        break
-                    x = one if binary else vals[row, t]
-                    for i in range(cb):
-                        ux[s, i] += x * u[col, i]
+                _add_row_times(ux[s], cols, vals, binary, idx[m, j, s], u)
             for s in range(bs):
                 row = idx[m, j, s]
                 minus_y = -y[row]
@@ -113,18 +106,25 @@ def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_af
 @njit(cache=True)
 def row_scores(cols, vals, binary, w):
     """x w for every row x of SparseRows (cols, vals) and w (d, B): (n, B), in w's precision."""
-    n, nnz = cols.shape
-    d, b_count = w.shape
-    out = np.zeros((n, b_count), dtype=w.dtype)
-    for i in range(n):
-        for t in range(nnz):
-            col = cols[i, t]
-            if col >= d:
-                break
-            if binary:
-                for b in range(b_count):
-                    out[i, b] += w[col, b]
-            else:
-                for b in range(b_count):
-                    out[i, b] += vals[i, t] * w[col, b]
+    out = np.zeros((cols.shape[0], w.shape[1]), dtype=w.dtype)
+    for i in range(cols.shape[0]):
+        _add_row_times(out[i], cols, vals, binary, i, w)
     return out
+
+
+@njit(cache=True)
+def _add_row_times(out, cols, vals, binary, row, w):
+    """out += x w for the sparse row `row` of (cols, vals) and w (d, width): the one gather both
+    kernels do (a score per job, or U x per job and coordinate of FedAc's state)."""
+    d = w.shape[0]
+    for t in range(cols.shape[1]):
+        col = cols[row, t]
+        if col >= d:
+            break
+        if binary:
+            for i in range(out.shape[0]):
+                out[i] += w[col, i]
+        else:
+            x = vals[row, t]
+            for i in range(out.shape[0]):
+                out[i] += x * w[col, i]
