@@ -52,18 +52,32 @@ def outcome(summary: dict) -> str:
     return f"{status}: {summary.get('error', '')}".rstrip(": ")
 
 
+class Periodic:
+    """A kind of log line that is due at most once per `interval` seconds."""
+
+    def __init__(self, interval: float):
+        self.interval, self.last = interval, 0.0
+
+    def due(self) -> bool:
+        """Whether it is due now; if so, it counts as written."""
+        now = time.monotonic()
+        if now - self.last < self.interval:
+            return False
+        self.last = now
+        return True
+
+
 class LogProgress:
     """Plain log lines; also the quiet mode (failures are warnings, the rest info/debug). Jobs replayed
     from a batch computed at once (the batched FedAc engine: hundreds per minute) log their start at
     debug level and their end at most once per `interval`, unless they failed or the suite is done."""
 
     def __init__(self, jobs: list, verbosity: int = NORMAL, interval: float = 30.0):
-        self.total_jobs, self.verbosity, self.interval = len(jobs), verbosity, interval
+        self.total_jobs, self.verbosity = len(jobs), verbosity
         self.done_jobs = 0
         self.started: dict[str, tuple[float, int | None]] = {}  # job id -> (start time, first round seen)
         self.replayed: set[str] = set()
-        self.last_log = 0.0
-        self.last_replay_log = 0.0
+        self.round_lines, self.replay_lines = Periodic(interval), Periodic(interval)
 
     def __enter__(self):
         return self
@@ -92,10 +106,8 @@ class LogProgress:
 
     def evaluated(self, job, rec: dict) -> None:
         rate = self.rate(job, rec)
-        now = time.monotonic()
-        if self.verbosity < VERBOSE and now - self.last_log < self.interval:
+        if self.verbosity < VERBOSE and not self.round_lines.due():
             return
-        self.last_log = now
         speed = f", {rate:.3g} rounds/s, ETA {duration((job.config.rounds - rec['round']) / rate)}" if rate else ""
         log.info("%s: round %d/%d, acc %s%s", job_name(job), rec["round"], job.config.rounds,
                  accuracy(rec["test_acc"], rec["ema_acc"]), speed)
@@ -105,10 +117,8 @@ class LogProgress:
         status = summary.get("status")
         level = logging.INFO if status in ("finished", "stopped") else logging.WARNING
         if job.id in self.replayed and status != "failed":  # a diverged η of a batched grid is a result
-            now = time.monotonic()
-            quiet = now - self.last_replay_log < self.interval and self.done_jobs < self.total_jobs
-            level = logging.DEBUG if quiet and self.verbosity < VERBOSE else logging.INFO
-            self.last_replay_log = now if level == logging.INFO else self.last_replay_log
+            last = self.done_jobs == self.total_jobs
+            level = logging.INFO if self.verbosity >= VERBOSE or last or self.replay_lines.due() else logging.DEBUG
         log.log(level, "job %d/%d %s: %s (id %s)", self.done_jobs, self.total_jobs, job_name(job), outcome(summary), job.id)
 
 
