@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from benchmark.data.archive import ARCHIVE_SUFFIXES, Found, peek_archives
+from benchmark.data.archive import ARCHIVE_SUFFIXES, Found, dataset_missing, peek_archives, root_text
 from benchmark.data.download import download
 from benchmark.data.source import DATA_ENV, DATASETS, DatasetSpec, data_root, load_dataset
 from benchmark.errors import DatasetMissing, UserError
@@ -106,8 +106,8 @@ def prepare(name: str, root: Path | None, dest: Path | None, sf: float, min_samp
             if spec.downloads:
                 _fetch(spec, dest)
             elif spec.raw_build:
-                raise UserError(f"{name}: no raw files to build from: put {spec.raw_build.needs} in "
-                                f"{root or f'${DATA_ENV}'}") from None
+                raise dataset_missing(f"{name}: no raw files to build from: put {spec.raw_build.needs} in "
+                                      f"{root_text(root)}", root) from None
             else:
                 raise
     load_root = root if present else dest
