@@ -94,9 +94,9 @@ def _group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
                       for c, xc in enumerate(x.chunk(clients))])
 
 
-# functional -> (its rewrite, the weight's number of dims when it carries the client dimension)
-_REWRITES = {F.linear: (_linear, 3), F.conv2d: (_conv2d, 5), F.group_norm: (_group_norm, 2)}
-_WEIGHT_ARG = {F.linear: 1, F.conv2d: 1, F.group_norm: 2}
+# functional -> (its rewrite, the weight's position among the arguments, the weight's number of
+# dims when it carries the client dimension)
+_REWRITES = {F.linear: (_linear, 1, 3), F.conv2d: (_conv2d, 1, 5), F.group_norm: (_group_norm, 2, 2)}
 
 
 class ClientBatched(TorchFunctionMode):
@@ -106,8 +106,8 @@ class ClientBatched(TorchFunctionMode):
         kwargs = kwargs or {}
         rewrite = _REWRITES.get(func)
         if rewrite is not None:
-            fn, dims = rewrite
-            weight = args[_WEIGHT_ARG[func]] if len(args) > _WEIGHT_ARG[func] else kwargs.get("weight")
+            fn, position, dims = rewrite
+            weight = args[position] if len(args) > position else kwargs.get("weight")
             if weight is not None and weight.dim() == dims:
                 return fn(*args, **kwargs)
         return func(*args, **kwargs)
