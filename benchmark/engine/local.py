@@ -159,9 +159,10 @@ def sgd_step_(w: torch.Tensor, grad: torch.Tensor, local: LocalTraining, lr: flo
     return w.addcmul_(grad, clip_factor(grad, local.clip_norm), value=-lr)
 
 
-def _moves_step(term: ClientTerm) -> bool:
+def overrides(term: ClientTerm, *hooks: str) -> bool:
+    """Whether `term`'s class replaces any of ClientTerm's `hooks` (methods named by string)."""
     cls = type(term)
-    return any(getattr(cls, f) is not getattr(ClientTerm, f) for f in ("direction", "grad_point", "step"))
+    return any(getattr(cls, h) is not getattr(ClientTerm, h) for h in hooks)
 
 
 def set_step_budget(ctx: ClientContext, batches: list[Batch], local: LocalTraining) -> None:
@@ -181,7 +182,7 @@ def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batc
     ce_weight = ce_weight_of(ctx, terms)
 
     w = ctx.start.detach().clone()
-    fused = not any(_moves_step(t) for t in terms)
+    fused = not any(overrides(t, "direction", "grad_point", "step") for t in terms)
     decay = torch.empty_like(w) if local.weight_decay and not fused else None
     losses = []
     for batch in batches:

@@ -26,11 +26,11 @@ from typing import Callable
 import torch
 from torch.func import grad_and_value, vmap
 
-from benchmark.engine import client_batched
+from benchmark.engine import client_batched, low_rank_step
 from benchmark.engine.client_round import ClientOutcome, make_context
 from benchmark.engine.fed_data import Batch
-from benchmark.engine.local import (ce_weight_of, descent_direction_, objective, rewrite_direction, set_step_budget,
-                                    sgd_step_, step_loss, step_lr)
+from benchmark.engine.local import (ce_weight_of, descent_direction_, objective, overrides, rewrite_direction,
+                                    set_step_budget, sgd_step_, step_loss, step_lr)
 from benchmark.errors import UserError
 from benchmark.fl.base import ClientContext, ClientTerm, ForwardOut, RoundInfo
 from benchmark.suite.schema import LocalTraining
@@ -150,10 +150,6 @@ def _client_batched_gradient(template: ClientContext, terms: list[ClientTerm]) -
     return gradient
 
 
-def _overrides_direction(term: ClientTerm) -> bool:
-    return type(term).direction is not ClientTerm.direction
-
-
 @torch.no_grad()  # torch.func.grad still differentiates inside; this only keeps W out of autograd
 def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> list[ClientOutcome]:
     job, terms, local = sim.job, sim.method.terms, sim.job.local
@@ -169,9 +165,10 @@ def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> l
     scratch = stack_scratch_inputs(ctxs, terms)
     # one broadcast reaches every client: expanded views, no copies (a per-client start would be stacked)
     per_client = {k: v.expand(count, *v.shape) for k, v in received.items()}
+    fused = low_rank_step.applies(sim, terms)
     make_gradient = _client_batched_gradient if client_batched.supports(sim.model) else _vmapped_gradient
     gradient = make_gradient(ctxs[0], terms)
-    rewriters = [t for t in terms if _overrides_direction(t)]
+    rewriters = [t for t in terms if overrides(t, "direction")]
 
     w = per_client["model"].clone(memory_format=torch.contiguous_format)
     decay = torch.empty_like(w) if rewriters and local.weight_decay else None
@@ -179,8 +176,11 @@ def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> l
     for s in range(steps):
         x = torch.stack([b[s].x for b in batches])
         y = torch.stack([b[s].y for b in batches])
-        grad, loss = gradient(w, per_client, scratch, ce_weights, x, y)
         lr = step_lr(rnd.lr, batches[0][s], local)
+        if fused:  # no term shapes the step: the linear layers' gradients go straight into w
+            losses.append(low_rank_step.fused_step_(sim, w, x, y, ce_weights, local, lr))
+            continue
+        grad, loss = gradient(w, per_client, scratch, ce_weights, x, y)
         if rewriters:  # per client, on its own context, like the sequential path
             g = descent_direction_(grad, w, local, decay)
             g = torch.stack([rewrite_direction(ctx, rewriters, w[i], g[i]) for i, ctx in enumerate(ctxs)])

@@ -1,0 +1,104 @@
+"""The client-batched SGD step that never materialises a linear layer's weight gradient.
+
+A client's weight gradient of a linear layer is rank N (N = the rows the layer saw: batch ×
+positions): G_c = D_cᵀ X_c, with X_c the layer's input and D_c the loss's gradient at its output.
+The usual step writes G (model-sized), copies it into the flat (C, P) gradient, reads it for
+the clip norm and again for the update. Here a backward stops at the linear outputs and the
+step applies each D_cᵀ X_c straight into the weights, with weight decay as baddbmm_'s beta:
+
+    W_c ← (1 − ηλ)·W_c − η·s_c·D_cᵀ X_c,   s_c = min(1, clip / (‖∇loss_c‖ + 1e-6))
+
+‖∇loss_c‖² sums the other (small) parameters' gradients and, per linear layer, the bias
+gradient Σ_n D_c[n] and ‖D_cᵀ X_c‖²_F = ⟨X_c X_cᵀ, D_c D_cᵀ⟩_F (two N×N Gram matrices). The
+linear weights are then read once by the forward and once by the update: on the FEMNIST CNN's
+fc1 (6.4 M parameters) that replaces about eight model-sized passes by three.
+
+The same step as local.sgd_step_ (ALGORITHMS.md: w ← w − η(clip(∇loss) + λw)), up to float
+rounding; it applies only when nothing else shapes the step: no client term that adjusts the
+logits, adds a loss, rewrites the direction or moves the step (FedAvg, FedAvgM, FedAdam and
+other server-side methods), fp32, no compile, and a model client_batched supports with at
+least one nn.Linear. Otherwise the caller takes the general path (`applies`).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.func import functional_call
+
+from benchmark.engine import client_batched
+from benchmark.engine.local import overrides
+from benchmark.fl.base import ClientTerm
+from benchmark.suite.schema import LocalTraining
+
+# hooks that put something besides the weighted cross-entropy into the gradient or the step
+SHAPES_STEP = ("adjust_logits", "loss", "direction", "grad_point", "step", "regroup")
+
+
+def applies(sim, terms: list[ClientTerm]) -> bool:
+    """Whether `sim`'s rounds may take this step (else the general client-batched path)."""
+    job = sim.job
+    plain_terms = not any(t.needs_features or overrides(t, *SHAPES_STEP) for t in terms)
+    has_linear = any(isinstance(m, nn.Linear) for m in sim.model.modules())
+    return (plain_terms and has_linear and job.precision == "fp32" and not job.compile
+            and client_batched.supports(sim.model))
+
+
+def _dense_names(model: nn.Module) -> list[str]:
+    """Parameters that keep an ordinary gradient: all but the nn.Linear layers' weights and biases."""
+    linear = {f"{name}.{p}" for name, m in model.named_modules() if isinstance(m, nn.Linear)
+              for p, _ in m.named_parameters(recurse=False)}
+    return [n for n, _ in model.named_parameters() if n not in linear]
+
+
+def _grouped(calls: list[dict]) -> list[tuple]:
+    """(weight, bias, X (C, N, in), D (C, N, out)) per linear weight; a layer called twice has
+    its rows joined (its gradient is then one rank-2N block, so the norm stays exact)."""
+    by_weight: dict[int, list[dict]] = {}
+    for call in calls:
+        by_weight.setdefault(id(call["weight"]), []).append(call)
+    join = lambda parts, key: parts[0][key] if len(parts) == 1 else torch.cat([p[key] for p in parts], 1)  # noqa: E731
+    return [(parts[0]["weight"], parts[0]["bias"], join(parts, "rows"), join(parts, "out_grad"))
+            for parts in by_weight.values()]
+
+
+def fused_step_(sim, w: torch.Tensor, x: torch.Tensor, y: torch.Tensor, ce_weights: torch.Tensor,
+                local: LocalTraining, lr: float) -> torch.Tensor:
+    """One local step of C clients on w (C, P) in place, x (C, B, ...), y (C, B); returns the
+    clients' losses (C,)."""
+    clients, batch = y.shape
+    params = sim.spec.unflatten(w)
+    dense = [params[n].requires_grad_(True) for n in _dense_names(sim.model)]  # views of w, leaves
+    tape = client_batched.LinearTape(torch.zeros((), device=w.device, requires_grad=True))
+    with torch.enable_grad():
+        with client_batched.ClientBatched(tape):
+            logits = functional_call(sim.model, params, (x.flatten(0, 1),), {"features": False})
+        losses = F.cross_entropy(logits.float(), y.flatten(), reduction="none").view(clients, batch).mean(1) * ce_weights
+        dense_grads = torch.autograd.grad(losses.sum(), [*dense, tape.anchor])[:-1]
+    layers = _grouped(tape.calls)
+    with torch.no_grad():
+        for p in dense:
+            p.requires_grad_(False)
+        coef = torch.full((clients,), -lr, dtype=w.dtype, device=w.device)
+        if local.clip_norm is not None:
+            coef = coef * _clip_factor(dense_grads, layers, local.clip_norm)
+        keep = 1 - lr * local.weight_decay
+        for weight, bias, rows, out_grad in layers:
+            weight.baddbmm_((out_grad * coef.view(-1, 1, 1)).transpose(1, 2), rows, beta=keep)
+            if bias is not None:
+                bias.mul_(keep).add_(out_grad.sum(1) * coef.view(-1, 1))
+        for p, g in zip(dense, dense_grads):
+            p.mul_(keep).add_(g * coef.view(-1, *[1] * (g.dim() - 1)))
+    return losses.detach()
+
+
+def _clip_factor(dense_grads, layers, max_norm: float) -> torch.Tensor:
+    """min(1, max_norm / (‖∇loss_c‖ + 1e-6)) per client (C,), the linear blocks from Gram matrices."""
+    squares = sum(g.flatten(1).pow(2).sum(1) for g in dense_grads)
+    for _, bias, rows, out_grad in layers:
+        grams = torch.bmm(rows, rows.transpose(1, 2)) * torch.bmm(out_grad, out_grad.transpose(1, 2))
+        squares = squares + grams.sum((1, 2)).clamp_min(0)
+        if bias is not None:
+            squares = squares + out_grad.sum(1).pow(2).sum(1)
+    return torch.clamp(max_norm / (squares.sqrt() + 1e-6), max=1.0)

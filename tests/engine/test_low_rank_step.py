@@ -1,0 +1,101 @@
+"""The fused client-batched step (engine/low_rank_step.py) gives the sequential numbers, for
+every preset it takes, and methods it cannot take fall back to the general path.
+
+Tolerance: vec_support.ATOL, as for every vectorised parity test (float32 reduction order).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from benchmark.engine import low_rank_step
+from benchmark.engine.setup import build_simulation
+from vec_support import assert_same, image_simulation, make_jobs
+
+FUSED = ["fedavg", "fedavgm", "fedadam", "fedpaq"]  # no client term shapes the step
+GENERAL = ["fedprox", "fedacg", "scaffold", "fedlc", "fedntd"]  # a loss, a direction, adjusted logits
+
+
+@pytest.fixture
+def fused_calls(monkeypatch):
+    """How many fused steps ran."""
+    calls = []
+    real = low_rank_step.fused_step_
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(low_rank_step, "fused_step_", counting)
+    return calls
+
+
+@pytest.mark.parametrize("clip_norm", [None, 0.05, 1.0], ids=lambda c: f"clip{c}")
+@pytest.mark.parametrize("job", make_jobs(FUSED), ids=lambda j: j.method_label)
+def test_fused_presets_match_sequential_on_logistic(job, clip_norm, fused_calls):
+    config = job.config.model_copy(update={"local": job.config.local.model_copy(update={"clip_norm": clip_norm})})
+    assert_same(config)
+    assert fused_calls
+
+
+@pytest.mark.parametrize("job", make_jobs(FUSED, local={"clip_norm": 0.05}), ids=lambda j: j.method_label)
+def test_fused_presets_match_sequential_on_a_cnn(job, fused_calls):
+    """Conv + GroupNorm keep ordinary gradients, the two linear layers go through the tape."""
+    assert job.config.local.weight_decay and job.config.local.clip_norm
+    assert_same(job.config, image_simulation)
+    assert fused_calls
+
+
+class SharedHead(nn.Module):
+    """A linear layer called twice (its gradient is then rank 2N) and one without bias."""
+
+    def __init__(self, num_classes: int = 4):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 2, 3, padding=1)
+        self.shared = nn.Linear(64, 64)
+        self.head = nn.Linear(64, num_classes, bias=False)
+
+    def forward(self, x, features: bool = False):
+        h = torch.relu(self.conv(x)).mean(1).flatten(1)
+        z = torch.tanh(self.shared(torch.tanh(self.shared(h))))
+        logits = self.head(z)
+        return (logits, z) if features else logits
+
+
+def test_shared_and_bias_free_linear_layers_match_sequential(fused_calls):
+    (job,) = make_jobs(["fedavg"], local={"clip_norm": 0.05})
+    assert_same(job.config, lambda config: image_simulation(config, model=SharedHead))
+    assert fused_calls
+
+
+@pytest.mark.parametrize("job", make_jobs(GENERAL), ids=lambda j: j.method_label)
+def test_methods_whose_terms_shape_the_step_take_the_general_path(job):
+    assert not low_rank_step.applies(build_simulation(job.config), build_simulation(job.config).method.terms)
+
+
+def test_an_ineligible_method_falls_back_and_still_matches(fused_calls):
+    (job,) = make_jobs([{"preset": "fedprox", "client": {"prox": {"mu": 0.01}}}])
+    assert_same(job.config)
+    assert not fused_calls
+
+
+@pytest.mark.parametrize("update", [{"precision": "bf16"}, {"compile": True}])
+def test_reduced_precision_and_compile_take_the_general_path(update):
+    (job,) = make_jobs(["fedavg"])
+    sim = build_simulation(job.config)
+    assert low_rank_step.applies(sim, sim.method.terms)
+    sim.job = job.config.model_copy(update=update)
+    assert not low_rank_step.applies(sim, sim.method.terms)
+
+
+def test_clip_norm_from_gram_matrices_is_the_flat_gradient_norm():
+    """‖Dᵀ X‖_F² = ⟨X Xᵀ, D Dᵀ⟩_F, the identity the clip factor rests on."""
+    gen = torch.Generator().manual_seed(0)
+    rows, out_grad = torch.randn(3, 5, 7, generator=gen, dtype=torch.float64), torch.randn(3, 5, 4, generator=gen, dtype=torch.float64)
+    weight, bias = torch.zeros(3, 4, 7, dtype=torch.float64), torch.zeros(3, 4, dtype=torch.float64)
+    full = torch.cat([(out_grad.transpose(1, 2) @ rows).flatten(1), out_grad.sum(1)], 1)
+    expected = torch.clamp(2.0 / (full.norm(dim=1) + 1e-6), max=1.0)
+    got = low_rank_step._clip_factor([], [(weight, bias, rows, out_grad)], 2.0)
+    torch.testing.assert_close(got, expected)
