@@ -2,7 +2,8 @@
 
 Three arms train one client for K steps from the same start on the same batches (FedAvg, the
 Table-1 local settings: clip 10, weight decay 1e-3):
-  fedbench      engine/local.py's train_client (flat parameters, in-place update)
+  fedbench      engine/local.py's train_client (flat parameters, in-place update; the fused
+                low-rank step of engine/low_rank_step.py where the simulation would take it)
   plain         nn.Module parameters, loss.backward(), clip_grad_norm_, torch.optim.SGD(weight_decay)
   out-of-place  the flat step as it was before issue 9 (clip, decay and step each a new tensor)
 Runs are interleaved (arm order rotates) and the ratios are medians over the repeats.
@@ -19,6 +20,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+from benchmark.engine import low_rank_step
 from benchmark.engine.fed_data import Batch
 from benchmark.engine.local import clip_by_norm, make_forward, train_client
 from benchmark.fl.base import ClientContext, RoundInfo
@@ -36,12 +38,13 @@ SETTINGS = {
 def fedbench_arm(model, batches, local: LocalTraining):
     spec = ParamSpec.of(model)
     forward, start = make_forward(model, spec), flat_params(model)
+    low_rank = low_rank_step.sequential_step(model, spec, [], "fp32", False)  # as engine/client_round does
 
     def run():
         rnd = RoundInfo(round=0, lr=local.lr, num_clients=1, spec=spec)
         ctx = ClientContext(client_id=0, rnd=rnd, received={"model": start}, num_samples=1, forward=forward,
                             state={}, class_counts=torch.ones(1))
-        return train_client(ctx, [], batches, local)[0]
+        return train_client(ctx, [], batches, local, low_rank)[0]
 
     return run
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
+from benchmark.engine import low_rank_step
 from benchmark.engine.local import train_client
 from benchmark.fl.base import ClientContext, RoundInfo
 
@@ -35,9 +36,10 @@ def make_context(sim, cid: int, rnd: RoundInfo, received: dict) -> ClientContext
 
 def train_sequential(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> list[ClientOutcome]:
     job, outcomes = sim.job, []
+    low_rank = low_rank_step.sequential_step(sim.model, sim.spec, sim.method.terms, job.precision, job.compile)
     for cid in chosen:
         ctx = make_context(sim, cid, rnd, received)
         batches = sim.data.client_batches(job.seed, rnd.round, cid, job.local)
-        w, loss = train_client(ctx, sim.method.terms, batches, job.local)
+        w, loss = train_client(ctx, sim.method.terms, batches, job.local, low_rank)
         outcomes.append(ClientOutcome(cid, ctx.start, w, ctx.messages, ctx.state, ctx.lr_sum, loss))
     return outcomes

@@ -171,8 +171,10 @@ def set_step_budget(ctx: ClientContext, batches: list[Batch], local: LocalTraini
     ctx.lr_sum = sum(step_lr(ctx.rnd.lr, b, local) for b in batches)
 
 
-def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batch], local: LocalTraining):
-    """Returns (w_K, mean training loss over the steps)."""
+def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batch], local: LocalTraining,
+                 low_rank=None):
+    """Returns (w_K, mean training loss over the steps). `low_rank`: engine/low_rank_step's fused
+    step where it applies and pays (low_rank_step.sequential_step), else None."""
     for term in terms:
         batches = term.regroup(batches)
     set_step_budget(ctx, batches, local)
@@ -186,6 +188,11 @@ def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batc
     decay = torch.empty_like(w) if local.weight_decay and not fused else None
     losses = []
     for batch in batches:
+        if low_rank is not None:  # the same step as sgd_step_'s, its linear weight gradients never formed
+            lr = step_lr(ctx.rnd.lr, batch, local)
+            ce = torch.tensor([ce_weight], device=w.device)
+            losses.append(low_rank(w.unsqueeze(0), batch.x.unsqueeze(0), batch.y.unsqueeze(0), ce, local, lr)[0])
+            continue
         with torch.no_grad():
             point = gradient_point(ctx, terms, w)  # the very tensor w for every method but FedAc
         point.requires_grad_(True)

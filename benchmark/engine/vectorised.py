@@ -165,7 +165,9 @@ def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> l
     scratch = stack_scratch_inputs(ctxs, terms)
     # one broadcast reaches every client: expanded views, no copies (a per-client start would be stacked)
     per_client = {k: v.expand(count, *v.shape) for k, v in received.items()}
-    fused = low_rank_step.applies(sim, terms)
+    job = sim.job
+    fused = low_rank_step.FusedStep(sim.model, sim.spec) if low_rank_step.applies(
+        sim.model, terms, job.precision, job.compile) else None
     make_gradient = _client_batched_gradient if client_batched.supports(sim.model) else _vmapped_gradient
     gradient = make_gradient(ctxs[0], terms)
     rewriters = [t for t in terms if overrides(t, "direction")]
@@ -178,7 +180,7 @@ def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> l
         y = torch.stack([b[s].y for b in batches])
         lr = step_lr(rnd.lr, batches[0][s], local)
         if fused:  # no term shapes the step: the linear layers' gradients go straight into w
-            losses.append(low_rank_step.fused_step_(sim, w, x, y, ce_weights, local, lr))
+            losses.append(fused(w, x, y, ce_weights, local, lr))
             continue
         grad, loss = gradient(w, per_client, scratch, ce_weights, x, y)
         if rewriters:  # per client, on its own context, like the sequential path

@@ -12,7 +12,9 @@ from torch import nn
 
 from benchmark.engine import low_rank_step
 from benchmark.engine.setup import build_simulation
-from vec_support import assert_same, image_simulation, make_jobs
+from benchmark.fl.flat import ParamSpec
+from benchmark.models.registry import build_model
+from vec_support import ATOL, assert_same, image_simulation, make_jobs, run
 
 FUSED = ["fedavg", "fedavgm", "fedadam", "fedpaq"]  # no client term shapes the step
 GENERAL = ["fedprox", "fedacg", "scaffold", "fedlc", "fedntd"]  # a loss, a direction, adjusted logits
@@ -22,13 +24,13 @@ GENERAL = ["fedprox", "fedacg", "scaffold", "fedlc", "fedntd"]  # a loss, a dire
 def fused_calls(monkeypatch):
     """How many fused steps ran."""
     calls = []
-    real = low_rank_step.fused_step_
+    real = low_rank_step.FusedStep.__call__
 
-    def counting(*args, **kwargs):
+    def counting(self, *args, **kwargs):
         calls.append(1)
-        return real(*args, **kwargs)
+        return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(low_rank_step, "fused_step_", counting)
+    monkeypatch.setattr(low_rank_step.FusedStep, "__call__", counting)
     return calls
 
 
@@ -72,7 +74,8 @@ def test_shared_and_bias_free_linear_layers_match_sequential(fused_calls):
 
 @pytest.mark.parametrize("job", make_jobs(GENERAL), ids=lambda j: j.method_label)
 def test_methods_whose_terms_shape_the_step_take_the_general_path(job):
-    assert not low_rank_step.applies(build_simulation(job.config), build_simulation(job.config).method.terms)
+    sim = build_simulation(job.config)
+    assert not low_rank_step.applies(sim.model, sim.method.terms)
 
 
 def test_an_ineligible_method_falls_back_and_still_matches(fused_calls):
@@ -85,9 +88,28 @@ def test_an_ineligible_method_falls_back_and_still_matches(fused_calls):
 def test_reduced_precision_and_compile_take_the_general_path(update):
     (job,) = make_jobs(["fedavg"])
     sim = build_simulation(job.config)
-    assert low_rank_step.applies(sim, sim.method.terms)
-    sim.job = job.config.model_copy(update=update)
-    assert not low_rank_step.applies(sim, sim.method.terms)
+    assert low_rank_step.applies(sim.model, sim.method.terms)
+    assert not low_rank_step.applies(sim.model, sim.method.terms, **{"precision": "fp32", "compile": False, **update})
+
+
+@pytest.mark.parametrize("job", make_jobs(FUSED, local={"clip_norm": 0.05}), ids=lambda j: j.method_label)
+def test_sequential_fused_step_matches_the_plain_step(job, fused_calls, monkeypatch):
+    """Clients trained one by one take the fused step where their linear layers are large
+    (ONE_CLIENT_MIN_LINEAR; lowered here for a small model): same numbers as the plain step."""
+    plain, _ = run(job.config, "sequential", image_simulation)
+    assert not fused_calls
+    monkeypatch.setattr(low_rank_step, "ONE_CLIENT_MIN_LINEAR", 0)
+    fused, _ = run(job.config, "sequential", image_simulation)
+    assert fused_calls
+    torch.testing.assert_close(fused.progress.theta, plain.progress.theta, atol=ATOL, rtol=0)
+
+
+def test_sequential_fused_step_only_where_linear_layers_are_large():
+    (job,) = make_jobs(["fedavg"])
+    sim = build_simulation(job.config)
+    assert low_rank_step.sequential_step(sim.model, sim.spec, sim.method.terms, "fp32", False) is None
+    cnn = build_model("femnist_cnn", (1, 28, 28), 62, {}, "default", seed=0)
+    assert low_rank_step.sequential_step(cnn, ParamSpec.of(cnn), [], "fp32", False) is not None
 
 
 def test_clip_norm_from_gram_matrices_is_the_flat_gradient_norm():
