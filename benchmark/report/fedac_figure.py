@@ -24,7 +24,7 @@ FIGURE_NAME = "fedac_figure.png"
 
 def is_fedac_protocol(job: Job) -> bool:
     """Jobs of the FedAc protocol with F − F* recorded (the batched engine's jobs)."""
-    from benchmark.engine.fedac_batched import batch_key
+    from benchmark.engine.fedac_jobs import batch_key
 
     return job.config.suboptimality and batch_key(job.config) is not None
 

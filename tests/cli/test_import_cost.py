@@ -8,9 +8,10 @@ import json
 import subprocess
 import sys
 
-from fedtest import REPO
+from benchmark.cli import main
+from fedtest import REPO, tiny_suite, write_suite
 
-HEAVY = ("torch", "mlflow")
+HEAVY = ("torch", "mlflow", "numba", "pandas", "matplotlib")
 # The FedAc figure suites expand to 8,190 and 3,240 jobs (9 s to print); fedac_small.yaml has
 # their dataset, model and every method part, so planning it walks the same code.
 LARGE = {"fedac.fig1.yaml", "fedac.fig2.yaml"}
@@ -46,4 +47,11 @@ def test_plan_and_status_of_every_suite_import_neither_torch_nor_mlflow(tmp_path
     commands += [["plan", str(p)] for p in suites]
     commands += [["plan", str(REPO / "suites" / name), "--audit"] for name in AUDITED]
     commands += [["status", str(p), "--results-dir", str(tmp_path)] for p in suites[:3]]
-    assert heavy_imports(commands) == []
+    assert heavy_imports(commands) == []  # validation needs none of them
+
+
+def test_report_imports_neither_torch_nor_mlflow(tmp_path):
+    path, results = write_suite(tmp_path, tiny_suite()), str(tmp_path / "results")
+    assert main(["run", str(path), "--no-tracking", "--results-dir", results, "--seeds", "0", "--rounds", "2"]) == 0
+    report = ["report", str(path), "--no-tracking", "--results-dir", results, "--seeds", "0", "--rounds", "2"]
+    assert set(heavy_imports([report])) == {"pandas", "matplotlib"}  # its tables and figures
