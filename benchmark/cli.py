@@ -222,7 +222,7 @@ def _print_audit(suite, jobs) -> None:
 def report(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, only, sets, seeds, rounds) -> None:
     """Print measured vs paper numbers from the results already on disk (never reruns) and write
     results/<suite>/report/: report.md, report.html, tables/*.csv and *.tex, runs.csv."""
-    from benchmark.report.fedac_figure import FIGURE_NAME
+    from benchmark.report.fedac_figure import figure_path
     from benchmark.report.figures import report_figures
     from benchmark.report.report_files import Figure, write_report
     from benchmark.run.results import JobDir
@@ -235,7 +235,7 @@ def report(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool,
     _note_unselected(suite.name, {j.id for j in jobs}, results_dir)
     convergence = report_figures(suite, jobs, results_dir)
     figures = [Figure("FedAc protocol: best F(w) − F* over η against the number of workers M",
-                      results_dir / suite.name / FIGURE_NAME), *convergence]
+                      figure_path(results_dir, suite.name)), *convergence]
     try:
         files = write_report(suite, jobs, summaries, results_dir, figures)
     except OSError as err:  # a read-only or full results folder: say where, no traceback

@@ -22,6 +22,11 @@ from benchmark.suite.expand import Job
 FIGURE_NAME = "fedac_figure.png"
 
 
+def figure_path(results_dir: Path, suite_name: str) -> Path:
+    """Where the FedAc figure goes: beside the report's other figures."""
+    return Path(results_dir) / suite_name / "report" / "figures" / FIGURE_NAME
+
+
 def is_fedac_protocol(job: Job) -> bool:
     """Jobs of the FedAc protocol with F − F* recorded (the batched engine's jobs)."""
     from benchmark.engine.fedac_jobs import batch_key
@@ -220,7 +225,7 @@ def fedac_report(console, suite_name: str, jobs: list[Job], summaries: dict[str,
         console.print(table)
     console.print(lost_summary(cells))
     if any(c.best for c in cells.values()):
-        path = write_figure(cells, results_dir / suite_name / FIGURE_NAME,
+        path = write_figure(cells, figure_path(results_dir, suite_name),
                             f"{suite_name}: best F(w) − F* over η after T = K·R steps (fedbench)")
         console.print(f"figure: {path}")
     taken = {j.id for j in ours}

@@ -12,7 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 from benchmark.cli import cli
-from benchmark.report.fedac_figure import FIGURE_NAME, collect, fedac_tables
+from benchmark.report.fedac_figure import collect, fedac_tables, figure_path
 from benchmark.report.fedac_suites import small_suite
 from benchmark.report.paper_suites import dump_suite
 from benchmark.run.results import JobDir, atomic_write_json
@@ -56,7 +56,8 @@ def test_report_prints_the_table_and_writes_the_figure(tmp_path):
     assert result.exit_code == 0, result.output
     assert "K = 3" in result.output and "1.00e-03 (0.2)" in result.output
     assert "6 runs, 1 excluded from the choice of η (1 diverged)" in result.output
-    png = tmp_path / "results" / "fedac-batched" / FIGURE_NAME
+    png = figure_path(tmp_path / "results", "fedac-batched")
+    assert png.parent.name == "figures" and png.parent.parent.name == "report"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = tmp_path / "results" / "fedac-batched" / "report"
     csv = (report / "tables" / "fedac_K3.csv").read_text()
