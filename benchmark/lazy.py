@@ -6,7 +6,8 @@ instead of `import torch`. The name is a stand-in that imports the real module o
 attribute read and keeps every attribute it has read, so later reads cost what a module
 attribute does. Annotations are free (`from __future__ import annotations`); anything evaluated
 when the module is imported (a base class `nn.Module`, `@torch.no_grad()`, a default
-`dtype=torch.float32`) imports torch, and tests/test_import_cost.py fails.
+`dtype=torch.float32`) imports torch, and tests/cli/test_import_cost.py fails;
+tests/test_layers.py rejects a plain `import torch` in these layers.
 
 The stand-in is never put in sys.modules: any later `import torch` statement would then load it
 (the import system reads its `__spec__`) and the saving would depend on import order.

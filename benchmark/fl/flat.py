@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from benchmark.lazy import nn, torch
 
 
-
 @dataclass(frozen=True)
 class ParamSpec:
     names: tuple[str, ...]
