@@ -31,13 +31,14 @@ print(json.dumps([outcomes, [m for m in {HEAVY!r} if m in sys.modules]]))
 '''
 
 
-def heavy_imports(commands: list[list[str]], cwd=REPO) -> list[str]:
-    """Run `commands` in one fresh interpreter; the heavy modules it imported. Each must succeed."""
-    done = subprocess.run([sys.executable, "-c", RUN_COMMANDS, json.dumps(commands)], cwd=cwd, capture_output=True,
+def heavy_imports(commands: list[list[str]], exit_code: int = 0) -> list[str]:
+    """Run `commands` in one fresh interpreter; the heavy modules it imported. Each must exit
+    with `exit_code`."""
+    done = subprocess.run([sys.executable, "-c", RUN_COMMANDS, json.dumps(commands)], cwd=REPO, capture_output=True,
                           text=True, check=True)
     outcomes, imported = json.loads(done.stdout)
-    failed = [(args, code, err) for args, code, err in outcomes if code != 0]
-    assert not failed, failed
+    unexpected = [(args, code, err) for args, code, err in outcomes if code != exit_code]
+    assert not unexpected, unexpected
     return imported
 
 
@@ -48,6 +49,17 @@ def test_plan_and_status_of_every_suite_import_neither_torch_nor_mlflow(tmp_path
     commands += [["plan", str(REPO / "suites" / name), "--audit"] for name in AUDITED]
     commands += [["status", str(p), "--results-dir", str(tmp_path)] for p in suites[:3]]
     assert heavy_imports(commands) == []  # validation needs none of them
+
+
+def test_invalid_suites_are_reported_without_torch(tmp_path):
+    """The error paths too: pairings and model traits, model names, dataset parameters."""
+    pairing = tiny_suite(methods=["moon", {"label": "x", "server": {"rule": "scaffold"}}])  # on logistic; no term
+    model = tiny_suite()
+    model["defaults"]["model"] = {"name": "lenet"}
+    params = tiny_suite()
+    params["datasets"][0]["params"] = {"nonsense": 1}
+    paths = [write_suite(tmp_path, suite, f"{i}.yaml") for i, suite in enumerate([pairing, model, params])]
+    assert heavy_imports([["plan", str(p)] for p in paths], exit_code=2) == []
 
 
 def test_report_imports_neither_torch_nor_mlflow(tmp_path):
