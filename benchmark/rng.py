@@ -10,7 +10,8 @@ from __future__ import annotations
 import enum
 
 import numpy as np
-import torch
+
+from benchmark.lazy import torch
 
 
 class Stream(enum.IntEnum):

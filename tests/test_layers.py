@@ -10,10 +10,13 @@ import benchmark
 
 ROOT = Path(benchmark.__file__).parent
 # top-level modules are the foundation, except the command line on top
-FOUNDATION = {"errors", "suggest", "registry", "rng", "params", "metrics", "__init__"}
+FOUNDATION = {"errors", "suggest", "registry", "rng", "params", "metrics", "lazy", "__init__"}
 CLI = {"cli", "cli_data", "cli_options", "__main__"}
 LAYERS = [FOUNDATION, {"data", "models", "fl"}, {"suite"}, {"engine"}, {"run"}, {"report"}, CLI]
 LAYER = {unit: i for i, units in enumerate(LAYERS) for unit in units}
+# What `fedbench plan` and `status` stand on binds torch through benchmark.lazy (imported on first
+# use); only the layers that train, and each model's own file, import torch themselves.
+IMPORTS_TORCH = {"engine", "run", "report"}
 
 
 def unit_of(module: str) -> str:
@@ -109,3 +112,17 @@ def test_no_module_imports_itself_through_others():
 
     cycles = sorted(f"{a} <-> {b}" for a in graph for b in graph[a] if a < b and reaches(b, a))
     assert not cycles, "modules in an import cycle:\n" + "\n".join(cycles)
+
+
+def test_validation_layers_bind_torch_lazily():
+    """The subprocess test (tests/cli/test_import_cost.py) sees the suites of today; this sees
+    every module, also the code paths those suites do not take."""
+    offenders = []
+    for path in ROOT.rglob("*.py"):
+        module = ".".join(path.relative_to(ROOT.parent).with_suffix("").parts)
+        if unit_of(module) in IMPORTS_TORCH or (unit_of(module) == "models" and module != "benchmark.models.registry"):
+            continue
+        for node in import_nodes(ast.parse(path.read_text())):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            offenders += [f"{module}:{node.lineno}" for name in names if name.split(".")[0] == "torch"]
+    assert not offenders, "use `from benchmark.lazy import torch` (or nn, F) instead of importing torch:\n" + "\n".join(offenders)

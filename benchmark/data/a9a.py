@@ -8,12 +8,12 @@ import gzip
 from pathlib import Path
 
 import numpy as np
-import torch
 from pydantic import Field
 
 from benchmark.data.archive import Found, dataset_missing, root_text
 from benchmark.data.source import DATASETS, DatasetSpec, SourceData
 from benchmark.errors import DatasetMissing
+from benchmark.lazy import torch
 from benchmark.params import StrictParams
 
 A9A_HELP = ("Download a9a and a9a.t from www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary.html "

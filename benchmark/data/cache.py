@@ -11,10 +11,9 @@ import json
 import os
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import Callable, Iterable
 
-if TYPE_CHECKING:  # imported on use: the CLI's startup must not pay for torch
-    import torch
+from benchmark.lazy import torch
 
 CACHE_ENV = "FEDBENCH_CACHE"
 
@@ -56,8 +55,6 @@ def tensor_cache_path(tag: str, key: str) -> Path:
 
 def cached_tensors(tag: str, key: str, build: Callable[[], dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
     """The tensors cached under (tag, key), else `build()` them and store them atomically."""
-    import torch
-
     path = tensor_cache_path(tag, key)
     if path.is_file():
         try:

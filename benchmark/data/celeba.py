@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
 from pydantic import Field
 
 from benchmark.data.archive import Found
@@ -18,6 +17,7 @@ from benchmark.data.images import decode_images, split_tensors
 from benchmark.data.leaf import leaf_location, leaf_source, load_leaf_users
 from benchmark.data.source import DATASETS, DatasetSpec, SourceData
 from benchmark.errors import DatasetMissing
+from benchmark.lazy import torch
 from benchmark.params import StrictParams
 
 IMAGES = "raw/img_align_celeba"

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import torch
-
 from benchmark.data.archive import Found, dataset_missing, expected, locate
 from benchmark.data.cache import cache_key, cached_tensors
 from benchmark.data.hf import has_local_copy, hf_split, open_hf
@@ -22,6 +20,7 @@ from benchmark.data.images import decode_images, image_folder, split_tensors
 from benchmark.data.safe_pickle import safe_load_pickle
 from benchmark.data.source import DATASETS, DatasetSpec, SourceData
 from benchmark.errors import DatasetMissing
+from benchmark.lazy import torch
 from benchmark.params import StrictParams
 
 

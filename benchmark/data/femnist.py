@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from benchmark.data.archive import Found
 from benchmark.data.leaf import cached_leaf_source, leaf_location, leaf_source, load_leaf_users
 from benchmark.data.source import DATASETS, DatasetSpec, NoParams, SourceData
+from benchmark.lazy import torch
 
 FEMNIST_HELP = (
     "Build FEMNIST with LEAF (github.com/TalwalkarLab/leaf, data/femnist: ./preprocess.sh -s niid "

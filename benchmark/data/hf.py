@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-import torch
 
 from benchmark.errors import DatasetMissing, UserError
+from benchmark.lazy import torch
 
 
 def hf_datasets():

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-import torch
 
 from benchmark.errors import DatasetMissing, UserError
+from benchmark.lazy import torch
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".ppm"}
 

@@ -12,12 +12,11 @@ import warnings
 from pathlib import Path
 from typing import Callable
 
-import torch
-
 from benchmark.data.archive import Found, locate
 from benchmark.data.cache import cache_key, cached_tensors
 from benchmark.data.source import SourceData, require_dir
 from benchmark.errors import DataInvalid, DatasetMissing
+from benchmark.lazy import torch
 
 
 def read_leaf_split(directory: Path) -> dict[str, dict]:

@@ -5,9 +5,9 @@ independent of training, so changing a method or a training seed never changes t
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from benchmark.data.source import SourceData
+from benchmark.lazy import torch
 from benchmark.rng import Stream, numpy_rng
 
 SPLITTERS: dict = {}

@@ -8,12 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from benchmark.data.archive import Found
 from benchmark.data.leaf import cached_leaf_source, leaf_location, leaf_source, load_leaf_users
 from benchmark.data.source import DATASETS, DatasetSpec, RawBuild, SourceData
 from benchmark.errors import DatasetMissing
+from benchmark.lazy import torch
 from benchmark.params import StrictParams
 
 # the alphabet of LEAF's language utilities; index = token id

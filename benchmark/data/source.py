@@ -11,16 +11,14 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict
 
 from benchmark.data.archive import dataset_missing, root_text
 from benchmark.errors import DataInvalid
+from benchmark.lazy import torch
 from benchmark.registry import Registry
-
-if TYPE_CHECKING:  # torch is imported where tensors are touched: `fedbench --help` and `plan` stay fast
-    import torch
 
 DATA_ENV = "FEDBENCH_DATA"
 
@@ -44,8 +42,6 @@ class SourceData:
 
     def problems(self) -> list[str]:
         """What makes these tensors unusable for training; empty when they are fine."""
-        import torch
-
         found = []
         for split in ("train", "test"):
             x, y = getattr(self, f"{split}_x"), getattr(self, f"{split}_y")
@@ -68,8 +64,6 @@ class SourceData:
 
     def fingerprint(self) -> str:
         """sha256 of the tensors themselves: what a job trained on, whatever files they came from."""
-        import torch
-
         h = hashlib.sha256()
         for t in (self.train_x, self.train_y, self.test_x, self.test_y, self.train_users):
             if t is not None:

@@ -14,10 +14,10 @@ Recipe, per user k of `num_users`:
 from __future__ import annotations
 
 import numpy as np
-import torch
 from pydantic import Field
 
 from benchmark.data.source import DATASETS, DatasetSpec, SourceData
+from benchmark.lazy import torch
 from benchmark.params import StrictParams
 
 

@@ -14,14 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import torch
-
 from benchmark.data.archive import Found, dataset_missing, expected, locate
 from benchmark.data.cache import cache_key, cached_tensors, files_fingerprint
 from benchmark.data.hf import has_local_copy, hf_split, open_hf
 from benchmark.data.images import IMAGE_SUFFIXES, decode_images, split_tensors
 from benchmark.data.source import DATASETS, DatasetSpec, SourceData
 from benchmark.errors import DatasetMissing
+from benchmark.lazy import torch
 from benchmark.params import StrictParams
 
 DIR = "tiny-imagenet-200"

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from benchmark.engine.convex import BinaryLogistic
 from benchmark.engine.fed_data import shared_positions
+from benchmark.engine.fedac_jobs import one_step_rounds, server_kind
 from benchmark.engine.fedac_kernel import local_round, row_scores
 from benchmark.metrics import ema_update
 from benchmark.fl.fedac import coefficients
@@ -32,46 +33,6 @@ from benchmark.fl.flat import flat_params
 from benchmark.suite.schema import JobConfig
 
 ENGINE = "fedac_batched"  # recorded in the checkpoints of the jobs run here
-
-
-def batch_key(job: JobConfig) -> str | None:
-    """Jobs with equal keys run as one batch: they differ only in their lr and method (among
-    the ones here), and all take K local steps, or all one step per round. None: not for this engine."""
-    from benchmark.suite.expand import canonical_json
-
-    local, part, method = job.local, job.participation, job.method
-    eligible = (
-        job.model.name == "binary_logistic" and job.dataset.split.kind == "shared" and local.steps is not None
-        and part.mode == "fixed" and part.rate == 1.0 and part.pool is None
-        and local.clip_norm is None and local.lr_decay == 1.0 and job.precision == "fp32"
-        and method["uplink"]["codec"] == method["downlink"]["codec"] == "identity"
-        and _rule(method) is not None
-    )
-    if not eligible:
-        return None
-    data = job.model_dump(mode="json", exclude={"execution", "vmap_chunk", "client_state", "checkpoint_every",
-                                                "method", "metrics"})
-    data["local"].pop("lr")
-    data["dataset"].pop("label", None)
-    data["dataset"].pop("reference", None)
-    data["one_step"] = _one_step_rounds(job)
-    return canonical_json(data)
-
-
-def _rule(method: dict) -> str | None:
-    """"average" (FedAvg, MB-SGD) or "fedac" (every FedAc variant, MB-AC-SGD); None: another method."""
-    terms = [t["term"] for t in method["client"]]
-    server = method["server"]
-    if server["rule"] == "average" and server.get("global_lr") == 1.0 and set(terms) <= {"minibatch"}:
-        return "average"
-    if server["rule"] == "fedac" and terms.count("fedac") == 1 and set(terms) <= {"fedac", "minibatch"}:
-        return "fedac"
-    return None
-
-
-def _one_step_rounds(job: JobConfig) -> bool:
-    """Every worker takes one step per round: the minibatch methods, or K = 1."""
-    return job.local.steps == 1 or any(t["term"] == "minibatch" for t in job.method["client"])
 
 
 @dataclass
@@ -96,7 +57,7 @@ class Batch:
 
     @classmethod
     def of(cls, jobs: list[JobConfig], outcomes: list[Outcome]) -> "Batch":
-        one_step = _one_step_rounds(jobs[0])
+        one_step = one_step_rounds(jobs[0])
         kept, rows = [], []
         for job, outcome in zip(jobs, outcomes):
             try:
@@ -241,13 +202,13 @@ def run_batch(jobs: list[JobConfig], x: torch.Tensor, y01: torch.Tensor, test_x:
     linear = batch.linear
     state = initial_model(first).expand(b_count, linear.size, d).clone()  # (B, c, d): w (and w_ag)
     # (θ, θ_ag) down and (Δ, Δ_ag) up per worker for FedAc, θ and Δ for SGD
-    round_bytes = [m * (2 if _rule(j.method) == "fedac" else 1) * d * 4 for j in batch.jobs]
+    round_bytes = [m * (2 if server_kind(j.method) == "fedac" else 1) * d * 4 for j in batch.jobs]
     train_rows = PER_DATASET.get(first, ("train rows",), lambda: SparseRows.of(x))
     test_rows = PER_DATASET.get(first, ("test rows",), lambda: SparseRows.of(test_x))
     local = None if batch.one_step else LocalSteps(linear, train_rows, y, m, k)
     ema: list[float | None] = [None] * b_count
     # the per-client loop's divergence checks: training loss and θ every round, test loss when evaluated
-    theta_row = torch.tensor([0 if _rule(j.method) == "fedac" else 1 for j in batch.jobs])
+    theta_row = torch.tensor([0 if server_kind(j.method) == "fedac" else 1 for j in batch.jobs])
     finite = torch.ones(b_count, dtype=torch.bool)
 
     def check(done: int, ok: torch.Tensor) -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import torch
 from pydantic import Field
 
 from benchmark.fl.base import RoundInfo, ServerRule, StrictParams, Uploads
 from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import SERVER_RULES
+from benchmark.lazy import torch
 
 
 class AdamParams(StrictParams):

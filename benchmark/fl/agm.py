@@ -4,12 +4,12 @@ plain mean over participants (FedAGM's Algorithm 2: τ/|S_t|·Σ), like FedDyn's
 
 from __future__ import annotations
 
-import torch
 from pydantic import Field
 
 from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo, ServerRule, StrictParams, Uploads
 from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
+from benchmark.lazy import torch
 
 
 class AgmParams(StrictParams):

@@ -8,6 +8,10 @@ Local step convention (ALGORITHMS.md): g = clip(∇ loss, clip_norm) + weight_de
 then every client term may rewrite the direction (SCAFFOLD, FedCM), then w ← w − η g.
 A term may move the point the gradient is taken at and take the step itself (FedAc's
 `grad_point` / `step`); every other method leaves both at their defaults.
+
+A part's declarations (name, Params, what it broadcasts, reads, requires) are class attributes
+that validating a suite reads without torch: method files bind it with
+`from benchmark.lazy import torch` and use it only inside methods (benchmark/lazy.py).
 """
 
 from __future__ import annotations
@@ -15,9 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
-import torch
-
 from benchmark.fl.flat import ParamSpec
+from benchmark.lazy import torch
 from benchmark.params import StrictParams
 
 

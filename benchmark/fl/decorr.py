@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import torch
 from pydantic import Field
 
 from benchmark.fl.base import ClientContext, ClientTerm, StrictParams
 from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import CLIENT_TERMS
+from benchmark.lazy import torch
 
 
 class DecorrParams(StrictParams):

@@ -8,13 +8,13 @@ Server: h ← h − (α/N) Σ_S (w_i − θ) ; θ ← mean_S(w_i) − h/α  (pla
 
 from __future__ import annotations
 
-import torch
 from pydantic import Field
 
 from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo, ServerRule, StrictParams, Uploads
 from benchmark.fl.losses import sq_dist, state_or_zeros
 from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
+from benchmark.lazy import torch
 
 
 class DynParams(StrictParams):

@@ -15,13 +15,13 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-import torch
 from pydantic import Field
 
 from benchmark.errors import UserError
 from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo, ServerRule, StrictParams, Uploads
 from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
+from benchmark.lazy import torch
 
 AG = "ag"  # the broadcast averaged w_ag, and (as AG_DELTA) its change uploaded by a client
 AG_DELTA = "ag_delta"

@@ -12,13 +12,13 @@ mean of all h_i is tracked from the uploaded Δ (h_i moves by exactly Δ_i; h_i 
 
 from __future__ import annotations
 
-import torch
 from pydantic import Field
 
 from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo, ServerRule, StrictParams, Uploads
 from benchmark.fl.losses import sq_dist, state_or_zeros
 from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
+from benchmark.lazy import torch
 
 GLOBAL_GRAD = "drift_grad"  # broadcast name of G
 GRAD_DELTA = "drift_grad_delta"  # uplink name of ω̃_i (G_i⁺ − G_i)

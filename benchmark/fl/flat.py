@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-from torch import nn
+from benchmark.lazy import nn, torch
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-import torch
 from pydantic import Field
 
 from benchmark.fl.base import ClientContext, ClientTerm, StrictParams
 from benchmark.fl.losses import kl_softmax
 from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import CLIENT_TERMS
+from benchmark.lazy import torch
 
 
 class LcParams(StrictParams):

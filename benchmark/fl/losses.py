@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import torch
-import torch.nn.functional as F
+from benchmark.lazy import F, torch
 
 
 def sq_dist(w: torch.Tensor, anchor: torch.Tensor) -> torch.Tensor:

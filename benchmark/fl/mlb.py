@@ -8,13 +8,13 @@ Needs a model with the stage protocol (models/registry.py: `stages=True`, `start
 
 from __future__ import annotations
 
-import torch.nn.functional as F
 from pydantic import Field
 
 from benchmark.fl.base import ClientContext, ClientTerm, StrictParams
 from benchmark.fl.losses import kl_softmax
 from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import CLIENT_TERMS
+from benchmark.lazy import F
 
 
 class MlbParams(StrictParams):

@@ -7,13 +7,12 @@ model (the received model for a client that has none yet). Loss: CE + μ·ℓ_co
 
 from __future__ import annotations
 
-import torch
-import torch.nn.functional as F
 from pydantic import Field
 
 from benchmark.fl.base import ClientContext, ClientTerm, StrictParams
 from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import CLIENT_TERMS
+from benchmark.lazy import F, torch
 
 
 class MoonParams(StrictParams):

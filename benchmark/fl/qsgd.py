@@ -9,13 +9,13 @@ affines) as float32 instead.
 
 from __future__ import annotations
 
-import torch
 from pydantic import Field
 
 from benchmark.fl.base import Codec, StrictParams
 from benchmark.fl.flat import ParamSpec
 from benchmark.fl.presets import register_modifier, register_preset
 from benchmark.fl.registry import CODECS
+from benchmark.lazy import torch
 
 
 class QsgdParams(StrictParams):

@@ -7,13 +7,12 @@ Server: θ ← θ + η_g Δ̄ ; c ← c + (1/N) Σ_S (c_i⁺ − c_i).
 
 from __future__ import annotations
 
-import torch
-
 from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo, ServerRule, Uploads
 from benchmark.fl.losses import state_or_zeros
 from benchmark.fl.presets import register_preset
 from benchmark.fl.servers import GlobalLr
 from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
+from benchmark.lazy import torch
 
 CONTROL = "control"  # broadcast name of c
 CONTROL_DELTA = "control_delta"  # uplink name of c_i⁺ − c_i

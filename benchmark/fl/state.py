@@ -19,7 +19,8 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import torch
+
+from benchmark.lazy import torch
 
 
 class ClientStateStore:

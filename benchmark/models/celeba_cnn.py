@@ -12,7 +12,6 @@ import math
 import torch
 from torch import nn
 
-from benchmark.models.registry import register_model
 from benchmark.models.staged import Stage, StagedModel
 
 CHANNELS = 32
@@ -45,6 +44,5 @@ class CelebaCNN(StagedModel):
         return self.fc(z), z
 
 
-@register_model("celeba_cnn", traits=("features", "stages"))
 def celeba_cnn(input_shape=(3, 84, 84), num_classes: int = 2, groups: int = 2) -> nn.Module:
     return CelebaCNN(tuple(input_shape), num_classes, groups)

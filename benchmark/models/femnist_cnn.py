@@ -10,7 +10,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from benchmark.models.registry import register_model
 from benchmark.models.staged import Stage, StagedModel
 
 
@@ -49,6 +48,5 @@ class FemnistCNN(StagedModel):
         return self.fc2(h), h
 
 
-@register_model("femnist_cnn", traits=("features", "stages"))
 def femnist_cnn(input_shape, num_classes: int, norm: str = "none", groups: int = 2) -> nn.Module:
     return FemnistCNN(input_shape, num_classes, norm, groups)

@@ -8,7 +8,6 @@ import math
 import torch
 from torch import nn
 
-from benchmark.models.registry import register_model
 
 
 class Logistic(nn.Module):
@@ -22,7 +21,6 @@ class Logistic(nn.Module):
         return (logits, z) if features else logits
 
 
-@register_model("logistic")
 def logistic(input_shape, num_classes: int) -> nn.Module:
     return Logistic(input_shape, num_classes)
 
@@ -44,6 +42,5 @@ class BinaryLogistic(nn.Module):
         return (logits, z) if features else logits
 
 
-@register_model("binary_logistic")
 def binary_logistic(input_shape, num_classes: int) -> nn.Module:
     return BinaryLogistic(input_shape, num_classes)

@@ -12,45 +12,63 @@ and expose `num_stages` (L). ResNet-18: L = 5 (stem, 4 residual stages).
 
 from __future__ import annotations
 
-from typing import Callable
+import importlib
+from dataclasses import dataclass
 
-import torch
-from torch import nn
-
-from benchmark.registry import discover
+from benchmark.lazy import nn, torch
 from benchmark.rng import Stream, generator
 
-MODELS: dict[str, Callable[..., nn.Module]] = {}
-# What a model offers beyond logits, checked against the client terms' `model_traits` when a suite
-# is validated: "features" = a learned penultimate layer (MOON, FedDecorr act on it; a model
-# without one returns its input, on which those terms are constant), "stages" = the stage protocol.
-MODEL_TRAITS: dict[str, frozenset[str]] = {}
+
+@dataclass(frozen=True)
+class ModelEntry:
+    factory: str  # "module:function" building the nn.Module, imported (with torch) only to build it
+    # What the model offers beyond logits, checked against the client terms' `model_traits` when a
+    # suite is validated: "features" = a learned penultimate layer (MOON, FedDecorr act on it; a
+    # model without one returns its input, on which those terms are constant), "stages" = the
+    # stage protocol.
+    traits: frozenset[str] = frozenset()
 
 
-def register_model(name: str, traits: tuple[str, ...] = ()):
-    def deco(factory):
-        if name in MODELS:
-            raise ValueError(f"model {name!r} registered twice")
-        MODELS[name] = factory
-        MODEL_TRAITS[name] = frozenset(traits)
-        return factory
+MODELS: dict[str, ModelEntry] = {}
 
-    return deco
+
+def register_model(name: str, factory: str, traits: tuple[str, ...] = ()) -> None:
+    if name in MODELS:
+        raise ValueError(f"model {name!r} registered twice")
+    MODELS[name] = ModelEntry(factory, frozenset(traits))
+
+
+# A model is one file defining its nn.Module and a factory; it is named here rather than by a
+# decorator in its file, because its class statement needs torch and validating a suite
+# (`fedbench plan`) must not import torch.
+register_model("logistic", "benchmark.models.logistic:logistic")
+register_model("binary_logistic", "benchmark.models.logistic:binary_logistic")
+register_model("femnist_cnn", "benchmark.models.femnist_cnn:femnist_cnn", traits=("features", "stages"))
+register_model("celeba_cnn", "benchmark.models.celeba_cnn:celeba_cnn", traits=("features", "stages"))
+register_model("resnet18_gn", "benchmark.models.resnet_gn:resnet18_gn", traits=("features", "stages"))
+register_model("shakespeare_lstm", "benchmark.models.shakespeare_lstm:shakespeare_lstm", traits=("features", "stages"))
 
 
 def known_models() -> list[str]:
-    discover("benchmark.models")  # every model file registers itself
-
     return sorted(MODELS)
+
+
+def model_traits(name: str) -> frozenset[str]:
+    """The traits of model `name` (none for an unknown name: validation reports the name itself)."""
+    return MODELS[name].traits if name in MODELS else frozenset()
+
+
+def model_factory(name: str):
+    module, function = MODELS[name].factory.split(":")
+    return getattr(importlib.import_module(module), function)
 
 
 def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, params: dict, init: str, seed: int) -> nn.Module:
     """Build model `name`; weights come from a generator seeded by `seed` (identical for every method)."""
-    discover("benchmark.models")
-
+    factory = model_factory(name)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = MODELS[name](input_shape=input_shape, num_classes=num_classes, **params)
+        model = factory(input_shape=input_shape, num_classes=num_classes, **params)
     if init == "zeros":
         with torch.no_grad():
             for p in model.parameters():

@@ -12,7 +12,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from benchmark.models.registry import register_model
 from benchmark.models.staged import Stage, StagedModel
 
 WIDTHS = (64, 128, 256, 512)
@@ -60,6 +59,5 @@ class ResNet18GN(StagedModel):
         return self.fc(z), z
 
 
-@register_model("resnet18_gn", traits=("features", "stages"))
 def resnet18_gn(input_shape, num_classes: int, groups: int = 2) -> nn.Module:
     return ResNet18GN(input_shape, num_classes, groups)

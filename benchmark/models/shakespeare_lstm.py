@@ -17,7 +17,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from benchmark.models.registry import register_model
 from benchmark.models.staged import Stage, StagedModel
 
 
@@ -49,7 +48,6 @@ class ShakespeareLSTM(StagedModel):
         return self.fc(z), z
 
 
-@register_model("shakespeare_lstm", traits=("features", "stages"))
 def shakespeare_lstm(input_shape, num_classes: int = 80, loss_on: str = "last", vocab_size: int = 80,
                      embed_dim: int = 8, hidden: int = 256) -> nn.Module:
     if loss_on != "last":

@@ -29,7 +29,7 @@ def figure_path(results_dir: Path, suite_name: str) -> Path:
 
 def is_fedac_protocol(job: Job) -> bool:
     """Jobs of the FedAc protocol with F − F* recorded (the batched engine's jobs)."""
-    from benchmark.engine.fedac_batched import batch_key
+    from benchmark.engine.fedac_jobs import batch_key
 
     return job.config.suboptimality and batch_key(job.config) is not None
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from benchmark.engine.convex import BinaryLogistic
 from benchmark.engine.simulation import Diverged
-from benchmark.engine.fedac_batched import ENGINE, PER_DATASET, Outcome, batch_key, run_batch
+from benchmark.engine.fedac_batched import ENGINE, PER_DATASET, Outcome, run_batch
+from benchmark.engine.fedac_jobs import batch_key
 from benchmark.suite.expand import Job
 
 

@@ -12,8 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import torch
-
+from benchmark.lazy import torch
 from benchmark.run.status import FINISHED, TERMINAL
 
 log = logging.getLogger(__name__)

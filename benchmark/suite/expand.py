@@ -262,10 +262,10 @@ def _job_config(raw: dict, s_point: dict, overrides: Overrides, file: str) -> Jo
 
 
 def _check_model_traits(config: JobConfig, m_index: int, d_index: int, file: str) -> None:
-    from benchmark.models.registry import MODEL_TRAITS  # filled by _check_names' known_models()
+    from benchmark.models.registry import model_traits
 
     name = config.model.name
-    problems = model_problems(config.method, name, MODEL_TRAITS.get(name, frozenset()), f"methods[{m_index}]")
+    problems = model_problems(config.method, name, model_traits(name), f"methods[{m_index}]")
     if problems:
         raise SuiteError(file, [(p, f"{m} (the model of datasets[{d_index}])") for p, m in problems])
 

@@ -77,13 +77,3 @@ def test_version_and_python_dash_m(tmp_path):
     path = write_suite(tmp_path, tiny_suite())
     bad = subprocess.run([sys.executable, "-m", "benchmark", "plan", str(path), "--set", "x"], capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and "expected PATH=VALUE" in bad.stderr and "Traceback" not in bad.stderr
-
-
-def test_cli_startup_does_not_import_torch():
-    """`fedbench --help` pays only for click, rich and pydantic: torch loads when a command needs it."""
-    import subprocess
-    import sys
-
-    code = "import sys, benchmark.cli; print(sorted(m for m in ('torch', 'mlflow', 'matplotlib') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from benchmark.engine import fedac_batched
-from benchmark.engine.fedac_batched import batch_key
+from benchmark.engine.fedac_jobs import batch_key
 from benchmark.run.batched import BatchedJobs
 from benchmark.run.job_runner import run_job
 from benchmark.run.results import JobDir

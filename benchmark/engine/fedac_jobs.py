@@ -1,0 +1,49 @@
+"""Which jobs the FedAc-protocol engine (engine/fedac_batched.py) runs, and how they batch.
+
+Pure config logic, apart from that engine's torch and numba, so that `fedbench report` can tell
+the FedAc protocol's jobs (fedac_figure.py) without importing either.
+"""
+
+from __future__ import annotations
+
+from benchmark.suite.schema import JobConfig
+
+
+def batch_key(job: JobConfig) -> str | None:
+    """Jobs with equal keys run as one batch: they differ only in their lr and method (among
+    the ones here), and all take K local steps, or all one step per round. None: not for this engine."""
+    from benchmark.suite.expand import canonical_json
+
+    local, part, method = job.local, job.participation, job.method
+    eligible = (
+        job.model.name == "binary_logistic" and job.dataset.split.kind == "shared" and local.steps is not None
+        and part.mode == "fixed" and part.rate == 1.0 and part.pool is None
+        and local.clip_norm is None and local.lr_decay == 1.0 and job.precision == "fp32"
+        and method["uplink"]["codec"] == method["downlink"]["codec"] == "identity"
+        and server_kind(method) is not None
+    )
+    if not eligible:
+        return None
+    data = job.model_dump(mode="json", exclude={"execution", "vmap_chunk", "client_state", "checkpoint_every",
+                                                "method", "metrics"})
+    data["local"].pop("lr")
+    data["dataset"].pop("label", None)
+    data["dataset"].pop("reference", None)
+    data["one_step"] = one_step_rounds(job)
+    return canonical_json(data)
+
+
+def server_kind(method: dict) -> str | None:
+    """"average" (FedAvg, MB-SGD) or "fedac" (every FedAc variant, MB-AC-SGD); None: another method."""
+    terms = [t["term"] for t in method["client"]]
+    server = method["server"]
+    if server["rule"] == "average" and server.get("global_lr") == 1.0 and set(terms) <= {"minibatch"}:
+        return "average"
+    if server["rule"] == "fedac" and terms.count("fedac") == 1 and set(terms) <= {"fedac", "minibatch"}:
+        return "fedac"
+    return None
+
+
+def one_step_rounds(job: JobConfig) -> bool:
+    """Every worker takes one step per round: the minibatch methods, or K = 1."""
+    return job.local.steps == 1 or any(t["term"] == "minibatch" for t in job.method["client"])
