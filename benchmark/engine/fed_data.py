@@ -21,12 +21,17 @@ from benchmark.suite.schema import LocalTraining
 Preprocessor = Callable[[torch.Tensor, bool, "torch.Generator | None"], torch.Tensor]
 
 
+def as_is(x: torch.Tensor, train: bool, gen: "torch.Generator | None") -> torch.Tensor:
+    return x
+
+
 def default_preprocess(src: SourceData) -> Preprocessor:
-    """Vectors and token sequences go to the model as they are; images (kind "image") get the
-    device-side pipeline of engine/augment.py, named in engine.setup.PREPROCESSORS."""
+    """Vectors and token sequences go to the model as they are (`as_is`: the vectorised trainer
+    then gathers all clients' batches at once); images (kind "image") get the device-side
+    pipeline of engine/augment.py, named in engine.setup.PREPROCESSORS."""
     if src.kind == "image":
         raise ValueError("image sources use the preprocessor registered for kind 'image' (benchmark.engine.augment)")
-    return lambda x, train, gen: x
+    return as_is
 
 
 @functools.lru_cache(maxsize=2)

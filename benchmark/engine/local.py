@@ -71,8 +71,9 @@ def clip_factor(g: torch.Tensor, max_norm: float) -> torch.Tensor:
     return torch.clamp(max_norm / (g.norm(dim=-1, keepdim=True) + 1e-6), max=1.0)
 
 
-def step_lr(round_lr: float, batch: Batch, local: LocalTraining) -> float:
-    return round_lr * (local.lr_decay ** batch.epoch if local.intra_round_decay else 1.0)
+def step_lr(round_lr: float, epoch: int, local: LocalTraining) -> float:
+    """The lr of a step in local epoch `epoch` (decayed within the round when intra_round_decay)."""
+    return round_lr * (local.lr_decay ** epoch if local.intra_round_decay else 1.0)
 
 
 def ce_weight_of(ctx: ClientContext, terms: list[ClientTerm]) -> float:
@@ -165,10 +166,10 @@ def overrides(term: ClientTerm, *hooks: str) -> bool:
     return any(getattr(cls, h) is not getattr(ClientTerm, h) for h in hooks)
 
 
-def set_step_budget(ctx: ClientContext, batches: list[Batch], local: LocalTraining) -> None:
-    """K and Σ_k η_k, which SCAFFOLD's and FedCM's per-step normalisations divide by."""
-    ctx.steps = len(batches)
-    ctx.lr_sum = sum(step_lr(ctx.rnd.lr, b, local) for b in batches)
+def set_step_budget(ctx: ClientContext, epochs: list[int], local: LocalTraining) -> None:
+    """K and Σ_k η_k (from each step's epoch), which SCAFFOLD's and FedCM's per-step normalisations divide by."""
+    ctx.steps = len(epochs)
+    ctx.lr_sum = sum(step_lr(ctx.rnd.lr, e, local) for e in epochs)
 
 
 def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batch], local: LocalTraining,
@@ -177,7 +178,7 @@ def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batc
     step where it applies and pays (low_rank_step.sequential_step), else None."""
     for term in terms:
         batches = term.regroup(batches)
-    set_step_budget(ctx, batches, local)
+    set_step_budget(ctx, [b.epoch for b in batches], local)
     for term in terms:
         term.begin(ctx)
     needs_features = any(t.needs_features for t in terms)
@@ -189,7 +190,7 @@ def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batc
     losses = []
     for batch in batches:
         if low_rank is not None:  # the same step as sgd_step_'s, its linear weight gradients never formed
-            lr = step_lr(ctx.rnd.lr, batch, local)
+            lr = step_lr(ctx.rnd.lr, batch.epoch, local)
             ce = torch.tensor([ce_weight], device=w.device)
             losses.append(low_rank(w.unsqueeze(0), batch.x.unsqueeze(0), batch.y.unsqueeze(0), ce, local, lr)[0])
             continue
@@ -199,7 +200,7 @@ def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batc
         loss = step_loss(ctx, terms, point, batch.x, batch.y, ce_weight, needs_features)
         (grad,) = torch.autograd.grad(loss, point)  # frees the graph, so w may change in place
         point.requires_grad_(False)
-        lr = step_lr(ctx.rnd.lr, batch, local)
+        lr = step_lr(ctx.rnd.lr, batch.epoch, local)
         with torch.no_grad():
             if fused:
                 sgd_step_(w, grad, local, lr)

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from benchmark.engine import low_rank_step
+from benchmark.engine import low_rank_step, vectorised
 from benchmark.engine.setup import build_simulation
 from benchmark.fl.flat import ParamSpec
 from benchmark.models.registry import build_model
@@ -121,3 +121,21 @@ def test_clip_norm_from_gram_matrices_is_the_flat_gradient_norm():
     expected = torch.clamp(2.0 / (full.norm(dim=1) + 1e-6), max=1.0)
     got = low_rank_step._clip_factor([], [(weight, bias, rows, out_grad)], 2.0)
     torch.testing.assert_close(got, expected)
+
+
+@pytest.mark.parametrize("split", [{"kind": "shared"}, {"kind": "iid"}], ids=lambda s: s["kind"])
+def test_batches_gathered_at_once_are_each_clients_own(split):
+    """Vector data: the vectorised trainer gathers a step's batches in one index (shared split:
+    every client draws from all rows); the same examples as each client's data.client_batches."""
+    local = {"epochs": None, "steps": 4, "batch_size": 5} if split["kind"] == "shared" else {}
+    (job,) = make_jobs(["fedavg"], split=split, local=local)
+    sim = build_simulation(job.config)
+    chosen, rnd = [1, 4, 6], sim.round_info(0)
+    positions = [sim.data.batch_positions(job.config.seed, 0, cid, job.config.local) for cid in chosen]
+    stacked = vectorised._step_inputs(sim, chosen, rnd, positions)
+    for i, cid in enumerate(chosen):
+        own = sim.data.client_batches(job.config.seed, 0, cid, job.config.local)
+        assert len(own) == len(stacked)
+        for batch, (x, y) in zip(own, stacked):
+            assert torch.equal(batch.x, x[i]) and torch.equal(batch.y, y[i])
+    assert_same(job.config)
