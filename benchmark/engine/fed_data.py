@@ -116,5 +116,6 @@ class FederatedData:
         out = []
         for pos, epoch in self.batch_positions(seed, rnd, client, local):
             rows = idx[pos.to(idx.device)]
-            out.append(Batch(self.preprocess(self.src.train_x[rows], True, gen), self.src.train_y[rows], epoch))
+            x = self.src.train_x.index_select(0, rows)  # the rows of train_x[rows], 2-3x faster on CPU
+            out.append(Batch(self.preprocess(x, True, gen), self.src.train_y[rows], epoch))
         return out

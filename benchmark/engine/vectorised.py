@@ -111,7 +111,8 @@ def _step_inputs(sim, chosen: list[int], rnd: RoundInfo, positions: list) -> lis
     out = []
     for step in zip(*positions):
         rows = joined[torch.stack([p for p, _ in step]).to(joined.device) + starts]  # (C, B)
-        out.append((data.src.train_x[rows], data.src.train_y[rows]))
+        x = data.src.train_x.index_select(0, rows.flatten())  # 3x the speed of train_x[rows] on CPU
+        out.append((x.view(*rows.shape, *x.shape[1:]), data.src.train_y[rows]))
     return out
 
 
