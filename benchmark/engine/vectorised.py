@@ -5,7 +5,9 @@ grouped convolution, GroupNorm per client slice) when the model's layers allow i
 backward of the clients' summed losses gives every client's gradient; the terms' losses and
 the cross-entropy run per client under torch.func.vmap. Other models take the whole gradient
 under vmap. The step then updates the (C, P) matrix in place, row by row the sequential step
-(local.py's sgd_step_ / descent_direction_; a term's direction rewrite per client).
+(local.py's sgd_step_ / descent_direction_; a term's direction rewrite per client). Where no
+term shapes the step (FedAvg, FedAvgM, FedAdam, FedPAQ), engine/low_rank_step.py's fused step
+replaces gradient and update: the linear layers' weight gradients are applied without being formed.
 
 Same contract and same numbers as `train_sequential` (up to float reduction order): the step
 math is `engine/local.py`'s (objective, descent direction, rewrite_direction, step_lr), each
