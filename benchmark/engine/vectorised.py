@@ -23,7 +23,7 @@ job fails with `NotVectorisable`, never silently falling back to sequential trai
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 from torch.func import grad_and_value, vmap
@@ -93,8 +93,8 @@ def check_plans(chosen: list[int], positions: list[list[tuple[torch.Tensor, int]
             )
 
 
-def _step_inputs(sim, chosen: list[int], rnd: RoundInfo, positions: list) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """(x (C, B, ...), y (C, B)) per local step: each client's batches of data.client_batches.
+def _step_inputs(sim, chosen: list[int], rnd: RoundInfo, positions: list) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """(x (C, B, ...), y (C, B)) per local step, step by step: each client's batches of data.client_batches.
 
     Where the preprocessing is the identity (vectors, tokens: no per-client augmentation stream),
     a step's batches are gathered at once (one index per step, not one per client plus a stack:
@@ -102,20 +102,19 @@ def _step_inputs(sim, chosen: list[int], rnd: RoundInfo, positions: list) -> lis
     data, job = sim.data, sim.job
     if data.preprocess is not as_is:
         batches = [data.client_batches(job.seed, rnd.round, cid, job.local) for cid in chosen]
-        return [(torch.stack([b[s].x for b in batches]), torch.stack([b[s].y for b in batches]))
-                for s in range(len(batches[0]))]
+        for step in zip(*batches):
+            yield torch.stack([b.x for b in step]), torch.stack([b.y for b in step])
+        return
     owned = [data.clients[cid] for cid in chosen]
     if data.shared:  # every client indexes the same rows
         joined, starts = owned[0], 0
     else:  # the chosen clients' example indices, one after another
         joined = torch.cat(owned)
         starts = torch.tensor([0] + [len(i) for i in owned[:-1]], device=joined.device).cumsum(0).unsqueeze(1)
-    out = []
     for step in zip(*positions):
         rows = joined[torch.stack([p for p, _ in step]).to(joined.device) + starts]  # (C, B)
         x = data.src.train_x.index_select(0, rows.flatten())  # 3x the speed of train_x[rows] on CPU
-        out.append((x.view(*rows.shape, *x.shape[1:]), data.src.train_y[rows]))
-    return out
+        yield x.view(*rows.shape, *x.shape[1:]), data.src.train_y[rows]
 
 
 def _shared_context(template: ClientContext, received: dict[str, torch.Tensor],

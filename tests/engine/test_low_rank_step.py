@@ -132,7 +132,7 @@ def test_batches_gathered_at_once_are_each_clients_own(split):
     sim = build_simulation(job.config)
     chosen, rnd = [1, 4, 6], sim.round_info(0)
     positions = [sim.data.batch_positions(job.config.seed, 0, cid, job.config.local) for cid in chosen]
-    stacked = vectorised._step_inputs(sim, chosen, rnd, positions)
+    stacked = list(vectorised._step_inputs(sim, chosen, rnd, positions))
     for i, cid in enumerate(chosen):
         own = sim.data.client_batches(job.config.seed, 0, cid, job.config.local)
         assert len(own) == len(stacked)
