@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from benchmark.data.source import SourceData
+from benchmark.engine import low_rank_step
 from benchmark.engine.fed_data import FederatedData, default_preprocess
 from benchmark.engine.simulation import Simulation
 from benchmark.engine.trainers import TRAINERS
@@ -132,6 +133,15 @@ def compare(sims: dict[str, Simulation], repeats: int, clock=time.perf_counter) 
     return out
 
 
+def steps_taken(sims: dict[str, Simulation]) -> str:
+    """Which local step each mode took: "fused" (engine/low_rank_step.py) or "plain"."""
+    seq, vec = sims["sequential"], sims["vectorised"]
+    job, terms = seq.job, seq.method.terms
+    one = low_rank_step.sequential_step(seq.model, seq.spec, terms, job.precision, job.compile) is not None
+    batched = low_rank_step.applies(vec.model, terms, job.precision, job.compile)
+    return "/".join("fused" if f else "plain" for f in (one, batched))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=None, help=f"logistic, tiny_cnn, femnist_cnn, {', '.join(VARIANTS)}")
@@ -152,7 +162,8 @@ def main() -> None:
           f"method {args.method}, K={args.steps}, B={args.batch_size}, median of {args.repeats} interleaved, "
           f"{args.clock} clock, load {os.getloadavg()[0]:.1f}")
     mem = args.device.startswith("cuda")
-    head = f"{'model':<20}{'params':>10}{'M':>4}{'seq steps/s':>13}{'vec steps/s':>13}{'ratio':>7}{'max|Δw|':>10}"
+    head = (f"{'model':<20}{'params':>10}{'M':>4}{'seq steps/s':>13}{'vec steps/s':>13}{'ratio':>7}{'max|Δw|':>10}"
+            f"{'step seq/vec':>15}")
     print(head + (f"{'seq peak MiB':>14}{'vec peak MiB':>14}" if mem else ""))
     for name in models:
         for m in args.clients:
@@ -165,7 +176,7 @@ def main() -> None:
             (t_seq, p_seq, w_seq), (t_vec, p_vec, w_vec) = result["sequential"], result["vectorised"]
             rate = m * args.steps
             line = (f"{name:<20}{sims['sequential'].spec.total:>10}{m:>4}{rate / t_seq:>13.0f}{rate / t_vec:>13.0f}"
-                    f"{result['ratio']:>7.2f}{(w_seq - w_vec).abs().max().item():>10.1e}")
+                    f"{result['ratio']:>7.2f}{(w_seq - w_vec).abs().max().item():>10.1e}{steps_taken(sims):>15}")
             print(line + (f"{p_seq / 2**20:>14.0f}{p_vec / 2**20:>14.0f}" if mem else ""), flush=True)
     print(f"load {os.getloadavg()[0]:.1f} at the end")
 
