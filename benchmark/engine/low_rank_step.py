@@ -64,15 +64,20 @@ def _dense_names(model: nn.Module) -> list[str]:
     return [n for n, _ in model.named_parameters() if n not in linear]
 
 
-def _grouped(calls: list[dict]) -> list[tuple]:
-    """(weight, bias, X (C, N, in), D (C, N, out)) per linear weight; a layer called twice has
-    its rows joined (its gradient is then one rank-2N block, so the norm stays exact)."""
-    by_weight: dict[int, list[dict]] = {}
+def _grouped(calls: list[dict]) -> tuple[list[tuple], list[tuple]]:
+    """([(weight, X (C, N, in), D (C, N, out))], [(bias, its gradient (C, out))]), one entry per
+    distinct tensor: a weight used by several calls has their rows joined (one rank-ΣN block, so
+    its norm stays exact), a bias sums its calls' gradients."""
+    weights: dict[int, list[dict]] = {}
+    biases: dict[int, tuple] = {}
     for call in calls:
-        by_weight.setdefault(id(call["weight"]), []).append(call)
+        weights.setdefault(id(call["weight"]), []).append(call)
+        if (bias := call["bias"]) is not None:
+            _, grad = biases.get(id(bias), (bias, 0))
+            biases[id(bias)] = (bias, grad + call["out_grad"].sum(1))
     join = lambda parts, key: parts[0][key] if len(parts) == 1 else torch.cat([p[key] for p in parts], 1)  # noqa: E731
-    return [(parts[0]["weight"], parts[0]["bias"], join(parts, "rows"), join(parts, "out_grad"))
-            for parts in by_weight.values()]
+    blocks = [(parts[0]["weight"], join(parts, "rows"), join(parts, "out_grad")) for parts in weights.values()]
+    return blocks, list(biases.values())
 
 
 class FusedStep:
@@ -97,29 +102,27 @@ def _fused_step_(step: FusedStep, w, x, y, ce_weights, local: LocalTraining, lr:
             logits = functional_call(step.model, params, (x.flatten(0, 1),), {"features": False})
         losses = F.cross_entropy(logits.float(), y.flatten(), reduction="none").view(clients, batch).mean(1) * ce_weights
         dense_grads = torch.autograd.grad(losses.sum(), [*dense, tape.anchor])[:-1]
-    layers = _grouped(tape.calls)
+    blocks, biases = _grouped(tape.calls)
+    dense_grads = [*dense_grads, *(g for _, g in biases)]  # a bias's gradient is an ordinary one
+    dense = [*dense, *(b for b, _ in biases)]
     with torch.no_grad():
         for p in dense:
             p.requires_grad_(False)
         coef = torch.full((clients,), -lr, dtype=w.dtype, device=w.device)
         if local.clip_norm is not None:
-            coef = coef * _clip_factor(dense_grads, layers, local.clip_norm)
+            coef = coef * _clip_factor(dense_grads, blocks, local.clip_norm)
         keep = 1 - lr * local.weight_decay
-        for weight, bias, rows, out_grad in layers:
+        for weight, rows, out_grad in blocks:
             weight.baddbmm_((out_grad * coef.view(-1, 1, 1)).transpose(1, 2), rows, beta=keep)
-            if bias is not None:
-                bias.mul_(keep).add_(out_grad.sum(1) * coef.view(-1, 1))
         for p, g in zip(dense, dense_grads):
             p.mul_(keep).add_(g * coef.view(-1, *[1] * (g.dim() - 1)))
     return losses.detach()
 
 
-def _clip_factor(dense_grads, layers, max_norm: float) -> torch.Tensor:
-    """min(1, max_norm / (‖∇loss_c‖ + 1e-6)) per client (C,), the linear blocks from Gram matrices."""
+def _clip_factor(dense_grads, blocks, max_norm: float) -> torch.Tensor:
+    """min(1, max_norm / (‖∇loss_c‖ + 1e-6)) per client (C,), the linear weights' blocks from Gram matrices."""
     squares = sum(g.flatten(1).pow(2).sum(1) for g in dense_grads)
-    for _, bias, rows, out_grad in layers:
+    for _, rows, out_grad in blocks:
         grams = torch.bmm(rows, rows.transpose(1, 2)) * torch.bmm(out_grad, out_grad.transpose(1, 2))
         squares = squares + grams.sum((1, 2)).clamp_min(0)
-        if bias is not None:
-            squares = squares + out_grad.sum(1).pow(2).sum(1)
     return torch.clamp(max_norm / (squares.sqrt() + 1e-6), max=1.0)

@@ -51,17 +51,20 @@ def test_fused_presets_match_sequential_on_a_cnn(job, fused_calls):
 
 
 class SharedHead(nn.Module):
-    """A linear layer called twice (its gradient is then rank 2N) and one without bias."""
+    """A linear layer called twice (its gradient is then rank 2N), a weight tied between two
+    layers with their own biases, and a layer without bias."""
 
     def __init__(self, num_classes: int = 4):
         super().__init__()
         self.conv = nn.Conv2d(1, 2, 3, padding=1)
         self.shared = nn.Linear(64, 64)
+        self.tied = nn.Linear(64, 64)
+        self.tied.weight = self.shared.weight
         self.head = nn.Linear(64, num_classes, bias=False)
 
     def forward(self, x, features: bool = False):
         h = torch.relu(self.conv(x)).mean(1).flatten(1)
-        z = torch.tanh(self.shared(torch.tanh(self.shared(h))))
+        z = torch.tanh(self.tied(torch.tanh(self.shared(torch.tanh(self.shared(h))))))
         logits = self.head(z)
         return (logits, z) if features else logits
 
@@ -116,10 +119,11 @@ def test_clip_norm_from_gram_matrices_is_the_flat_gradient_norm():
     """‖Dᵀ X‖_F² = ⟨X Xᵀ, D Dᵀ⟩_F, the identity the clip factor rests on."""
     gen = torch.Generator().manual_seed(0)
     rows, out_grad = torch.randn(3, 5, 7, generator=gen, dtype=torch.float64), torch.randn(3, 5, 4, generator=gen, dtype=torch.float64)
-    weight, bias = torch.zeros(3, 4, 7, dtype=torch.float64), torch.zeros(3, 4, dtype=torch.float64)
-    full = torch.cat([(out_grad.transpose(1, 2) @ rows).flatten(1), out_grad.sum(1)], 1)
+    weight = torch.zeros(3, 4, 7, dtype=torch.float64)
+    bias_grad = out_grad.sum(1)
+    full = torch.cat([(out_grad.transpose(1, 2) @ rows).flatten(1), bias_grad], 1)
     expected = torch.clamp(2.0 / (full.norm(dim=1) + 1e-6), max=1.0)
-    got = low_rank_step._clip_factor([], [(weight, bias, rows, out_grad)], 2.0)
+    got = low_rank_step._clip_factor([bias_grad], [(weight, rows, out_grad)], 2.0)
     torch.testing.assert_close(got, expected)
 
 
