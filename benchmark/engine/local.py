@@ -192,7 +192,7 @@ def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batc
         if low_rank is not None:  # the same step as sgd_step_'s, its linear weight gradients never formed
             lr = step_lr(ctx.rnd.lr, batch.epoch, local)
             ce = torch.tensor([ce_weight], device=w.device)
-            losses.append(low_rank(w.unsqueeze(0), batch.x.unsqueeze(0), batch.y.unsqueeze(0), ce, local, lr)[0])
+            losses.append(low_rank(w.unsqueeze(0), batch.x.unsqueeze(0), batch.y.unsqueeze(0), ce, local, lr, ctx.start)[0])
             continue
         with torch.no_grad():
             point = gradient_point(ctx, terms, w)  # the very tensor w for every method but FedAc

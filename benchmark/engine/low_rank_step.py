@@ -15,8 +15,11 @@ fc1 (6.4 M parameters) that replaces about eight model-sized passes by three.
 
 The same step as local.sgd_step_ (ALGORITHMS.md: w ← w − η(clip(∇loss) + λw)), up to float
 rounding; it applies only when nothing else shapes the step: no client term that adjusts the
-logits, adds a loss, rewrites the direction or moves the step (FedAvg, FedAvgM, FedAdam, FedPAQ;
-not FedProx/FedACG, whose proximal gradient is dense), fp32, no compile, and a model
+logits, adds a loss, rewrites the direction or moves the step (FedAvg, FedAvgM, FedAdam, FedPAQ),
+except the proximal term (FedProx, FedACG, FedAGM), whose gradient ρ(w − x_i) is folded in: the
+small parameters' gradients get it added, a weight block's gradient is DᵀX + ρM (M = W − x_i, one
+model-sized temporary) and its square ‖DᵀX‖² + 2ρ⟨D, XMᵀ⟩ + ρ²‖M‖², so the clip still acts on
+the whole ∇loss as ALGORITHMS.md says. Further: fp32, no compile, and a model
 client_batched supports with at least one nn.Linear (`applies`). `execution: vectorised` takes
 it for all C clients at once; sequential training takes it with C = 1 where the linear layers
 are large enough for it to pay (`sequential_step`). Otherwise both take the general path.
@@ -32,6 +35,7 @@ from torch.func import functional_call
 from benchmark.engine import client_batched
 from benchmark.engine.local import overrides
 from benchmark.fl.base import ClientTerm
+from benchmark.fl.terms import Prox
 from benchmark.suite.schema import LocalTraining
 
 # hooks that put something besides the weighted cross-entropy into the gradient or the step
@@ -44,9 +48,14 @@ ONE_CLIENT_MIN_LINEAR = 1_000_000
 
 def applies(model: nn.Module, terms: list[ClientTerm], precision: str = "fp32", compile: bool = False) -> bool:
     """Whether training `model` with `terms` may take this step (else the general path)."""
-    plain_terms = not any(t.needs_features or overrides(t, *SHAPES_STEP) for t in terms)
+    plain_terms = not any(t.needs_features or overrides(t, *SHAPES_STEP) for t in terms if not isinstance(t, Prox))
     has_linear = any(isinstance(m, nn.Linear) for m in model.modules())
     return plain_terms and has_linear and precision == "fp32" and not compile and client_batched.supports(model)
+
+
+def prox_coefficient(terms: list[ClientTerm]) -> float:
+    """ρ of the proximal terms' gradient ρ·(w − x_i) (FedProx, FedACG, FedAGM: (μ/2)‖w − x_i‖² gives μ)."""
+    return sum(t.p.mu * (1.0 if t.p.halved else 2.0) for t in terms if isinstance(t, Prox))
 
 
 def sequential_step(model: nn.Module, spec, terms: list[ClientTerm], precision: str, compile: bool) -> "FusedStep | None":
@@ -54,7 +63,7 @@ def sequential_step(model: nn.Module, spec, terms: list[ClientTerm], precision: 
     linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Linear))
     if linear < ONE_CLIENT_MIN_LINEAR or not applies(model, terms, precision, compile):
         return None
-    return FusedStep(model, spec)
+    return FusedStep(model, spec, prox_coefficient(terms))
 
 
 def _dense_names(model: nn.Module) -> list[str]:
@@ -81,20 +90,23 @@ def _grouped(calls: list[dict]) -> tuple[list[tuple], list[tuple]]:
 
 
 class FusedStep:
-    """step(w, x, y, ce_weights, local, lr): one local step of C clients on w (C, P) in place,
-    x (C, B, ...), y (C, B), ce_weights (C,); returns the clients' losses (C,)."""
+    """step(w, x, y, ce_weights, local, lr, start): one local step of C clients on w (C, P) in
+    place, x (C, B, ...), y (C, B), ce_weights (C,); returns the clients' losses (C,). With a
+    proximal coefficient ρ (prox_coefficient) the loss has ρ/2·‖w − start‖² added, start (P,)
+    the round's start point, the same for every client."""
 
-    def __init__(self, model: nn.Module, spec):
-        self.model, self.spec, self.dense_names = model, spec, _dense_names(model)
+    def __init__(self, model: nn.Module, spec, prox: float = 0.0):
+        self.model, self.spec, self.dense_names, self.prox = model, spec, _dense_names(model), prox
 
     def __call__(self, w: torch.Tensor, x: torch.Tensor, y: torch.Tensor, ce_weights: torch.Tensor,
-                 local: LocalTraining, lr: float) -> torch.Tensor:
-        return _fused_step_(self, w, x, y, ce_weights, local, lr)
+                 local: LocalTraining, lr: float, start: torch.Tensor | None = None) -> torch.Tensor:
+        return _fused_step_(self, w, x, y, ce_weights, local, lr, start)
 
 
-def _fused_step_(step: FusedStep, w, x, y, ce_weights, local: LocalTraining, lr: float) -> torch.Tensor:
+def _fused_step_(step: FusedStep, w, x, y, ce_weights, local: LocalTraining, lr: float, start) -> torch.Tensor:
     clients, batch = y.shape
     params = step.spec.unflatten(w)
+    anchors = {id(params[n]): a for n, a in step.spec.unflatten(start).items()} if step.prox else {}
     dense = [params[n].requires_grad_(True) for n in step.dense_names]  # views of w, leaves
     tape = client_batched.LinearTape(torch.zeros((), device=w.device, requires_grad=True))
     with torch.enable_grad():
@@ -108,21 +120,42 @@ def _fused_step_(step: FusedStep, w, x, y, ce_weights, local: LocalTraining, lr:
     with torch.no_grad():
         for p in dense:
             p.requires_grad_(False)
+        # the proximal gradient ρ·(w − start): added to the small gradients, kept as ρ·M beside each weight block
+        gaps = [weight - anchors[id(weight)] for weight, _, _ in blocks] if step.prox else []
+        if step.prox:
+            dense_grads = [g.add(p - anchors[id(p)], alpha=step.prox) for p, g in zip(dense, dense_grads)]
+            losses = losses.detach() + _prox_loss(step.prox, dense, anchors, gaps)
         coef = torch.full((clients,), -lr, dtype=w.dtype, device=w.device)
         if local.clip_norm is not None:
-            coef = coef * _clip_factor(dense_grads, blocks, local.clip_norm)
+            coef = coef * _clip_factor(dense_grads, blocks, local.clip_norm, step.prox, gaps)
         keep = 1 - lr * local.weight_decay
-        for weight, rows, out_grad in blocks:
+        for (weight, rows, out_grad), gap in zip(blocks, gaps or [None] * len(blocks)):
             weight.baddbmm_((out_grad * coef.view(-1, 1, 1)).transpose(1, 2), rows, beta=keep)
+            if gap is not None:
+                weight.addcmul_(gap, (coef * step.prox).view(-1, 1, 1))
         for p, g in zip(dense, dense_grads):
             p.mul_(keep).add_(g * coef.view(-1, *[1] * (g.dim() - 1)))
     return losses.detach()
 
 
-def _clip_factor(dense_grads, blocks, max_norm: float) -> torch.Tensor:
-    """min(1, max_norm / (‖∇loss_c‖ + 1e-6)) per client (C,), the linear weights' blocks from Gram matrices."""
+def _prox_loss(prox: float, dense, anchors, gaps) -> torch.Tensor:
+    """ρ/2·‖w − start‖² per client (C,): Prox.loss's value, for the reported training loss."""
+    squares = sum((p - anchors[id(p)]).flatten(1).pow(2).sum(1) for p in dense)
+    squares = squares + sum(gap.flatten(1).pow(2).sum(1) for gap in gaps)
+    return 0.5 * prox * squares
+
+
+def _clip_factor(dense_grads, blocks, max_norm: float, prox: float = 0.0, gaps=()) -> torch.Tensor:
+    """min(1, max_norm / (‖∇loss_c‖ + 1e-6)) per client (C,), the linear weights' blocks from Gram
+    matrices; with a proximal gap M = W − start a block's gradient is DᵀX + ρM, whose square is
+    ‖DᵀX‖² + 2ρ⟨D, X Mᵀ⟩ + ρ²‖M‖²."""
     squares = sum(g.flatten(1).pow(2).sum(1) for g in dense_grads)
-    for _, rows, out_grad in blocks:
+    for i, (_, rows, out_grad) in enumerate(blocks):
         grams = torch.bmm(rows, rows.transpose(1, 2)) * torch.bmm(out_grad, out_grad.transpose(1, 2))
-        squares = squares + grams.sum((1, 2)).clamp_min(0)
+        block = grams.sum((1, 2))
+        if gaps:
+            gap = gaps[i]
+            block = block + 2 * prox * (out_grad * torch.bmm(rows, gap.transpose(1, 2))).sum((1, 2))
+            block = block + prox**2 * gap.flatten(1).pow(2).sum(1)
+        squares = squares + block.clamp_min(0)
     return torch.clamp(max_norm / (squares.sqrt() + 1e-6), max=1.0)

@@ -6,7 +6,8 @@ backward of the clients' summed losses gives every client's gradient; the terms'
 the cross-entropy run per client under torch.func.vmap. Other models take the whole gradient
 under vmap. The step then updates the (C, P) matrix in place, row by row the sequential step
 (local.py's sgd_step_ / descent_direction_; a term's direction rewrite per client). Where no
-term shapes the step (FedAvg, FedAvgM, FedAdam, FedPAQ), engine/low_rank_step.py's fused step
+term shapes the step (FedAvg, FedAvgM, FedAdam, FedPAQ; and the proximal term of FedProx, FedACG,
+FedAGM), engine/low_rank_step.py's fused step
 replaces gradient and update: the linear layers' weight gradients are applied without being formed.
 
 Same contract and same numbers as `train_sequential` (up to float reduction order): the step
@@ -193,7 +194,7 @@ def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> l
     scratch = stack_scratch_inputs(ctxs, terms)
     # one broadcast reaches every client: expanded views, no copies (a per-client start would be stacked)
     per_client = {k: v.expand(count, *v.shape) for k, v in received.items()}
-    fused = low_rank_step.FusedStep(sim.model, sim.spec) if low_rank_step.applies(
+    fused = low_rank_step.FusedStep(sim.model, sim.spec, low_rank_step.prox_coefficient(terms)) if low_rank_step.applies(
         sim.model, terms, job.precision, job.compile) else None
     make_gradient = _client_batched_gradient if client_batched.supports(sim.model) else _vmapped_gradient
     gradient = make_gradient(ctxs[0], terms)
@@ -205,7 +206,7 @@ def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> l
     for (x, y), epoch in zip(_step_inputs(sim, chosen, rnd, positions), epochs):
         lr = step_lr(rnd.lr, epoch, local)
         if fused:  # no term shapes the step: the linear layers' gradients go straight into w
-            losses.append(fused(w, x, y, ce_weights, local, lr))
+            losses.append(fused(w, x, y, ce_weights, local, lr, received["model"]))
             continue
         grad, loss = gradient(w, per_client, scratch, ce_weights, x, y)
         if rewriters:  # per client, on its own context, like the sequential path

@@ -16,8 +16,11 @@ from benchmark.fl.flat import ParamSpec
 from benchmark.models.registry import build_model
 from vec_support import ATOL, assert_same, image_simulation, make_jobs, run
 
-FUSED = ["fedavg", "fedavgm", "fedadam", "fedpaq"]  # no client term shapes the step
-GENERAL = ["fedprox", "fedacg", "scaffold", "fedlc", "fedntd"]  # a loss, a direction, adjusted logits
+PROX = {"preset": "fedprox", "client": {"prox": {"mu": 0.05}}}  # strong enough to matter in 3 rounds
+# no client term shapes the step, or only the proximal term (folded into the step)
+FUSED = ["fedavg", "fedavgm", "fedadam", "fedpaq", PROX, "fedacg", "fedagm",
+         {"preset": "fedprox", "client": {"prox": {"mu": 0.05, "halved": False}}}]
+GENERAL = ["scaffold", "fedlc", "fedntd", "feddyn"]  # a direction, adjusted logits, a loss
 
 
 @pytest.fixture
@@ -82,7 +85,7 @@ def test_methods_whose_terms_shape_the_step_take_the_general_path(job):
 
 
 def test_an_ineligible_method_falls_back_and_still_matches(fused_calls):
-    (job,) = make_jobs([{"preset": "fedprox", "client": {"prox": {"mu": 0.01}}}])
+    (job,) = make_jobs(["feddyn"])
     assert_same(job.config)
     assert not fused_calls
 
