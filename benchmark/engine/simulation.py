@@ -74,13 +74,18 @@ class Simulation:
         return {
             "round": p.round, "theta": p.theta.cpu(), "server_state": {k: v.cpu() for k, v in p.server_state.items()},
             "ema": p.ema, "bytes_down": p.bytes_down, "bytes_up": p.bytes_up, "clients": self.clients.state_dict(),
+            # `execution: auto`'s choice: a resumed job keeps the trainer its probe chose (probing
+            # again could choose the other, whose rounding differs, and resume would not be exact)
+            "execution": {"mode": self.execution, "probe": self.execution_probe},
         }
 
-    STATE_KEYS = frozenset({"round", "theta", "server_state", "ema", "bytes_down", "bytes_up", "clients"})
+    STATE_KEYS = frozenset({"round", "theta", "server_state", "ema", "bytes_down", "bytes_up", "clients", "execution"})
+    # checkpoints written before the execution choice was saved (jobs that were not `auto` resume as before)
+    OLD_STATE_KEYS = STATE_KEYS - {"execution"}
 
     def misfit(self, s) -> str | None:
         """Why `s` cannot be a state of this simulation (a foreign or damaged checkpoint), or None."""
-        if not isinstance(s, dict) or set(s) != self.STATE_KEYS:
+        if not isinstance(s, dict) or set(s) not in (self.STATE_KEYS, self.OLD_STATE_KEYS):
             return f"expected the keys {sorted(self.STATE_KEYS)}"
         if not isinstance(s["theta"], torch.Tensor) or s["theta"].shape != self.progress.theta.shape:
             return f"its parameters are not a tensor of shape {tuple(self.progress.theta.shape)}"
@@ -93,6 +98,8 @@ class Simulation:
             ema=s["ema"], bytes_down=s["bytes_down"], bytes_up=s["bytes_up"],
         )
         self.clients.load_state_dict(s["clients"])
+        if self.job.execution == "auto" and s.get("execution", {}).get("mode") is not None:
+            self.execution, self.execution_probe = s["execution"]["mode"], s["execution"]["probe"]
 
     # -- one round ------------------------------------------------------------------------
     def round_info(self, t: int) -> RoundInfo:

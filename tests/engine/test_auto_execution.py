@@ -79,3 +79,32 @@ def test_summary_records_the_trainer(tmp_path, execution):
         assert summary["execution_probe"]["round"] == 0
     else:
         assert summary["execution"] == execution and summary["execution_probe"] is None
+
+
+def test_a_resumed_auto_job_keeps_its_probes_choice_and_equals_a_straight_run(tmp_path, monkeypatch):
+    """Probing again on resume could choose the other trainer (another rounding): the choice is
+    part of the checkpoint, so the resumed job is the straight one, bit for bit."""
+    suite = tiny_suite(methods=["fedavg"])
+    suite["defaults"].update(rounds=6, checkpoint_every=2, execution="auto", participation={"rate": 1.0})
+    s, (job,) = load_jobs(write_suite(tmp_path, suite))
+    timings = {"sequential": 0.5, "vectorised": 1.0}
+    ran = fake_timings(monkeypatch, timings)
+    straight = run_job(job, s.name, JobDir(tmp_path / "a", s.name, job.id))
+    run_job(job, s.name, JobDir(tmp_path / "b", s.name, job.id), stop_after=3)
+    timings.update(sequential=1.0, vectorised=0.5)  # a new probe would now choose vectorised
+    ran.clear()
+    resumed = run_job(job, s.name, JobDir(tmp_path / "b", s.name, job.id))
+    assert ran == ["train_sequential"] * 3  # rounds 3-5, no probe
+    assert resumed["execution"] == straight["execution"] == "sequential"
+    assert resumed["execution_probe"] == straight["execution_probe"] and straight["execution_probe"]["round"] == 0
+    a, b = (torch.load(JobDir(tmp_path / d, s.name, job.id).model, weights_only=True) for d in "ab")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_checkpoint_written_before_the_choice_was_saved_still_resumes():
+    (job,) = make_jobs(["fedavg"])
+    sim, _ = run(job.config, "auto")
+    old = {k: v for k, v in sim.state_dict().items() if k != "execution"}
+    assert sim.misfit(old) is None
+    sim.load_state_dict(old)
+    assert sim.misfit({**old, "other": 1}) is not None
