@@ -161,6 +161,14 @@ class ClientBatched(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+def logits_misfit(logits: torch.Tensor, clients: int, batch: int) -> str | None:
+    """Why client-batched `logits` cannot be C clients' B rows each, or None."""
+    if logits.shape[0] == clients * batch:
+        return None
+    return (f"client-batched forward returned {tuple(logits.shape)} for {clients} clients x {batch} "
+            "samples: the model uses a parameter outside nn.Linear/nn.Conv2d/nn.GroupNorm's forward")
+
+
 def batched_forward(forward, weights: torch.Tensor, x: torch.Tensor, features: bool):
     """`forward` (engine/local.make_forward) of C clients: weights (C, P), x (C, B, ...) ->
     logits (C, B, classes) and, with `features`, features (C, B, ...)."""
@@ -168,8 +176,7 @@ def batched_forward(forward, weights: torch.Tensor, x: torch.Tensor, features: b
     with ClientBatched():
         out = forward(weights, x.flatten(0, 1), features=features)
     logits, feats = out if features else (out, None)
-    if logits.shape[0] != clients * batch:
-        raise RuntimeError(f"client-batched forward returned {tuple(logits.shape)} for {clients} clients x {batch} "
-                           "samples: the model uses a parameter outside nn.Linear/nn.Conv2d/nn.GroupNorm's forward")
+    if (why := logits_misfit(logits, clients, batch)) is not None:
+        raise RuntimeError(why)
     unfold = lambda t: t.reshape(clients, batch, *t.shape[1:])  # noqa: E731
     return unfold(logits), None if feats is None else unfold(feats)

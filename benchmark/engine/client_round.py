@@ -36,7 +36,7 @@ def make_context(sim, cid: int, rnd: RoundInfo, received: dict) -> ClientContext
 
 def train_sequential(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> list[ClientOutcome]:
     job, outcomes = sim.job, []
-    low_rank = low_rank_step.sequential_step(sim.model, sim.spec, sim.method.terms, job.precision, job.compile)
+    low_rank = low_rank_step.for_job(sim, "sequential")
     for cid in chosen:
         ctx = make_context(sim, cid, rnd, received)
         batches = sim.data.client_batches(job.seed, rnd.round, cid, job.local)

@@ -193,7 +193,8 @@ def set_step_budget(ctx: ClientContext, epochs: list[int], local: LocalTraining)
 def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batch], local: LocalTraining,
                  low_rank=None):
     """Returns (w_K, mean training loss over the steps). `low_rank`: engine/low_rank_step's fused
-    step where it applies and pays (low_rank_step.sequential_step), else None."""
+    step where it applies and pays (low_rank_step.for_job), else None; where it declines (returns
+    None, w untouched) the plain step takes over."""
     for term in terms:
         batches = term.regroup(batches)
     set_step_budget(ctx, [b.epoch for b in batches], local)
@@ -210,8 +211,11 @@ def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batc
         if low_rank is not None:  # the same step as sgd_step_'s, its linear weight gradients never formed
             lr = step_lr(ctx.rnd.lr, batch.epoch, local)
             ce = torch.tensor([ce_weight], device=w.device)
-            losses.append(low_rank(w.unsqueeze(0), batch.x.unsqueeze(0), batch.y.unsqueeze(0), ce, local, lr, ctx.start)[0])
-            continue
+            loss = low_rank(w.unsqueeze(0), batch.x.unsqueeze(0), batch.y.unsqueeze(0), ce, local, lr, ctx.start)
+            if loss is not None:
+                losses.append(loss[0])
+                continue
+            low_rank = None  # it declined (w untouched): the plain step from here on
         with torch.no_grad():
             point = gradient_point(ctx, terms, w)  # the very tensor w for every method but FedAc
         point.requires_grad_(True)

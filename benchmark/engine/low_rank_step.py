@@ -20,9 +20,18 @@ except the proximal term (FedProx, FedACG, FedAGM), whose gradient ρ(w − x_i)
 small parameters' gradients get it added, a weight block's gradient is DᵀX + ρM (M = W − x_i, one
 model-sized temporary) and its square ‖DᵀX‖² + 2ρ⟨D, XMᵀ⟩ + ρ²‖M‖², so the clip still acts on
 the whole ∇loss as ALGORITHMS.md says. Further: fp32, no compile, and a model
-client_batched supports with at least one nn.Linear (`applies`). `execution: vectorised` takes
+client_batched supports with at least one nn.Linear (`why_not`). `execution: vectorised` takes
 it for all C clients at once; sequential training takes it with C = 1 where the linear layers
-are large enough for it to pay (`sequential_step`). Otherwise both take the general path.
+are large enough for it to pay (`sequential_why_not`). Otherwise both take the general path.
+
+Every step checks, after its backward and before touching w, that the tape stands for the
+linear parameters: each taped weight and bias is a parameter itself (the very view of w; a
+cosine classifier's normalised weight is not) and reaches the loss only through its taped calls.
+Where not (or where the client-batched forward fails or returns misshapen logits) the step
+declines, w untouched, and the job takes the general path from then on (`FusedStep.declined`).
+Parameters the loss never reaches (a head used only for features, a layer whose output is
+dropped, an unused convolution) get a zero gradient, then weight decay, as in the plain step.
+Which step a job's trainers took, and why, is in its summary.json (`local_step`, `record`).
 """
 
 from __future__ import annotations
@@ -46,11 +55,25 @@ SHAPES_STEP = ("adjust_logits", "loss", "direction", "grad_point", "step", "regr
 ONE_CLIENT_MIN_LINEAR = 1_000_000
 
 
+def why_not(model: nn.Module, terms: list[ClientTerm], precision: str = "fp32", compile: bool = False) -> str | None:
+    """Why training `model` with `terms` must take the general path, or None where this step may run."""
+    shaping = [t.name for t in terms if not isinstance(t, Prox) and (t.needs_features or overrides(t, *SHAPES_STEP))]
+    if shaping:
+        return f"client term(s) {', '.join(shaping)} shape the step"
+    if precision != "fp32":
+        return f"precision {precision} (the fused step is fp32 only)"
+    if compile:
+        return "compile: true"
+    if not client_batched.supports(model):
+        return "a layer client_batched cannot batch (not nn.Linear/nn.Conv2d/nn.GroupNorm)"
+    if not any(isinstance(m, nn.Linear) for m in model.modules()):
+        return "no nn.Linear"
+    return None
+
+
 def applies(model: nn.Module, terms: list[ClientTerm], precision: str = "fp32", compile: bool = False) -> bool:
     """Whether training `model` with `terms` may take this step (else the general path)."""
-    plain_terms = not any(t.needs_features or overrides(t, *SHAPES_STEP) for t in terms if not isinstance(t, Prox))
-    has_linear = any(isinstance(m, nn.Linear) for m in model.modules())
-    return plain_terms and has_linear and precision == "fp32" and not compile and client_batched.supports(model)
+    return why_not(model, terms, precision, compile) is None
 
 
 def prox_coefficient(terms: list[ClientTerm]) -> float:
@@ -58,28 +81,49 @@ def prox_coefficient(terms: list[ClientTerm]) -> float:
     return sum(t.p.mu * (1.0 if t.p.halved else 2.0) for t in terms if isinstance(t, Prox))
 
 
+def sequential_why_not(model: nn.Module, terms: list[ClientTerm], precision: str, compile: bool) -> str | None:
+    """why_not for clients trained one by one, where the step must also pay (ONE_CLIENT_MIN_LINEAR)."""
+    linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Linear))
+    if linear < ONE_CLIENT_MIN_LINEAR:
+        return f"{linear:,} linear weights (< {ONE_CLIENT_MIN_LINEAR:,}): one client at a time the fused step does not pay"
+    return why_not(model, terms, precision, compile)
+
+
 def sequential_step(model: nn.Module, spec, terms: list[ClientTerm], precision: str, compile: bool) -> "FusedStep | None":
     """The fused step for clients trained one by one (engine/local.train_client), where it pays."""
-    linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Linear))
-    if linear < ONE_CLIENT_MIN_LINEAR or not applies(model, terms, precision, compile):
+    if sequential_why_not(model, terms, precision, compile) is not None:
         return None
     return FusedStep(model, spec, prox_coefficient(terms))
 
 
-def _dense_names(model: nn.Module) -> list[str]:
-    """Parameters that keep an ordinary gradient: all but the nn.Linear layers' weights and biases."""
-    linear = {f"{name}.{p}" for name, m in model.named_modules() if isinstance(m, nn.Linear)
-              for p, _ in m.named_parameters(recurse=False)}
-    return [n for n, _ in model.named_parameters() if n not in linear]
+def for_job(sim, trainer: str) -> "FusedStep | None":
+    """The fused step `trainer` ("sequential" | "vectorised") takes in `sim`'s job, or None: decided
+    once per job and kept in sim.local_step[trainer] (a FusedStep, or why the plain step runs), so
+    a step that declined stays declined; summary.json reports it (`record`)."""
+    chosen = sim.local_step.get(trainer)
+    if chosen is None:
+        job, terms = sim.job, sim.method.terms
+        why = (sequential_why_not if trainer == "sequential" else why_not)(sim.model, terms, job.precision, job.compile)
+        chosen = sim.local_step[trainer] = why or FusedStep(sim.model, sim.spec, prox_coefficient(terms))
+    return chosen if isinstance(chosen, FusedStep) and chosen.declined is None else None
+
+
+def record(local_step: dict) -> dict:
+    """sim.local_step as summary.json states it: trainer -> {"step": "fused" | "plain", "why"}."""
+    return {trainer: chosen.record() if isinstance(chosen, FusedStep) else {"step": "plain", "why": chosen}
+            for trainer, chosen in local_step.items()}
 
 
 def _grouped(calls: list[dict]) -> tuple[list[tuple], list[tuple]]:
     """([(weight, X (C, N, in), D (C, N, out))], [(bias, its gradient (C, out))]), one entry per
     distinct tensor: a weight used by several calls has their rows joined (one rank-ΣN block, so
-    its norm stays exact), a bias sums its calls' gradients."""
+    its norm stays exact), a bias sums its calls' gradients. A call whose output never reached the
+    loss has no output gradient: zero, as the plain step's gradient there."""
     weights: dict[int, list[dict]] = {}
     biases: dict[int, tuple] = {}
     for call in calls:
+        if "out_grad" not in call:
+            call["out_grad"] = call["rows"].new_zeros(*call["rows"].shape[:2], call["weight"].shape[1])
         weights.setdefault(id(call["weight"]), []).append(call)
         if (bias := call["bias"]) is not None:
             _, grad = biases.get(id(bias), (bias, 0))
@@ -89,37 +133,83 @@ def _grouped(calls: list[dict]) -> tuple[list[tuple], list[tuple]]:
     return blocks, list(biases.values())
 
 
+def _misfit(calls: list[dict], params: dict[str, torch.Tensor], grads) -> str | None:
+    """Why the tape cannot stand for the linear parameters' gradients, or None. Every taped weight
+    and bias must be a parameter itself (the very view of w: a cosine classifier's normalised
+    weight is a temporary, whose gradient would never reach the parameter) and reach the loss only
+    through its taped calls (autograd gave it no gradient of its own)."""
+    names = {id(p): n for n, p in params.items()}
+    grad_of = {id(p): g for p, g in zip(params.values(), grads)}
+    for call in calls:
+        for role in ("weight", "bias"):
+            tensor = call[role]
+            if tensor is None:
+                continue
+            if id(tensor) not in names:
+                return f"a linear layer's {role} {tuple(tensor.shape[1:])} is not a parameter but a tensor computed from one"
+            if grad_of[id(tensor)] is not None:
+                return f"parameter {names[id(tensor)]} reaches the loss outside nn.Linear's forward too"
+    return None
+
+
 class FusedStep:
     """step(w, x, y, ce_weights, local, lr, start): one local step of C clients on w (C, P) in
-    place, x (C, B, ...), y (C, B), ce_weights (C,); returns the clients' losses (C,). With a
-    proximal coefficient ρ (prox_coefficient) the loss has ρ/2·‖w − start‖² added, start (P,)
-    the round's start point, the same for every client."""
+    place, x (C, B, ...), y (C, B), ce_weights (C,); returns the clients' losses (C,), or None
+    with w untouched where the model does not fit the step (`declined` says why; from then on
+    it returns None at once and the caller takes the general path). With a proximal coefficient
+    ρ (prox_coefficient) the loss has ρ/2·‖w − start‖² added, start (P,) the round's start
+    point, the same for every client."""
 
     def __init__(self, model: nn.Module, spec, prox: float = 0.0):
-        self.model, self.spec, self.dense_names, self.prox = model, spec, _dense_names(model), prox
+        self.model, self.spec, self.prox = model, spec, prox
+        self.declined: str | None = None
+        self.steps = 0  # fused steps taken
 
     def __call__(self, w: torch.Tensor, x: torch.Tensor, y: torch.Tensor, ce_weights: torch.Tensor,
-                 local: LocalTraining, lr: float, start: torch.Tensor | None = None) -> torch.Tensor:
-        return _fused_step_(self, w, x, y, ce_weights, local, lr, start)
+                 local: LocalTraining, lr: float, start: torch.Tensor | None = None) -> torch.Tensor | None:
+        if self.declined is not None:
+            return None
+        losses = _fused_step_(self, w, x, y, ce_weights, local, lr, start)
+        self.steps += losses is not None
+        return losses
+
+    def decline(self, why: str) -> None:
+        self.declined = why if not self.steps else f"{why} (after {self.steps} fused steps)"
+
+    def record(self) -> dict:
+        if self.declined is None:
+            return {"step": "fused", "why": "every linear layer's weight gradient applied without being formed"}
+        return {"step": "plain", "why": f"the fused step declined: {self.declined}"}
 
 
-def _fused_step_(step: FusedStep, w, x, y, ce_weights, local: LocalTraining, lr: float, start) -> torch.Tensor:
+def _fused_step_(step: FusedStep, w, x, y, ce_weights, local: LocalTraining, lr: float, start) -> torch.Tensor | None:
     clients, batch = y.shape
     params = step.spec.unflatten(w)
     anchors = {id(params[n]): a for n, a in step.spec.unflatten(start).items()} if step.prox else {}
-    dense = [params[n].requires_grad_(True) for n in step.dense_names]  # views of w, leaves
+    owned = [p.requires_grad_(True) for p in params.values()]  # views of w, leaves
     tape = client_batched.LinearTape(torch.zeros((), device=w.device, requires_grad=True))
     with torch.enable_grad():
-        with client_batched.ClientBatched(tape):
-            logits = functional_call(step.model, params, (x.flatten(0, 1),), {"features": False})
+        try:
+            with client_batched.ClientBatched(tape):
+                logits = functional_call(step.model, params, (x.flatten(0, 1),), {"features": False})
+        except Exception as error:  # noqa: BLE001 - the general path may still train it (one client: no batching)
+            return step.decline(f"the client-batched forward raised {type(error).__name__}: {error}")
+        if (why := client_batched.logits_misfit(logits, clients, batch)) is not None:
+            return step.decline(why)
         losses = F.cross_entropy(logits.float(), y.flatten(), reduction="none").view(clients, batch).mean(1) * ce_weights
-        dense_grads = torch.autograd.grad(losses.sum(), [*dense, tape.anchor])[:-1]
+        grads = torch.autograd.grad(losses.sum(), [*owned, tape.anchor], allow_unused=True)[:-1]
+    for p in owned:
+        p.requires_grad_(False)
+    if (why := _misfit(tape.calls, params, grads)) is not None:
+        return step.decline(why)
     blocks, biases = _grouped(tape.calls)
-    dense_grads = [*dense_grads, *(g for _, g in biases)]  # a bias's gradient is an ordinary one
-    dense = [*dense, *(b for b, _ in biases)]
+    taped = {id(t) for t, *_ in blocks} | {id(b) for b, _ in biases}
+    # every other parameter keeps an ordinary gradient (zero where it never reached the loss, as
+    # in the plain step); a bias's gradient is an ordinary one too
+    kept = [(p, torch.zeros_like(p) if g is None else g) for p, g in zip(owned, grads) if id(p) not in taped]
+    dense = [p for p, _ in kept] + [b for b, _ in biases]
+    dense_grads = [g for _, g in kept] + [g for _, g in biases]
     with torch.no_grad():
-        for p in dense:
-            p.requires_grad_(False)
         # the proximal gradient ρ·(w − start): added to the small gradients, kept as ρ·M beside each weight block
         gaps = [weight - anchors[id(weight)] for weight, _, _ in blocks] if step.prox else []
         if step.prox:

@@ -65,6 +65,8 @@ class Simulation:
         # the trainer in use ("auto": None until the first round's probe chose), and that probe
         self.execution: str | None = None if job.execution == "auto" else job.execution
         self.execution_probe: dict | None = None
+        # per trainer, the local step it takes (engine/low_rank_step.for_job): a FusedStep or why the plain one
+        self.local_step: dict = {}
         theta = flat_params(self.model).to(self.device)
         self.progress = Progress(theta=theta, server_state=self.method.server.init_state(theta))
 

@@ -194,8 +194,7 @@ def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> l
     scratch = stack_scratch_inputs(ctxs, terms)
     # one broadcast reaches every client: expanded views, no copies (a per-client start would be stacked)
     per_client = {k: v.expand(count, *v.shape) for k, v in received.items()}
-    fused = low_rank_step.FusedStep(sim.model, sim.spec, low_rank_step.prox_coefficient(terms)) if low_rank_step.applies(
-        sim.model, terms, job.precision, job.compile) else None
+    fused = low_rank_step.for_job(sim, "vectorised")
     make_gradient = _client_batched_gradient if client_batched.supports(sim.model) else _vmapped_gradient
     gradient = make_gradient(ctxs[0], terms)
     rewriters = [t for t in terms if overrides(t, "direction")]
@@ -206,8 +205,11 @@ def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> l
     for (x, y), epoch in zip(_step_inputs(sim, chosen, rnd, positions), epochs):
         lr = step_lr(rnd.lr, epoch, local)
         if fused:  # no term shapes the step: the linear layers' gradients go straight into w
-            losses.append(fused(w, x, y, ce_weights, local, lr, received["model"]))
-            continue
+            loss = fused(w, x, y, ce_weights, local, lr, received["model"])
+            if loss is not None:
+                losses.append(loss)
+                continue
+            fused = None  # it declined (w untouched): the general path from here on
         grad, loss = gradient(w, per_client, scratch, ce_weights, x, y)
         if rewriters:  # per client, on its own context, like the sequential path
             g = descent_direction_(grad, w, local, decay)

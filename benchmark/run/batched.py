@@ -41,6 +41,7 @@ class ReplaySimulation:
         self.progress = ReplayProgress()
         self.data = ReplayData(data_fingerprint(job.config))
         self.execution, self.execution_probe = ENGINE, None  # summary.json: which trainer ran it
+        self.local_step: dict = {}  # its own FedAc kernel: neither local step of engine/low_rank_step.py
 
     def state_dict(self) -> dict:
         return {"round": self.progress.round, "engine": ENGINE}

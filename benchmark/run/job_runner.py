@@ -10,6 +10,7 @@ import time
 from typing import Callable
 
 from benchmark.metrics import summarise
+from benchmark.engine import low_rank_step
 from benchmark.engine.setup import build_simulation
 from benchmark.run.callbacks import (Callbacks, Checkpoints, EachEval, HeartbeatFile, MetricsFile, RoundCallback,
                                      Tracking, save_checkpoint)
@@ -106,7 +107,8 @@ class Stamp(RoundCallback):
 def job_summary(job: Job, suite: str, sim, records: list[RoundRecord], diverged: Diverged | None) -> JobSummary:
     about = dict(job_id=job.id, suite=suite, dataset=job.dataset_label, method=job.method_label, seed=job.config.seed,
                  data_fingerprint=sim.data.fingerprint, bytes_down=sim.progress.bytes_down, bytes_up=sim.progress.bytes_up,
-                 execution=sim.execution, execution_probe=sim.execution_probe)
+                 execution=sim.execution, execution_probe=sim.execution_probe,
+                 local_step=low_rank_step.record(sim.local_step) or None)
     last = records[-1] if records else None
     if diverged:  # no accuracy: what a NaN model "scores" is the argmax of NaN logits
         return JobSummary(**about, status=DIVERGED, rounds_completed=diverged.round - 1,

@@ -87,6 +87,8 @@ class JobSummary:
     threads: dict | None = None  # torch's CPU threads: {"count", "chosen_by"} (run/threads.py)
     execution: str | None = None  # the trainer that ran ("auto" resolves to one) and, for auto, its probe
     execution_probe: dict | None = None
+    # per trainer that ran, which local step produced the numbers: {"step": "fused" | "plain", "why"} (engine/low_rank_step.py)
+    local_step: dict | None = None
     diverged: Divergence | None = None
 
     def to_json(self) -> dict:

@@ -74,6 +74,11 @@ def test_summary_records_the_trainer(tmp_path, execution):
     summary = run_job(job, s.name, JobDir(tmp_path, s.name, job.id))
     on_disk = json.loads((tmp_path / s.name / job.id / "summary.json").read_text())
     assert on_disk["execution"] == summary["execution"]
+    # which local step produced the numbers, per trainer that ran (the tiny logistic: fused only client-batched)
+    assert on_disk["local_step"] == summary["local_step"]
+    expected = {"sequential": "plain", "vectorised": "fused"}
+    assert {t: r["step"] for t, r in summary["local_step"].items()} == {t: expected[t] for t in summary["local_step"]}
+    assert summary["execution"] in summary["local_step"] and all(r["why"] for r in summary["local_step"].values())
     if execution == "auto":
         assert summary["execution"] in {"sequential", "vectorised"}
         assert summary["execution_probe"]["round"] == 0

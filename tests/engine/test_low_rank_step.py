@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from benchmark.engine import low_rank_step, vectorised
@@ -146,3 +147,103 @@ def test_batches_gathered_at_once_are_each_clients_own(split):
         for batch, (x, y) in zip(own, stacked):
             assert torch.equal(batch.x, x[i]) and torch.equal(batch.y, y[i])
     assert_same(job.config)
+
+
+def features_of(x: torch.Tensor, conv: nn.Module) -> torch.Tensor:
+    return torch.relu(conv(x)).mean(1).flatten(1)  # (B, 64) from 1x8x8 images
+
+
+class UnusedHead(nn.Module):
+    """A projection head computed only with features=True (MOON's layout): the logits never reach it."""
+
+    def __init__(self, num_classes: int = 4):
+        super().__init__()
+        self.conv, self.fc, self.proj = nn.Conv2d(1, 2, 3, padding=1), nn.Linear(64, num_classes), nn.Linear(64, 8)
+
+    def forward(self, x, features: bool = False):
+        h = features_of(x, self.conv)
+        return (self.fc(h), self.proj(h)) if features else self.fc(h)
+
+
+class DeadBranch(UnusedHead):
+    """The head is called on every forward, but its output never reaches the loss."""
+
+    def forward(self, x, features: bool = False):
+        h = features_of(x, self.conv)
+        self.proj(h)
+        return (self.fc(h), h) if features else self.fc(h)
+
+
+class UnusedConv(nn.Module):
+    """A convolution that the forward never calls."""
+
+    def __init__(self, num_classes: int = 4):
+        super().__init__()
+        self.fc, self.conv = nn.Linear(64, num_classes), nn.Conv2d(1, 1, 1)
+
+    def forward(self, x, features: bool = False):
+        logits = self.fc(x.flatten(1))
+        return (logits, logits) if features else logits
+
+
+class Cosine(nn.Module):
+    """A cosine classifier: F.linear on a normalised copy of the layer's weight."""
+
+    def __init__(self, num_classes: int = 4):
+        super().__init__()
+        self.conv, self.fc = nn.Conv2d(1, 2, 3, padding=1), nn.Linear(64, num_classes)
+
+    def forward(self, x, features: bool = False):
+        h = features_of(x, self.conv)
+        logits = 4.0 * F.linear(F.normalize(h, dim=-1), F.normalize(self.fc.weight, dim=-1), self.fc.bias)
+        return (logits, h) if features else logits
+
+
+class Rescaled(Cosine):
+    """A taped weight that reaches the loss a second way (one client: the scalar is that client's)."""
+
+    def forward(self, x, features: bool = False):
+        logits = self.fc(features_of(x, self.conv)) * self.fc.weight.pow(2).sum()
+        return (logits, logits) if features else logits
+
+
+class Matmul(Cosine):
+    """The weight used by matmul rather than F.linear: batched, the logits come out (1, B, classes)."""
+
+    def forward(self, x, features: bool = False):
+        logits = torch.matmul(features_of(x, self.conv), self.fc.weight.transpose(-1, -2))
+        return (logits, logits) if features else logits
+
+
+def step_taken(sim, trainer: str) -> dict:
+    return low_rank_step.record(sim.local_step)[trainer]
+
+
+@pytest.mark.parametrize("method", ["fedavg", PROX], ids=["fedavg", "fedprox"])
+@pytest.mark.parametrize("model", [UnusedHead, DeadBranch, UnusedConv], ids=lambda m: m.__name__)
+def test_parameters_the_loss_never_reaches_decay_as_in_the_plain_step(model, method, fused_calls):
+    """The plain step gives them a zero gradient, then weight decay (and the proximal pull)."""
+    (job,) = make_jobs([method], local={"clip_norm": 0.05, "weight_decay": 0.05})
+    _, vec = assert_same(job.config, lambda config: image_simulation(config, model=model))
+    assert step_taken(vec, "vectorised")["step"] == "fused" and fused_calls
+
+
+def test_a_linear_layer_on_a_computed_weight_declines_and_matches():
+    """A cosine classifier's normalised weight is a temporary: the fused step declines, the general path trains it."""
+    (job,) = make_jobs(["fedavg"], local={"clip_norm": 0.05})
+    _, vec = assert_same(job.config, lambda config: image_simulation(config, model=Cosine))
+    taken = step_taken(vec, "vectorised")
+    assert taken["step"] == "plain" and "computed from" in taken["why"]
+
+
+@pytest.mark.parametrize(("model", "why"), [(Rescaled, "outside nn.Linear"), (Matmul, "returned (1, 8, 4)"),
+                                            (Cosine, "computed from")], ids=lambda v: getattr(v, "__name__", ""))
+def test_one_client_at_a_time_a_misfit_declines_to_the_plain_step(model, why, monkeypatch):
+    (job,) = make_jobs(["fedavg"], local={"clip_norm": 0.05})
+    factory = lambda config: image_simulation(config, model=model)  # noqa: E731
+    plain, _ = run(job.config, "sequential", factory)
+    monkeypatch.setattr(low_rank_step, "ONE_CLIENT_MIN_LINEAR", 0)
+    declined, _ = run(job.config, "sequential", factory)
+    taken = step_taken(declined, "sequential")
+    assert taken["step"] == "plain" and why in taken["why"]
+    torch.testing.assert_close(declined.progress.theta, plain.progress.theta, atol=0, rtol=0)

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from benchmark.data.source import SourceData
+from benchmark.engine import low_rank_step
 from benchmark.engine.fed_data import FederatedData, default_preprocess
 from benchmark.engine.setup import build_simulation
 from benchmark.engine.simulation import Simulation
@@ -54,7 +55,9 @@ def with_term(term: ClientTerm) -> Callable[..., Simulation]:
 
 
 def assert_same(config, sim_factory=build_simulation):
+    """The vectorised trainer against the sequential one taking the plain local step (the reference)."""
     seq, seq_records = run(config, "sequential", sim_factory)
+    assert low_rank_step.record(seq.local_step)["sequential"]["step"] == "plain"
     vec, vec_records = run(config, "vectorised", sim_factory)
     torch.testing.assert_close(vec.progress.theta, seq.progress.theta, atol=ATOL, rtol=0)
     for key, value in seq.progress.server_state.items():
