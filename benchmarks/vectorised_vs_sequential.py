@@ -134,12 +134,9 @@ def compare(sims: dict[str, Simulation], repeats: int, clock=time.perf_counter) 
 
 
 def steps_taken(sims: dict[str, Simulation]) -> str:
-    """Which local step each mode took: "fused" (engine/low_rank_step.py) or "plain"."""
-    seq, vec = sims["sequential"], sims["vectorised"]
-    job, terms = seq.job, seq.method.terms
-    one = low_rank_step.sequential_step(seq.model, seq.spec, terms, job.precision, job.compile) is not None
-    batched = low_rank_step.applies(vec.model, terms, job.precision, job.compile)
-    return "/".join("fused" if f else "plain" for f in (one, batched))
+    """Which local step each mode took (after training: one that declined counts as plain):
+    "fused" (engine/low_rank_step.py) or "plain"."""
+    return "/".join(low_rank_step.record(sims[mode].local_step)[mode]["step"] for mode in ("sequential", "vectorised"))
 
 
 def main() -> None:

@@ -170,7 +170,8 @@ class FusedStep:
         if self.declined is not None:
             return None
         losses = _fused_step_(self, w, x, y, ce_weights, local, lr, start)
-        self.steps += losses is not None
+        if losses is not None:
+            self.steps += 1
         return losses
 
     def decline(self, why: str) -> None:
