@@ -146,7 +146,7 @@ def _misfit(calls: list[dict], params: dict[str, torch.Tensor], grads) -> str | 
             if tensor is None:
                 continue
             if id(tensor) not in names:
-                return f"a linear layer's {role} {tuple(tensor.shape[1:])} is not a parameter but a tensor computed from one"
+                return f"a linear layer's {role} {tuple(tensor.shape[1:])} is a computed tensor, not a parameter itself"
             if grad_of[id(tensor)] is not None:
                 return f"parameter {names[id(tensor)]} reaches the loss outside nn.Linear's forward too"
     return None

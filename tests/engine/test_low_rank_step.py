@@ -235,11 +235,11 @@ def test_a_linear_layer_on_a_computed_weight_declines_and_matches():
     (job,) = make_jobs(["fedavg"], local={"clip_norm": 0.05})
     _, vec = assert_same(job.config, lambda config: image_simulation(config, model=Cosine))
     taken = step_taken(vec, "vectorised")
-    assert taken["step"] == "plain" and "computed from" in taken["why"]
+    assert taken["step"] == "plain" and "computed tensor" in taken["why"]
 
 
 @pytest.mark.parametrize(("model", "why"), [(Rescaled, "outside nn.Linear"), (Matmul, "returned (1, 8, 4)"),
-                                            (Cosine, "computed from")], ids=lambda v: getattr(v, "__name__", ""))
+                                            (Cosine, "computed tensor")], ids=lambda v: getattr(v, "__name__", ""))
 def test_one_client_at_a_time_a_misfit_declines_to_the_plain_step(model, why, monkeypatch):
     (job,) = make_jobs(["fedavg"], local={"clip_norm": 0.05})
     factory = lambda config: image_simulation(config, model=model)  # noqa: E731
