@@ -207,11 +207,11 @@ def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batc
     fused = not any(overrides(t, "direction", "grad_point", "step") for t in terms)
     decay = torch.empty_like(w) if local.weight_decay and not fused else None
     losses = []
+    ce_weights = torch.tensor([ce_weight], device=w.device) if low_rank is not None else None  # one client's (C,)
     for batch in batches:
         if low_rank is not None:  # the same step as sgd_step_'s, its linear weight gradients never formed
             lr = step_lr(ctx.rnd.lr, batch.epoch, local)
-            ce = torch.tensor([ce_weight], device=w.device)
-            loss = low_rank(w.unsqueeze(0), batch.x.unsqueeze(0), batch.y.unsqueeze(0), ce, local, lr, ctx.start)
+            loss = low_rank(w.unsqueeze(0), batch.x.unsqueeze(0), batch.y.unsqueeze(0), ce_weights, local, lr, ctx.start)
             if loss is not None:
                 losses.append(loss[0])
                 continue

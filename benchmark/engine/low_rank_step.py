@@ -57,7 +57,8 @@ ONE_CLIENT_MIN_LINEAR = 1_000_000
 
 def why_not(model: nn.Module, terms: list[ClientTerm], precision: str = "fp32", compile: bool = False) -> str | None:
     """Why training `model` with `terms` must take the general path, or None where this step may run."""
-    shaping = [t.name for t in terms if not isinstance(t, Prox) and (t.needs_features or overrides(t, *SHAPES_STEP))]
+    # the proximal term itself is folded in; a subclass of it may shape the step in other ways
+    shaping = [t.name for t in terms if type(t) is not Prox and (t.needs_features or overrides(t, *SHAPES_STEP))]
     if shaping:
         return f"client term(s) {', '.join(shaping)} shape the step"
     if precision != "fp32":
@@ -71,14 +72,9 @@ def why_not(model: nn.Module, terms: list[ClientTerm], precision: str = "fp32", 
     return None
 
 
-def applies(model: nn.Module, terms: list[ClientTerm], precision: str = "fp32", compile: bool = False) -> bool:
-    """Whether training `model` with `terms` may take this step (else the general path)."""
-    return why_not(model, terms, precision, compile) is None
-
-
 def prox_coefficient(terms: list[ClientTerm]) -> float:
     """ρ of the proximal terms' gradient ρ·(w − x_i) (FedProx, FedACG, FedAGM: (μ/2)‖w − x_i‖² gives μ)."""
-    return sum(t.p.mu * (1.0 if t.p.halved else 2.0) for t in terms if isinstance(t, Prox))
+    return sum(t.p.mu * (1.0 if t.p.halved else 2.0) for t in terms if type(t) is Prox)
 
 
 def sequential_why_not(model: nn.Module, terms: list[ClientTerm], precision: str, compile: bool) -> str | None:
@@ -89,11 +85,12 @@ def sequential_why_not(model: nn.Module, terms: list[ClientTerm], precision: str
     return why_not(model, terms, precision, compile)
 
 
-def sequential_step(model: nn.Module, spec, terms: list[ClientTerm], precision: str, compile: bool) -> "FusedStep | None":
-    """The fused step for clients trained one by one (engine/local.train_client), where it pays."""
-    if sequential_why_not(model, terms, precision, compile) is not None:
-        return None
-    return FusedStep(model, spec, prox_coefficient(terms))
+def choose(trainer: str, model: nn.Module, spec, terms: list[ClientTerm], precision: str = "fp32",
+           compile: bool = False) -> "FusedStep | str":
+    """The fused step `trainer` ("sequential" | "vectorised") takes for `model` and `terms`, or why
+    the plain step runs instead."""
+    why = (sequential_why_not if trainer == "sequential" else why_not)(model, terms, precision, compile)
+    return why or FusedStep(model, spec, prox_coefficient(terms))
 
 
 def for_job(sim, trainer: str) -> "FusedStep | None":
@@ -102,9 +99,9 @@ def for_job(sim, trainer: str) -> "FusedStep | None":
     a step that declined stays declined; summary.json reports it (`record`)."""
     chosen = sim.local_step.get(trainer)
     if chosen is None:
-        job, terms = sim.job, sim.method.terms
-        why = (sequential_why_not if trainer == "sequential" else why_not)(sim.model, terms, job.precision, job.compile)
-        chosen = sim.local_step[trainer] = why or FusedStep(sim.model, sim.spec, prox_coefficient(terms))
+        job = sim.job
+        chosen = sim.local_step[trainer] = choose(trainer, sim.model, sim.spec, sim.method.terms, job.precision,
+                                                  job.compile)
     return chosen if isinstance(chosen, FusedStep) and chosen.declined is None else None
 
 

@@ -104,11 +104,12 @@ class Stamp(RoundCallback):
             rec.wall_s = round(self.trained_before + time.monotonic() - self.since, 3)
 
 
-def job_summary(job: Job, suite: str, sim, records: list[RoundRecord], diverged: Diverged | None) -> JobSummary:
+def job_summary(job: Job, suite: str, sim, records: list[RoundRecord], diverged: Diverged | None,
+                threads: dict | None = None) -> JobSummary:
     about = dict(job_id=job.id, suite=suite, dataset=job.dataset_label, method=job.method_label, seed=job.config.seed,
                  data_fingerprint=sim.data.fingerprint, bytes_down=sim.progress.bytes_down, bytes_up=sim.progress.bytes_up,
                  execution=sim.execution, execution_probe=sim.execution_probe,
-                 local_step=low_rank_step.record(sim.local_step) or None)
+                 local_step=low_rank_step.record(sim.local_step) or None, threads=threads)
     last = records[-1] if records else None
     if diverged:  # no accuracy: what a NaN model "scores" is the argmax of NaN logits
         return JobSummary(**about, status=DIVERGED, rounds_completed=diverged.round - 1,
@@ -165,13 +166,12 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
     finally:
         effects.on_close()
     effects.on_flush()
-    summary = job_summary(job, suite, sim, metrics.records, diverged)
+    summary = job_summary(job, suite, sim, metrics.records, diverged, threads)
     if summary.status == FINISHED:
         atomic_torch_save(jobdir.model, sim.final_state_dict())
     elif summary.status == STOPPED:  # stopped early on purpose: keep a checkpoint to resume from
         save_checkpoint(jobdir, sim)
     summary.wall_time_s = round(time.time() - start, 3)
-    summary.threads = threads
     atomic_write_json(jobdir.summary, summary.to_json())
     if summary.status != STOPPED:  # resume material is no longer needed (memmap client state can be large)
         jobdir.discard_checkpoint()

@@ -84,7 +84,7 @@ def test_shared_and_bias_free_linear_layers_match_sequential(fused_calls):
 @pytest.mark.parametrize("job", make_jobs(GENERAL), ids=lambda j: j.method_label)
 def test_methods_whose_terms_shape_the_step_take_the_general_path(job):
     sim = build_simulation(job.config)
-    assert not low_rank_step.applies(sim.model, sim.method.terms)
+    assert low_rank_step.why_not(sim.model, sim.method.terms) is not None
 
 
 def test_an_ineligible_method_falls_back_and_still_matches(fused_calls):
@@ -97,8 +97,8 @@ def test_an_ineligible_method_falls_back_and_still_matches(fused_calls):
 def test_reduced_precision_and_compile_take_the_general_path(update):
     (job,) = make_jobs(["fedavg"])
     sim = build_simulation(job.config)
-    assert low_rank_step.applies(sim.model, sim.method.terms)
-    assert not low_rank_step.applies(sim.model, sim.method.terms, **{"precision": "fp32", "compile": False, **update})
+    assert low_rank_step.why_not(sim.model, sim.method.terms) is None
+    assert low_rank_step.why_not(sim.model, sim.method.terms, **{"precision": "fp32", "compile": False, **update}) is not None
 
 
 @pytest.mark.parametrize("job", make_jobs(FUSED, local={"clip_norm": 0.05}), ids=lambda j: j.method_label)
@@ -116,9 +116,9 @@ def test_sequential_fused_step_matches_the_plain_step(job, fused_calls, monkeypa
 def test_sequential_fused_step_only_where_linear_layers_are_large():
     (job,) = make_jobs(["fedavg"])
     sim = build_simulation(job.config)
-    assert low_rank_step.sequential_step(sim.model, sim.spec, sim.method.terms, "fp32", False) is None
+    assert isinstance(low_rank_step.choose("sequential", sim.model, sim.spec, sim.method.terms), str)
     cnn = build_model("femnist_cnn", (1, 28, 28), 62, {}, "default", seed=0)
-    assert low_rank_step.sequential_step(cnn, ParamSpec.of(cnn), [], "fp32", False) is not None
+    assert isinstance(low_rank_step.choose("sequential", cnn, ParamSpec.of(cnn), []), low_rank_step.FusedStep)
 
 
 def test_clip_norm_from_gram_matrices_is_the_flat_gradient_norm():
