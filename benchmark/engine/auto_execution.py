@@ -15,7 +15,7 @@ import time
 import torch
 
 from benchmark.engine.client_round import train_sequential
-from benchmark.engine.vectorised import blocker, train_vectorised_job
+from benchmark.engine.vectorised import blocker, round_positions, train_vectorised_job
 from benchmark.fl.base import RoundInfo
 
 PROBE_CLIENTS = 2
@@ -33,11 +33,11 @@ def _timed(trainer, sim, chosen: list[int], rnd: RoundInfo, received: dict) -> t
     return outcomes, time.perf_counter() - start
 
 
-def _probe(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> list:
+def _probe(sim, chosen: list[int], rnd: RoundInfo, received: dict, positions: list) -> list:
     """Train round `rnd` split between the two trainers, and choose."""
     head, rest = chosen[:PROBE_CLIENTS], chosen[PROBE_CLIENTS:]
     seq, seq_s = _timed(train_sequential, sim, head, rnd, received)
-    vec, vec_s = _timed(train_vectorised_job, sim, rest, rnd, received)
+    vec, vec_s = _timed(lambda *args: train_vectorised_job(*args, positions[PROBE_CLIENTS:]), sim, rest, rnd, received)
     per_client = {"sequential": seq_s / len(head), "vectorised": vec_s / len(rest)}
     sim.execution = min(per_client, key=per_client.get)
     sim.execution_probe = {"round": rnd.round, "clients": {"sequential": len(head), "vectorised": len(rest)},
@@ -47,12 +47,15 @@ def _probe(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> list:
 
 def train_auto(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> list:
     if sim.execution is None:  # not chosen yet
-        why_not = blocker(sim, chosen, rnd)
+        positions = round_positions(sim, chosen, rnd)
+        why_not = blocker(sim, rnd, positions)
         if why_not is None and len(chosen) >= MIN_CLIENTS:
-            return _probe(sim, chosen, rnd, received)
+            return _probe(sim, chosen, rnd, received, positions)
         sim.execution = "sequential"
         sim.execution_probe = {"round": rnd.round, "reason": why_not or f"{len(chosen)} clients a round (< {MIN_CLIENTS})"}
-    if sim.execution == "vectorised" and blocker(sim, chosen, rnd) is None:
-        return train_vectorised_job(sim, chosen, rnd, received)
+    if sim.execution == "vectorised":
+        positions = round_positions(sim, chosen, rnd)  # drawn once: the check and the trainer share them
+        if blocker(sim, rnd, positions) is None:
+            return train_vectorised_job(sim, chosen, rnd, received, positions)
     return train_sequential(sim, chosen, rnd, received)
 

@@ -64,16 +64,20 @@ def _positions_plan(steps: list[tuple[torch.Tensor, int]], local: LocalTraining)
     return _plan([len(p) for p, _ in steps], [e for _, e in steps], local)
 
 
-def blocker(sim, chosen: list[int], rnd: RoundInfo) -> str | None:
-    """Why `chosen` cannot train vectorised in this round, or None. Decided from the terms and the
-    batch positions alone (no batch gathered, no term begun), so a caller can still go sequential."""
+def round_positions(sim, chosen: list[int], rnd: RoundInfo) -> list[list[tuple[torch.Tensor, int]]]:
+    """Each chosen client's data.batch_positions in round `rnd`."""
+    return [sim.data.batch_positions(sim.job.seed, rnd.round, cid, sim.job.local) for cid in chosen]
+
+
+def blocker(sim, rnd: RoundInfo, positions: list[list[tuple[torch.Tensor, int]]]) -> str | None:
+    """Why the clients of `positions` (round_positions) cannot train vectorised in this round, or
+    None. Decided from the terms and the batch positions alone (no batch gathered, no term begun),
+    so a caller can still go sequential."""
     try:
         check_terms(sim.method.terms)
     except NotVectorisable as e:
         return str(e)
-    local = sim.job.local
-    positions = (sim.data.batch_positions(sim.job.seed, rnd.round, cid, local) for cid in chosen)
-    plans = {_positions_plan(steps, local) for steps in positions}
+    plans = {_positions_plan(steps, sim.job.local) for steps in positions}
     return None if len(plans) <= 1 else f"round {rnd.round}: clients take different local steps or batch sizes"
 
 
@@ -180,9 +184,10 @@ def _client_batched_gradient(template: ClientContext, terms: list[ClientTerm]) -
 
 
 @torch.no_grad()  # torch.func.grad still differentiates inside; this only keeps W out of autograd
-def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> list[ClientOutcome]:
+def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict,
+                    positions: list | None = None) -> list[ClientOutcome]:
     job, terms, local = sim.job, sim.method.terms, sim.job.local
-    positions = [sim.data.batch_positions(job.seed, rnd.round, cid, local) for cid in chosen]
+    positions = positions or round_positions(sim, chosen, rnd)
     check_plans(chosen, positions, local, rnd.round)
     epochs, count = [e for _, e in positions[0]], len(chosen)
     ctxs = [make_context(sim, cid, rnd, received) for cid in chosen]
@@ -228,17 +233,20 @@ def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> l
 
 
 def train_vectorised(sim, chosen: list[int], rnd: RoundInfo, received: dict,
-                     max_clients_per_vmap: int | None = None) -> list[ClientOutcome]:
-    """Train `chosen` under vmap, at most `max_clients_per_vmap` at a time (bounds memory)."""
+                     max_clients_per_vmap: int | None = None, positions: list | None = None) -> list[ClientOutcome]:
+    """Train `chosen` under vmap, at most `max_clients_per_vmap` at a time (bounds memory);
+    `positions`: their round_positions where the caller has them already."""
     check_terms(sim.method.terms)
     client_batched.keep_freed_memory()
     chunk = max_clients_per_vmap or len(chosen)
     outcomes: list[ClientOutcome] = []
     for i in range(0, len(chosen), chunk):
-        outcomes += _train_together(sim, chosen[i : i + chunk], rnd, received)
+        outcomes += _train_together(sim, chosen[i : i + chunk], rnd, received,
+                                    positions and positions[i : i + chunk])
     return outcomes
 
 
-def train_vectorised_job(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> list[ClientOutcome]:
+def train_vectorised_job(sim, chosen: list[int], rnd: RoundInfo, received: dict,
+                         positions: list | None = None) -> list[ClientOutcome]:
     """The `execution: vectorised` trainer: chunks of the job's `vmap_chunk` clients (None: all at once)."""
-    return train_vectorised(sim, chosen, rnd, received, max_clients_per_vmap=sim.job.vmap_chunk)
+    return train_vectorised(sim, chosen, rnd, received, sim.job.vmap_chunk, positions)
