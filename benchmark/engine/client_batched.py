@@ -69,17 +69,22 @@ class LinearTape:
 def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, tape: LinearTape | None = None) -> torch.Tensor:
     clients, out_features = weight.shape[0], weight.shape[1]
     rows = x.reshape(clients, -1, x.shape[-1])
-    if tape is not None:
+    if tape is None:
+        y = _affine(rows, weight, bias)
+    else:
         slot = {"weight": weight, "bias": bias, "rows": rows.detach()}
         tape.calls.append(slot)
         y = _LinearOutputGradient.apply(rows, weight, bias, slot, tape.anchor)
-    # W·xᵀ rather than x·Wᵀ: the weight's gradient (C, out, in) then comes out contiguous, not
-    # as a transposed view that the flat gradient would have to copy
-    elif bias is None:
-        y = torch.bmm(weight, rows.transpose(1, 2))
-    else:
-        y = torch.baddbmm(bias.unsqueeze(2), weight, rows.transpose(1, 2))
     return y.transpose(1, 2).reshape(*x.shape[:-1], out_features)
+
+
+def _affine(rows: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """W·rowsᵀ (+ b) per client, (C, out, N). W·xᵀ rather than x·Wᵀ: the weight's gradient
+    (C, out, in) then comes out contiguous, not as a transposed view that the flat gradient would
+    have to copy."""
+    if bias is None:
+        return torch.bmm(weight, rows.transpose(1, 2))
+    return torch.baddbmm(bias.unsqueeze(2), weight, rows.transpose(1, 2))
 
 
 class _LinearOutputGradient(torch.autograd.Function):
@@ -92,8 +97,7 @@ class _LinearOutputGradient(torch.autograd.Function):
     @staticmethod
     def forward(ctx, rows, weight, bias, slot, anchor):
         ctx.weight, ctx.slot = weight, slot
-        return torch.bmm(weight, rows.transpose(1, 2)) if bias is None else \
-            torch.baddbmm(bias.unsqueeze(2), weight, rows.transpose(1, 2))
+        return _affine(rows, weight, bias)
 
     @staticmethod
     def backward(ctx, out_grad):
