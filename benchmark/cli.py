@@ -31,8 +31,12 @@ def _threads(n: int | None) -> None:
     request(n)
 
 
-THREADS = click.option("--threads", type=int, default=None,
-                       help="CPU threads for torch (default: the fastest of 1, 2, 4, ... cores in a short probe per model)")
+THREADS = click.option(
+    "--threads",
+    type=int,
+    default=None,
+    help="CPU threads for torch (default: the fastest of 1, 2, 4, ... cores in a short probe per model)",
+)
 
 
 def _progress(jobs, quiet: bool, verbose: bool):
@@ -65,33 +69,71 @@ def cli() -> None:
 @cli.command()
 @click.argument("suite_file", type=click.Path(path_type=Path))
 @click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
-@click.option("--tracking-uri", default=None, help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)")
+@click.option(
+    "--tracking-uri", default=None, help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)"
+)
 @click.option("--no-tracking", is_flag=True, help="do not log to MLflow")
 @click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto")
 @job_options
 @click.option("--stop-after", type=int, default=None, help="stop every job after this many rounds (resumable)")
 @THREADS
-@click.option("--executor", default="local", show_default=True,
-              help="where jobs run: local (this process), ray (Ray tasks, one machine or a cluster), or any "
-                   "executor registered in benchmark/run (README: Extending fedbench)")
+@click.option(
+    "--executor",
+    default="local",
+    show_default=True,
+    help="where jobs run: local (this process), ray (Ray tasks, one machine or a cluster), or any "
+    "executor registered in benchmark/run (README: Extending fedbench)",
+)
 @click.option("--ray-address", default=None, help="Ray cluster to join (e.g. auto); default: start a local one")
-@click.option("--gpus-per-job", type=float, default=0.0, show_default=True, help="Ray: GPUs per job (0.25 = 4 jobs per GPU)")
+@click.option(
+    "--gpus-per-job", type=float, default=0.0, show_default=True, help="Ray: GPUs per job (0.25 = 4 jobs per GPU)"
+)
 @click.option("--cpus-per-job", type=float, default=1.0, show_default=True, help="Ray: CPUs per job")
-@click.option("--data-uri", "data_uris", multiple=True, metavar="[NAME=]URI",
-              help="Ray: nodes without dataset NAME fetch it from URI (file://, https://, fsspec; #sha256=<hex> "
-                   "pins it); repeatable")
-@click.option("--ship-max-mb", type=click.FloatRange(min=0), default=1024, show_default=True,
-              help="Ray: largest dataset the driver ships to nodes that lack it (0: never)")
+@click.option(
+    "--data-uri",
+    "data_uris",
+    multiple=True,
+    metavar="[NAME=]URI",
+    help="Ray: nodes without dataset NAME fetch it from URI (file://, https://, fsspec; #sha256=<hex> "
+    "pins it); repeatable",
+)
+@click.option(
+    "--ship-max-mb",
+    type=click.FloatRange(min=0),
+    default=1024,
+    show_default=True,
+    help="Ray: largest dataset the driver ships to nodes that lack it (0: never)",
+)
 @verbosity_options
-def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, device: str, only, sets, seeds, rounds,
-        stop_after, threads, executor: str, ray_address, gpus_per_job: float, cpus_per_job: float,
-        data_uris: tuple[str, ...], ship_max_mb: float, quiet: bool, verbose: bool) -> None:
+def run(
+    suite_file: Path,
+    results_dir: Path,
+    tracking_uri,
+    no_tracking: bool,
+    device: str,
+    only,
+    sets,
+    seeds,
+    rounds,
+    stop_after,
+    threads,
+    executor: str,
+    ray_address,
+    gpus_per_job: float,
+    cpus_per_job: float,
+    data_uris: tuple[str, ...],
+    ship_max_mb: float,
+    quiet: bool,
+    verbose: bool,
+) -> None:
     """Run every unfinished job of SUITE_FILE; print measured vs paper numbers."""
     _threads(threads)
     from benchmark.run.executor_base import EXECUTORS, ClusterOptions
     from benchmark.run.tracking import NullTracker
 
-    runner = EXECUTORS.require(executor)(ClusterOptions(ray_address, gpus_per_job, cpus_per_job, data_uris, ship_max_mb))
+    runner = EXECUTORS.require(executor)(
+        ClusterOptions(ray_address, gpus_per_job, cpus_per_job, data_uris, ship_max_mb)
+    )
     suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
     dev = runner.device(device)
     runner.check(jobs)
@@ -107,8 +149,12 @@ def run(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, de
     finally:
         tracker.close(status)
     _print_results(suite, jobs, summaries, results_dir)
-    out.print(f"results: {results_dir / suite.name}" + (f"   MLflow: {tracker.uri} (mlflow ui --backend-store-uri "
-                                                        f"{tracker.uri})" if tracker.uri else ""), markup=False, highlight=False)
+    out.print(
+        f"results: {results_dir / suite.name}"
+        + (f"   MLflow: {tracker.uri} (mlflow ui --backend-store-uri {tracker.uri})" if tracker.uri else ""),
+        markup=False,
+        highlight=False,
+    )
     exit_for_statuses(jobs, summaries)
 
 
@@ -122,10 +168,12 @@ def exit_for_statuses(jobs, summaries: dict[str, dict]) -> None:
     if failed:
         raise UserError(f"{len(failed)} job(s) failed; see summary.json in their results folders")
     if diverged:
-        err_console.print(f"{len(diverged)} job(s) diverged (status diverged@round: no accuracy is reported for them)",
-                          markup=False)
-    hopeless = methods_all_diverged([(f"{j.dataset_label} / {j.method_label.split('[')[0]}", summaries[j.id])
-                                     for j in jobs if j.id in summaries])
+        err_console.print(
+            f"{len(diverged)} job(s) diverged (status diverged@round: no accuracy is reported for them)", markup=False
+        )
+    hopeless = methods_all_diverged(
+        [(f"{j.dataset_label} / {j.method_label.split('[')[0]}", summaries[j.id]) for j in jobs if j.id in summaries]
+    )
     if hopeless:
         err_console.print("every job diverged for: " + ", ".join(hopeless), markup=False)
         raise click.exceptions.Exit(1)
@@ -140,23 +188,38 @@ def open_tracker(suite_name: str, uri: str | None, results_dir: Path, suite_file
         return MlflowTracker(suite_name, uri, results_dir, suite_file)
     except Exception as err:
         first = (str(err).splitlines() or [""])[0][:160]
-        err_console.print(f"warning: MLflow store {uri or 'default'} cannot be used ({type(err).__name__}: {first}); "
-                          "running without tracking, results on disk are unaffected", markup=False)
+        err_console.print(
+            f"warning: MLflow store {uri or 'default'} cannot be used ({type(err).__name__}: {first}); "
+            "running without tracking, results on disk are unaffected",
+            markup=False,
+        )
         return NullTracker()
 
 
 @cli.command()
 @click.argument("suite_file", type=click.Path(path_type=Path))
-@click.option("--splits", is_flag=True, help="also load the data and print each split's client sizes and label histograms")
+@click.option(
+    "--splits", is_flag=True, help="also load the data and print each split's client sizes and label histograms"
+)
 @click.option("--max-clients", type=int, default=20, show_default=True, help="with --splits: clients listed per split")
-@click.option("--figures", "figures_dir", type=click.Path(path_type=Path), default=None,
-              help="with --splits: also write each split's label distribution per client as a PNG into this folder")
-@click.option("--audit", "audit_only", is_flag=True,
-              help="instead of the job table: each setting the paper states vs the value the suite runs, and the "
-                   "settings chosen where the paper is silent; exit 1 on a mismatch")
+@click.option(
+    "--figures",
+    "figures_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="with --splits: also write each split's label distribution per client as a PNG into this folder",
+)
+@click.option(
+    "--audit",
+    "audit_only",
+    is_flag=True,
+    help="instead of the job table: each setting the paper states vs the value the suite runs, and the "
+    "settings chosen where the paper is silent; exit 1 on a mismatch",
+)
 @job_options
-def plan(suite_file: Path, splits: bool, max_clients: int, figures_dir, audit_only: bool, only, sets, seeds,
-         rounds) -> None:
+def plan(
+    suite_file: Path, splits: bool, max_clients: int, figures_dir, audit_only: bool, only, sets, seeds, rounds
+) -> None:
     """Print the expanded job table without running anything."""
     if figures_dir and not splits:
         raise UserError("--figures writes the split figures: use it with --splits")
@@ -182,12 +245,25 @@ def plan(suite_file: Path, splits: bool, max_clients: int, figures_dir, audit_on
         split = c.dataset.split.kind + (f"(α={c.dataset.split.alpha})" if c.dataset.split.alpha else "")
         # unset (None) parameters mean "the default": not key, left out
         hyper = [f"{k}={v}" for k, v in c.method["server"].items() if k != "rule" and v is not None]
-        hyper += [f"{t['term']}.{k}={v}" for t in c.method["client"] for k, v in t.items() if k != "term" and v is not None]
+        hyper += [
+            f"{t['term']}.{k}={v}" for t in c.method["client"] for k, v in t.items() if k != "term" and v is not None
+        ]
         if c.method["uplink"]["codec"] != "identity":
             hyper.append("uplink=" + c.method["uplink"]["codec"])
-        local = f"lr={c.local.lr} B={c.local.batch_size} " + (f"E={c.local.epochs}" if c.local.epochs else f"K={c.local.steps}")
-        table.add_row(j.id, escape(j.dataset_label), split, str(c.num_clients), f"{c.participation.rate:g}",
-                      str(c.rounds), escape(j.method_label), escape(" ".join(hyper + [local])), str(c.seed))
+        local = f"lr={c.local.lr} B={c.local.batch_size} " + (
+            f"E={c.local.epochs}" if c.local.epochs else f"K={c.local.steps}"
+        )
+        table.add_row(
+            j.id,
+            escape(j.dataset_label),
+            split,
+            str(c.num_clients),
+            f"{c.participation.rate:g}",
+            str(c.rounds),
+            escape(j.method_label),
+            escape(" ".join(hyper + [local])),
+            str(c.seed),
+        )
     out.print(table)
 
 
@@ -215,8 +291,11 @@ def _print_audit(suite, jobs) -> None:
 @cli.command()
 @click.argument("suite_file", type=click.Path(path_type=Path))
 @click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
-@click.option("--tracking-uri", default=None, help="MLflow store whose suite run gets the report files "
-              "(default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)")
+@click.option(
+    "--tracking-uri",
+    default=None,
+    help="MLflow store whose suite run gets the report files (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)",
+)
 @click.option("--no-tracking", is_flag=True, help="do not attach the report files to the suite's MLflow run")
 @job_options
 def report(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, only, sets, seeds, rounds) -> None:
@@ -230,24 +309,36 @@ def report(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool,
     suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
     summaries = {j.id: s for j in jobs if (s := JobDir(results_dir, suite.name, j.id).read_summary())}
     if not summaries:
-        raise UserError(f"no results for suite {suite.name!r} under {results_dir}; run `fedbench run {suite_file}` first")
+        raise UserError(
+            f"no results for suite {suite.name!r} under {results_dir}; run `fedbench run {suite_file}` first"
+        )
     _print_results(suite, jobs, summaries, results_dir)
     _note_unselected(suite.name, {j.id for j in jobs}, results_dir)
     convergence = report_figures(suite, jobs, results_dir)
-    figures = [Figure("FedAc protocol: best F(w) − F* over η against the number of workers M",
-                      figure_path(results_dir, suite.name)), *convergence]
+    figures = [
+        Figure(
+            "FedAc protocol: best F(w) − F* over η against the number of workers M",
+            figure_path(results_dir, suite.name),
+        ),
+        *convergence,
+    ]
     try:
         files = write_report(suite, jobs, summaries, results_dir, figures)
     except OSError as err:  # a read-only or full results folder: say where, no traceback
-        raise UserError(f"cannot write the report under {results_dir / suite.name / 'report'}: "
-                        f"{err.strerror or err} ({err.filename or ''})") from None
+        raise UserError(
+            f"cannot write the report under {results_dir / suite.name / 'report'}: "
+            f"{err.strerror or err} ({err.filename or ''})"
+        ) from None
     for figure in convergence:
         out.print(f"figure: {figure.path}", markup=False)
     out.print(f"report: {files[-1]} and {files[-2].name}, tables in {files[-1].parent / 'tables'}", markup=False)
     if not no_tracking:
         folder = files[-1].parent  # the convergence figures lie inside it
-        _attach_report(suite.name, [folder] + [f.path for f in figures if f.path.exists() and folder not in f.path.parents],
-                       tracking_uri)
+        _attach_report(
+            suite.name,
+            [folder] + [f.path for f in figures if f.path.exists() and folder not in f.path.parents],
+            tracking_uri,
+        )
 
 
 def _note_unselected(suite_name: str, selected: set[str], results_dir: Path) -> None:
@@ -255,9 +346,12 @@ def _note_unselected(suite_name: str, selected: set[str], results_dir: Path) -> 
     version) would silently be missing from the report: say how many, and how to include them."""
     others = [p for p in (results_dir / suite_name).glob("*/summary.json") if p.parent.name not in selected]
     if others:
-        err_console.print(f"note: {len(others)} other job(s) in {results_dir / suite_name} are not in this report "
-                          "(other seeds, --set values or suite settings); pass the --seeds/--set/--rounds they "
-                          "were run with to report them", markup=False)
+        err_console.print(
+            f"note: {len(others)} other job(s) in {results_dir / suite_name} are not in this report "
+            "(other seeds, --set values or suite settings); pass the --seeds/--set/--rounds they "
+            "were run with to report them",
+            markup=False,
+        )
 
 
 def _attach_report(suite_name: str, files: list[Path], uri: str | None) -> None:
@@ -272,8 +366,10 @@ def _attach_report(suite_name: str, files: list[Path], uri: str | None) -> None:
         err_console.print(f"note: report not attached to MLflow ({type(err).__name__}: {first})", markup=False)
         return
     if not attached:
-        err_console.print(f"note: no MLflow run of suite {suite_name!r} to attach the report to (--no-tracking "
-                          "skips this)", markup=False)
+        err_console.print(
+            f"note: no MLflow run of suite {suite_name!r} to attach the report to (--no-tracking skips this)",
+            markup=False,
+        )
 
 
 @cli.command()
@@ -293,20 +389,42 @@ def status(suite_file: Path, results_dir: Path, only, sets, seeds, rounds) -> No
 
 @cli.command()
 @click.argument("suite_file", type=click.Path(path_type=Path))
-@click.option("--baseline", type=click.Path(path_type=Path), default=None,
-              help="baseline file (default: results/baselines/<suite>.json)")
+@click.option(
+    "--baseline",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="baseline file (default: results/baselines/<suite>.json)",
+)
 @click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
-@click.option("--tolerance", type=float, default=None,
-              help="allowed change (accuracy points or rounds) for every metric; default: the per-metric "
-                   "tolerances of <baseline>.tolerance.json, else 0.5")
+@click.option(
+    "--tolerance",
+    type=float,
+    default=None,
+    help="allowed change (accuracy points or rounds) for every metric; default: the per-metric "
+    "tolerances of <baseline>.tolerance.json, else 0.5",
+)
 @click.option("--update", is_flag=True, help="write the baseline from the current results instead of checking")
-@click.option("--spread-seeds", default=None, metavar="S1,S2,..",
-              help="with --update: also run these seeds and write per-metric tolerances from their spread")
+@click.option(
+    "--spread-seeds",
+    default=None,
+    metavar="S1,S2,..",
+    help="with --update: also run these seeds and write per-metric tolerances from their spread",
+)
 @click.option("--no-tracking", is_flag=True, help="do not log the run to MLflow")
 @THREADS
 @verbosity_options
-def check(suite_file: Path, baseline, results_dir: Path, tolerance, update: bool, spread_seeds, no_tracking: bool,
-          threads, quiet: bool, verbose: bool) -> None:
+def check(
+    suite_file: Path,
+    baseline,
+    results_dir: Path,
+    tolerance,
+    update: bool,
+    spread_seeds,
+    no_tracking: bool,
+    threads,
+    quiet: bool,
+    verbose: bool,
+) -> None:
     """Run SUITE_FILE (skipping finished jobs) and compare with its baseline; exit 1 on a regression."""
     _threads(threads)
     from benchmark.report.check import compare, load_tolerances, spread_tolerances, tolerance_path, write_baseline
@@ -324,8 +442,9 @@ def check(suite_file: Path, baseline, results_dir: Path, tolerance, update: bool
     tracker = NullTracker() if no_tracking else open_tracker(suite.name, None, results_dir, suite_file)
     status = "FAILED"
     try:
-        summaries = local.run(every, suite.name, results_dir, local.device("auto"), tracker,
-                              _progress(every, quiet, verbose), None)
+        summaries = local.run(
+            every, suite.name, results_dir, local.device("auto"), tracker, _progress(every, quiet, verbose), None
+        )
         status = "FINISHED"
     except KeyboardInterrupt:
         status = "KILLED"
@@ -352,12 +471,14 @@ def check(suite_file: Path, baseline, results_dir: Path, tolerance, update: bool
 
 
 from benchmark.cli_data import data as _data_group
+
 cli.add_command(_data_group)
 
 
 @contextlib.contextmanager
 def _sigterm_as_ctrl_c():
     """SIGTERM (a scheduler's kill, `kill PID`) stops like Ctrl-C: runs closed, resume hint printed."""
+
     def interrupt(signum, frame):
         raise KeyboardInterrupt
 
@@ -374,8 +495,11 @@ def _sigterm_as_ctrl_c():
 def _interrupted(err: BaseException, argv: list[str] | None) -> int:
     command = "fedbench " + shlex.join(sys.argv[1:] if argv is None else argv)
     what = f"{err}. " if str(err) else ""
-    err_console.print(f"interrupted: {what}Finished jobs and their results are kept.\nresume with: {command}",
-                      markup=False, highlight=False)
+    err_console.print(
+        f"interrupted: {what}Finished jobs and their results are kept.\nresume with: {command}",
+        markup=False,
+        highlight=False,
+    )
     return 130
 
 

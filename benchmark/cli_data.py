@@ -52,9 +52,17 @@ def ls(root: Path | None) -> None:
             click.echo(f"{name:14s} missing\n" + "\n".join(f"    {line.strip()}" for line in str(err).splitlines()))
             continue
         if isinstance(where, Found):
-            kind = "folder" if where.origin.is_dir() else "archive" if where.origin.name.endswith(ARCHIVE_SUFFIXES) else "file"
-            click.echo(f"{name:14s} found       {where.origin} ({kind}, {_human(_size(where.origin))}, "
-                       f"checksum {where.checksum()[:16]})")
+            kind = (
+                "folder"
+                if where.origin.is_dir()
+                else "archive"
+                if where.origin.name.endswith(ARCHIVE_SUFFIXES)
+                else "file"
+            )
+            click.echo(
+                f"{name:14s} found       {where.origin} ({kind}, {_human(_size(where.origin))}, "
+                f"checksum {where.checksum()[:16]})"
+            )
         else:
             click.echo(f"{name:14s} online      Hugging Face hub id {where}")
 
@@ -71,18 +79,43 @@ def _fetch(spec: DatasetSpec, dest: Path) -> None:
 
 @data.command("prepare")
 @click.argument("name")
-@click.option("--root", type=click.Path(path_type=Path), default=None, help=f"where the files are (default ${DATA_ENV})")
-@click.option("--dest", type=click.Path(path_type=Path), default=None,
-              help="where downloads and built files go (default: the root); load them with root: DEST")
+@click.option(
+    "--root", type=click.Path(path_type=Path), default=None, help=f"where the files are (default ${DATA_ENV})"
+)
+@click.option(
+    "--dest",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="where downloads and built files go (default: the root); load them with root: DEST",
+)
 @click.option("--sf", type=float, default=1.0, show_default=True, help="shakespeare: LEAF sample fraction")
-@click.option("-k", "min_samples", type=int, default=0, show_default=True, help="shakespeare: LEAF -k, keeps users with more than K samples")
+@click.option(
+    "-k",
+    "min_samples",
+    type=int,
+    default=0,
+    show_default=True,
+    help="shakespeare: LEAF -k, keeps users with more than K samples",
+)
 @click.option("--tf", type=float, default=0.9, show_default=True, help="shakespeare: LEAF train fraction")
 @click.option("--seed", type=int, default=0, show_default=True, help="shakespeare: sampling seed")
-@click.option("--test-gap", type=click.IntRange(min=0), default=None,
-              help="shakespeare: windows skipped between a user's train and test samples (default 79, LEAF's: "
-                   "no test window overlaps a training window; 0 = adjacent)")
-def prepare(name: str, root: Path | None, dest: Path | None, sf: float, min_samples: int, tf: float, seed: int,
-            test_gap: int | None) -> None:
+@click.option(
+    "--test-gap",
+    type=click.IntRange(min=0),
+    default=None,
+    help="shakespeare: windows skipped between a user's train and test samples (default 79, LEAF's: "
+    "no test window overlaps a training window; 0 = adjacent)",
+)
+def prepare(
+    name: str,
+    root: Path | None,
+    dest: Path | None,
+    sf: float,
+    min_samples: int,
+    tf: float,
+    seed: int,
+    test_gap: int | None,
+) -> None:
     """Make dataset NAME loadable: download it (where a URL exists) or build it from local raw
     files (Shakespeare: always rebuilt from the raw text when the root has it, with the options
     given), then decode it once into the tensor cache."""
@@ -102,16 +135,21 @@ def prepare(name: str, root: Path | None, dest: Path | None, sf: float, min_samp
             present = True
         except DatasetMissing as missing:
             if dest is None:
-                raise UserError(f"{missing}\n  (no --root/--dest and ${DATA_ENV} unset: nowhere to put the files)") from None
+                raise UserError(
+                    f"{missing}\n  (no --root/--dest and ${DATA_ENV} unset: nowhere to put the files)"
+                ) from None
             if spec.downloads:
                 _fetch(spec, dest)
             elif spec.raw_build:
-                raise dataset_missing(f"{name}: no raw files to build from: put {spec.raw_build.needs} in "
-                                      f"{root_text(root)}", root) from None
+                raise dataset_missing(
+                    f"{name}: no raw files to build from: put {spec.raw_build.needs} in {root_text(root)}", root
+                ) from None
             else:
                 raise
     load_root = root if present else dest
     started = time.perf_counter()
     src = load_dataset(name, {}, load_root)
-    click.echo(f"{name}: {len(src.train_y)} train / {len(src.test_y)} test examples ready "
-               f"(loaded from {load_root} in {time.perf_counter() - started:.1f} s; decoded tensors are cached)")
+    click.echo(
+        f"{name}: {len(src.train_y)} train / {len(src.test_y)} test examples ready "
+        f"(loaded from {load_root} in {time.perf_counter() - started:.1f} s; decoded tensors are cached)"
+    )

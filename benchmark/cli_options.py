@@ -23,13 +23,24 @@ verbosity_options = _stacked(
 
 # --only (selection) and --set/--seeds/--rounds (overrides, applied like a one-valued suite grid)
 job_options = _stacked(
-    click.option("--only", multiple=True, metavar="NAME",
-                 help="only jobs whose id, method label (with or without its [grid] suffix) or dataset label is "
-                      "exactly NAME (case-insensitive); repeatable"),
-    click.option("--set", "sets", multiple=True, metavar="PATH=VALUE",
-                 help="override a job setting for every job, e.g. --set local.lr=0.05 (YAML value); repeatable"),
+    click.option(
+        "--only",
+        multiple=True,
+        metavar="NAME",
+        help="only jobs whose id, method label (with or without its [grid] suffix) or dataset label is "
+        "exactly NAME (case-insensitive); repeatable",
+    ),
+    click.option(
+        "--set",
+        "sets",
+        multiple=True,
+        metavar="PATH=VALUE",
+        help="override a job setting for every job, e.g. --set local.lr=0.05 (YAML value); repeatable",
+    ),
     click.option("--seeds", default=None, metavar="S1,S2,..", help="run these seeds instead of the suite's"),
-    click.option("--rounds", type=int, default=None, help="rounds per job instead of the suite's (same as --set rounds=N)"),
+    click.option(
+        "--rounds", type=int, default=None, help="rounds per job instead of the suite's (same as --set rounds=N)"
+    ),
 )
 
 
@@ -48,8 +59,11 @@ def select(jobs: list, only: tuple[str, ...]) -> list:
     labels = sorted({j.method_label for j in jobs} | {j.dataset_label for j in jobs})
     for name in only:
         if not any(name.lower() in job_names(j) for j in jobs):
-            raise UserError(f"--only {name!r} matches no job of this suite (a job id, method or dataset label); "
-                            + allowed_names(name, labels) + " (see `fedbench plan`)")
+            raise UserError(
+                f"--only {name!r} matches no job of this suite (a job id, method or dataset label); "
+                + allowed_names(name, labels)
+                + " (see `fedbench plan`)"
+            )
     return [j for j in jobs if any(name.lower() in job_names(j) for name in only)]
 
 

@@ -47,8 +47,9 @@ def fields_at(model: type[BaseModel] | None, loc) -> list[str]:
     return list(model.model_fields) if model else []
 
 
-def pydantic_problems(err: ValidationError, prefix: str = "", model: type[BaseModel] | None = None,
-                      noun: str = "field") -> list[tuple[str, str]]:
+def pydantic_problems(
+    err: ValidationError, prefix: str = "", model: type[BaseModel] | None = None, noun: str = "field"
+) -> list[tuple[str, str]]:
     """(YAML path, message) per error; with `model`, unknown fields list the allowed names."""
     problems = []
     for e in err.errors():
@@ -60,8 +61,11 @@ def pydantic_problems(err: ValidationError, prefix: str = "", model: type[BaseMo
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
             allowed = fields_at(model, loc[:-1])
-            msg = (f"unknown {noun} {loc[-1]!r}; " + allowed_names(loc[-1], allowed) if allowed
-                   else "unknown field (check its spelling and where it is nested)")
+            msg = (
+                f"unknown {noun} {loc[-1]!r}; " + allowed_names(loc[-1], allowed)
+                if allowed
+                else "unknown field (check its spelling and where it is nested)"
+            )
         elif e["type"] in ("literal_error", "enum") and "expected" in e.get("ctx", {}):
             msg = f"{e['input']!r} is not allowed; allowed: {e['ctx']['expected']}"
         problems.append((path, msg))

@@ -73,15 +73,19 @@ def main() -> None:
         "crop4+flip": AugmentConfig(crop_padding=4, flip=True),
         "crop4+flip+rot10": AugmentConfig(crop_padding=4, flip=True, rotate_degrees=10),
     }
-    print(f"batch {args.batch} of 3x{args.size}x{args.size} uint8, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} CPU threads")
+    print(
+        f"batch {args.batch} of 3x{args.size}x{args.size} uint8, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} CPU threads"
+    )
     for device in devices:
         x = torch.randint(0, 256, (args.batch, 3, args.size, args.size), dtype=torch.uint8, device=device)
         for name, cfg in configs.items():
             fast = images_per_second(batched, x, cfg, args.repeats)
             slow = images_per_second(per_sample, x, cfg, args.repeats)
-            print(f"{device:4s} {name:17s} batched {fast:12,.0f} img/s   per-sample loop {slow:10,.0f} img/s"
-                  f"   ratio {fast / slow:6.1f}x")
+            print(
+                f"{device:4s} {name:17s} batched {fast:12,.0f} img/s   per-sample loop {slow:10,.0f} img/s"
+                f"   ratio {fast / slow:6.1f}x"
+            )
 
 
 if __name__ == "__main__":

@@ -44,8 +44,12 @@ def measure(kind: str, clients: int, params: int) -> dict:
             assert float(store.get(c, "cpu")["scaffold.c"][0]) == c
         seconds = time.perf_counter() - start
         peak, anon = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, rss_anon_mib()
-    return {"kind": kind, "peak_rss_growth_mib": (peak - before) / 1024, "private_mib": anon - anon_before,
-            "seconds": seconds}
+    return {
+        "kind": kind,
+        "peak_rss_growth_mib": (peak - before) / 1024,
+        "private_mib": anon - anon_before,
+        "seconds": seconds,
+    }
 
 
 def main() -> None:
@@ -61,12 +65,18 @@ def main() -> None:
     print(f"{args.clients} clients x {args.params:,} float32 = {state_mib:,.0f} MiB of client state")
     results = {}
     for kind in ("memory", "memmap"):
-        out = subprocess.run([sys.executable, __file__, "--kind", kind, "--clients", str(args.clients),
-                              "--params", str(args.params)], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--kind", kind, "--clients", str(args.clients), "--params", str(args.params)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         results[kind] = json.loads(out.stdout)
         r = results[kind]
-        print(f"{kind:7s} private memory held {r['private_mib']:9,.0f} MiB   peak RSS growth "
-              f"{r['peak_rss_growth_mib']:9,.0f} MiB   write+read {r['seconds']:6.2f} s")
+        print(
+            f"{kind:7s} private memory held {r['private_mib']:9,.0f} MiB   peak RSS growth "
+            f"{r['peak_rss_growth_mib']:9,.0f} MiB   write+read {r['seconds']:6.2f} s"
+        )
     ratio = results["memory"]["private_mib"] / max(results["memmap"]["private_mib"], 1)
     print(f"private memory, memory / memmap: {ratio:.0f}x")
 

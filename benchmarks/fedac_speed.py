@@ -112,12 +112,16 @@ def cell_memory(m: int, k: int, rounds: int) -> None:
 
 def peak_memory() -> None:
     m, k, rounds = 8192, 256, 2
-    code = ("import resource, torch; torch.set_num_threads(1);"
-            f"from benchmarks.fedac_speed import cell_memory; cell_memory({m}, {k}, {rounds});"
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    code = (
+        "import resource, torch; torch.set_num_threads(1);"
+        f"from benchmarks.fedac_speed import cell_memory; cell_memory({m}, {k}, {rounds});"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    print(f"peak RSS of the Figure-1 cell M = {m}, K = {k} (65 jobs in two batches; {rounds} rounds, as a "
-          f"round's arrays are the whole footprint): {int(out.stdout.split()[-1]) / 1024:.0f} MiB, whole process")
+    print(
+        f"peak RSS of the Figure-1 cell M = {m}, K = {k} (65 jobs in two batches; {rounds} rounds, as a "
+        f"round's arrays are the whole footprint): {int(out.stdout.split()[-1]) / 1024:.0f} MiB, whole process"
+    )
 
 
 # A representative subset of Figure 1: every method, small/middle/large M, small/large K.
@@ -150,8 +154,10 @@ def grid(args) -> None:
         by_m = [log_interpolate(k, list(SUBSET_K), [cost[m, kk] for kk in SUBSET_K]) for m in SUBSET_M]
         total += sum(log_interpolate(m, list(SUBSET_M), by_m) for m in FIG1_M)
     jobs = len(FIG1_M) * len(FIG1_K) * len(FIG1_METHODS) * len(LR_GRID)
-    print(f"extrapolated Figure 1 ({jobs} jobs): {total / 3600:.2f} h on this machine, one process, 1 thread "
-          f"(an estimate from the {len(cost)} measured cells above, not a run)")
+    print(
+        f"extrapolated Figure 1 ({jobs} jobs): {total / 3600:.2f} h on this machine, one process, 1 thread "
+        f"(an estimate from the {len(cost)} measured cells above, not a run)"
+    )
 
 
 def main() -> None:
@@ -161,7 +167,9 @@ def main() -> None:
     parser.add_argument("--no-memory", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    print(f"threads: torch {torch.get_num_threads()}; peak RSS so far {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MiB")
+    print(
+        f"threads: torch {torch.get_num_threads()}; peak RSS so far {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MiB"
+    )
     speed(args)
     if not args.no_memory:
         peak_memory()

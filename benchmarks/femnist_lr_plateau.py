@@ -65,12 +65,16 @@ def main() -> None:
     src = load_dataset("femnist", {}, args.root)
     x, y = src.train_x.float().view(-1, 1, 28, 28), src.train_y
     h = label_entropy(y, 62)
-    print(f"{len(y)} examples; label entropy {h:.3f} (the class-prior plateau); torch threads {torch.get_num_threads()}")
+    print(
+        f"{len(y)} examples; label entropy {h:.3f} (the class-prior plateau); torch threads {torch.get_num_threads()}"
+    )
     for lr in args.lr:
         means = run(x, y, lr, args.steps, args.batch)
         left = next((50 * (i + 1) for i, m in enumerate(means) if m < h - 0.3), None)
-        print(f"lr {lr:g}: first 50-step mean below entropy − 0.3 at step {left or f'> {args.steps}'}"
-              + ("" if not math.isfinite(means[-1]) else f"; last mean {means[-1]:.3f}"))
+        print(
+            f"lr {lr:g}: first 50-step mean below entropy − 0.3 at step {left or f'> {args.steps}'}"
+            + ("" if not math.isfinite(means[-1]) else f"; last mean {means[-1]:.3f}")
+        )
 
 
 if __name__ == "__main__":

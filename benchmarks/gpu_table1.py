@@ -32,8 +32,11 @@ from benchmark.engine.simulation import Simulation
 from benchmark.models.registry import build_model
 
 # dataset -> (train images, test images, classes, side): the shapes Table 1 trains on
-SHAPES = {"cifar10": (50_000, 10_000, 10, 32), "cifar100": (50_000, 10_000, 100, 32),
-          "tiny_imagenet": (100_000, 10_000, 200, 64)}
+SHAPES = {
+    "cifar10": (50_000, 10_000, 10, 32),
+    "cifar100": (50_000, 10_000, 100, 32),
+    "tiny_imagenet": (100_000, 10_000, 200, 64),
+}
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -42,8 +45,16 @@ def random_source(name: str) -> SourceData:
     gen = torch.Generator().manual_seed(0)
     images = lambda n: torch.randint(0, 256, (n, 3, side, side), dtype=torch.uint8, generator=gen)  # noqa: E731
     labels = lambda n: torch.randint(0, classes, (n,), generator=gen)  # noqa: E731
-    return SourceData(images(train), labels(train), images(test), labels(test), classes, "image",
-                      mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))
+    return SourceData(
+        images(train),
+        labels(train),
+        images(test),
+        labels(test),
+        classes,
+        "image",
+        mean=(0.5, 0.5, 0.5),
+        std=(0.25, 0.25, 0.25),
+    )
 
 
 def sync(device: torch.device) -> None:
@@ -74,10 +85,13 @@ def main() -> None:
     full_steps = sum(per_client) / len(per_client) * max(1, round(job.participation.rate * job.num_clients))
     measured_steps = full_steps
     if args.local_steps or args.clients:  # a cut-down round: fewer steps, fewer clients
-        local = job.local.model_copy(update={"steps": args.local_steps, "epochs": None}) if args.local_steps else job.local
+        local = (
+            job.local.model_copy(update={"steps": args.local_steps, "epochs": None}) if args.local_steps else job.local
+        )
         rate = (args.clients / job.num_clients) if args.clients else job.participation.rate
-        sim.job = job.model_copy(update={"local": local, "participation": job.participation.model_copy(
-            update={"rate": rate})})
+        sim.job = job.model_copy(
+            update={"local": local, "participation": job.participation.model_copy(update={"rate": rate})}
+        )
         per = args.local_steps or sum(per_client) / len(per_client)
         measured_steps = per * max(1, round(rate * job.num_clients))
 
@@ -97,9 +111,15 @@ def main() -> None:
     eval_s = sorted(evals)[len(evals) // 2]
     evaluated = sum(job.evaluates(r) for r in range(1, job.rounds + 1))
     total_h = (job.rounds * train_s + evaluated * eval_s) / 3600
-    name = torch.cuda.get_device_name(sim.device) if sim.device.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
+    name = (
+        torch.cuda.get_device_name(sim.device)
+        if sim.device.type == "cuda"
+        else f"CPU, {torch.get_num_threads()} threads"
+    )
     print(f"device: {name}; torch {torch.__version__}; job {jobs[0].id} ({args.only}), compile={args.compile}")
-    print(f"measured {measured_steps:.0f} local steps per round (full round: {full_steps:.0f}), median of {args.rounds}")
+    print(
+        f"measured {measured_steps:.0f} local steps per round (full round: {full_steps:.0f}), median of {args.rounds}"
+    )
     print(f"one round: train {train_s:.2f} s (scaled to the full round), evaluate {eval_s:.2f} s")
     print(f"extrapolated job: {job.rounds} rounds, {evaluated} evaluations: {total_h:.2f} h")
 

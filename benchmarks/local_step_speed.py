@@ -43,8 +43,15 @@ def fedbench_arm(model, batches, local: LocalTraining):
 
     def run():
         rnd = RoundInfo(round=0, lr=local.lr, num_clients=1, spec=spec)
-        ctx = ClientContext(client_id=0, rnd=rnd, received={"model": start}, num_samples=1, forward=forward,
-                            state={}, class_counts=torch.ones(1))
+        ctx = ClientContext(
+            client_id=0,
+            rnd=rnd,
+            received={"model": start},
+            num_samples=1,
+            forward=forward,
+            state={},
+            class_counts=torch.ones(1),
+        )
         return train_client(ctx, [], batches, local, low_rank)[0]
 
     return run
@@ -85,12 +92,18 @@ def plain_arm(model, batches, local: LocalTraining):
 def measure(name: str, repeats: int) -> dict[str, float]:
     shape, classes, batch, steps = SETTINGS[name]
     gen = torch.Generator().manual_seed(0)
-    batches = [Batch(torch.randn(batch, *shape, generator=gen), torch.randint(0, classes, (batch,), generator=gen), 0)
-               for _ in range(steps)]
+    batches = [
+        Batch(torch.randn(batch, *shape, generator=gen), torch.randint(0, classes, (batch,), generator=gen), 0)
+        for _ in range(steps)
+    ]
     local = LocalTraining(steps=steps, batch_size=batch, lr=0.05, weight_decay=1e-3, clip_norm=10.0)
-    models = [build_model(name, shape, classes, {}, "default", seed=0) for _ in range(3)]  # the plain arm writes its own
-    arms = {a.__name__.removesuffix("_arm"): a(m, batches, local)
-            for a, m in zip((fedbench_arm, plain_arm, out_of_place_arm), models)}
+    models = [
+        build_model(name, shape, classes, {}, "default", seed=0) for _ in range(3)
+    ]  # the plain arm writes its own
+    arms = {
+        a.__name__.removesuffix("_arm"): a(m, batches, local)
+        for a, m in zip((fedbench_arm, plain_arm, out_of_place_arm), models)
+    }
     finals = {k: run() for k, run in arms.items()}  # warm-up, and the three must do the same steps
     for k in ("plain", "out_of_place"):
         drift = (finals["fedbench"] - finals[k]).abs().max().item()  # float rounding, grown over the steps
@@ -98,14 +111,18 @@ def measure(name: str, repeats: int) -> dict[str, float]:
     times: dict[str, list[float]] = {k: [] for k in arms}
     order = list(arms)
     for r in range(repeats):
-        for k in order[r % 3:] + order[: r % 3]:
+        for k in order[r % 3 :] + order[: r % 3]:
             t0 = time.perf_counter()
             arms[k]()
             times[k].append((time.perf_counter() - t0) / steps)
     ratio = lambda a, b: statistics.median(x / y for x, y in zip(times[a], times[b]))  # noqa: E731
-    return {"params": ParamSpec.of(models[0]).total,
-            "ms_fedbench": 1e3 * statistics.median(times["fedbench"]), "ms_plain": 1e3 * statistics.median(times["plain"]),
-            "vs_plain": ratio("fedbench", "plain"), "vs_out_of_place": ratio("fedbench", "out_of_place")}
+    return {
+        "params": ParamSpec.of(models[0]).total,
+        "ms_fedbench": 1e3 * statistics.median(times["fedbench"]),
+        "ms_plain": 1e3 * statistics.median(times["plain"]),
+        "vs_plain": ratio("fedbench", "plain"),
+        "vs_out_of_place": ratio("fedbench", "out_of_place"),
+    }
 
 
 def main() -> None:
@@ -114,12 +131,16 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s)")
-    print(f"{'model':<12} {'params':>10} {'fedbench ms/step':>17} {'plain ms/step':>14} {'fedbench/plain':>15} "
-          f"{'fedbench/out-of-place':>22}")
+    print(
+        f"{'model':<12} {'params':>10} {'fedbench ms/step':>17} {'plain ms/step':>14} {'fedbench/plain':>15} "
+        f"{'fedbench/out-of-place':>22}"
+    )
     for name in args.models:
         m = measure(name, args.repeats)
-        print(f"{name:<12} {m['params']:>10,} {m['ms_fedbench']:>17.2f} {m['ms_plain']:>14.2f} {m['vs_plain']:>14.2f}x "
-              f"{m['vs_out_of_place']:>21.2f}x")
+        print(
+            f"{name:<12} {m['params']:>10,} {m['ms_fedbench']:>17.2f} {m['ms_plain']:>14.2f} {m['vs_plain']:>14.2f}x "
+            f"{m['vs_out_of_place']:>21.2f}x"
+        )
 
 
 if __name__ == "__main__":

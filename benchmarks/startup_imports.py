@@ -19,8 +19,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-COMMANDS = [["--help"], ["plan", "suites/quickstart.yaml"], ["plan", "suites/table1.yaml", "--audit"],
-            ["status", "suites/quickstart.yaml"]]
+COMMANDS = [
+    ["--help"],
+    ["plan", "suites/quickstart.yaml"],
+    ["plan", "suites/table1.yaml", "--audit"],
+    ["status", "suites/quickstart.yaml"],
+]
 HEAVY = ("torch", "mlflow", "numba", "pandas", "matplotlib")
 TOP_LEVEL = re.compile(r"^import time:\s+\d+ \|\s+(\d+) \| (\S.*)$")  # no indent: imported by the command itself
 
@@ -28,8 +32,13 @@ TOP_LEVEL = re.compile(r"^import time:\s+\d+ \|\s+(\d+) \| (\S.*)$")  # no inden
 def import_profile(tree: Path, args: list[str]) -> tuple[float, list[str]]:
     """(seconds spent importing, heavy modules imported) of one `fedbench ARGS` in `tree`."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "benchmark", *args], cwd=tree, env=env,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "benchmark", *args],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     total, names = 0, set()
     for line in done.stderr.splitlines():
         if line.startswith("import time:") and "|" in line:
@@ -56,7 +65,9 @@ def main() -> None:
         print(f"fedbench {' '.join(args)}")
         for tree in trees:
             ratio = statistics.median(t / b for t, b in zip(times[tree], times[trees[0]]))
-            print(f"  {str(tree):<28} {statistics.median(times[tree]):6.3f} s  {ratio:5.2f}x  imports {', '.join(heavy[tree]) or '-'}")
+            print(
+                f"  {str(tree):<28} {statistics.median(times[tree]):6.3f} s  {ratio:5.2f}x  imports {', '.join(heavy[tree]) or '-'}"
+            )
 
 
 if __name__ == "__main__":

@@ -74,18 +74,30 @@ def random_data(clients: int, per_client: int, shape=IMAGE, classes=NUM_CLASSES)
     gen = torch.Generator().manual_seed(0)
     n = clients * per_client
     src = SourceData(
-        train_x=torch.randn(n, *shape, generator=gen), train_y=torch.randint(0, classes, (n,), generator=gen),
-        test_x=torch.zeros(1, *shape), test_y=torch.zeros(1, dtype=torch.long), num_classes=classes, kind="vector",
+        train_x=torch.randn(n, *shape, generator=gen),
+        train_y=torch.randint(0, classes, (n,), generator=gen),
+        test_x=torch.zeros(1, *shape),
+        test_y=torch.zeros(1, dtype=torch.long),
+        num_classes=classes,
+        kind="vector",
     )
     return FederatedData(src, list(torch.arange(n).view(clients, per_client)), default_preprocess(src))
 
 
 def job(model: str, clients: int, steps: int, batch: int, method: str) -> JobConfig:
     return JobConfig(
-        dataset=DatasetEntry(name="random"), method=resolve_method(method, "method"), seed=0, rounds=1,
-        eval_every=1, num_clients=clients, participation=Participation(rate=1.0),
-        local=LocalTraining(steps=steps, batch_size=batch, lr=0.05), model=ModelConfig(name=model),
-        metrics=[], precision="fp32", checkpoint_every=0,
+        dataset=DatasetEntry(name="random"),
+        method=resolve_method(method, "method"),
+        seed=0,
+        rounds=1,
+        eval_every=1,
+        num_clients=clients,
+        participation=Participation(rate=1.0),
+        local=LocalTraining(steps=steps, batch_size=batch, lr=0.05),
+        model=ModelConfig(name=model),
+        metrics=[],
+        precision="fp32",
+        checkpoint_every=0,
     )
 
 
@@ -141,7 +153,9 @@ def steps_taken(sims: dict[str, Simulation]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="+", default=None, help=f"logistic, tiny_cnn, femnist_cnn, {', '.join(VARIANTS)}")
+    parser.add_argument(
+        "--models", nargs="+", default=None, help=f"logistic, tiny_cnn, femnist_cnn, {', '.join(VARIANTS)}"
+    )
     parser.add_argument("--clients", nargs="+", type=int, default=[5, 10, 20], help="M: clients per round")
     parser.add_argument("--steps", type=int, default=10, help="K: local steps per client")
     parser.add_argument("--batch-size", type=int, default=20)
@@ -153,27 +167,40 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    models = args.models or (["logistic", "tiny_cnn", "femnist_cnn"] if args.device.startswith("cuda") else ["logistic", "tiny_cnn"])
+    models = args.models or (
+        ["logistic", "tiny_cnn", "femnist_cnn"] if args.device.startswith("cuda") else ["logistic", "tiny_cnn"]
+    )
 
-    print(f"device {args.device}, torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"method {args.method}, K={args.steps}, B={args.batch_size}, median of {args.repeats} interleaved, "
-          f"{args.clock} clock, load {os.getloadavg()[0]:.1f}")
+    print(
+        f"device {args.device}, torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"method {args.method}, K={args.steps}, B={args.batch_size}, median of {args.repeats} interleaved, "
+        f"{args.clock} clock, load {os.getloadavg()[0]:.1f}"
+    )
     mem = args.device.startswith("cuda")
-    head = (f"{'model':<20}{'params':>10}{'M':>4}{'seq steps/s':>13}{'vec steps/s':>13}{'ratio':>7}{'max|Δw|':>10}"
-            f"{'step seq/vec':>15}")
+    head = (
+        f"{'model':<20}{'params':>10}{'M':>4}{'seq steps/s':>13}{'vec steps/s':>13}{'ratio':>7}{'max|Δw|':>10}"
+        f"{'step seq/vec':>15}"
+    )
     print(head + (f"{'seq peak MiB':>14}{'vec peak MiB':>14}" if mem else ""))
     for name in models:
         for m in args.clients:
             registered, _, shape, classes = variant(name)
-            sims = {mode: Simulation(job(registered, m, args.steps, args.batch_size, args.method)
-                                     .model_copy(update={"execution": mode}),
-                                     random_data(m, args.steps * args.batch_size, shape, classes), make_model(name), args.device)
-                    for mode in ("sequential", "vectorised")}
+            sims = {
+                mode: Simulation(
+                    job(registered, m, args.steps, args.batch_size, args.method).model_copy(update={"execution": mode}),
+                    random_data(m, args.steps * args.batch_size, shape, classes),
+                    make_model(name),
+                    args.device,
+                )
+                for mode in ("sequential", "vectorised")
+            }
             result = compare(sims, args.repeats, CLOCKS[args.clock])
             (t_seq, p_seq, w_seq), (t_vec, p_vec, w_vec) = result["sequential"], result["vectorised"]
             rate = m * args.steps
-            line = (f"{name:<20}{sims['sequential'].spec.total:>10}{m:>4}{rate / t_seq:>13.0f}{rate / t_vec:>13.0f}"
-                    f"{result['ratio']:>7.2f}{(w_seq - w_vec).abs().max().item():>10.1e}{steps_taken(sims):>15}")
+            line = (
+                f"{name:<20}{sims['sequential'].spec.total:>10}{m:>4}{rate / t_seq:>13.0f}{rate / t_vec:>13.0f}"
+                f"{result['ratio']:>7.2f}{(w_seq - w_vec).abs().max().item():>10.1e}{steps_taken(sims):>15}"
+            )
             print(line + (f"{p_seq / 2**20:>14.0f}{p_vec / 2**20:>14.0f}" if mem else ""), flush=True)
     print(f"load {os.getloadavg()[0]:.1f} at the end")
 

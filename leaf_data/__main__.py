@@ -25,8 +25,11 @@ def main(argv: list[str] | None = None) -> int:
     sp.add_argument("--iid-users", type=int, default=100, help="iid only: number of users")
     args = ap.parse_args(argv)
     if not args.raw.is_file():
-        print(f"error: {args.raw} does not exist (the raw text LEAF downloads: "
-              "http://www.gutenberg.org/files/100/old/1994-01-100.zip)", file=sys.stderr)
+        print(
+            f"error: {args.raw} does not exist (the raw text LEAF downloads: "
+            "http://www.gutenberg.org/files/100/old/1994-01-100.zip)",
+            file=sys.stderr,
+        )
         return 2
     opts = BuildOptions(args.iid, args.sf, args.k, args.tf, args.seed, args.iid_users, test_gap=args.test_gap)
     print(json.dumps(build(args.raw, args.out, opts), indent=1))

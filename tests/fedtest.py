@@ -29,12 +29,20 @@ def tiny_suite(**overrides) -> dict:
     suite = {
         "name": "tiny",
         "defaults": {
-            "rounds": 4, "num_clients": 6, "participation": {"rate": 0.5},
-            "local": {"epochs": 1, "batch_size": 8, "lr": 0.05}, "model": {"name": "logistic"},
+            "rounds": 4,
+            "num_clients": 6,
+            "participation": {"rate": 0.5},
+            "local": {"epochs": 1, "batch_size": 8, "lr": 0.05},
+            "model": {"name": "logistic"},
             "metrics": ["acc@2", "rounds_to@30"],
         },
-        "datasets": [{"name": "synthetic", "params": {"num_users": 6, "dim": 10, "num_classes": 3, "max_samples": 60},
-                      "split": {"kind": "natural"}}],
+        "datasets": [
+            {
+                "name": "synthetic",
+                "params": {"num_users": 6, "dim": 10, "num_classes": 3, "max_samples": 60},
+                "split": {"kind": "natural"},
+            }
+        ],
         "methods": ["fedavg", "fedacg"],
     }
     suite.update(overrides)

@@ -32,8 +32,12 @@ def group_of(unit: str) -> str:
 
 def is_script_block(node: ast.AST) -> bool:
     """`if __name__ == "__main__":`: runs only as a script, where the module is not imported."""
-    return (isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and isinstance(node.test.left, ast.Name)
-            and node.test.left.id == "__name__")
+    return (
+        isinstance(node, ast.If)
+        and isinstance(node.test, ast.Compare)
+        and isinstance(node.test.left, ast.Name)
+        and node.test.left.id == "__name__"
+    )
 
 
 def import_nodes(tree: ast.AST):
@@ -47,8 +51,10 @@ def import_nodes(tree: ast.AST):
 
 def module_graph() -> dict[str, set[str]]:
     """benchmark module -> the benchmark modules it imports."""
-    modules = {".".join(p.relative_to(ROOT.parent).with_suffix("").parts).removesuffix(".__init__"): p
-               for p in ROOT.rglob("*.py")}
+    modules = {
+        ".".join(p.relative_to(ROOT.parent).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in ROOT.rglob("*.py")
+    }
     graph = {}
     for name, path in modules.items():
         targets = set()
@@ -74,13 +80,18 @@ def imports() -> list[tuple[str, str, str]]:
                 targets = [a.name for a in node.names if a.name.startswith("benchmark")]
             else:
                 continue
-            found += [(here, unit_of(t), str(path.relative_to(ROOT.parent))) for t in targets
-                      if group_of(unit_of(t)) != group_of(here)]
+            found += [
+                (here, unit_of(t), str(path.relative_to(ROOT.parent)))
+                for t in targets
+                if group_of(unit_of(t)) != group_of(here)
+            ]
     return found
 
 
 def test_every_package_and_module_has_a_layer():
-    units = {p.stem if p.is_file() else p.name for p in ROOT.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    units = {
+        p.stem if p.is_file() else p.name for p in ROOT.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()
+    }
     assert units <= set(LAYER), f"give these a layer here (and in the README's code map): {sorted(units - set(LAYER))}"
 
 
@@ -125,4 +136,6 @@ def test_validation_layers_bind_torch_lazily():
         for node in import_nodes(ast.parse(path.read_text())):
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
             offenders += [f"{module}:{node.lineno}" for name in names if name.split(".")[0] == "torch"]
-    assert not offenders, "use `from benchmark.lazy import torch` (or nn, F) instead of importing torch:\n" + "\n".join(offenders)
+    assert not offenders, "use `from benchmark.lazy import torch` (or nn, F) instead of importing torch:\n" + "\n".join(
+        offenders
+    )

@@ -36,7 +36,7 @@ EXAMPLE_FILE = re.compile(r"```\w+ file=(\S+)\n(.*?)```", flags=re.S)
 COMMANDS = re.compile(r"```bash run\n(.*?)```", flags=re.S)
 # Runs a README command with the example files as if they were in the package: their folders
 # join the packages' search paths, so only the registries' discovery can find them.
-DRIVER = '''
+DRIVER = """
 import runpy, sys
 from pathlib import Path
 import benchmark.data, benchmark.fl, benchmark.run
@@ -46,7 +46,7 @@ if sys.argv[1] == "fedbench":
     from benchmark.cli import main
     sys.exit(main(sys.argv[2:]))
 runpy.run_path(sys.argv[2], run_name="__main__")
-'''
+"""
 
 
 def write_table(path, n: int = 120) -> None:
@@ -61,7 +61,8 @@ def test_the_extending_examples_run_as_new_files(tmp_path):
     readme = (REPO / "README.md").read_text()
     examples = EXAMPLE_FILE.findall(readme)
     assert {"benchmark/fl/fedmedian.py", "benchmark/data/csv_table.py", "benchmark/run/shortest_first.py"} <= {
-        name for name, _ in examples}
+        name for name, _ in examples
+    }
     for name, text in examples:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)

@@ -16,8 +16,10 @@ from benchmark.errors import DatasetMissing
 from benchmark.lazy import torch
 from benchmark.params import StrictParams
 
-A9A_HELP = ("Download a9a and a9a.t from www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary.html "
-            "and put them (plain or .gz) at <root>/a9a and <root>/a9a.t.")
+A9A_HELP = (
+    "Download a9a and a9a.t from www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary.html "
+    "and put them (plain or .gz) at <root>/a9a and <root>/a9a.t."
+)
 
 
 class A9aParams(StrictParams):
@@ -31,7 +33,9 @@ def libsvm_file(root: Path | None, name: str) -> Path:
             if candidate.is_file():
                 return candidate
     where = root_text(root)
-    raise dataset_missing(f"dataset 'a9a': expected {where}/{name} or {where}/{name}.gz, but neither is there.\n  {A9A_HELP}", root)
+    raise dataset_missing(
+        f"dataset 'a9a': expected {where}/{name} or {where}/{name}.gz, but neither is there.\n  {A9A_HELP}", root
+    )
 
 
 def read_libsvm(path: Path, num_features: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -81,5 +85,13 @@ def probe_a9a(root: Path | None) -> Found:
 
 
 LIBSVM = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary"
-DATASETS.register(DatasetSpec("a9a", load_a9a, A9A_HELP, A9aParams, probe_a9a,
-                              downloads=((f"{LIBSVM}/a9a", "a9a"), (f"{LIBSVM}/a9a.t", "a9a.t"))))
+DATASETS.register(
+    DatasetSpec(
+        "a9a",
+        load_a9a,
+        A9A_HELP,
+        A9aParams,
+        probe_a9a,
+        downloads=((f"{LIBSVM}/a9a", "a9a"), (f"{LIBSVM}/a9a.t", "a9a.t")),
+    )
+)

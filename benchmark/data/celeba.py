@@ -21,9 +21,11 @@ from benchmark.lazy import torch
 from benchmark.params import StrictParams
 
 IMAGES = "raw/img_align_celeba"
-HELP = ("Build CelebA with LEAF (data/celeba: put img_align_celeba/ and list_attr_celeba.txt, identity_CelebA.txt "
-        "in data/raw/, then ./preprocess.sh -s niid --sf 1.0 -k 5 -t sample) and copy its data/ folder, raw images "
-        "included, to <root>/celeba/data/.")
+HELP = (
+    "Build CelebA with LEAF (data/celeba: put img_align_celeba/ and list_attr_celeba.txt, identity_CelebA.txt "
+    "in data/raw/, then ./preprocess.sh -s niid --sf 1.0 -k 5 -t sample) and copy its data/ folder, raw images "
+    "included, to <root>/celeba/data/."
+)
 
 
 class CelebaParams(StrictParams):
@@ -35,9 +37,13 @@ def _images(users: list[str], split: dict, img_dir: Path, size: int, tag: str):
     files = [img_dir / name for u in users for name in split[u]["x"]]
     missing = [f for f in files if not f.is_file()]
     if missing:
-        raise DatasetMissing(f"celeba: {len(missing)} images named in the LEAF JSON are not in {img_dir}, e.g. {missing[0].name}")
+        raise DatasetMissing(
+            f"celeba: {len(missing)} images named in the LEAF JSON are not in {img_dir}, e.g. {missing[0].name}"
+        )
     key = cache_key(tag, size, files_fingerprint(files, img_dir))
-    x = cached_tensors(f"celeba-{tag}", key, lambda: split_tensors(decode_images(files, (size, size)), torch.empty(0), tag == "train"))
+    x = cached_tensors(
+        f"celeba-{tag}", key, lambda: split_tensors(decode_images(files, (size, size)), torch.empty(0), tag == "train")
+    )
     starts, pos = {}, 0
     for u in users:
         starts[u], pos = pos, pos + len(split[u]["x"])
@@ -56,11 +62,23 @@ def load_celeba(p: CelebaParams, root: Path | None) -> SourceData:
     base = leaf_location(root, "celeba")
     img_dir = base.path / IMAGES
     if not img_dir.is_dir():
-        raise DatasetMissing(f"celeba: the images are missing: expected celeba/data/{IMAGES}/*.jpg in {base.origin.parent.parent}.\n  {HELP}")
+        raise DatasetMissing(
+            f"celeba: the images are missing: expected celeba/data/{IMAGES}/*.jpg in {base.origin.parent.parent}.\n  {HELP}"
+        )
     train_imgs, train_x = _images(users, train, img_dir, p.image_size, "train")
     _, test_x = _images(users, test, img_dir, p.image_size, "test")
-    return leaf_source(users, train, test, train_x, _binary, 2, "image", to_test_x=test_x,
-                       mean=tuple(train_imgs["mean"].tolist()), std=tuple(train_imgs["std"].tolist()))
+    return leaf_source(
+        users,
+        train,
+        test,
+        train_x,
+        _binary,
+        2,
+        "image",
+        to_test_x=test_x,
+        mean=tuple(train_imgs["mean"].tolist()),
+        std=tuple(train_imgs["std"].tolist()),
+    )
 
 
 def probe_celeba(root: Path | None) -> Found:

@@ -38,12 +38,30 @@ class CifarSpec:
     hf_id: str  # a hub id with this dataset (documented default, used only when asked)
 
 
-CIFAR10 = CifarSpec("cifar10", 10, "cifar-10-batches-py", tuple(f"data_batch_{i}" for i in range(1, 6)),
-                    ("test_batch",), "labels", "cifar-10-python.tar.gz",
-                    "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz", "cifar10-jpeg", "uoft-cs/cifar10")
-CIFAR100 = CifarSpec("cifar100", 100, "cifar-100-python", ("train",), ("test",), "fine_labels",
-                     "cifar-100-python.tar.gz", "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz",
-                     "cifar100-jpeg", "uoft-cs/cifar100")
+CIFAR10 = CifarSpec(
+    "cifar10",
+    10,
+    "cifar-10-batches-py",
+    tuple(f"data_batch_{i}" for i in range(1, 6)),
+    ("test_batch",),
+    "labels",
+    "cifar-10-python.tar.gz",
+    "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
+    "cifar10-jpeg",
+    "uoft-cs/cifar10",
+)
+CIFAR100 = CifarSpec(
+    "cifar100",
+    100,
+    "cifar-100-python",
+    ("train",),
+    ("test",),
+    "fine_labels",
+    "cifar-100-python.tar.gz",
+    "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz",
+    "cifar100-jpeg",
+    "uoft-cs/cifar100",
+)
 SPECS = {s.name: s for s in (CIFAR10, CIFAR100)}
 
 
@@ -59,10 +77,10 @@ def _help(spec: CifarSpec, p: CifarParams, root: Path | None) -> str:
     files = ",".join(spec.train_files + spec.test_files)
     lines = {
         "pickle": f"pickle: {expected(root, spec.pickle_dir, [spec.archive])} with {{{files}}} "
-                  f"(`fedbench data prepare {spec.name}` downloads {spec.url})",
+        f"(`fedbench data prepare {spec.name}` downloads {spec.url})",
         "folder": f"folder: {expected(root, folder, [folder + '.tar.gz'])} with {{train,test}}/<class>/*.jpg|png",
         "hf": f"hf: {expected(root, hf_dir)} (save_to_disk folder or parquet files), or params.hf_id "
-              f"(e.g. {spec.hf_id}) when online",
+        f"(e.g. {spec.hf_id}) when online",
     }
     return "\n  ".join(v for k, v in lines.items() if p.format in ("auto", k))
 
@@ -80,7 +98,9 @@ def find(spec: CifarSpec, p: CifarParams, root: Path | None) -> tuple[str, Found
             return "hf", Found(root / hf_dir)
         if p.hf_id:
             return "hf", p.hf_id
-    raise dataset_missing(f"dataset {spec.name!r} (format {p.format}): nothing found. Expected one of:\n  {_help(spec, p, root)}", root)
+    raise dataset_missing(
+        f"dataset {spec.name!r} (format {p.format}): nothing found. Expected one of:\n  {_help(spec, p, root)}", root
+    )
 
 
 def _read_pickles(spec: CifarSpec, folder: Path, names: tuple[str, ...]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -97,7 +117,9 @@ def _read_pickles(spec: CifarSpec, folder: Path, names: tuple[str, ...]) -> tupl
             data = torch.as_tensor(entry["data"]).to(torch.uint8).reshape(-1, 3, 32, 32)
             labels = torch.as_tensor(entry[spec.label_key], dtype=torch.long)
         except (KeyError, RuntimeError, TypeError, ValueError) as err:
-            raise DatasetMissing(f"{folder / n}: not a CIFAR batch (needs 'data' N x 3072 and '{spec.label_key}'; {err})") from None
+            raise DatasetMissing(
+                f"{folder / n}: not a CIFAR batch (needs 'data' N x 3072 and '{spec.label_key}'; {err})"
+            ) from None
         if len(data) != len(labels):
             raise DatasetMissing(f"{folder / n}: {len(data)} images but {len(labels)} labels")
         xs.append(data), ys.append(labels)
@@ -122,7 +144,14 @@ def _build(spec: CifarSpec, fmt: str, where: Found | str) -> dict[str, torch.Ten
         train = hf_split(dd, ["train"], ["img", "image"], [spec.label_key, "label", "fine_label"], str(source))
         test = hf_split(dd, ["test"], ["img", "image"], [spec.label_key, "label", "fine_label"], str(source))
     tr, te = split_tensors(*train, with_stats=True), split_tensors(*test, with_stats=False)
-    return {"train_x": tr["x"], "train_y": tr["y"], "test_x": te["x"], "test_y": te["y"], "mean": tr["mean"], "std": tr["std"]}
+    return {
+        "train_x": tr["x"],
+        "train_y": tr["y"],
+        "test_x": te["x"],
+        "test_y": te["y"],
+        "mean": tr["mean"],
+        "std": tr["std"],
+    }
 
 
 def load_cifar(spec: CifarSpec, p: CifarParams, root: Path | None) -> SourceData:
@@ -132,17 +161,31 @@ def load_cifar(spec: CifarSpec, p: CifarParams, root: Path | None) -> SourceData
     for split in ("train_y", "test_y"):
         bad = (t[split] < 0) | (t[split] >= spec.num_classes)
         if bad.any():
-            raise DatasetMissing(f"{spec.name} ({fmt} at {where}): labels outside 0..{spec.num_classes - 1} in {split[:-2]}")
-    return SourceData(t["train_x"], t["train_y"], t["test_x"], t["test_y"], spec.num_classes, "image",
-                      mean=tuple(t["mean"].tolist()), std=tuple(t["std"].tolist()))
+            raise DatasetMissing(
+                f"{spec.name} ({fmt} at {where}): labels outside 0..{spec.num_classes - 1} in {split[:-2]}"
+            )
+    return SourceData(
+        t["train_x"],
+        t["train_y"],
+        t["test_x"],
+        t["test_y"],
+        spec.num_classes,
+        "image",
+        mean=tuple(t["mean"].tolist()),
+        std=tuple(t["std"].tolist()),
+    )
 
 
 def dataset_spec(spec: CifarSpec) -> DatasetSpec:
     return DatasetSpec(
-        spec.name, lambda p, root: load_cifar(spec, p, root),
+        spec.name,
+        lambda p, root: load_cifar(spec, p, root),
         f"{spec.name.upper().replace('CIFAR', 'CIFAR-')}: official python archive, an image folder or Hugging Face "
         "(docs/datasets.md)",
-        CifarParams, lambda root: find(spec, CifarParams(), root)[1], downloads=((spec.url, spec.archive),))
+        CifarParams,
+        lambda root: find(spec, CifarParams(), root)[1],
+        downloads=((spec.url, spec.archive),),
+    )
 
 
 for _spec in SPECS.values():  # one file, two datasets of one family

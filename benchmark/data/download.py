@@ -10,6 +10,7 @@ from pathlib import Path
 
 from benchmark.errors import UserError
 
+
 def download(url: str, dest: Path, timeout: float = 30) -> Path:
     """Fetch `url` to `dest` (via a .partial file, so an interrupted download is never used)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -19,6 +20,8 @@ def download(url: str, dest: Path, timeout: float = 30) -> Path:
             shutil.copyfileobj(response, out, 1 << 20)
     except (urllib.error.URLError, OSError, TimeoutError) as err:
         tmp.unlink(missing_ok=True)
-        raise UserError(f"could not download {url} ({err}). Download it on a machine that is online and put it at {dest}") from None
+        raise UserError(
+            f"could not download {url} ({err}). Download it on a machine that is online and put it at {dest}"
+        ) from None
     tmp.replace(dest)
     return dest

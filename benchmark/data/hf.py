@@ -50,8 +50,10 @@ def hf_split(dd, split_names: Sequence[str], image_keys: Sequence[str], label_ke
     img_key = next((k for k in image_keys if k in cols), None)
     lab_key = next((k for k in label_keys if k in cols), None)
     if img_key is None or lab_key is None:
-        raise DatasetMissing(f"{where}/{split}: expected an image column ({'/'.join(image_keys)}) and a label column "
-                             f"({'/'.join(label_keys)}), found {sorted(cols)}")
+        raise DatasetMissing(
+            f"{where}/{split}: expected an image column ({'/'.join(image_keys)}) and a label column "
+            f"({'/'.join(label_keys)}), found {sorted(cols)}"
+        )
     images = [np.asarray(img.convert("RGB")) for img in table[img_key]]
     if len({a.shape for a in images}) != 1:
         raise DatasetMissing(f"{where}/{split}: images differ in size")

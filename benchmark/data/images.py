@@ -24,7 +24,9 @@ def _pil():
     return Image
 
 
-def decode_images(paths: Sequence[Path], size: tuple[int, int] | None = None, threads: int | None = None) -> torch.Tensor:
+def decode_images(
+    paths: Sequence[Path], size: tuple[int, int] | None = None, threads: int | None = None
+) -> torch.Tensor:
     """(N, 3, H, W) uint8. With `size` = (H, W) images are resized (Lanczos, as LEAF does);
     without it every image must have the size of the first."""
     if not paths:
@@ -48,7 +50,9 @@ def decode_images(paths: Sequence[Path], size: tuple[int, int] | None = None, th
     def fill(i: int) -> None:
         arr = read(paths[i])
         if arr.shape != first.shape:
-            raise DatasetMissing(f"{paths[i]} is {arr.shape[1]}x{arr.shape[0]}, expected {first.shape[1]}x{first.shape[0]} like {paths[0]}")
+            raise DatasetMissing(
+                f"{paths[i]} is {arr.shape[1]}x{arr.shape[0]}, expected {first.shape[1]}x{first.shape[0]} like {paths[0]}"
+            )
         out[i] = arr
 
     workers = threads or min(16, (os.cpu_count() or 1) * 2)
@@ -68,7 +72,11 @@ def image_folder(split_dir: Path, classes: list[str] | None = None) -> tuple[lis
     files: list[Path] = []
     labels: list[int] = []
     for k, name in enumerate(classes):
-        members = sorted(p for p in (split_dir / name).glob("*") if p.suffix.lower() in IMAGE_SUFFIXES) if (split_dir / name).is_dir() else []
+        members = (
+            sorted(p for p in (split_dir / name).glob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
+            if (split_dir / name).is_dir()
+            else []
+        )
         files += members
         labels += [k] * len(members)
     if not files:

@@ -44,8 +44,11 @@ def warn_if_counts_disagree(shard: Path, blob: dict) -> None:
     declared = sum(blob.get("num_samples", []))
     actual = sum(len(blob["user_data"][u]["y"]) for u in blob["users"])
     if "num_samples" in blob and declared != actual:
-        warnings.warn(f"{shard.name}: num_samples says {declared} examples but the shard holds {actual}; "
-                      f"loading the {actual} records", stacklevel=3)
+        warnings.warn(
+            f"{shard.name}: num_samples says {declared} examples but the shard holds {actual}; "
+            f"loading the {actual} records",
+            stacklevel=3,
+        )
 
 
 def leaf_archives(name: str) -> list[str]:
@@ -57,8 +60,11 @@ def leaf_location(root: Path | None, name: str) -> Found:
     """Where `<name>/data/` is: extracted under the root, or inside one of `leaf_archives(name)`."""
     found = locate(root, f"{name}/data", leaf_archives(name))
     if found is None:
-        require_dir(None if root is None else root / name / "data", name,
-                    f"{name}/data/{{train,test}}/*.json (or {' / '.join(leaf_archives(name))})")
+        require_dir(
+            None if root is None else root / name / "data",
+            name,
+            f"{name}/data/{{train,test}}/*.json (or {' / '.join(leaf_archives(name))})",
+        )
     return found
 
 
@@ -91,8 +97,9 @@ def stack_users(
     return torch.cat(xs), torch.cat(ys), torch.cat(us)
 
 
-def leaf_source(users: list[str], train: dict, test: dict, to_x, to_y, num_classes: int, kind: str,
-                to_test_x=None, **extra) -> SourceData:
+def leaf_source(
+    users: list[str], train: dict, test: dict, to_x, to_y, num_classes: int, kind: str, to_test_x=None, **extra
+) -> SourceData:
     """A SourceData with natural users from LEAF splits, given how to encode x (`to_test_x` for
     the test split, if it differs) and y."""
     train_x, train_y, train_users = stack_users(users, train, to_x, to_y)
@@ -101,8 +108,10 @@ def leaf_source(users: list[str], train: dict, test: dict, to_x, to_y, num_class
         bad = ((y < 0) | (y >= num_classes)).nonzero()
         if len(bad):
             user = users[int(owner[bad[0, 0]])]
-            raise DataInvalid(f"{split[user]['file']}: user {user!r} has label {int(y[bad[0, 0]])}, "
-                              f"outside 0..{num_classes - 1}; fix or replace this shard")
+            raise DataInvalid(
+                f"{split[user]['file']}: user {user!r} has label {int(y[bad[0, 0]])}, "
+                f"outside 0..{num_classes - 1}; fix or replace this shard"
+            )
     return SourceData(train_x, train_y, test_x, test_y, num_classes, kind, train_users, users, **extra)
 
 
@@ -113,9 +122,25 @@ def cached_leaf_source(root: Path | None, name: str, build: Callable[[], SourceD
 
     def to_tensors() -> dict:
         s = build()
-        return {"train_x": s.train_x, "train_y": s.train_y, "test_x": s.test_x, "test_y": s.test_y,
-                "train_users": s.train_users, "user_names": s.user_names, "num_classes": s.num_classes, "kind": s.kind}
+        return {
+            "train_x": s.train_x,
+            "train_y": s.train_y,
+            "test_x": s.test_x,
+            "test_y": s.test_y,
+            "train_users": s.train_users,
+            "user_names": s.user_names,
+            "num_classes": s.num_classes,
+            "kind": s.kind,
+        }
 
     t = cached_tensors(name, cache_key(name, where.checksum(), *key), to_tensors)
-    return SourceData(t["train_x"], t["train_y"], t["test_x"], t["test_y"], t["num_classes"], t["kind"],
-                      t["train_users"], list(t["user_names"]))
+    return SourceData(
+        t["train_x"],
+        t["train_y"],
+        t["test_x"],
+        t["test_y"],
+        t["num_classes"],
+        t["kind"],
+        t["train_users"],
+        list(t["user_names"]),
+    )

@@ -34,7 +34,7 @@ def pool_members(seed: int, rnd: int, num_clients: int, pool) -> np.ndarray:
         leaving = rng.random(size) < pool.replace_prob
         outside = np.setdiff1d(np.arange(num_clients), members)
         # only as many replacements as there are outsiders; the rest stay
-        leaving[np.flatnonzero(leaving)[len(outside):]] = False
+        leaving[np.flatnonzero(leaving)[len(outside) :]] = False
         members = members.copy()
         members[leaving] = rng.choice(outside, int(leaving.sum()), replace=False)
     return np.sort(members)

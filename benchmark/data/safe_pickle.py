@@ -44,6 +44,10 @@ def safe_load_pickle(path: Path) -> Any:
         with open(path, "rb") as f:
             return SafeUnpickler(f, encoding="bytes").load()
     except pickle.UnpicklingError as err:
-        raise DatasetMissing(f"{path} is not a plain data pickle ({err}); it was not loaded. Re-download the official archive.") from None
+        raise DatasetMissing(
+            f"{path} is not a plain data pickle ({err}); it was not loaded. Re-download the official archive."
+        ) from None
     except (EOFError, ValueError, TypeError, AttributeError, IndexError) as err:
-        raise DatasetMissing(f"{path} is corrupt ({type(err).__name__}: {err}); re-download the official archive") from None
+        raise DatasetMissing(
+            f"{path} is corrupt ({type(err).__name__}: {err}); re-download the official archive"
+        ) from None

@@ -39,7 +39,9 @@ def encode(texts: list[str], user: str, length: int) -> torch.Tensor:
     """(len(texts), length) int64 token ids; an unknown symbol is an error, not a silent id."""
     for i, text in enumerate(texts):
         if len(text) != length:
-            raise DatasetMissing(f"shakespeare user {user!r}: example {i} has {len(text)} characters, expected {length}")
+            raise DatasetMissing(
+                f"shakespeare user {user!r}: example {i} has {len(text)} characters, expected {length}"
+            )
     joined = "".join(texts)
     codes = np.fromiter(map(ord, joined), dtype=np.int64, count=len(joined))
     ids = np.where(codes < len(_LOOKUP), _LOOKUP[np.minimum(codes, len(_LOOKUP) - 1)], -1)
@@ -52,8 +54,15 @@ def encode(texts: list[str], user: str, length: int) -> torch.Tensor:
 def load_shakespeare(p: ShakespeareParams, root: Path | None) -> SourceData:
     def build() -> SourceData:
         users, train, test = load_leaf_users(root, "shakespeare")
-        return leaf_source(users, train, test, lambda x, u: encode(x, u, SEQ_LEN),
-                           lambda y, u: encode(y, u, 1).squeeze(1), len(VOCAB), "sequence")
+        return leaf_source(
+            users,
+            train,
+            test,
+            lambda x, u: encode(x, u, SEQ_LEN),
+            lambda y, u: encode(y, u, 1).squeeze(1),
+            len(VOCAB),
+            "sequence",
+        )
 
     return cached_leaf_source(root, "shakespeare", build)
 
@@ -75,7 +84,13 @@ def build_from_text(raw: Path, dest: Path, options: dict) -> dict:
 
 
 # a LEAF archive next to the raw text (e.g. a sample) is not what `data prepare` builds: the text wins
-RAW_BUILD = RawBuild(raw_text, build_from_text, f"{' or '.join(RAW_TEXT)} (the 1994 complete works LEAF uses, "
-                                                "www.gutenberg.org/files/100/old/1994-01-100.zip)")
-DATASETS.register(DatasetSpec("shakespeare", load_shakespeare, SHAKESPEARE_HELP, ShakespeareParams, probe_shakespeare,
-                              raw_build=RAW_BUILD))
+RAW_BUILD = RawBuild(
+    raw_text,
+    build_from_text,
+    f"{' or '.join(RAW_TEXT)} (the 1994 complete works LEAF uses, www.gutenberg.org/files/100/old/1994-01-100.zip)",
+)
+DATASETS.register(
+    DatasetSpec(
+        "shakespeare", load_shakespeare, SHAKESPEARE_HELP, ShakespeareParams, probe_shakespeare, raw_build=RAW_BUILD
+    )
+)

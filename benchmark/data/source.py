@@ -57,7 +57,9 @@ class SourceData:
             if x.is_floating_point() and not bool(torch.isfinite(x).all()):
                 found.append(f"{split} inputs hold NaN or infinite values")
         if self.train_x.shape[1:] != self.test_x.shape[1:]:
-            found.append(f"train inputs are {tuple(self.train_x.shape[1:])} but test inputs {tuple(self.test_x.shape[1:])}")
+            found.append(
+                f"train inputs are {tuple(self.train_x.shape[1:])} but test inputs {tuple(self.test_x.shape[1:])}"
+            )
         if self.train_users is not None and len(self.train_users) != len(self.train_y):
             found.append(f"{len(self.train_users)} user ids for {len(self.train_y)} training examples")
         return found
@@ -126,8 +128,11 @@ def require_dir(path: Path | None, dataset: str, expected: str) -> Path:
     """`path` if it is an existing directory, else a DatasetMissing naming what goes where."""
     if path is None or not path.is_dir():
         help_text = DATASETS.get(dataset).help if dataset in DATASETS else ""
-        raise dataset_missing(f"dataset {dataset!r}: expected {expected} under {root_text(path)}, but it is not there."
-                      + (f"\n  {help_text}" if help_text else ""), path)
+        raise dataset_missing(
+            f"dataset {dataset!r}: expected {expected} under {root_text(path)}, but it is not there."
+            + (f"\n  {help_text}" if help_text else ""),
+            path,
+        )
     return path
 
 

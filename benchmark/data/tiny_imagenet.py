@@ -28,8 +28,7 @@ ARCHIVES = ["tiny-imagenet-200.zip", "tiny-imagenet-200.tar.gz", "tiny-imagenet-
 HF_ID = "zh-plus/tiny-imagenet"
 NUM_CLASSES = 200
 URL = "http://cs231n.stanford.edu/tiny-imagenet-200.zip"
-HELP = (f"Download {URL} and put it (or its extracted "
-        "tiny-imagenet-200/ folder) under <root>/.")
+HELP = f"Download {URL} and put it (or its extracted tiny-imagenet-200/ folder) under <root>/."
 
 
 class TinyImageNetParams(StrictParams):
@@ -49,7 +48,9 @@ def find(p: TinyImageNetParams, root: Path | None) -> Found | str:
     raise dataset_missing(
         f"dataset 'tiny_imagenet': nothing found. Expected {expected(root, DIR, ARCHIVES)} with wnids.txt, "
         f"train/<wnid>/images/*.JPEG, val/val_annotations.txt and val/images/*.JPEG; or a Hugging Face copy at "
-        f"{expected(root, p.hf_dir)}, or params.hf_id (e.g. {HF_ID}) when online.\n  {HELP}", root)
+        f"{expected(root, p.hf_dir)}, or params.hf_id (e.g. {HF_ID}) when online.\n  {HELP}",
+        root,
+    )
 
 
 def wnids(base: Path) -> list[str]:
@@ -62,17 +63,23 @@ def wnids(base: Path) -> list[str]:
     return names
 
 
-def split_files(base: Path, split: Literal["train", "val"], origin: Path | None = None) -> tuple[list[Path], torch.Tensor]:
+def split_files(
+    base: Path, split: Literal["train", "val"], origin: Path | None = None
+) -> tuple[list[Path], torch.Tensor]:
     """Image files and labels of one split of the official layout (`origin`: what to name in errors)."""
     index = {w: k for k, w in enumerate(wnids(base))}
     files: list[Path] = []
     labels: list[int] = []
     if split == "train":
         if not (base / "train").is_dir():
-            raise DatasetMissing(f"tiny_imagenet: the train split is missing: expected {DIR}/train/<wnid>/images/*.JPEG "
-                                 f"in {origin or base} (a val-only archive has no train split; use the full {ARCHIVES[0]})")
+            raise DatasetMissing(
+                f"tiny_imagenet: the train split is missing: expected {DIR}/train/<wnid>/images/*.JPEG "
+                f"in {origin or base} (a val-only archive has no train split; use the full {ARCHIVES[0]})"
+            )
         for wnid, k in index.items():
-            members = sorted(p for p in (base / "train" / wnid / "images").glob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
+            members = sorted(
+                p for p in (base / "train" / wnid / "images").glob("*") if p.suffix.lower() in IMAGE_SUFFIXES
+            )
             if not members:
                 raise DatasetMissing(f"tiny_imagenet: no images in {base}/train/{wnid}/images/")
             files += members
@@ -80,7 +87,9 @@ def split_files(base: Path, split: Literal["train", "val"], origin: Path | None 
     else:
         ann = base / "val" / "val_annotations.txt"
         if not ann.is_file():
-            raise DatasetMissing(f"tiny_imagenet: the val split is missing: expected {ann} and {base}/val/images/*.JPEG")
+            raise DatasetMissing(
+                f"tiny_imagenet: the val split is missing: expected {ann} and {base}/val/images/*.JPEG"
+            )
         for line_no, line in enumerate(ann.read_text().splitlines(), 1):
             fields = line.split("\t")
             if len(fields) < 2 or fields[1] not in index:
@@ -97,6 +106,7 @@ def load_split(p: TinyImageNetParams, root: Path | None, split: Literal["train",
     """One split as cached tensors {"x", "y"} (+ "mean", "std" for train); loadable alone."""
     where = find(p, root)
     if isinstance(where, Found) and where.archive_sha256:  # keyed by the archive: extracted only to decode
+
         def build() -> dict[str, torch.Tensor]:
             files, labels = split_files(where.path, split, where.origin)
             return split_tensors(decode_images(files), labels, split == "train")
@@ -105,30 +115,57 @@ def load_split(p: TinyImageNetParams, root: Path | None, split: Literal["train",
     if isinstance(where, Found) and (where.path / "wnids.txt").is_file():
         files, labels = split_files(where.path, split, where.origin)
         key = cache_key(split, files_fingerprint(files, where.path))
-        return cached_tensors(f"tiny_imagenet-{split}", key, lambda: split_tensors(decode_images(files), labels, split == "train"))
+        return cached_tensors(
+            f"tiny_imagenet-{split}", key, lambda: split_tensors(decode_images(files), labels, split == "train")
+        )
     source = where.path if isinstance(where, Found) else where
     names = ["train"] if split == "train" else ["valid", "validation", "val", "test"]
     key = cache_key(split, "hf", where.checksum() if isinstance(where, Found) else where)
-    return cached_tensors(f"tiny_imagenet-{split}", key, lambda: split_tensors(
-        *hf_split(open_hf(source), names, ["image", "img"], ["label", "labels"], str(source)), split == "train"))
+    return cached_tensors(
+        f"tiny_imagenet-{split}",
+        key,
+        lambda: split_tensors(
+            *hf_split(open_hf(source), names, ["image", "img"], ["label", "labels"], str(source)), split == "train"
+        ),
+    )
 
 
 def load_tiny_imagenet(p: TinyImageNetParams, root: Path | None) -> SourceData:
     train = load_split(p, root, "train")
     test = load_split(p, root, "val")
-    return SourceData(train["x"], train["y"], test["x"], test["y"], NUM_CLASSES, "image",
-                      mean=tuple(train["mean"].tolist()), std=tuple(train["std"].tolist()))
+    return SourceData(
+        train["x"],
+        train["y"],
+        test["x"],
+        test["y"],
+        NUM_CLASSES,
+        "image",
+        mean=tuple(train["mean"].tolist()),
+        std=tuple(train["std"].tolist()),
+    )
 
 
 def probe_tiny_imagenet(root: Path | None) -> Found:
     where = find(TinyImageNetParams(), root)
-    val_only = isinstance(where, Found) and (where.origin.name == ARCHIVES[-1] or (
-        where.origin.is_dir() and (where.origin / "wnids.txt").is_file() and not (where.origin / "train").is_dir()))
+    val_only = isinstance(where, Found) and (
+        where.origin.name == ARCHIVES[-1]
+        or (where.origin.is_dir() and (where.origin / "wnids.txt").is_file() and not (where.origin / "train").is_dir())
+    )
     if val_only:
-        raise DatasetMissing(f"tiny_imagenet: only the val split is at {where.origin}; the train split "
-                             f"({DIR}/train/<wnid>/images/*.JPEG) is missing. {HELP}")
+        raise DatasetMissing(
+            f"tiny_imagenet: only the val split is at {where.origin}; the train split "
+            f"({DIR}/train/<wnid>/images/*.JPEG) is missing. {HELP}"
+        )
     return where
 
 
-DATASETS.register(DatasetSpec("tiny_imagenet", load_tiny_imagenet, HELP, TinyImageNetParams, probe_tiny_imagenet,
-                              downloads=((URL, ARCHIVES[0]),)))
+DATASETS.register(
+    DatasetSpec(
+        "tiny_imagenet",
+        load_tiny_imagenet,
+        HELP,
+        TinyImageNetParams,
+        probe_tiny_imagenet,
+        downloads=((URL, ARCHIVES[0]),),
+    )
+)

@@ -38,7 +38,9 @@ def parse_data_uri(text: str) -> DataUri:
     parts = urlsplit(text.strip())
     scheme = parts.scheme.lower()
     if not scheme or len(scheme) == 1:  # "C:\..." parses as scheme "c"
-        raise ValueError(f"{text!r} is not a URI: give a scheme, e.g. file:///abs/path/data.tar.gz or https://host/data.tar.gz")
+        raise ValueError(
+            f"{text!r} is not a URI: give a scheme, e.g. file:///abs/path/data.tar.gz or https://host/data.tar.gz"
+        )
     if scheme == "file" and (parts.netloc not in ("", "localhost") or not parts.path.startswith("/")):
         raise ValueError(f"{text!r}: a file URI needs an absolute path, file:///abs/path (three slashes)")
     if scheme in ("http", "https") and not parts.netloc:
@@ -55,8 +57,10 @@ def parse_data_uri(text: str) -> DataUri:
 
 def check_fsspec_scheme(scheme: str, text: str) -> None:
     if importlib.util.find_spec("fsspec") is None:
-        raise ValueError(f"{text!r}: {scheme}:// URIs are read through fsspec, which is not installed "
-                         "(pip install fsspec and its backend, e.g. s3fs); or use file:// or https://")
+        raise ValueError(
+            f"{text!r}: {scheme}:// URIs are read through fsspec, which is not installed "
+            "(pip install fsspec and its backend, e.g. s3fs); or use file:// or https://"
+        )
     from fsspec.registry import known_implementations, registry
 
     if scheme not in registry and scheme not in known_implementations:
@@ -79,4 +83,3 @@ def fetch(uri: DataUri, dest: Path, timeout: float = 60) -> None:
         raise UserError(f"cannot read {uri.url}: {err}; install it on every node") from None
     except (urllib.error.URLError, OSError, TimeoutError, ValueError) as err:
         raise UserError(f"cannot fetch {uri.url}: {type(err).__name__}: {err}") from None
-

@@ -65,9 +65,9 @@ def rotate(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
     n, _, h, w = x.shape
     cos, sin = torch.cos(angles), torch.sin(angles)
     zero = torch.zeros_like(cos)
-    theta = torch.stack(
-        [torch.stack([cos, -sin * h / w, zero], 1), torch.stack([sin * w / h, cos, zero], 1)], 1
-    ).to(x.dtype)
+    theta = torch.stack([torch.stack([cos, -sin * h / w, zero], 1), torch.stack([sin * w / h, cos, zero], 1)], 1).to(
+        x.dtype
+    )
     grid = F.affine_grid(theta, list(x.shape), align_corners=False)
     return F.grid_sample(x, grid, mode="nearest", padding_mode="zeros", align_corners=False)
 
@@ -112,4 +112,3 @@ def image_preprocessor(src: SourceData, job: JobConfig) -> Preprocessor:
         return x
 
     return prep
-

@@ -40,8 +40,11 @@ def _probe(sim, chosen: list[int], rnd: RoundInfo, received: dict, positions: li
     vec, vec_s = _timed(lambda *args: train_vectorised_job(*args, positions[PROBE_CLIENTS:]), sim, rest, rnd, received)
     per_client = {"sequential": seq_s / len(head), "vectorised": vec_s / len(rest)}
     sim.execution = min(per_client, key=per_client.get)
-    sim.execution_probe = {"round": rnd.round, "clients": {"sequential": len(head), "vectorised": len(rest)},
-                           "seconds_per_client": {k: round(v, 6) for k, v in per_client.items()}}
+    sim.execution_probe = {
+        "round": rnd.round,
+        "clients": {"sequential": len(head), "vectorised": len(rest)},
+        "seconds_per_client": {k: round(v, 6) for k, v in per_client.items()},
+    }
     return seq + vec
 
 
@@ -52,10 +55,12 @@ def train_auto(sim, chosen: list[int], rnd: RoundInfo, received: dict) -> list:
         if why_not is None and len(chosen) >= MIN_CLIENTS:
             return _probe(sim, chosen, rnd, received, positions)
         sim.execution = "sequential"
-        sim.execution_probe = {"round": rnd.round, "reason": why_not or f"{len(chosen)} clients a round (< {MIN_CLIENTS})"}
+        sim.execution_probe = {
+            "round": rnd.round,
+            "reason": why_not or f"{len(chosen)} clients a round (< {MIN_CLIENTS})",
+        }
     if sim.execution == "vectorised":
         positions = round_positions(sim, chosen, rnd)  # drawn once: the check and the trainer share them
         if blocker(sim, rnd, positions) is None:
             return train_vectorised_job(sim, chosen, rnd, received, positions)
     return train_sequential(sim, chosen, rnd, received)
-

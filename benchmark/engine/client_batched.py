@@ -66,7 +66,9 @@ class LinearTape:
     calls: list[dict] = field(default_factory=list)
 
 
-def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, tape: LinearTape | None = None) -> torch.Tensor:
+def _linear(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, tape: LinearTape | None = None
+) -> torch.Tensor:
     clients, out_features = weight.shape[0], weight.shape[1]
     rows = x.reshape(clients, -1, x.shape[-1])
     if tape is None:
@@ -121,8 +123,15 @@ def _unfold_channels(y: torch.Tensor, clients: int) -> torch.Tensor:
 
 def _conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     clients = weight.shape[0]
-    y = F.conv2d(_fold_channels(x, clients), weight.flatten(0, 1), None if bias is None else bias.flatten(),
-                 stride, padding, dilation, groups * clients)
+    y = F.conv2d(
+        _fold_channels(x, clients),
+        weight.flatten(0, 1),
+        None if bias is None else bias.flatten(),
+        stride,
+        padding,
+        dilation,
+        groups * clients,
+    )
     return _unfold_channels(y, clients)
 
 
@@ -132,8 +141,12 @@ def _group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
     slower on CPU: the affine's backward reduces over non-contiguous dims; so was one grouped
     call on the channel-folded layout, through the two transposing copies.)"""
     clients = weight.shape[0]
-    return torch.cat([F.group_norm(xc, num_groups, weight[c], None if bias is None else bias[c], eps)
-                      for c, xc in enumerate(x.chunk(clients))])
+    return torch.cat(
+        [
+            F.group_norm(xc, num_groups, weight[c], None if bias is None else bias[c], eps)
+            for c, xc in enumerate(x.chunk(clients))
+        ]
+    )
 
 
 # functional -> (its rewrite, the weight's position among the arguments, the weight's number of
@@ -169,8 +182,10 @@ def logits_misfit(logits: torch.Tensor, clients: int, batch: int) -> str | None:
     """Why client-batched `logits` cannot be C clients' B rows each, or None."""
     if logits.shape[0] == clients * batch:
         return None
-    return (f"client-batched forward returned {tuple(logits.shape)} for {clients} clients x {batch} "
-            "samples: the model uses a parameter outside nn.Linear/nn.Conv2d/nn.GroupNorm's forward")
+    return (
+        f"client-batched forward returned {tuple(logits.shape)} for {clients} clients x {batch} "
+        "samples: the model uses a parameter outside nn.Linear/nn.Conv2d/nn.GroupNorm's forward"
+    )
 
 
 def batched_forward(forward, weights: torch.Tensor, x: torch.Tensor, features: bool):

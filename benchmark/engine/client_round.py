@@ -28,9 +28,14 @@ class ClientOutcome:
 
 def make_context(sim, cid: int, rnd: RoundInfo, received: dict) -> ClientContext:
     return ClientContext(
-        client_id=cid, rnd=rnd, received=received, num_samples=int(sim.sizes[cid]),
-        forward=sim.forward, state=sim.clients.get(cid, sim.device),
-        class_counts=sim.data.class_counts(cid), total_samples=int(sim.sizes.sum()),
+        client_id=cid,
+        rnd=rnd,
+        received=received,
+        num_samples=int(sim.sizes[cid]),
+        forward=sim.forward,
+        state=sim.clients.get(cid, sim.device),
+        class_counts=sim.data.class_counts(cid),
+        total_samples=int(sim.sizes.sum()),
     )
 
 

@@ -52,8 +52,10 @@ class RegularisedLogistic:
         kind = {LOGISTIC_PARAMS: cls, BINARY_PARAMS: BinaryLogistic}.get(spec.names)
         if kind is None:
             shown = ", ".join(spec.names[:4]) + (" ..." if len(spec.names) > 4 else "")
-            raise UserError(f"suboptimality: true needs the `logistic` or `binary_logistic` model (parameters "
-                            f"{', '.join(LOGISTIC_PARAMS)}, or {BINARY_PARAMS[0]} alone); this model has {shown}")
+            raise UserError(
+                f"suboptimality: true needs the `logistic` or `binary_logistic` model (parameters "
+                f"{', '.join(LOGISTIC_PARAMS)}, or {BINARY_PARAMS[0]} alone); this model has {shown}"
+            )
         rows = data.training_rows().to(data.src.train_x.device)
         return kind.of(data.src.train_x[rows], data.src.train_y[rows], data.src.num_classes, mu)
 

@@ -71,12 +71,21 @@ class FederatedData:
     def to(self, device) -> "FederatedData":
         s = self.src
         moved = SourceData(
-            s.train_x.to(device), s.train_y.to(device), s.test_x.to(device), s.test_y.to(device),
-            s.num_classes, s.kind, s.train_users, s.user_names, s.mean, s.std,
+            s.train_x.to(device),
+            s.train_y.to(device),
+            s.test_x.to(device),
+            s.test_y.to(device),
+            s.num_classes,
+            s.kind,
+            s.train_users,
+            s.user_names,
+            s.mean,
+            s.std,
         )
         if self.shared:  # one index tensor for every client, not N copies
-            return FederatedData(moved, [self.clients[0].to(device)] * self.num_clients, self.preprocess,
-                                 self.fingerprint, shared=True)
+            return FederatedData(
+                moved, [self.clients[0].to(device)] * self.num_clients, self.preprocess, self.fingerprint, shared=True
+            )
         return FederatedData(moved, [c.to(device) for c in self.clients], self.preprocess, self.fingerprint)
 
     def training_rows(self) -> torch.Tensor:
@@ -88,8 +97,10 @@ class FederatedData:
         n = len(self.clients[client])
         if self.shared:
             if local.steps is None:
-                raise UserError("split kind 'shared' samples with replacement, so it has no epochs: "
-                                "set local.steps (and local.batch_size) instead of local.epochs")
+                raise UserError(
+                    "split kind 'shared' samples with replacement, so it has no epochs: "
+                    "set local.steps (and local.batch_size) instead of local.epochs"
+                )
             drawn = shared_positions(seed, rnd, self.num_clients, local.steps, local.batch_size, n)[client]
             return [(pos, 0) for pos in drawn]
         gen = generator(seed, Stream.BATCHES, rnd, client)

@@ -91,14 +91,20 @@ class Recursion:
         lam, eta = job.local.weight_decay, job.local.lr
         term = next((t for t in job.method["client"] if t["term"] == "fedac"), None)
         if term is None:
-            return cls(torch.tensor([[[1.0, 0.0], [0.0, 1 - eta * lam]]], dtype=torch.float64),
-                       torch.tensor([[0.0, eta]], dtype=torch.float64), torch.tensor([[0.0, 1.0]], dtype=torch.float64))
+            return cls(
+                torch.tensor([[[1.0, 0.0], [0.0, 1 - eta * lam]]], dtype=torch.float64),
+                torch.tensor([[0.0, eta]], dtype=torch.float64),
+                torch.tensor([[0.0, 1.0]], dtype=torch.float64),
+            )
         c = coefficients(term["variant"], eta, term["mu"] if term["mu"] is not None else lam, steps)
         r = [1 / c.beta, 1 - 1 / c.beta]
         pull = 1 / c.alpha - c.gamma * lam  # FedAc-I (μ = λ): 0, w forgets the point
         T = [[1 - 1 / c.alpha + pull * r[0], pull * r[1]], [(1 - eta * lam) * r[0], (1 - eta * lam) * r[1]]]
-        return cls(torch.tensor([T], dtype=torch.float64), torch.tensor([[c.gamma, eta]], dtype=torch.float64),
-                   torch.tensor([r], dtype=torch.float64))
+        return cls(
+            torch.tensor([T], dtype=torch.float64),
+            torch.tensor([[c.gamma, eta]], dtype=torch.float64),
+            torch.tensor([r], dtype=torch.float64),
+        )
 
     @property
     def size(self) -> int:
@@ -186,8 +192,14 @@ def _logistic_parts(z: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, tor
     return F.softplus(-margin), -y * torch.sigmoid(-margin)
 
 
-def run_batch(jobs: list[JobConfig], x: torch.Tensor, y01: torch.Tensor, test_x: torch.Tensor,
-              test_y01: torch.Tensor, objective: BinaryLogistic | None) -> list[Outcome]:
+def run_batch(
+    jobs: list[JobConfig],
+    x: torch.Tensor,
+    y01: torch.Tensor,
+    test_x: torch.Tensor,
+    test_y01: torch.Tensor,
+    objective: BinaryLogistic | None,
+) -> list[Outcome]:
     """Run jobs (equal `batch_key`s) together; one Outcome per job, in order."""
     first = jobs[0]
     outcomes = [Outcome() for _ in jobs]
@@ -236,9 +248,15 @@ def run_batch(jobs: list[JobConfig], x: torch.Tensor, y01: torch.Tensor, test_x:
         subopt = objective.suboptimalities(evaluated, train_rows.scores(evaluated.T.double())) if objective else None
         for i in range(b_count):
             ema[i] = ema_update(ema[i], float(acc[i]))
-            rec = {"round": done, "test_acc": float(acc[i]), "test_loss": float(test_loss[i]),
-                   "train_loss": float(loss[i]), "ema_acc": ema[i], "bytes_down": done * round_bytes[i],
-                   "bytes_up": done * round_bytes[i]}
+            rec = {
+                "round": done,
+                "test_acc": float(acc[i]),
+                "test_loss": float(test_loss[i]),
+                "train_loss": float(loss[i]),
+                "ema_acc": ema[i],
+                "bytes_down": done * round_bytes[i],
+                "bytes_up": done * round_bytes[i],
+            }
             if first.suboptimality:
                 rec["subopt"] = float(subopt[i])
             live[i].records.append(rec)
@@ -284,16 +302,29 @@ class LocalSteps:
             if fold is not None:
                 self.folds[j, ..., : self.jobs], self.fold_after[j] = fold.permute(1, 2, 0), True
 
-    def round(self, state: torch.Tensor, idx: torch.Tensor, with_loss: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    def round(
+        self, state: torch.Tensor, idx: torch.Tensor, with_loss: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The averaged state after one round from the broadcast `state` (B, c, d), and the mean
         training loss over the steps; without `with_loss`, a stand-in for it that is finite
         exactly when the loss is (0, or the non-finite value), and costs no logarithms."""
         m, k, bs = idx.shape
         enters = (self.enters * (-1.0 / bs)).numpy()  # U ← U − P⁻¹v · mean over the batch of ℓ'(z) x
         start = pad_jobs(state.permute(2, 1, 0)).numpy()  # (d, c, B + pad)
-        mean_u, loss = local_round(start, self.sparse.cols.numpy(), self.sparse.vals.numpy(), self.sparse.binary,
-                                   self.y, idx.numpy(), self.reads, enters, self.folds.numpy(),
-                                   self.fold_after.numpy(), with_loss, self.jobs)
+        mean_u, loss = local_round(
+            start,
+            self.sparse.cols.numpy(),
+            self.sparse.vals.numpy(),
+            self.sparse.binary,
+            self.y,
+            idx.numpy(),
+            self.reads,
+            enters,
+            self.folds.numpy(),
+            self.fold_after.numpy(),
+            with_loss,
+            self.jobs,
+        )
         new = torch.einsum("bcq,dqb->bcd", self.last_fold, torch.from_numpy(mean_u[..., : self.jobs]))
         return new, torch.from_numpy(loss[: self.jobs] / (m * k * bs)).float()
 

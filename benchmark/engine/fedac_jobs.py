@@ -16,16 +16,23 @@ def batch_key(job: JobConfig) -> str | None:
 
     local, part, method = job.local, job.participation, job.method
     eligible = (
-        job.model.name == "binary_logistic" and job.dataset.split.kind == "shared" and local.steps is not None
-        and part.mode == "fixed" and part.rate == 1.0 and part.pool is None
-        and local.clip_norm is None and local.lr_decay == 1.0 and job.precision == "fp32"
+        job.model.name == "binary_logistic"
+        and job.dataset.split.kind == "shared"
+        and local.steps is not None
+        and part.mode == "fixed"
+        and part.rate == 1.0
+        and part.pool is None
+        and local.clip_norm is None
+        and local.lr_decay == 1.0
+        and job.precision == "fp32"
         and method["uplink"]["codec"] == method["downlink"]["codec"] == "identity"
         and server_kind(method) is not None
     )
     if not eligible:
         return None
-    data = job.model_dump(mode="json", exclude={"execution", "vmap_chunk", "client_state", "checkpoint_every",
-                                                "method", "metrics"})
+    data = job.model_dump(
+        mode="json", exclude={"execution", "vmap_chunk", "client_state", "checkpoint_every", "method", "metrics"}
+    )
     data["local"].pop("lr")
     data["dataset"].pop("label", None)
     data["dataset"].pop("reference", None)
@@ -34,7 +41,7 @@ def batch_key(job: JobConfig) -> str | None:
 
 
 def server_kind(method: dict) -> str | None:
-    """"average" (FedAvg, MB-SGD) or "fedac" (every FedAc variant, MB-AC-SGD); None: another method."""
+    """ "average" (FedAvg, MB-SGD) or "fedac" (every FedAc variant, MB-AC-SGD); None: another method."""
     terms = [t["term"] for t in method["client"]]
     server = method["server"]
     if server["rule"] == "average" and server.get("global_lr") == 1.0 and set(terms) <= {"minibatch"}:

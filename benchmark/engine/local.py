@@ -91,7 +91,7 @@ def row_norms(g: torch.Tensor) -> torch.Tensor:
 
 def step_lr(round_lr: float, epoch: int, local: LocalTraining) -> float:
     """The lr of a step in local epoch `epoch` (decayed within the round when intra_round_decay)."""
-    return round_lr * (local.lr_decay ** epoch if local.intra_round_decay else 1.0)
+    return round_lr * (local.lr_decay**epoch if local.intra_round_decay else 1.0)
 
 
 def ce_weight_of(ctx: ClientContext, terms: list[ClientTerm]) -> float:
@@ -102,8 +102,15 @@ def ce_weight_of(ctx: ClientContext, terms: list[ClientTerm]) -> float:
     return weight
 
 
-def step_loss(ctx: ClientContext, terms: list[ClientTerm], w: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
-              ce_weight, needs_features: bool) -> torch.Tensor:
+def step_loss(
+    ctx: ClientContext,
+    terms: list[ClientTerm],
+    w: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    ce_weight,
+    needs_features: bool,
+) -> torch.Tensor:
     """One step's local objective: ce_weight·CE(adjusted logits) + Σ term losses.
 
     Shared by the sequential path (autograd on w) and the vectorised one (torch.func.grad under vmap).
@@ -112,8 +119,15 @@ def step_loss(ctx: ClientContext, terms: list[ClientTerm], w: torch.Tensor, x: t
     return objective(ctx, terms, w, ForwardOut(*raw) if needs_features else ForwardOut(raw), x, y, ce_weight)
 
 
-def objective(ctx: ClientContext, terms: list[ClientTerm], w: torch.Tensor, out: ForwardOut, x: torch.Tensor,
-              y: torch.Tensor, ce_weight) -> torch.Tensor:
+def objective(
+    ctx: ClientContext,
+    terms: list[ClientTerm],
+    w: torch.Tensor,
+    out: ForwardOut,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    ce_weight,
+) -> torch.Tensor:
     """step_loss given the forward's output (the client-batched trainer runs the forward itself)."""
     logits = out.logits
     for term in terms:
@@ -131,8 +145,9 @@ def descent_direction(grad: torch.Tensor, w: torch.Tensor, local: LocalTraining)
     return clip_by_norm(grad, local.clip_norm) + local.weight_decay * w
 
 
-def descent_direction_(grad: torch.Tensor, w: torch.Tensor, local: LocalTraining,
-                       decay: torch.Tensor | None) -> torch.Tensor:
+def descent_direction_(
+    grad: torch.Tensor, w: torch.Tensor, local: LocalTraining, decay: torch.Tensor | None
+) -> torch.Tensor:
     """descent_direction written into `grad` (which the caller owns); `decay` is a w-sized buffer
     for weight_decay·w (a product first, then the sum: the pure form's rounding, bit for bit)."""
     if local.clip_norm is not None:
@@ -156,8 +171,9 @@ def gradient_point(ctx: ClientContext, terms: list[ClientTerm], w: torch.Tensor)
     return w
 
 
-def take_step_(ctx: ClientContext, terms: list[ClientTerm], w: torch.Tensor, point: torch.Tensor, g: torch.Tensor,
-               lr: float) -> torch.Tensor:
+def take_step_(
+    ctx: ClientContext, terms: list[ClientTerm], w: torch.Tensor, point: torch.Tensor, g: torch.Tensor, lr: float
+) -> torch.Tensor:
     """The first term that takes the step itself (FedAc), else plain SGD w −= lr·g in place
     (scaling `g`, which is the caller's)."""
     for term in terms:
@@ -190,8 +206,9 @@ def set_step_budget(ctx: ClientContext, epochs: list[int], local: LocalTraining)
     ctx.lr_sum = sum(step_lr(ctx.rnd.lr, e, local) for e in epochs)
 
 
-def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batch], local: LocalTraining,
-                 low_rank=None):
+def train_client(
+    ctx: ClientContext, terms: list[ClientTerm], batches: list[Batch], local: LocalTraining, low_rank=None
+):
     """Returns (w_K, mean training loss over the steps). `low_rank`: engine/low_rank_step's fused
     step where it applies and pays (low_rank_step.for_job), else None; where it declines (returns
     None, w untouched) the plain step takes over."""
@@ -211,7 +228,9 @@ def train_client(ctx: ClientContext, terms: list[ClientTerm], batches: list[Batc
     for batch in batches:
         if low_rank is not None:  # the same step as sgd_step_'s, its linear weight gradients never formed
             lr = step_lr(ctx.rnd.lr, batch.epoch, local)
-            loss = low_rank(w.unsqueeze(0), batch.x.unsqueeze(0), batch.y.unsqueeze(0), ce_weights, local, lr, ctx.start)
+            loss = low_rank(
+                w.unsqueeze(0), batch.x.unsqueeze(0), batch.y.unsqueeze(0), ce_weights, local, lr, ctx.start
+            )
             if loss is not None:
                 losses.append(loss[0])
                 continue

@@ -81,12 +81,15 @@ def sequential_why_not(model: nn.Module, terms: list[ClientTerm], precision: str
     """why_not for clients trained one by one, where the step must also pay (ONE_CLIENT_MIN_LINEAR)."""
     linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Linear))
     if linear < ONE_CLIENT_MIN_LINEAR:
-        return f"{linear:,} linear weights (< {ONE_CLIENT_MIN_LINEAR:,}): one client at a time the fused step does not pay"
+        return (
+            f"{linear:,} linear weights (< {ONE_CLIENT_MIN_LINEAR:,}): one client at a time the fused step does not pay"
+        )
     return why_not(model, terms, precision, compile)
 
 
-def choose(trainer: str, model: nn.Module, spec, terms: list[ClientTerm], precision: str = "fp32",
-           compile: bool = False) -> "FusedStep | str":
+def choose(
+    trainer: str, model: nn.Module, spec, terms: list[ClientTerm], precision: str = "fp32", compile: bool = False
+) -> "FusedStep | str":
     """The fused step `trainer` ("sequential" | "vectorised") takes for `model` and `terms`, or why
     the plain step runs instead."""
     why = (sequential_why_not if trainer == "sequential" else why_not)(model, terms, precision, compile)
@@ -100,15 +103,18 @@ def for_job(sim, trainer: str) -> "FusedStep | None":
     chosen = sim.local_step.get(trainer)
     if chosen is None:
         job = sim.job
-        chosen = sim.local_step[trainer] = choose(trainer, sim.model, sim.spec, sim.method.terms, job.precision,
-                                                  job.compile)
+        chosen = sim.local_step[trainer] = choose(
+            trainer, sim.model, sim.spec, sim.method.terms, job.precision, job.compile
+        )
     return chosen if isinstance(chosen, FusedStep) and chosen.declined is None else None
 
 
 def record(local_step: dict) -> dict:
     """sim.local_step as summary.json states it: trainer -> {"step": "fused" | "plain", "why"}."""
-    return {trainer: chosen.record() if isinstance(chosen, FusedStep) else {"step": "plain", "why": chosen}
-            for trainer, chosen in local_step.items()}
+    return {
+        trainer: chosen.record() if isinstance(chosen, FusedStep) else {"step": "plain", "why": chosen}
+        for trainer, chosen in local_step.items()
+    }
 
 
 def _grouped(calls: list[dict]) -> tuple[list[tuple], list[tuple]]:
@@ -162,8 +168,16 @@ class FusedStep:
         self.declined: str | None = None
         self.steps = 0  # fused steps taken
 
-    def __call__(self, w: torch.Tensor, x: torch.Tensor, y: torch.Tensor, ce_weights: torch.Tensor,
-                 local: LocalTraining, lr: float, start: torch.Tensor | None = None) -> torch.Tensor | None:
+    def __call__(
+        self,
+        w: torch.Tensor,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        ce_weights: torch.Tensor,
+        local: LocalTraining,
+        lr: float,
+        start: torch.Tensor | None = None,
+    ) -> torch.Tensor | None:
         if self.declined is not None:
             return None
         losses = _fused_step_(self, w, x, y, ce_weights, local, lr, start)
@@ -194,7 +208,9 @@ def _fused_step_(step: FusedStep, w, x, y, ce_weights, local: LocalTraining, lr:
             return step.decline(f"the client-batched forward raised {type(error).__name__}: {error}")
         if (why := client_batched.logits_misfit(logits, clients, batch)) is not None:
             return step.decline(why)
-        losses = F.cross_entropy(logits.float(), y.flatten(), reduction="none").view(clients, batch).mean(1) * ce_weights
+        losses = (
+            F.cross_entropy(logits.float(), y.flatten(), reduction="none").view(clients, batch).mean(1) * ce_weights
+        )
         grads = torch.autograd.grad(losses.sum(), [*owned, tape.anchor], allow_unused=True)[:-1]
     for p in owned:
         p.requires_grad_(False)

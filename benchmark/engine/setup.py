@@ -94,13 +94,14 @@ def federated_data(job: JobConfig) -> FederatedData:
     d = job.dataset
     src = load_source(job)
     if d.split.kind == "shared":  # nothing to split or cache: one index tensor for all clients
-        return FederatedData(src, partition(src, job.num_clients, d.split), default_preprocess(src),
-                             data_fingerprint(job), shared=True)
-    clients = _clients(d.name, json.dumps(d.params, sort_keys=True), d.root,
-                       d.split.model_dump_json(), job.num_clients)
+        return FederatedData(
+            src, partition(src, job.num_clients, d.split), default_preprocess(src), data_fingerprint(job), shared=True
+        )
+    clients = _clients(d.name, json.dumps(d.params, sort_keys=True), d.root, d.split.model_dump_json(), job.num_clients)
     factory = PREPROCESSORS.get(src.kind)
-    return FederatedData(src, list(clients), factory(src, job) if factory else default_preprocess(src),
-                         data_fingerprint(job))
+    return FederatedData(
+        src, list(clients), factory(src, job) if factory else default_preprocess(src), data_fingerprint(job)
+    )
 
 
 def build_simulation(job: JobConfig, device: str = "cpu", state_dir=None) -> Simulation:
@@ -108,8 +109,9 @@ def build_simulation(job: JobConfig, device: str = "cpu", state_dir=None) -> Sim
     if job.model.name not in known_models():
         raise UserError(f"unknown model {job.model.name!r}; known: {', '.join(known_models())}")
     try:
-        model = build_model(job.model.name, data.src.input_shape, data.src.num_classes,
-                            job.model.params, job.model.init, job.seed)
+        model = build_model(
+            job.model.name, data.src.input_shape, data.src.num_classes, job.model.params, job.model.init, job.seed
+        )
     except (TypeError, ValueError) as err:
         raise UserError(f"model {job.model.name!r}: bad params {job.model.params}: {err}") from None
     return Simulation(job, data, model, device, state_dir)

@@ -49,8 +49,9 @@ class Diverged(Exception):
 
 
 class Simulation:
-    def __init__(self, job: JobConfig, data: FederatedData, model: nn.Module, device: str = "cpu",
-                 state_dir: Path | None = None):
+    def __init__(
+        self, job: JobConfig, data: FederatedData, model: nn.Module, device: str = "cpu", state_dir: Path | None = None
+    ):
         self.job = job
         self.device = torch.device(device)
         self.data = data.to(self.device)
@@ -74,8 +75,13 @@ class Simulation:
     def state_dict(self) -> dict:
         p = self.progress
         return {
-            "round": p.round, "theta": p.theta.cpu(), "server_state": {k: v.cpu() for k, v in p.server_state.items()},
-            "ema": p.ema, "bytes_down": p.bytes_down, "bytes_up": p.bytes_up, "clients": self.clients.state_dict(),
+            "round": p.round,
+            "theta": p.theta.cpu(),
+            "server_state": {k: v.cpu() for k, v in p.server_state.items()},
+            "ema": p.ema,
+            "bytes_down": p.bytes_down,
+            "bytes_up": p.bytes_up,
+            "clients": self.clients.state_dict(),
             # `execution: auto`'s choice: a resumed job keeps the trainer its probe chose (probing
             # again could choose the other, whose rounding differs, and resume would not be exact)
             "execution": {"mode": self.execution, "probe": self.execution_probe},
@@ -95,9 +101,12 @@ class Simulation:
 
     def load_state_dict(self, s: dict) -> None:
         self.progress = Progress(
-            round=s["round"], theta=s["theta"].to(self.device),
+            round=s["round"],
+            theta=s["theta"].to(self.device),
             server_state={k: v.to(self.device) for k, v in s["server_state"].items()},
-            ema=s["ema"], bytes_down=s["bytes_down"], bytes_up=s["bytes_up"],
+            ema=s["ema"],
+            bytes_down=s["bytes_down"],
+            bytes_up=s["bytes_up"],
         )
         self.clients.load_state_dict(s["clients"])
         if self.job.execution == "auto" and s.get("execution", {}).get("mode") is not None:
@@ -106,8 +115,14 @@ class Simulation:
     # -- one round ------------------------------------------------------------------------
     def round_info(self, t: int) -> RoundInfo:
         lr = self.job.local.lr * self.job.local.lr_decay**t
-        return RoundInfo(round=t, lr=lr, num_clients=self.data.num_clients, spec=self.spec, base_lr=self.job.local.lr,
-                         weight_decay=self.job.local.weight_decay)
+        return RoundInfo(
+            round=t,
+            lr=lr,
+            num_clients=self.data.num_clients,
+            spec=self.spec,
+            base_lr=self.job.local.lr,
+            weight_decay=self.job.local.weight_decay,
+        )
 
     def run_round(self, t: int) -> float:
         """Advance from round t to t+1; returns the participants' weighted mean training loss."""
@@ -137,8 +152,12 @@ class Simulation:
         losses = [o.loss for o in outcomes]
 
         n = self.sizes[chosen].to(self.device, torch.float32)
-        up = Uploads(chosen, n, torch.tensor([o.lr_sum for o in outcomes], dtype=torch.float32, device=self.device),
-                     {k: torch.stack(v) for k, v in messages.items()})
+        up = Uploads(
+            chosen,
+            n,
+            torch.tensor([o.lr_sum for o in outcomes], dtype=torch.float32, device=self.device),
+            {k: torch.stack(v) for k, v in messages.items()},
+        )
         p.theta, p.server_state = m.server.update(p.theta, p.server_state, received, up, rnd)
         p.round, p.bytes_down, p.bytes_up = t + 1, p.bytes_down + down_bytes, p.bytes_up + up_bytes
         return float((up.weights.cpu() * torch.tensor(losses)).sum())
@@ -156,8 +175,12 @@ class Simulation:
         """F of `suboptimality: true` jobs: the federation's ℓ2-regularised training objective."""
         return RegularisedLogistic.of_federation(self.data, self.spec, self.job.local.weight_decay)
 
-    def run(self, on_eval: Callable[[dict], None] | None = None, on_round: Callable[[int], None] | None = None,
-            stop_after: int | None = None) -> list[dict]:
+    def run(
+        self,
+        on_eval: Callable[[dict], None] | None = None,
+        on_round: Callable[[int], None] | None = None,
+        stop_after: int | None = None,
+    ) -> list[dict]:
         """Run the remaining rounds; returns the metric records of the evaluated rounds."""
         job, records = self.job, []
         last = job.rounds if stop_after is None else min(job.rounds, stop_after)
@@ -173,9 +196,15 @@ class Simulation:
                 if not math.isfinite(loss):
                     raise Diverged(r, "test loss")
                 self.progress.ema = ema_update(self.progress.ema, acc)
-                rec = {"round": r, "test_acc": acc, "test_loss": loss, "train_loss": train_loss,
-                       "ema_acc": self.progress.ema, "bytes_down": self.progress.bytes_down,
-                       "bytes_up": self.progress.bytes_up}
+                rec = {
+                    "round": r,
+                    "test_acc": acc,
+                    "test_loss": loss,
+                    "train_loss": train_loss,
+                    "ema_acc": self.progress.ema,
+                    "bytes_down": self.progress.bytes_down,
+                    "bytes_up": self.progress.bytes_up,
+                }
                 if job.suboptimality:
                     rec["subopt"] = self.objective.suboptimality(self.eval_params())
                 records.append(rec)

@@ -32,14 +32,25 @@ from torch.func import grad_and_value, vmap
 from benchmark.engine import client_batched, low_rank_step
 from benchmark.engine.client_round import ClientOutcome, make_context
 from benchmark.engine.fed_data import as_is
-from benchmark.engine.local import (ce_weight_of, descent_direction_, objective, overrides, rewrite_direction,
-                                    set_step_budget, sgd_step_, step_loss, step_lr)
+from benchmark.engine.local import (
+    ce_weight_of,
+    descent_direction_,
+    objective,
+    overrides,
+    rewrite_direction,
+    set_step_budget,
+    sgd_step_,
+    step_loss,
+    step_lr,
+)
 from benchmark.errors import UserError
 from benchmark.fl.base import ClientContext, ClientTerm, ForwardOut, RoundInfo
 from benchmark.suite.schema import LocalTraining
 
-ADVICE = ("set `execution: sequential` (or `auto`, which trains such rounds sequentially) for this job "
-          "(in the suite's defaults or its dataset entry)")
+ADVICE = (
+    "set `execution: sequential` (or `auto`, which trains such rounds sequentially) for this job "
+    "(in the suite's defaults or its dataset entry)"
+)
 
 
 class NotVectorisable(UserError):
@@ -85,8 +96,9 @@ def _describe(cid: int, steps: list[tuple[torch.Tensor, int]]) -> str:
     return f"client {cid}: {len(steps)} steps, batch sizes {sorted({len(p) for p, _ in steps})}"
 
 
-def check_plans(chosen: list[int], positions: list[list[tuple[torch.Tensor, int]]], local: LocalTraining,
-                rnd: int) -> None:
+def check_plans(
+    chosen: list[int], positions: list[list[tuple[torch.Tensor, int]]], local: LocalTraining, rnd: int
+) -> None:
     """`positions`: each client's data.batch_positions."""
     first = _positions_plan(positions[0], local)
     for cid, steps in zip(chosen, positions):
@@ -98,7 +110,9 @@ def check_plans(chosen: list[int], positions: list[list[tuple[torch.Tensor, int]
             )
 
 
-def _step_inputs(sim, chosen: list[int], rnd: RoundInfo, positions: list) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+def _step_inputs(
+    sim, chosen: list[int], rnd: RoundInfo, positions: list
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """(x (C, B, ...), y (C, B)) per local step, step by step: each client's batches of data.client_batches.
 
     Where the preprocessing is the identity (vectors, tokens: no per-client augmentation stream),
@@ -122,17 +136,25 @@ def _step_inputs(sim, chosen: list[int], rnd: RoundInfo, positions: list) -> Ite
         yield x.view(*rows.shape, *x.shape[1:]), data.src.train_y[rows]
 
 
-def _shared_context(template: ClientContext, received: dict[str, torch.Tensor],
-                    scratch: dict[str, torch.Tensor]) -> ClientContext:
+def _shared_context(
+    template: ClientContext, received: dict[str, torch.Tensor], scratch: dict[str, torch.Tensor]
+) -> ClientContext:
     """What a vmappable term sees inside vmap: this client's slice of `received` and of the terms'
     `scratch_inputs`, the round, K.
 
     Other per-client data (id, state, counts, other scratch) is deliberately absent (see ClientTerm.vmappable).
     """
     return ClientContext(
-        client_id=-1, rnd=template.rnd, received=received, num_samples=0, forward=template.forward,
-        state={}, class_counts=torch.empty(0, dtype=torch.long), total_samples=template.total_samples,
-        steps=template.steps, scratch=scratch,
+        client_id=-1,
+        rnd=template.rnd,
+        received=received,
+        num_samples=0,
+        forward=template.forward,
+        state={},
+        class_counts=torch.empty(0, dtype=torch.long),
+        total_samples=template.total_samples,
+        steps=template.steps,
+        scratch=scratch,
     )
 
 
@@ -143,8 +165,10 @@ def stack_scratch_inputs(ctxs: list[ClientContext], terms: list[ClientTerm]) -> 
         for name in term.scratch_inputs:
             values = [ctx.scratch.get(name) for ctx in ctxs]
             if not all(isinstance(v, torch.Tensor) for v in values):
-                raise TypeError(f"client term {term.name!r} declares scratch input {name!r}, "
-                                "but its begin did not put a tensor there for every client")
+                raise TypeError(
+                    f"client term {term.name!r} declares scratch input {name!r}, "
+                    "but its begin did not put a tensor there for every client"
+                )
             stacked[name] = torch.stack(values)
     return stacked
 
@@ -184,8 +208,9 @@ def _client_batched_gradient(template: ClientContext, terms: list[ClientTerm]) -
 
 
 @torch.no_grad()  # torch.func.grad still differentiates inside; this only keeps W out of autograd
-def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict,
-                    positions: list | None = None) -> list[ClientOutcome]:
+def _train_together(
+    sim, chosen: list[int], rnd: RoundInfo, received: dict, positions: list | None = None
+) -> list[ClientOutcome]:
     job, terms, local = sim.job, sim.method.terms, sim.job.local
     positions = positions or round_positions(sim, chosen, rnd)
     check_plans(chosen, positions, local, rnd.round)
@@ -232,8 +257,14 @@ def _train_together(sim, chosen: list[int], rnd: RoundInfo, received: dict,
     return outcomes
 
 
-def train_vectorised(sim, chosen: list[int], rnd: RoundInfo, received: dict,
-                     max_clients_per_vmap: int | None = None, positions: list | None = None) -> list[ClientOutcome]:
+def train_vectorised(
+    sim,
+    chosen: list[int],
+    rnd: RoundInfo,
+    received: dict,
+    max_clients_per_vmap: int | None = None,
+    positions: list | None = None,
+) -> list[ClientOutcome]:
     """Train `chosen` under vmap, at most `max_clients_per_vmap` at a time (bounds memory);
     `positions`: their round_positions where the caller has them already."""
     check_terms(sim.method.terms)
@@ -241,12 +272,12 @@ def train_vectorised(sim, chosen: list[int], rnd: RoundInfo, received: dict,
     chunk = max_clients_per_vmap or len(chosen)
     outcomes: list[ClientOutcome] = []
     for i in range(0, len(chosen), chunk):
-        outcomes += _train_together(sim, chosen[i : i + chunk], rnd, received,
-                                    positions and positions[i : i + chunk])
+        outcomes += _train_together(sim, chosen[i : i + chunk], rnd, received, positions and positions[i : i + chunk])
     return outcomes
 
 
-def train_vectorised_job(sim, chosen: list[int], rnd: RoundInfo, received: dict,
-                         positions: list | None = None) -> list[ClientOutcome]:
+def train_vectorised_job(
+    sim, chosen: list[int], rnd: RoundInfo, received: dict, positions: list | None = None
+) -> list[ClientOutcome]:
     """The `execution: vectorised` trainer: chunks of the job's `vmap_chunk` clients (None: all at once)."""
     return train_vectorised(sim, chosen, rnd, received, sim.job.vmap_chunk, positions)

@@ -17,7 +17,8 @@ class AdamParams(StrictParams):
     tau: float = Field(1e-3, gt=0, description="adaptivity τ; also v₀ = τ²")
     # left out of the canonical dump when off, so existing FedAdam jobs keep their ids
     per_step: bool = Field(
-        False, exclude_if=lambda on: not on,
+        False,
+        exclude_if=lambda on: not on,
         description="FedCM's convention: Adam runs on the per-step pseudo-gradient Δ̄/(ηK) and the step is "
         "multiplied by ηK (η_g = 1 then means 'move as far as the clients did'); ηK = Σ_k η_k of this round",
     )

@@ -48,4 +48,9 @@ class CeScale(ClientTerm):
         return self.p.alpha
 
 
-register_preset("fedagm", "FedAGM", {"rule": "agm", "lam": 0.85, "tau": 1.0}, [{"term": "ce_scale", "alpha": 1.0}, {"term": "prox", "mu": 1e-3}])
+register_preset(
+    "fedagm",
+    "FedAGM",
+    {"rule": "agm", "lam": 0.85, "tau": 1.0},
+    [{"term": "ce_scale", "alpha": 1.0}, {"term": "prox", "mu": 1e-3}],
+)

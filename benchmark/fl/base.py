@@ -169,8 +169,9 @@ class ClientTerm:
         """Where this step's loss and gradient are evaluated (FedAc: w_md); terms chain in order."""
         return w
 
-    def step(self, ctx: ClientContext, w: torch.Tensor, point: torch.Tensor, g: torch.Tensor,
-             lr: float) -> torch.Tensor | None:
+    def step(
+        self, ctx: ClientContext, w: torch.Tensor, point: torch.Tensor, g: torch.Tensor, lr: float
+    ) -> torch.Tensor | None:
         """The next iterate from w, the gradient point and its direction g; None: w − lr·g.
 
         At most one term of a method may take the step (the first non-None answer is used).

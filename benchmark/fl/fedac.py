@@ -81,7 +81,9 @@ class FedAcServer(ServerRule):
 
 class FedAcParams(StrictParams):
     variant: Variant = Field("I", description="I: Eq. (3.1); II: Eq. (3.2); vanilla: γ = √(η/μ)")
-    mu: float | None = Field(None, gt=0, description="strong convexity μ in γ, α, β; default (null): local.weight_decay λ, as in the paper")
+    mu: float | None = Field(
+        None, gt=0, description="strong convexity μ in γ, α, β; default (null): local.weight_decay λ, as in the paper"
+    )
 
 
 @CLIENT_TERMS.register
@@ -137,4 +139,6 @@ register_preset("fedac1", "FedAc-I", {"rule": "fedac"}, [{"term": "fedac", "vari
 register_preset("fedac2", "FedAc-II", {"rule": "fedac"}, [{"term": "fedac", "variant": "II"}])
 register_preset("fedac_vanilla", "FedAc (vanilla)", {"rule": "fedac"}, [{"term": "fedac", "variant": "vanilla"}])
 register_preset("mbsgd", "MB-SGD", {"rule": "average"}, [{"term": "minibatch"}])
-register_preset("mbacsgd", "MB-AC-SGD", {"rule": "fedac"}, [{"term": "fedac", "variant": "vanilla"}, {"term": "minibatch"}])
+register_preset(
+    "mbacsgd", "MB-AC-SGD", {"rule": "fedac"}, [{"term": "fedac", "variant": "vanilla"}, {"term": "minibatch"}]
+)

@@ -36,7 +36,9 @@ def _resolve_component(spec: dict, key: str, registry: Registry, path: str, prob
         return None
     name = spec.get(key)
     if name not in registry:
-        problems.append((f"{path}.{key}", f"unknown {registry.kind} {name!r}; " + allowed_names(name, registry.names())))
+        problems.append(
+            (f"{path}.{key}", f"unknown {registry.kind} {name!r}; " + allowed_names(name, registry.names()))
+        )
         return None
     params = {k: v for k, v in spec.items() if k != key}
     try:
@@ -57,7 +59,9 @@ def _merge_client_overrides(base: list[dict], overrides, path: str, problems: li
     by_name = {t["term"]: t for t in out}
     for term, params in overrides.items():
         if term not in by_name:
-            problems.append((f"{path}.{term}", f"this method has no client term {term!r}; " + allowed_names(term, by_name)))
+            problems.append(
+                (f"{path}.{term}", f"this method has no client term {term!r}; " + allowed_names(term, by_name))
+            )
             continue
         if not isinstance(params, dict):
             problems.append((f"{path}.{term}", "expected a mapping of parameters"))
@@ -81,7 +85,9 @@ def resolve_method(entry, path: str) -> dict:
         raise MethodProblems([(path, "expected a preset name or a mapping")])
     unknown = set(entry) - ENTRY_KEYS
     if unknown:
-        raise MethodProblems([(f"{path}.{k}", f"unknown key {k!r}; " + allowed_names(k, ENTRY_KEYS)) for k in sorted(unknown)])
+        raise MethodProblems(
+            [(f"{path}.{k}", f"unknown key {k!r}; " + allowed_names(k, ENTRY_KEYS)) for k in sorted(unknown)]
+        )
 
     if "preset" in entry:
         try:
@@ -125,7 +131,8 @@ def resolve_method(entry, path: str) -> dict:
         problems.append((f"{path}.client", "expected a list of client terms"))
         comp["client"] = []
     out["client"] = [
-        _resolve_component(t, "term", CLIENT_TERMS, f"{path}.client[{i}]", problems) for i, t in enumerate(comp["client"])
+        _resolve_component(t, "term", CLIENT_TERMS, f"{path}.client[{i}]", problems)
+        for i, t in enumerate(comp["client"])
     ]
     for link in ("uplink", "downlink"):
         out[link] = _resolve_component(comp[link], "codec", CODECS, f"{path}.{link}", problems)

@@ -24,24 +24,44 @@ def pairing_problems(method: dict, path: str) -> list[tuple[str, str]]:
     problems = []
     missing = [name for name in rule.requires_terms if name not in term_names]
     if missing:
-        problems.append((f"{path}.client", f"server rule {rule_name!r} needs the client term(s) {_names(missing)} "
-                         f"(e.g. preset {missing[0]!r} pairs them)"))
+        problems.append(
+            (
+                f"{path}.client",
+                f"server rule {rule_name!r} needs the client term(s) {_names(missing)} "
+                f"(e.g. preset {missing[0]!r} pairs them)",
+            )
+        )
     produced = {m for _, t in terms for m in t.produces}
     for message in rule.consumes:
         if message not in produced and not missing:
-            problems.append((f"{path}.server", f"server rule {rule_name!r} aggregates the uplink message {message!r}, "
-                             "which none of the client terms sends"))
+            problems.append(
+                (
+                    f"{path}.server",
+                    f"server rule {rule_name!r} aggregates the uplink message {message!r}, "
+                    "which none of the client terms sends",
+                )
+            )
     for i, term in terms:
         where = f"{path}.client[{i}]"
         if term.requires_rules and rule_name not in term.requires_rules:
-            problems.append((where, f"client term {term.name!r} only works with the server rule(s) "
-                             f"{_names(term.requires_rules)}, not {rule_name!r}"))
+            problems.append(
+                (
+                    where,
+                    f"client term {term.name!r} only works with the server rule(s) "
+                    f"{_names(term.requires_rules)}, not {rule_name!r}",
+                )
+            )
             continue
         unsent = [m for m in term.reads if m not in rule.broadcasts]
         if unsent:
             senders = sorted(r for r in SERVER_RULES.names() if set(unsent) <= set(SERVER_RULES.get(r).broadcasts))
-            problems.append((where, f"client term {term.name!r} reads {_names(unsent)}, which server rule {rule_name!r} "
-                             f"does not broadcast; use server rule {' or '.join(map(repr, senders))}"))
+            problems.append(
+                (
+                    where,
+                    f"client term {term.name!r} reads {_names(unsent)}, which server rule {rule_name!r} "
+                    f"does not broadcast; use server rule {' or '.join(map(repr, senders))}",
+                )
+            )
     return problems
 
 
@@ -61,9 +81,14 @@ def share_params(method: dict, touched: set[str], path: str) -> list[tuple[str, 
             server_set = f"server.{name}" in touched
             term_set = bool({f"client.{i}.{name}", f"client.{term['term']}.{name}"} & touched)
             if server_set and term_set and method["server"][name] != term[name]:
-                problems.append((f"{path}.client[{i}].{name}", f"{name} is one hyper-parameter of server rule "
-                                 f"{rule.name!r} and client term {term['term']!r}: set it once, at {path}.server.{name} "
-                                 f"(given {method['server'][name]} there and {term[name]} here)"))
+                problems.append(
+                    (
+                        f"{path}.client[{i}].{name}",
+                        f"{name} is one hyper-parameter of server rule "
+                        f"{rule.name!r} and client term {term['term']!r}: set it once, at {path}.server.{name} "
+                        f"(given {method['server'][name]} there and {term[name]} here)",
+                    )
+                )
             elif term_set:
                 method["server"][name] = term[name]
             else:
@@ -79,9 +104,16 @@ def model_problems(method: dict, model: str, traits: frozenset[str], path: str) 
         needed = set(term.model_traits) | ({"features"} if term.needs_features else set())
         lacking = sorted(needed - traits)
         if lacking:
-            what = {"features": "a learned hidden layer (its features are the model's input, so the term would "
-                                "leave training unchanged)", "stages": "the stage protocol (models/registry.py)"}
-            problems.append((f"{path}.client[{i}]", f"client term {term.name!r} needs {'; '.join(what.get(t, t) for t in lacking)}; "
-                             f"model {model!r} lacks it"))
+            what = {
+                "features": "a learned hidden layer (its features are the model's input, so the term would "
+                "leave training unchanged)",
+                "stages": "the stage protocol (models/registry.py)",
+            }
+            problems.append(
+                (
+                    f"{path}.client[{i}]",
+                    f"client term {term.name!r} needs {'; '.join(what.get(t, t) for t in lacking)}; "
+                    f"model {model!r} lacks it",
+                )
+            )
     return problems
-

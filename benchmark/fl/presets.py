@@ -20,13 +20,19 @@ PRESETS: dict[str, dict] = {}
 MODIFIERS: dict[str, dict] = {}
 
 
-def register_preset(key: str, label: str, server: dict, client: list[dict] | None = None,
-                    uplink: dict | None = None) -> None:
+def register_preset(
+    key: str, label: str, server: dict, client: list[dict] | None = None, uplink: dict | None = None
+) -> None:
     """Name a composition: `fedbench` suites may then say `methods: [key]` or `key+acg`."""
     if key in PRESETS:
         raise ValueError(f"preset {key!r} registered twice")
-    PRESETS[key] = {"label": label, "server": server, "client": client or [], "uplink": uplink or dict(IDENTITY),
-                    "downlink": dict(IDENTITY)}
+    PRESETS[key] = {
+        "label": label,
+        "server": server,
+        "client": client or [],
+        "uplink": uplink or dict(IDENTITY),
+        "downlink": dict(IDENTITY),
+    }
 
 
 def register_modifier(key: str, label: str, **parts) -> None:
@@ -46,7 +52,9 @@ def _apply_modifier(base: dict, mod: dict) -> dict:
     out["label"] = f"{base['label']}+{mod['label']}"
     if "server" in mod:
         if base["server"]["rule"] != "average":
-            raise KeyError(f"cannot add a server rule to {base['label']}: it already has server rule {base['server']['rule']!r}")
+            raise KeyError(
+                f"cannot add a server rule to {base['label']}: it already has server rule {base['server']['rule']!r}"
+            )
         out["server"] = copy.deepcopy(mod["server"])
     present = {t["term"] for t in out["client"]}
     out["client"] += [copy.deepcopy(t) for t in mod.get("client", []) if t["term"] not in present]

@@ -9,7 +9,6 @@ import torch
 from torch import nn
 
 
-
 class Logistic(nn.Module):
     def __init__(self, input_shape, num_classes: int):
         super().__init__()

@@ -63,7 +63,9 @@ def model_factory(name: str):
     return getattr(importlib.import_module(module), function)
 
 
-def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, params: dict, init: str, seed: int) -> nn.Module:
+def build_model(
+    name: str, input_shape: tuple[int, ...], num_classes: int, params: dict, init: str, seed: int
+) -> nn.Module:
     """Build model `name`; weights come from a generator seeded by `seed` (identical for every method)."""
     factory = model_factory(name)
     with torch.random.fork_rng(devices=[]):

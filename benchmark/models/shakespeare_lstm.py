@@ -48,8 +48,14 @@ class ShakespeareLSTM(StagedModel):
         return self.fc(z), z
 
 
-def shakespeare_lstm(input_shape, num_classes: int = 80, loss_on: str = "last", vocab_size: int = 80,
-                     embed_dim: int = 8, hidden: int = 256) -> nn.Module:
+def shakespeare_lstm(
+    input_shape,
+    num_classes: int = 80,
+    loss_on: str = "last",
+    vocab_size: int = 80,
+    embed_dim: int = 8,
+    hidden: int = 256,
+) -> nn.Module:
     if loss_on != "last":
         raise ValueError(f"loss_on must be 'last' (per-position loss 'all' is not supported), got {loss_on!r}")
     return ShakespeareLSTM(num_classes, vocab_size, embed_dim, hidden)

@@ -96,7 +96,9 @@ def _row(source: str, label: str, path: str, value, jobs: list[Job], why: str) -
     relevant = [j for j in jobs if _applies(j, path)]
     paper = value if why == "stated" else "(silent)"
     if not relevant:
-        return AuditRow(source, label, path, paper, "n/a (not a parameter of this method)", True, "" if why == "stated" else why)
+        return AuditRow(
+            source, label, path, paper, "n/a (not a parameter of this method)", True, "" if why == "stated" else why
+        )
     swept = [j for j in relevant if _swept(j, path)]
     fixed = [j for j in relevant if j not in swept]
     values = list(dict.fromkeys(str(job_value(j, path)) for j in fixed))

@@ -87,8 +87,9 @@ def match_reference(labels: list[str], rows: dict) -> str | None:
     """The reference row of the first of `labels` (most specific first: the setting, the method
     with its grid point, the method) the reference has, exactly, else ignoring case."""
     lowered = {k.lower(): k for k in rows}
-    return next((k for k in labels if k in rows), None) or next((lowered[k.lower()] for k in labels
-                                                                 if k.lower() in lowered), None)
+    return next((k for k in labels if k in rows), None) or next(
+        (lowered[k.lower()] for k in labels if k.lower() in lowered), None
+    )
 
 
 def with_paper(cell: Cell, col: Column, ref, labels: list[str]) -> Cell:

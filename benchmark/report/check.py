@@ -72,12 +72,18 @@ def spread_tolerances(summaries: list[dict]) -> dict:
     metrics = {m for ms in stds.values() for m in ms}
     if not metrics:
         raise UserError("measuring the seed spread needs at least two finished seeds per method")
-    tolerance = {m: max(SPREAD_FLOOR, math.ceil(SPREAD_K * max(g[m] for g in stds.values() if m in g) * 100) / 100)
-                 for m in sorted(metrics)}
-    return {"rule": f"tolerance = max({SPREAD_FLOOR}, {SPREAD_K:g} x the largest seed-to-seed standard deviation "
-                    "over the suite's methods)",
-            "seeds": sorted({s["seed"] for s in summaries if s.get("status") == "finished"}),
-            "tolerance": tolerance, "std": stds, "values": values}
+    tolerance = {
+        m: max(SPREAD_FLOOR, math.ceil(SPREAD_K * max(g[m] for g in stds.values() if m in g) * 100) / 100)
+        for m in sorted(metrics)
+    }
+    return {
+        "rule": f"tolerance = max({SPREAD_FLOOR}, {SPREAD_K:g} x the largest seed-to-seed standard deviation "
+        "over the suite's methods)",
+        "seeds": sorted({s["seed"] for s in summaries if s.get("status") == "finished"}),
+        "tolerance": tolerance,
+        "std": stds,
+        "values": values,
+    }
 
 
 def load_tolerances(baseline: Path) -> dict[str, float] | None:
@@ -87,8 +93,10 @@ def load_tolerances(baseline: Path) -> dict[str, float] | None:
     try:
         return {m: float(t) for m, t in json.loads(path.read_text())["tolerance"].items()}
     except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as err:
-        raise UserError(f"{path}: not a tolerance file ({type(err).__name__}: {err}); rewrite it with "
-                        "`fedbench check SUITE --update --spread-seeds 0,1,2,3,4`") from None
+        raise UserError(
+            f"{path}: not a tolerance file ({type(err).__name__}: {err}); rewrite it with "
+            "`fedbench check SUITE --update --spread-seeds 0,1,2,3,4`"
+        ) from None
 
 
 def compare(path: Path, summaries: list[dict], tolerance: float | dict[str, float]) -> list[Finding]:

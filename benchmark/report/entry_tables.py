@@ -20,6 +20,7 @@ from benchmark.metrics import parse_metric
 from benchmark.report.cells import Cell, Column, is_number, measured_cell, with_paper
 from benchmark.run.status import FINISHED
 
+
 @dataclass
 class Row:
     method: str
@@ -65,18 +66,23 @@ class EntryTable:
         return pd.DataFrame(text), pd.DataFrame(best)
 
 
-SELECTION_RULE = ("grids collapsed to the best setting per method: highest final test accuracy "
-                  "(EMA-smoothed, last round), mean over finished seeds; diverged, failed and unfinished jobs "
-                  "excluded (a setting with such a seed is chosen only if no setting has every seed finished); "
-                  "every setting is in the sensitivity table")
-SELECTION_RULE_CONVEX = SELECTION_RULE.replace("highest final test accuracy (EMA-smoothed, last round)",
-                                               "lowest final F(w) − F*")
-LEGEND = ("acc@R: test accuracy after round R smoothed by an exponential moving average over evaluated rounds, "
-          "a_s(t) = 0.9·a_s(t−1) + 0.1·a(t), a_s = a at the first evaluation (the FedACG/FedAGM papers' metric); "
-          "raw: the unsmoothed test accuracy of that round. Rounds / MB to X%: the first round whose smoothed accuracy is ≥ X, "
-          "and the bytes sent down + up (all clients) until then; >R: not reached in R rounds. "
-          "Wall time: seconds per job (setup, training, evaluation). Cells: mean ± sample std over the finished "
-          "seeds, n = finished seeds / jobs; best per column in bold.")
+SELECTION_RULE = (
+    "grids collapsed to the best setting per method: highest final test accuracy "
+    "(EMA-smoothed, last round), mean over finished seeds; diverged, failed and unfinished jobs "
+    "excluded (a setting with such a seed is chosen only if no setting has every seed finished); "
+    "every setting is in the sensitivity table"
+)
+SELECTION_RULE_CONVEX = SELECTION_RULE.replace(
+    "highest final test accuracy (EMA-smoothed, last round)", "lowest final F(w) − F*"
+)
+LEGEND = (
+    "acc@R: test accuracy after round R smoothed by an exponential moving average over evaluated rounds, "
+    "a_s(t) = 0.9·a_s(t−1) + 0.1·a(t), a_s = a at the first evaluation (the FedACG/FedAGM papers' metric); "
+    "raw: the unsmoothed test accuracy of that round. Rounds / MB to X%: the first round whose smoothed accuracy is ≥ X, "
+    "and the bytes sent down + up (all clients) until then; >R: not reached in R rounds. "
+    "Wall time: seconds per job (setup, training, evaluation). Cells: mean ± sample std over the finished "
+    "seeds, n = finished seeds / jobs; best per column in bold."
+)
 
 
 def _columns(metrics: list[str], rounds: int, target: float | None, convex: bool, raw: bool) -> list[Column]:
@@ -108,8 +114,10 @@ def _columns(metrics: list[str], rounds: int, target: float | None, convex: bool
 
 
 def _status_text(jobs: pd.DataFrame) -> str:
-    labels = [f"diverged@{int(r)}" if s == "diverged" and is_number(r) else s
-              for s, r in zip(jobs.status, jobs.diverged_at_round)]
+    labels = [
+        f"diverged@{int(r)}" if s == "diverged" and is_number(r) else s
+        for s, r in zip(jobs.status, jobs.diverged_at_round)
+    ]
     counts = pd.Series(labels).value_counts()
     return ", ".join(s if n == len(labels) else f"{s} {n}" for s, n in counts.items())
 
@@ -134,8 +142,16 @@ def _row(setting_jobs: pd.DataFrame, columns: list[Column], ref) -> Row:
     n = len(finished)
     labels = [first.setting, first.method_label, first.method]
     cells = {c.key: with_paper(measured_cell(c, finished, setting_jobs), c, ref, labels) for c in columns}
-    return Row(first.method, first.setting, first.settings, str(n) if n == len(setting_jobs) else f"{n}/{len(setting_jobs)}",
-               _status_text(setting_jobs), list(setting_jobs.job_id), [int(s) for s in setting_jobs.seed], cells)
+    return Row(
+        first.method,
+        first.setting,
+        first.settings,
+        str(n) if n == len(setting_jobs) else f"{n}/{len(setting_jobs)}",
+        _status_text(setting_jobs),
+        list(setting_jobs.job_id),
+        [int(s) for s in setting_jobs.seed],
+        cells,
+    )
 
 
 def _selection_key(setting_jobs: pd.DataFrame, convex: bool) -> tuple | None:
@@ -172,8 +188,9 @@ def raw_accuracy_at(entry_jobs: pd.DataFrame, rounds: pd.DataFrame, r: int) -> p
     return entry_jobs.job_id.map(upto[reached.reindex(upto.index, fill_value=False)])
 
 
-def add_round_metrics(entry_jobs: pd.DataFrame, rounds: pd.DataFrame, metrics: list[str],
-                      convex: bool) -> tuple[float | None, list[str]]:
+def add_round_metrics(
+    entry_jobs: pd.DataFrame, rounds: pd.DataFrame, metrics: list[str], convex: bool
+) -> tuple[float | None, list[str]]:
     """Columns the summaries lack, from the round records: acc_raw@R beside each acc@R, and where
     the suite names no rounds_to@X (and is not convex) bytes to a target every method reached.
     Returns (that target or None, notes saying how it was chosen)."""
@@ -186,8 +203,10 @@ def add_round_metrics(entry_jobs: pd.DataFrame, rounds: pd.DataFrame, metrics: l
         return None, []
     target = math.floor(finals.min())
     entry_jobs[f"bytes_to@{target:g}"] = reach_target(entry_jobs, rounds, target)
-    return target, [f"MB to {target:g}%: the suite names no rounds_to@X target; {target:g}% is the highest final "
-                    "EMA accuracy the weakest method reached (rounded down)"]
+    return target, [
+        f"MB to {target:g}%: the suite names no rounds_to@X target; {target:g}% is the highest final "
+        "EMA accuracy the weakest method reached (rounded down)"
+    ]
 
 
 def _slug(label: str) -> str:
@@ -216,12 +235,16 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
         slug = _slug(entry.label or entry.name)
         slug = slug if slug not in slugs else f"{slug}_{index}"
         slugs.add(slug)
-        title = f"{entry.label or entry.name} ({entry.split.kind}, {config.num_clients} clients, {config.rounds} rounds)"
+        title = (
+            f"{entry.label or entry.name} ({entry.split.kind}, {config.num_clients} clients, {config.rounds} rounds)"
+        )
         if ref:
             title += f" — paper: {ref.source}"
             if ref.contradicted:
-                notes.append("† paper cell its own numbers contradict (not a target): " + "; ".join(
-                    f"{c.row} {c.metric}: {c.reason}" for c in ref.contradicted))
+                notes.append(
+                    "† paper cell its own numbers contradict (not a target): "
+                    + "; ".join(f"{c.row} {c.metric}: {c.reason}" for c in ref.contradicted)
+                )
         table = EntryTable(entry.label or entry.name, slug, title, columns, main_rows, notes)
         if entry_jobs.groupby("method").setting.nunique().max() > 1:
             table.notes.insert(0, rule)
@@ -230,7 +253,14 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
             for r in rows:
                 r.chosen = r.setting in chosen.values()
             mark_best(columns, rows)
-            table.sensitivity = EntryTable(table.entry, f"{slug}.sensitivity", f"{table.entry}: every setting of the grid",
-                                           columns, rows, [rule], kind="sensitivity")
+            table.sensitivity = EntryTable(
+                table.entry,
+                f"{slug}.sensitivity",
+                f"{table.entry}: every setting of the grid",
+                columns,
+                rows,
+                [rule],
+                kind="sensitivity",
+            )
         tables.append(table)
     return tables

@@ -121,8 +121,11 @@ def fedac_entry_tables(cells: dict[tuple[str, int, int], Cell]) -> list:
             row_ids = [i for c in row_cells.values() for i in c.job_ids]
             rows.append(Row(method, method, "", "", "", row_ids, [], row_cells))
         mark_best(columns, rows)
-        tables.append(EntryTable(f"K={k}", f"fedac_K{k}", f"K = {k}: best final F(w) − F* over η (that η)",
-                                 columns, rows, kind="fedac"))
+        tables.append(
+            EntryTable(
+                f"K={k}", f"fedac_K{k}", f"K = {k}: best final F(w) − F* over η (that η)", columns, rows, kind="fedac"
+            )
+        )
     return tables
 
 
@@ -171,21 +174,34 @@ def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path, title: str
             mine = {m: cell for (meth, m, kk), cell in cells.items() if meth == method and kk == k}
             points = sorted((m, cell.best[1]) for m, cell in mine.items() if cell.best)
             if points:  # distinct markers and dashes: at K = 1 FedAc-I is MB-AC-SGD, FedAvg is MB-SGD
-                ax.plot(*zip(*points), marker=markers[i % len(markers)], markersize=4, label=method, color=f"C{i}",
-                        linestyle="--" if method.startswith("MB") else "-", alpha=0.85)
+                ax.plot(
+                    *zip(*points),
+                    marker=markers[i % len(markers)],
+                    markersize=4,
+                    label=method,
+                    color=f"C{i}",
+                    linestyle="--" if method.startswith("MB") else "-",
+                    alpha=0.85,
+                )
             lost += [(m, f"C{i}") for m, cell in mine.items() if cell.best is None]
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         if lost:
             any_lost = True
-            ax.scatter(*zip(*[(m, 1.0) for m, _ in lost]), c=[c for _, c in lost], marker="x", s=36,
-                       transform=ax.get_xaxis_transform(), clip_on=False)
+            ax.scatter(
+                *zip(*[(m, 1.0) for m, _ in lost]),
+                c=[c for _, c in lost],
+                marker="x",
+                s=36,
+                transform=ax.get_xaxis_transform(),
+                clip_on=False,
+            )
         ax.set_title(f"K = {k}")
         ax.set_xlabel("number of workers M")
         ax.grid(True, which="major", alpha=0.3)
     for ax in axes[:, 0]:
         ax.set_ylabel("F(w) − F*  (best η)")
-    for ax in list(axes.flat)[len(intervals):]:
+    for ax in list(axes.flat)[len(intervals) :]:
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     if any_lost:
@@ -210,8 +226,11 @@ def lost_summary(cells: dict[tuple[str, int, int], Cell]) -> str:
             for fate in fates:
                 kinds[fate] += 1
     detail = ", ".join(f"{n} {fate}" for fate, n in sorted(kinds.items()))
-    return (f"{runs} runs, {lost} excluded from the choice of η" + (f" ({detail})" if detail else "")
-            + "; '!' = best η at the grid's edge, 'xN' = N runs diverged, failed or not run; seeds averaged")
+    return (
+        f"{runs} runs, {lost} excluded from the choice of η"
+        + (f" ({detail})" if detail else "")
+        + "; '!' = best η at the grid's edge, 'xN' = N runs diverged, failed or not run; seeds averaged"
+    )
 
 
 def fedac_report(console, suite_name: str, jobs: list[Job], summaries: dict[str, dict], results_dir: Path) -> list[Job]:
@@ -225,8 +244,11 @@ def fedac_report(console, suite_name: str, jobs: list[Job], summaries: dict[str,
         console.print(table)
     console.print(lost_summary(cells))
     if any(c.best for c in cells.values()):
-        path = write_figure(cells, figure_path(results_dir, suite_name),
-                            f"{suite_name}: best F(w) − F* over η after T = K·R steps (fedbench)")
+        path = write_figure(
+            cells,
+            figure_path(results_dir, suite_name),
+            f"{suite_name}: best F(w) − F* over η after T = K·R steps (fedbench)",
+        )
         console.print(f"figure: {path}")
     taken = {j.id for j in ours}
     return [j for j in jobs if j.id not in taken]

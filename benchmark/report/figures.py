@@ -18,9 +18,11 @@ BAND_LABEL = "band: min–max over seeds"
 DIVERGED_LABEL = "×: last finite round of a diverged run"
 ACC_LABEL = "test accuracy (%)"
 # (frame column, axis label, scale): bytes on a log axis, so compressed and full-precision methods both read
-X_AXES = (("round", "round", "linear"),
-          ("bytes", "bytes communicated (down + up, cumulative)", "log"),
-          ("wall_s", "training time (s, cumulative)", "linear"))
+X_AXES = (
+    ("round", "round", "linear"),
+    ("bytes", "bytes communicated (down + up, cumulative)", "log"),
+    ("wall_s", "training time (s, cumulative)", "linear"),
+)
 MAX_CLIENTS_SHOWN = 100
 MAX_CLASSES_STACKED = 20  # more classes than distinguishable colours: a heat map instead of stacked bars
 DPI = 110
@@ -47,8 +49,13 @@ def save_figure(fig, path: Path) -> Path:
 
 def _seed_stats(runs, x: str):
     """Per evaluated round over the seeds that reached it: mean x, and mean / min / max accuracy."""
-    stats = runs.groupby("round").agg(x=(x, "mean"), mean=("test_acc", "mean"), low=("test_acc", "min"),
-                                      high=("test_acc", "max"), n=("test_acc", "size"))
+    stats = runs.groupby("round").agg(
+        x=(x, "mean"),
+        mean=("test_acc", "mean"),
+        low=("test_acc", "min"),
+        high=("test_acc", "max"),
+        n=("test_acc", "size"),
+    )
     return stats.dropna(subset=["x", "mean"])
 
 
@@ -69,8 +76,7 @@ def _plot_setting(ax, runs, x: str, colour, style: str, label: str) -> None:
         ax.fill_between(stats.x, stats.low, stats.high, color=colour, alpha=0.18, linewidth=0)
     for _, run in runs[runs.status == DIVERGED].groupby("job_id"):
         last = run.sort_values("round").iloc[-1]
-        ax.plot([last[x]], [last.test_acc], marker="x", markersize=9, markeredgewidth=2, color=colour,
-                linestyle="none")
+        ax.plot([last[x]], [last.test_acc], marker="x", markersize=9, markeredgewidth=2, color=colour, linestyle="none")
 
 
 def _bytes_ticks(ax, values) -> None:
@@ -84,9 +90,11 @@ def _bytes_ticks(ax, values) -> None:
     ax.xaxis.set_major_formatter(eng)
     positive = values[values > 0]
     if len(positive) and math.log10(positive.max() / positive.min()) < 2:
+
         def minor(value, _):
             mantissa = value / 10 ** math.floor(math.log10(value))
             return eng(value) if round(mantissa) in (2, 5) else ""
+
         ax.xaxis.set_minor_formatter(FuncFormatter(minor))
     else:
         ax.xaxis.set_minor_formatter(NullFormatter())
@@ -133,7 +141,9 @@ def convergence_figure(rounds, title: str, colours: dict[str, tuple]):
     handles, labels = axes[0].get_legend_handles_labels()
     handles.append(Patch(color="grey", alpha=0.3, label=BAND_LABEL))
     if (rounds.status == DIVERGED).any():
-        handles.append(Line2D([], [], marker="x", markeredgewidth=2, color="grey", linestyle="none", label=DIVERGED_LABEL))
+        handles.append(
+            Line2D([], [], marker="x", markeredgewidth=2, color="grey", linestyle="none", label=DIVERGED_LABEL)
+        )
     fig.legend(handles=handles, loc="outside lower center", ncol=legend_columns(len(handles)), frameon=False)
     fig.suptitle(f"{title}\nlines: mean over the seeds that reached each evaluated round")
     return fig
@@ -199,17 +209,41 @@ def label_distribution_figure(hist, title: str, max_clients: int = MAX_CLIENTS_S
             base += props[:, c]
         bottom.set_ylim(0, 1)
         bottom.set_ylabel("class proportion")
-        bottom.legend(title="class", loc="upper left", bbox_to_anchor=(1.01, 1), ncol=1 if num_classes <= 10 else 2, fontsize="small")
+        bottom.legend(
+            title="class",
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1),
+            ncol=1 if num_classes <= 10 else 2,
+            fontsize="small",
+        )
     else:
         # colour range to the 99th percentile: a few tiny clients with one or two labels would wash out the rest
         top_share = float(np.quantile(props, 0.99)) or 1.0
-        image = bottom.imshow(props.T, aspect="auto", interpolation="nearest", cmap="viridis", origin="lower",
-                              vmin=0, vmax=top_share, extent=(-0.5, len(shown) - 0.5, -0.5, num_classes - 0.5))
-        fig.colorbar(image, ax=bottom, location="bottom", shrink=0.5, aspect=40, extend="max" if props.max() > top_share
-                     else "neither", label="share of the client's samples (colour saturates at the 99th percentile)")
+        image = bottom.imshow(
+            props.T,
+            aspect="auto",
+            interpolation="nearest",
+            cmap="viridis",
+            origin="lower",
+            vmin=0,
+            vmax=top_share,
+            extent=(-0.5, len(shown) - 0.5, -0.5, num_classes - 0.5),
+        )
+        fig.colorbar(
+            image,
+            ax=bottom,
+            location="bottom",
+            shrink=0.5,
+            aspect=40,
+            extend="max" if props.max() > top_share else "neither",
+            label="share of the client's samples (colour saturates at the 99th percentile)",
+        )
         bottom.set_ylabel("class")
-    sample = "" if len(shown) == len(sizes) else (f"; {len(shown)} of {len(sizes)} clients shown, "
-                                                   "evenly spaced in size order")
+    sample = (
+        ""
+        if len(shown) == len(sizes)
+        else (f"; {len(shown)} of {len(sizes)} clients shown, evenly spaced in size order")
+    )
     bottom.set_xlabel(f"client, largest first (label = client index){sample}")
     ticks = positions if len(shown) <= 40 else positions[:: max(1, len(shown) // 20)]
     bottom.set_xticks(ticks, [str(shown[i]) for i in ticks], rotation=90 if len(shown) > 20 else 0, fontsize="small")
@@ -228,6 +262,11 @@ def report_figures(suite, jobs, results_dir) -> list:
     frame = rounds_frame(suite, jobs, results_dir)
     frame["entry_index"] = frame.job_id.map({j.id: j.dataset_index for j in jobs})
     out_dir = Path(results_dir) / suite.name / "report" / "figures"
-    return [Figure(f"{entry}: test accuracy against round, bytes communicated and training time "
-                   f"(line: mean over seeds; band: min–max over seeds; ×: a diverged run's last finite round)", path)
-            for entry, path in _write_convergence(frame, out_dir)]
+    return [
+        Figure(
+            f"{entry}: test accuracy against round, bytes communicated and training time "
+            f"(line: mean over seeds; band: min–max over seeds; ×: a diverged run's last finite round)",
+            path,
+        )
+        for entry, path in _write_convergence(frame, out_dir)
+    ]

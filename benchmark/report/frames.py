@@ -22,8 +22,21 @@ from benchmark.suite.expand import Job
 RUNNING, NOT_RUN = "running", "not run"
 LABEL_COLUMNS = ["entry", "method", "setting", "seed", "job_id", "status"]
 ROUND_COLUMNS = [*LABEL_COLUMNS, "round", "test_acc", "ema_acc", "bytes", "wall_s", "subopt"]
-JOB_COLUMNS = [*LABEL_COLUMNS, "entry_index", "method_label", "settings", "rounds", "rounds_completed", "diverged_at_round",
-               "final_acc", "final_ema_acc", "final_subopt", "bytes", "wall_s", "error"]
+JOB_COLUMNS = [
+    *LABEL_COLUMNS,
+    "entry_index",
+    "method_label",
+    "settings",
+    "rounds",
+    "rounds_completed",
+    "diverged_at_round",
+    "final_acc",
+    "final_ema_acc",
+    "final_subopt",
+    "bytes",
+    "wall_s",
+    "error",
+]
 
 
 def method_name(job: Job) -> str:
@@ -37,8 +50,14 @@ def job_settings(job: Job) -> str:
 
 
 def _labels(job: Job, status: str) -> dict:
-    return {"entry": job.dataset_label, "method": method_name(job), "setting": job.setting_label,
-            "seed": job.config.seed, "job_id": job.id, "status": status}
+    return {
+        "entry": job.dataset_label,
+        "method": method_name(job),
+        "setting": job.setting_label,
+        "seed": job.config.seed,
+        "job_id": job.id,
+        "status": status,
+    }
 
 
 def _status(summary: dict | None, jobdir, now: float) -> str:
@@ -94,13 +113,24 @@ def jobs_frame(suite, jobs: list[Job], results_root=None, summaries: dict[str, d
             summary = summaries.get(job.id)
             status = (summary or {}).get("status") or NOT_RUN
         s = summary or {}
-        rows.append({**_labels(job, status), "entry_index": job.dataset_index, "method_label": job.method_label,
-                     "settings": job_settings(job),
-                     "rounds": job.config.rounds, "rounds_completed": s.get("rounds_completed"),
-                     "diverged_at_round": s.get("diverged_at_round"), "final_acc": s.get("final_acc"),
-                     "final_ema_acc": s.get("final_ema_acc"), "final_subopt": s.get("final_subopt"),
-                     "bytes": _total_bytes(s), "wall_s": s.get("wall_time_s"),
-                     "error": (str(s.get("error") or "").splitlines() or [None])[0], **s.get("metrics", {})})
+        rows.append(
+            {
+                **_labels(job, status),
+                "entry_index": job.dataset_index,
+                "method_label": job.method_label,
+                "settings": job_settings(job),
+                "rounds": job.config.rounds,
+                "rounds_completed": s.get("rounds_completed"),
+                "diverged_at_round": s.get("diverged_at_round"),
+                "final_acc": s.get("final_acc"),
+                "final_ema_acc": s.get("final_ema_acc"),
+                "final_subopt": s.get("final_subopt"),
+                "bytes": _total_bytes(s),
+                "wall_s": s.get("wall_time_s"),
+                "error": (str(s.get("error") or "").splitlines() or [None])[0],
+                **s.get("metrics", {}),
+            }
+        )
     frame = pd.DataFrame(rows)
     metric_columns = [c for c in frame.columns if c not in JOB_COLUMNS]
     return frame.reindex(columns=JOB_COLUMNS + metric_columns)
@@ -116,7 +146,15 @@ def rounds_frame(suite, jobs: list[Job], results_root) -> pd.DataFrame:
         records = jobdir.read_metrics()
         labels = _labels(job, status)
         for rec, wall in zip(records, _wall_seconds(records)):
-            rows.append({**labels, "round": rec["round"], "test_acc": rec.get("test_acc"), "ema_acc": rec.get("ema_acc"),
-                         "bytes": _total_bytes(rec), "wall_s": wall,
-                         "subopt": rec.get("subopt")})
+            rows.append(
+                {
+                    **labels,
+                    "round": rec["round"],
+                    "test_acc": rec.get("test_acc"),
+                    "ema_acc": rec.get("ema_acc"),
+                    "bytes": _total_bytes(rec),
+                    "wall_s": wall,
+                    "subopt": rec.get("subopt"),
+                }
+            )
     return pd.DataFrame(rows, columns=ROUND_COLUMNS)

@@ -29,8 +29,12 @@ DATASET = {
     "celeba": ("celeba", "celeba_cnn", {}, None),
     "shakespeare": ("shakespeare", "shakespeare_lstm", {}, None),
 }
-MODEL_TEXT = {"ResNet-18 (BatchNorm replaced by GroupNorm)": "resnet18_gn", "2-layer CNN": "femnist_cnn",
-              "4-layer CNN": "celeba_cnn", "LSTM": "shakespeare_lstm"}
+MODEL_TEXT = {
+    "ResNet-18 (BatchNorm replaced by GroupNorm)": "resnet18_gn",
+    "2-layer CNN": "femnist_cnn",
+    "4-layer CNN": "celeba_cnn",
+    "LSTM": "shakespeare_lstm",
+}
 SHAKESPEARE_USERS = 660  # LEAF Shakespeare after its sample split (the paper leaves N open)
 
 # Free-text settings of the reference tables: text -> (value for every method, {method label: value}).
@@ -42,7 +46,9 @@ TEXT_VALUES = {
     "2 (FedCM in setting II: 5)": lambda t: (2, {"FedCM": 5} if t["setting"].get("setting_name") == "II" else {}),
     "50 for FedCM and FedAdam, 20 for others": lambda t: (20, {"FedCM": 50, "FedAdam": 50}),
     "0.1 for setting I Dirichlet-0.6, 0.05 otherwise": lambda t: (
-        0.1 if (t["setting"].get("setting_name"), t["setting"].get("alpha")) == ("I", 0.6) else 0.05, {}),
+        0.1 if (t["setting"].get("setting_name"), t["setting"].get("alpha")) == ("I", 0.6) else 0.05,
+        {},
+    ),
 }
 
 
@@ -51,27 +57,48 @@ def _per_method(table: dict, key: str):
     if isinstance(value, (int, float)):
         return value, {}
     if value not in TEXT_VALUES:
-        raise GenerationError(f"{table['id']}: setting {key}: {value!r} is free text the generator cannot read; "
-                              "add it to TEXT_VALUES in benchmark/report/paper_settings.py")
+        raise GenerationError(
+            f"{table['id']}: setting {key}: {value!r} is free text the generator cannot read; "
+            "add it to TEXT_VALUES in benchmark/report/paper_settings.py"
+        )
     return TEXT_VALUES[value](table)
 
 
 # Paper-wide statements the tables' `setting:` blocks leave out, with where they are written.
 PAPER_TEXT = {
-    "fedacg": ("002:139 (clients drawn per round), 002:224-225 (Appendix: local setup), 000 Appendix A", {
-        "all": {"participation.mode": "fixed", "local.lr": 0.1, "local.weight_decay": 0.001, "method.server.global_lr": 1.0},
-        "FedAdam": {"method.server.global_lr": 0.01},
-    }),
-    "fedagm": ("001:555-565 (5.1 implementation details)", {
-        "all": {"participation.mode": "fixed", "local.lr": 0.1, "local.weight_decay": 0.001, "local.epochs": 5,
-                "method.server.global_lr": 1.0},
-        "FedAdam": {"method.server.global_lr": 0.01},
-    }),
-    "fedcm": ("004:249 (sampling), 004:640-646 (Appendix C: hyper-parameters)", {
-        "all": {"participation.mode": "bernoulli", "local.lr": 0.1, "local.weight_decay": 0.001},
-        # FedAdam's α = 0.1 is its first-moment weight (β1 = 1 − α); τ = 0.01; η_g multiplies η_l·K
-        "FedAdam": {"method.server.per_step": True, "method.server.beta1": 0.9, "method.server.tau": 0.01},
-    }),
+    "fedacg": (
+        "002:139 (clients drawn per round), 002:224-225 (Appendix: local setup), 000 Appendix A",
+        {
+            "all": {
+                "participation.mode": "fixed",
+                "local.lr": 0.1,
+                "local.weight_decay": 0.001,
+                "method.server.global_lr": 1.0,
+            },
+            "FedAdam": {"method.server.global_lr": 0.01},
+        },
+    ),
+    "fedagm": (
+        "001:555-565 (5.1 implementation details)",
+        {
+            "all": {
+                "participation.mode": "fixed",
+                "local.lr": 0.1,
+                "local.weight_decay": 0.001,
+                "local.epochs": 5,
+                "method.server.global_lr": 1.0,
+            },
+            "FedAdam": {"method.server.global_lr": 0.01},
+        },
+    ),
+    "fedcm": (
+        "004:249 (sampling), 004:640-646 (Appendix C: hyper-parameters)",
+        {
+            "all": {"participation.mode": "bernoulli", "local.lr": 0.1, "local.weight_decay": 0.001},
+            # FedAdam's α = 0.1 is its first-moment weight (β1 = 1 − α); τ = 0.01; η_g multiplies η_l·K
+            "FedAdam": {"method.server.per_step": True, "method.server.beta1": 0.9, "method.server.tau": 0.01},
+        },
+    ),
 }
 
 
@@ -116,8 +143,10 @@ def stated(table: dict, labels: dict[str, str]) -> dict[str, dict]:
     for key, value in s.items():
         rule = SETTING_RULES.get(key)
         if rule is None:
-            raise GenerationError(f"{tid}: setting {key!r} has no rule in benchmark/report/paper_settings.py "
-                                  "(SETTING_RULES); the generator must not drop it")
+            raise GenerationError(
+                f"{tid}: setting {key!r} has no rule in benchmark/report/paper_settings.py "
+                "(SETTING_RULES); the generator must not drop it"
+            )
         rule(table, value, common, put)
     return {k: v for k, v in out.items() if k == "all" or k in labels.values()}
 
@@ -146,8 +175,10 @@ def _ema(t, v, common, put):
 def _sampling(t, v, common, put):
     m = re.fullmatch(r"each client active independently with probability ([0-9.]+)", v)
     if not m or float(m.group(1)) != t["setting"]["participation"]:
-        raise GenerationError(f"{t['id']}: client_sampling {v!r} is not 'each client active independently with "
-                              "probability <participation>'")
+        raise GenerationError(
+            f"{t['id']}: client_sampling {v!r} is not 'each client active independently with "
+            "probability <participation>'"
+        )
     common["participation.mode"] = "bernoulli"
 
 
@@ -181,7 +212,8 @@ SETTING_RULES = {
     "client_sampling": _sampling,
     "candidate_pool": lambda t, v, common, put: common.__setitem__("participation.pool.size", v),
     "pool_resample_every_rounds": lambda t, v, common, put: common.update(
-        {"participation.pool.every": v, "participation.pool.mode": "resample"}),
+        {"participation.pool.every": v, "participation.pool.mode": "resample"}
+    ),
     "rounds": lambda t, v, common, put: common.__setitem__("rounds", v),
     "ema_smoothing": _ema,
     "samples_per_client": _samples_per_client,

@@ -37,27 +37,58 @@ from benchmark.report.paper_settings import (
 )
 
 PRESET_OF_ROW = {
-    "fedavg": "fedavg", "fedprox": "fedprox", "fedavgm": "fedavgm", "fedadam": "fedadam", "feddyn": "feddyn",
-    "scaffold": "scaffold", "moon": "moon", "fedcm": "fedcm", "fedmlb": "fedmlb", "fedlc": "fedlc",
-    "fedntd": "fedntd", "feddecorr": "feddecorr", "feddc": "feddc", "fedacg": "fedacg", "fedagm": "fedagm",
-    "fedmlb+acg": "fedmlb+acg", "fedlc+acg": "fedlc+acg", "feddecorr+acg": "feddecorr+acg", "fedntd+acg": "fedntd+acg",
-    "fedpaq": "fedpaq", "fedpaq+acg": "fedpaq+acg",
+    "fedavg": "fedavg",
+    "fedprox": "fedprox",
+    "fedavgm": "fedavgm",
+    "fedadam": "fedadam",
+    "feddyn": "feddyn",
+    "scaffold": "scaffold",
+    "moon": "moon",
+    "fedcm": "fedcm",
+    "fedmlb": "fedmlb",
+    "fedlc": "fedlc",
+    "fedntd": "fedntd",
+    "feddecorr": "feddecorr",
+    "feddc": "feddc",
+    "fedacg": "fedacg",
+    "fedagm": "fedagm",
+    "fedmlb+acg": "fedmlb+acg",
+    "fedlc+acg": "fedlc+acg",
+    "feddecorr+acg": "feddecorr+acg",
+    "fedntd+acg": "fedntd+acg",
+    "fedpaq": "fedpaq",
+    "fedpaq+acg": "fedpaq+acg",
 }
 ACG_LAM = 0.85  # FedACG's λ (preset default)
 # Ablation rows that are compositions rather than presets, with why they are composed so.
 ROW_METHODS = {
-    "fedavgm w local reg": ({"preset": "fedavgm", "label": "FedAvgM w local reg", "server": {"beta": ACG_LAM},
-                             "client": [{"term": "prox", "mu": 0.01}]},
-                            "FedACG without its lookahead: server momentum λ = 0.85 and β = 0.01 as FedACG (002:112-118)"),
-    "fedacg w/o local reg": ({"preset": "fedacg", "label": "FedACG w/o local reg", "client": {"prox": {"mu": 0.0}}},
-                             "FedACG with β = 0 (002:112-118)"),
-    "β = 0": ({"preset": "fedagm", "label": "β = 0", "client": {"prox": {"mu": 0.0}}}, "FedAGM with β = 0 (001 Table 11)"),
+    "fedavgm w local reg": (
+        {
+            "preset": "fedavgm",
+            "label": "FedAvgM w local reg",
+            "server": {"beta": ACG_LAM},
+            "client": [{"term": "prox", "mu": 0.01}],
+        },
+        "FedACG without its lookahead: server momentum λ = 0.85 and β = 0.01 as FedACG (002:112-118)",
+    ),
+    "fedacg w/o local reg": (
+        {"preset": "fedacg", "label": "FedACG w/o local reg", "client": {"prox": {"mu": 0.0}}},
+        "FedACG with β = 0 (002:112-118)",
+    ),
+    "β = 0": (
+        {"preset": "fedagm", "label": "β = 0", "client": {"prox": {"mu": 0.0}}},
+        "FedAGM with β = 0 (001 Table 11)",
+    ),
     "β ≠ 0": ({"preset": "fedagm", "label": "β ≠ 0"}, "FedAGM with its β = 0.001 (001 Table 11)"),
 }
 # Sensitivity tables print `acc@R[param=value]` columns: the param is swept with a method grid.
-SWEEP_PATH = {("fedacg", "lambda"): "server.lam", ("fedacg", "beta"): "client.prox.mu",
-              ("fedagm", "lambda"): "server.lam", ("fedagm", "beta"): "client.prox.mu",
-              ("fedcm", "alpha"): "client.fedcm.alpha"}
+SWEEP_PATH = {
+    ("fedacg", "lambda"): "server.lam",
+    ("fedacg", "beta"): "client.prox.mu",
+    ("fedagm", "lambda"): "server.lam",
+    ("fedagm", "beta"): "client.prox.mu",
+    ("fedcm", "alpha"): "client.fedcm.alpha",
+}
 _SWEEP_RE = re.compile(r"^(.+)\[(\w+)=([0-9.]+)\]$")
 
 
@@ -78,17 +109,47 @@ FEDACG_CODE = "authors' scripts (geehokim/FedACG exp_fedacg*.sh: DECAY=0.995, ti
 
 # Cells the paper contradicts beyond what `_contradictions` derives (from the reference notes).
 PAPER_FLAGS = {
-    "fedacg.moderate_iid.cifar100": [("FedDyn", "rounds_to@58", ("acc@1000 = 56.88 < 58 yet rounds_to@58 = 898: "
-                                      "the EMA would have to fall back by over a point (reference note)"))],
+    "fedacg.moderate_iid.cifar100": [
+        (
+            "FedDyn",
+            "rounds_to@58",
+            (
+                "acc@1000 = 56.88 < 58 yet rounds_to@58 = 898: "
+                "the EMA would have to fall back by over a point (reference note)"
+            ),
+        )
+    ],
     "fedagm.moderate_dir0.3.cifar10": [
-        (None, "rounds_to@84", ("header prints 84%/87%, but the rows are FedACG's 81%/85% columns "
-                               "(e.g. FedAvg '84%' at round 840 with acc@1000 82.53)")),
+        (
+            None,
+            "rounds_to@84",
+            (
+                "header prints 84%/87%, but the rows are FedACG's 81%/85% columns "
+                "(e.g. FedAvg '84%' at round 840 with acc@1000 82.53)"
+            ),
+        ),
         (None, "rounds_to@87", "header prints 84%/87%, but the rows are FedACG's 81%/85% columns"),
     ],
-    "fedagm.moderate_dir0.3.tiny_imagenet": [(None, "acc@800", ("header prints 800R; FedACG prints the same numbers "
-                                              "under 1000R and '>1000' rounds show training ran 1000 rounds"))],
-    "fedagm.large_dir0.3.tiny_imagenet": [(None, "acc@800", ("header prints 800R; FedACG prints the same numbers "
-                                           "under 1000R and '>1000' rounds show training ran 1000 rounds"))],
+    "fedagm.moderate_dir0.3.tiny_imagenet": [
+        (
+            None,
+            "acc@800",
+            (
+                "header prints 800R; FedACG prints the same numbers "
+                "under 1000R and '>1000' rounds show training ran 1000 rounds"
+            ),
+        )
+    ],
+    "fedagm.large_dir0.3.tiny_imagenet": [
+        (
+            None,
+            "acc@800",
+            (
+                "header prints 800R; FedACG prints the same numbers "
+                "under 1000R and '>1000' rounds show training ran 1000 rounds"
+            ),
+        )
+    ],
 }
 
 
@@ -104,7 +165,7 @@ def _contradictions(table: dict, metrics: list[str], rows: dict) -> list[dict]:
                 if acc_kind == "acc" and isinstance(acc, (int, float)) and acc >= target and v > r:
                     out.append({"row": label, "metric": m, "reason": f"{a} = {acc} ≥ {target:g} but {m} = {v} > {r:g}"})
     for row, metric, reason in PAPER_FLAGS.get(table["id"], []):
-        for label in ([row] if row else rows):
+        for label in [row] if row else rows:
             if metric in metrics and not any(c["row"] == label and c["metric"] == metric for c in out):
                 out.append({"row": label, "metric": metric, "reason": reason})
     return out
@@ -133,9 +194,15 @@ def reference_block(table: dict, labels: dict[str, str]) -> dict:
             for match, value in zip(sweeps, values):
                 path = SWEEP_PATH[(label.lower(), match.group(2))]
                 key = f"{labels[label]}[{path.split('.')[-1]}={float(match.group(3))}]"
-                rows.setdefault(key, [None] * len(metrics))[metrics.index(re.sub(r"^acc@", f"{kind}@", match.group(1)))] = value
-    return {"source": table["id"], "metrics": metrics, "rows": rows,
-            "contradicted": _contradictions(table, metrics, rows)}
+                rows.setdefault(key, [None] * len(metrics))[
+                    metrics.index(re.sub(r"^acc@", f"{kind}@", match.group(1)))
+                ] = value
+    return {
+        "source": table["id"],
+        "metrics": metrics,
+        "rows": rows,
+        "contradicted": _contradictions(table, metrics, rows),
+    }
 
 
 def sweep_grids(tables: list[dict]) -> dict[str, dict[str, list[float]]]:
@@ -164,9 +231,12 @@ def method_entries(tables: list[dict]) -> tuple[list, dict[str, dict], list[dict
             entry, reason = ROW_METHODS[key]
             chosen.append({"setting": "method", "value": entry["label"], "reason": reason, "method": entry["label"]})
         else:
-            raise GenerationError(f"{tables[0]['id']}: row {r!r} has no preset or composition (PRESET_OF_ROW / ROW_METHODS)")
-        labels[r] = resolve_method({k: v for k, v in (entry if isinstance(entry, dict) else {"preset": entry}).items()
-                                    if k != "grid"}, r)
+            raise GenerationError(
+                f"{tables[0]['id']}: row {r!r} has no preset or composition (PRESET_OF_ROW / ROW_METHODS)"
+            )
+        labels[r] = resolve_method(
+            {k: v for k, v in (entry if isinstance(entry, dict) else {"preset": entry}).items() if k != "grid"}, r
+        )
         methods.append(entry)
     return list({json.dumps(m, sort_keys=True): m for m in methods}.values()), labels, chosen
 
@@ -181,8 +251,10 @@ def _has_components(method: dict, wanted: list[bool]) -> bool:
 def check_components(table: dict, methods: dict[str, dict]) -> None:
     for row, wanted in table.get("components", {}).items():
         if not _has_components(methods[row], wanted):
-            raise GenerationError(f"{table['id']}: row {row!r} is marked {wanted} (momentum, lookahead, local reg) "
-                                  f"but runs {methods[row]['server']['rule']} with {methods[row]['client']}")
+            raise GenerationError(
+                f"{table['id']}: row {row!r} is marked {wanted} (momentum, lookahead, local reg) "
+                f"but runs {methods[row]['server']['rule']} with {methods[row]['client']}"
+            )
 
 
 def chosen_settings(table: dict, said: dict[str, dict], labels: set[str]) -> list[dict]:
@@ -198,18 +270,28 @@ def chosen_settings(table: dict, said: dict[str, dict], labels: set[str]) -> lis
     if paper == "fedcm":
         choose("local.clip_norm", None, "FedCM's text states no gradient clipping")
         if "FedAdam" in labels:
-            choose("method.server.beta2", 0.99, "FedCM states FedAdam's α (β1) and τ only; β2 as Reddi et al.", "FedAdam")
+            choose(
+                "method.server.beta2", 0.99, "FedCM states FedAdam's α (β1) and τ only; β2 as Reddi et al.", "FedAdam"
+            )
     else:
-        choose("local.clip_norm", 10.0, "the paper clips gradients without a value; ALGORITHMS.md / official code: norm 10")
+        choose(
+            "local.clip_norm", 10.0, "the paper clips gradients without a value; ALGORITHMS.md / official code: norm 10"
+        )
         decay = 0.998 if s["dataset"] == "tiny_imagenet" else 0.995
-        choose("local.lr_decay", 1.0 if leaf else decay,
-               "paper: selected from {0.995, 0.998, 1}; no LEAF config in the authors' code, so no decay" if leaf
-               else f"paper: selected from {{0.995, 0.998, 1}}; {FEDACG_CODE}")
+        choose(
+            "local.lr_decay",
+            1.0 if leaf else decay,
+            "paper: selected from {0.995, 0.998, 1}; no LEAF config in the authors' code, so no decay"
+            if leaf
+            else f"paper: selected from {{0.995, 0.998, 1}}; {FEDACG_CODE}",
+        )
         if "FedAvgM" in labels:
             choose("method.server.beta", 0.4, "paper silent; official code default (ALGORITHMS.md)", "FedAvgM")
         if "FedACG" in labels:
             choose("method.server.lam", 0.85, "paper: λ ∈ {0.8, 0.85, 0.9}; 0.85 is best in its λ sweep", "FedACG")
-            choose("method.client.prox.mu", 0.01, "paper: β ∈ {0.1, 0.01, 0.001}; 0.01 is best in its β sweep", "FedACG")
+            choose(
+                "method.client.prox.mu", 0.01, "paper: β ∈ {0.1, 0.01, 0.001}; 0.01 is best in its β sweep", "FedACG"
+            )
     choose("method.*", "preset defaults", "hyper-parameters the paper does not state follow ALGORITHMS.md")
     if leaf:
         choose("local.epochs", 5, "LEAF tables state no local budget; the paper's E = 5 of its other experiments")
@@ -217,7 +299,9 @@ def chosen_settings(table: dict, said: dict[str, dict], labels: set[str]) -> lis
         if s["dataset"] == "femnist":
             choose("local.lr", FEMNIST_LR, FEMNIST_LR_REASON)
         else:
-            choose("local.lr", 0.1, "LEAF tables state no lr; the paper's lr for its other experiments (not re-measured)")
+            choose(
+                "local.lr", 0.1, "LEAF tables state no lr; the paper's lr for its other experiments (not re-measured)"
+            )
         choose("local.weight_decay", 0.001, "the paper's weight decay for every other experiment")
     if s.get("num_clients") is None:
         choose("num_clients", SHAKESPEARE_USERS, "N not stated; LEAF Shakespeare after its sample split has 660 users")
@@ -263,10 +347,15 @@ def dataset_entry(table: dict, methods: dict[str, dict], row_chosen: list[dict])
     labels = {r: m["label"] for r, m in methods.items()}
     check_components(table, methods)
     said = stated(table, labels)
-    chosen = chosen_settings(table, said, set(labels.values())) + [c for c in row_chosen if c["method"] in labels.values()]
+    chosen = chosen_settings(table, said, set(labels.values())) + [
+        c for c in row_chosen if c["method"] in labels.values()
+    ]
     overrides: dict[str, dict] = {}
-    entry: dict = {"name": name, "label": table["id"].split(".", 1)[1],
-                   "model": {"name": model, **({"params": {"norm": "group"}} if model == "femnist_cnn" else {})}}
+    entry: dict = {
+        "name": name,
+        "label": table["id"].split(".", 1)[1],
+        "model": {"name": model, **({"params": {"norm": "group"}} if model == "femnist_cnn" else {})},
+    }
     for path, value in said["all"].items():
         if not path.startswith("method."):
             _apply(path, value, entry, entry)
@@ -309,18 +398,24 @@ def _check_per_round(table: dict, entry: dict) -> None:
     base = part["pool"]["size"] if part.get("relative_to") == "pool" else entry["num_clients"]
     got = part["rate"] * base if part.get("mode") == "bernoulli" else clients_per_round(part["rate"], base)
     if round(got, 6) != expected:
-        raise GenerationError(f"{table['id']}: participation {part} gives {got} clients per round, the table states {expected}")
+        raise GenerationError(
+            f"{table['id']}: participation {part} gives {got} clients per round, the table states {expected}"
+        )
 
 
 def header(group: str, tables: list[dict], suite: dict) -> str:
     """Comment block: tables and lines followed, choices where the paper is silent, inconsistencies."""
-    lines = ["Generated by `python -m benchmark.report.paper_suites` from shared/reference; edit the generator.",
-             f"Reproduces {group}:"]
+    lines = [
+        "Generated by `python -m benchmark.report.paper_suites` from shared/reference; edit the generator.",
+        f"Reproduces {group}:",
+    ]
     for t in tables:
         lines.append(f"  {t['id']}: {t.get('source_table', '')} [{t.get('source_lines', '')}] — {t.get('caption', '')}")
     entries = suite["datasets"]
-    lines.append("Paper lines followed for settings the tables leave out: "
-                 + "; ".join(sorted({f"{paper_of(t['id'])} {_paper_lines(t)}" for t in tables})))
+    lines.append(
+        "Paper lines followed for settings the tables leave out: "
+        + "; ".join(sorted({f"{paper_of(t['id'])} {_paper_lines(t)}" for t in tables}))
+    )
     chosen: dict[tuple, list[str]] = {}
     for e in entries:
         for c in e["reference"]["chosen"]:
@@ -334,7 +429,11 @@ def header(group: str, tables: list[dict], suite: dict) -> str:
         if dropped:
             lines.append(f"Not carried ({t['id']}): {', '.join(dropped)} — derived from the carried columns")
         row_notes = [f"row {row}: {note}" for row, note in t.get("row_notes", {}).items()]
-        for note in [*t.get("notes", []), *row_notes, *[d for d in t.get("discrepancies", []) if not d.startswith("none")]]:
+        for note in [
+            *t.get("notes", []),
+            *row_notes,
+            *[d for d in t.get("discrepancies", []) if not d.startswith("none")],
+        ]:
             lines.append(f"Paper ({t['id']}): {note}")
         for c in e["reference"]["contradicted"]:
             lines.append(f"Contradicted cell, not scored ({t['id']}): {c['row']} {c['metric']}: {c['reason']}")
@@ -360,21 +459,40 @@ def extra_tables(tables_by_id: dict[str, dict]) -> dict[str, list[dict]]:
     """Experiments the final FedACG paper describes without printing numbers (measured only)."""
     draft = tables_by_id["fedacg_iclr.dynamic_clients.cifar100"]
     final_pool = copy.deepcopy(draft)
-    final_pool.update(id="fedacg.dynamic_pool_final.cifar100", source="final", source_table="none printed (002 text only)",
-                      source_lines="002:122-124, 002:322-324", rows={r: [None] * len(draft["metrics"]) for r in draft["rows"]},
-                      caption="CIFAR-100, Dirichlet(0.3): 250 of 500 clients kept, each replaced w.p. 0.5 every 100 rounds, "
-                              "4% of the pool per round",
-                      notes=[("002 prints no numbers for this protocol; the draft's numbers (other protocol) are in "
-                             "fedacg_iclr.dynamic_clients.")], discrepancies=[])
+    final_pool.update(
+        id="fedacg.dynamic_pool_final.cifar100",
+        source="final",
+        source_table="none printed (002 text only)",
+        source_lines="002:122-124, 002:322-324",
+        rows={r: [None] * len(draft["metrics"]) for r in draft["rows"]},
+        caption="CIFAR-100, Dirichlet(0.3): 250 of 500 clients kept, each replaced w.p. 0.5 every 100 rounds, "
+        "4% of the pool per round",
+        notes=[
+            (
+                "002 prints no numbers for this protocol; the draft's numbers (other protocol) are in "
+                "fedacg_iclr.dynamic_clients."
+            )
+        ],
+        discrepancies=[],
+    )
     final_pool["setting"].pop("pool_resample_every_rounds")
     quant = []
     for name in ("cifar10", "cifar100"):
         base = copy.deepcopy(tables_by_id[f"fedacg.large_dir0.3.{name}"])
-        base.update(id=f"fedacg.quantization.{name}", source_table="Table 6 (absent from 002 and 000)", source_lines="002:130-131",
-                    caption=f"{name}: FedPAQ vs FedPAQ+ACG (numbers not printed)", discrepancies=[],
-                    notes=[("The table is missing from both versions: the setting is chosen (the paper's large-scale "
-                           "Dir(0.3) setting, used by its ablations), 4-bit QSGD uplink (ALGORITHMS.md default).")],
-                    rows={"FedPAQ": [None] * len(base["metrics"]), "FedPAQ+ACG": [None] * len(base["metrics"])})
+        base.update(
+            id=f"fedacg.quantization.{name}",
+            source_table="Table 6 (absent from 002 and 000)",
+            source_lines="002:130-131",
+            caption=f"{name}: FedPAQ vs FedPAQ+ACG (numbers not printed)",
+            discrepancies=[],
+            notes=[
+                (
+                    "The table is missing from both versions: the setting is chosen (the paper's large-scale "
+                    "Dir(0.3) setting, used by its ablations), 4-bit QSGD uplink (ALGORITHMS.md default)."
+                )
+            ],
+            rows={"FedPAQ": [None] * len(base["metrics"]), "FedPAQ+ACG": [None] * len(base["metrics"])},
+        )
         quant.append(base)
     return {"fedacg.dynamic_pool_final": [final_pool], "fedacg.quantization": quant}
 
@@ -383,8 +501,13 @@ def pool_protocol(suite: dict) -> None:
     """The final paper's pool: keep 250, each member replaced w.p. 0.5 every 100 rounds (002:123)."""
     for e in suite["datasets"]:
         e["participation"]["pool"].update(mode="replace", replace_prob=0.5, every=100)
-        e["reference"]["stated"]["all"].update({"participation.pool.mode": "replace", "participation.pool.replace_prob": 0.5,
-                                                "participation.pool.every": 100})
+        e["reference"]["stated"]["all"].update(
+            {
+                "participation.pool.mode": "replace",
+                "participation.pool.replace_prob": 0.5,
+                "participation.pool.every": 100,
+            }
+        )
 
 
 def suites_from(reference_files: list[Path]) -> tuple[dict[str, dict], dict[str, list[dict]]]:
@@ -411,8 +534,12 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
-_Dumper.add_representer(list, lambda d, v: d.represent_sequence(
-    "tag:yaml.org,2002:seq", v, flow_style=all(not isinstance(x, (dict, list)) for x in v)))
+_Dumper.add_representer(
+    list,
+    lambda d, v: d.represent_sequence(
+        "tag:yaml.org,2002:seq", v, flow_style=all(not isinstance(x, (dict, list)) for x in v)
+    ),
+)
 
 # FedACG's Table 1 = its moderate (a) and large (b) scale groups: `fedbench run suites/table1.yaml`
 ALIASES = {"table1": ("fedacg.moderate_dir0.3", "fedacg.large_dir0.3")}
@@ -428,9 +555,13 @@ def main(argv: list[str]) -> int:
         return 2
     for alias, names in ALIASES.items():
         first = suites[names[0]]
-        suites[alias] = {**first, "name": alias, "description": "FedACG Table 1: " + "; ".join(suites[g]["description"] for g in names),
-                         "datasets": [d for g in names for d in suites[g]["datasets"]],
-                         "methods": list(dict.fromkeys(m for g in names for m in suites[g]["methods"]))}
+        suites[alias] = {
+            **first,
+            "name": alias,
+            "description": "FedACG Table 1: " + "; ".join(suites[g]["description"] for g in names),
+            "datasets": [d for g in names for d in suites[g]["datasets"]],
+            "methods": list(dict.fromkeys(m for g in names for m in suites[g]["methods"])),
+        }
         groups[alias] = [t for g in names for t in groups[g]]
     files = {group: (header(group, groups[group], suite), suite) for group, suite in suites.items()}
     files.update(fedac_suites(ref_dir))  # FedAc's figures: their own protocol and header

@@ -59,8 +59,15 @@ def html_cells(t: EntryTable) -> tuple[list[str], list[list[dict]]]:
         cells[0].update(note=f"{t.slug}-{i}", mark=str(i))
         for j, col in enumerate(t.columns):
             cell = row.cells[col.key]
-            cells.append({"label": False, "text": cell.text, "best": cell.best, "id": f"{t.slug}-{i}-{j}",
-                          "jobs": ", ".join(cell.job_ids or row.job_ids)})
+            cells.append(
+                {
+                    "label": False,
+                    "text": cell.text,
+                    "best": cell.best,
+                    "id": f"{t.slug}-{i}-{j}",
+                    "jobs": ", ".join(cell.job_ids or row.job_ids),
+                }
+            )
         rows.append(cells)
     return list(text.columns), rows
 
@@ -75,9 +82,27 @@ def row_jobs_text(row) -> str:
     return "jobs " + ", ".join(j + seed for j, seed in job_refs(row))
 
 
-_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-        "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "±": r"$\pm$", "Δ": r"$\Delta$",
-        "−": r"$-$", "—": "--", "†": r"$^\dagger$", "✓": r"$\checkmark$", "≥": r"$\geq$", "·": r"$\cdot$", "*": r"$^*$"}
+_TEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "±": r"$\pm$",
+    "Δ": r"$\Delta$",
+    "−": r"$-$",
+    "—": "--",
+    "†": r"$^\dagger$",
+    "✓": r"$\checkmark$",
+    "≥": r"$\geq$",
+    "·": r"$\cdot$",
+    "*": r"$^*$",
+}
 
 
 def tex_escape(text) -> str:
@@ -89,7 +114,9 @@ def table_tex(t: EntryTable) -> str:
     text, best = t.display()
     styler = text.style.hide(axis="index").format(tex_escape).format_index(tex_escape, axis=1)
     styler = styler.apply(lambda _: best.replace({True: "textbf:--rwrap;", False: ""}), axis=None)
-    return styler.to_latex(hrules=True, caption=tex_escape(t.title), column_format="l" * len(t.labels(t.rows[0])) + "r" * len(t.columns))
+    return styler.to_latex(
+        hrules=True, caption=tex_escape(t.title), column_format="l" * len(t.labels(t.rows[0])) + "r" * len(t.columns)
+    )
 
 
 def table_csv(t: EntryTable) -> str:
@@ -105,8 +132,13 @@ def _every_table(tables: list[EntryTable]) -> list[EntryTable]:
 def _env():
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=jinja2.select_autoescape(["html"]),
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=jinja2.select_autoescape(["html"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
     env.filters["md"] = _md_escape
     env.globals.update(table_md=table_md, footnotes_md=footnotes_md, html_cells=html_cells, job_refs=job_refs)
     return env
@@ -114,10 +146,15 @@ def _env():
 
 def _run_table(runs: pd.DataFrame) -> pd.DataFrame:
     """The HTML's table of every job: labels, status and the final numbers, as text."""
-    shown = runs[RUN_COLUMNS[:2] + ["setting", "seed", "status", "rounds_completed", "final_ema_acc", "final_acc",
-                                    "wall_s", "error"]]
-    return shown.map(lambda v: "" if v is None or (isinstance(v, float) and pd.isna(v))
-                     else f"{v:.2f}" if isinstance(v, float) else str(v))
+    shown = runs[
+        RUN_COLUMNS[:2]
+        + ["setting", "seed", "status", "rounds_completed", "final_ema_acc", "final_acc", "wall_s", "error"]
+    ]
+    return shown.map(
+        lambda v: (
+            "" if v is None or (isinstance(v, float) and pd.isna(v)) else f"{v:.2f}" if isinstance(v, float) else str(v)
+        )
+    )
 
 
 def status_counts(jobs_df: pd.DataFrame) -> str:
@@ -125,8 +162,9 @@ def status_counts(jobs_df: pd.DataFrame) -> str:
     return f"{len(jobs_df)} jobs: " + ", ".join(f"{n} {s}" for s, n in counts.items())
 
 
-def build_tables(suite, jobs, summaries: dict, results_root: Path,
-                 runs: pd.DataFrame) -> tuple[list[EntryTable], list[EntryTable], str]:
+def build_tables(
+    suite, jobs, summaries: dict, results_root: Path, runs: pd.DataFrame
+) -> tuple[list[EntryTable], list[EntryTable], str]:
     """(entry tables, FedAc tables, FedAc note) for the suite's jobs; `runs` is their jobs_frame."""
     from benchmark.report.fedac_figure import collect, fedac_entry_tables, is_fedac_protocol, lost_summary
 
@@ -145,12 +183,20 @@ def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, out: Pat
     from benchmark.report.sensitivity_figure import sensitivity_figure, sensitivity_points
 
     convex = any(c.key == "final_subopt" for c in table.columns)
-    metric, ylabel = ("final_subopt", "final F(w) − F*") if convex else ("final_ema_acc", "final test accuracy (EMA, %)")
+    metric, ylabel = (
+        ("final_subopt", "final F(w) − F*") if convex else ("final_ema_acc", "final test accuracy (EMA, %)")
+    )
     ids = {i for r in table.sensitivity.rows for i in r.job_ids}
     points = {j.id: {**j.grid_point, **j.suite_point} for j in jobs if j.id in ids}
     data = sensitivity_points(runs[runs.job_id.isin(ids)], points, metric)
-    path = sensitivity_figure(data, {r.method: r.setting for r in table.rows}, f"{table.entry}: sensitivity",
-                              ylabel, out / "figures" / f"sensitivity-{table.slug}.png", log_y=convex)
+    path = sensitivity_figure(
+        data,
+        {r.method: r.setting for r in table.rows},
+        f"{table.entry}: sensitivity",
+        ylabel,
+        out / "figures" / f"sensitivity-{table.slug}.png",
+        log_y=convex,
+    )
     if path:
         table.sensitivity.figure = Figure(f"{table.entry}: {ylabel} against each grid parameter", path)
 
@@ -174,12 +220,21 @@ def write_report(suite, jobs, summaries: dict, results_root, figures: list[Figur
     for t in _every_table(tables) + fedac:
         write(f"tables/{t.slug}.csv", table_csv(t))
         write(f"tables/{t.slug}.tex", table_tex(t))
-    context = dict(suite=suite.name, description=suite.description, counts=status_counts(runs),
-                   legend=LEGEND if tables else "",  # it explains the accuracy tables; FedAc-only reports have none
-                   generated=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-                   results=str(results_root / suite.name), tables=tables, fedac=fedac, fedac_note=fedac_note,
-                   figures=[f for f in figures if f.path.exists()], run_table=_run_table(runs), out=out,
-                   relpath=os.path.relpath)
+    context = dict(
+        suite=suite.name,
+        description=suite.description,
+        counts=status_counts(runs),
+        legend=LEGEND if tables else "",  # it explains the accuracy tables; FedAc-only reports have none
+        generated=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+        results=str(results_root / suite.name),
+        tables=tables,
+        fedac=fedac,
+        fedac_note=fedac_note,
+        figures=[f for f in figures if f.path.exists()],
+        run_table=_run_table(runs),
+        out=out,
+        relpath=os.path.relpath,
+    )
     env = _env()
     write("report.md", env.get_template("report.md.j2").render(**context))
     write("report.html", env.get_template("report.html.j2").render(**context))

@@ -25,8 +25,15 @@ def sensitivity_points(entry_jobs: pd.DataFrame, points: dict[str, dict], metric
     rows = []
     for (method, setting), jobs in entry_jobs.groupby(["method", "setting"], sort=False):
         values = jobs[jobs.status == FINISHED][metric].astype(float).dropna()
-        rows.append({"method": method, "setting": setting, "params": points[jobs.job_id.iloc[0]],
-                     "mean": values.mean() if len(values) else None, "std": values.std() if len(values) > 1 else 0.0})
+        rows.append(
+            {
+                "method": method,
+                "setting": setting,
+                "params": points[jobs.job_id.iloc[0]],
+                "mean": values.mean() if len(values) else None,
+                "std": values.std() if len(values) > 1 else 0.0,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -41,14 +48,23 @@ def _panels(data: pd.DataFrame, chosen: dict[str, str]) -> dict[str, list[tuple[
         best = best.iloc[0] if len(best) else rows.params.iloc[0]
         for key in [k for k in best if rows.params.map(lambda p, k=k: p.get(k)).nunique() > 1]:
             same = rows[rows.params.map(lambda p, key=key: all(p.get(k) == v for k, v in best.items() if k != key))]
-            line = sorted(((r.params[key], r.mean, r.std) for r in same.itertuples()), key=lambda t: str(t[0])
-                          if not _numeric([t[0]]) else t[0])
+            line = sorted(
+                ((r.params[key], r.mean, r.std) for r in same.itertuples()),
+                key=lambda t: str(t[0]) if not _numeric([t[0]]) else t[0],
+            )
             panels.setdefault(key, []).append((method, line))
     return panels
 
 
-def sensitivity_figure(data: pd.DataFrame, chosen: dict[str, str], title: str, ylabel: str, path: Path,
-                       colours: dict[str, tuple] | None = None, log_y: bool = False) -> Path | None:
+def sensitivity_figure(
+    data: pd.DataFrame,
+    chosen: dict[str, str],
+    title: str,
+    ylabel: str,
+    path: Path,
+    colours: dict[str, tuple] | None = None,
+    log_y: bool = False,
+) -> Path | None:
     """Write the PNG (None when no method has two settings differing in one parameter)."""
     from matplotlib import colormaps
     from matplotlib.figure import Figure
@@ -68,12 +84,27 @@ def sensitivity_figure(data: pd.DataFrame, chosen: dict[str, str], title: str, y
             x = [v if numeric else position[str(v)] for v, _, _ in line]
             kept = [(xi, m, s) for xi, (_, m, s) in zip(x, line) if pd.notna(m)]
             if kept:
-                ax.errorbar(*zip(*[(xi, m) for xi, m, _ in kept]), yerr=[s for _, _, s in kept], marker="o",
-                            markersize=4, capsize=3, color=colours[method], label=method)
+                ax.errorbar(
+                    *zip(*[(xi, m) for xi, m, _ in kept]),
+                    yerr=[s for _, _, s in kept],
+                    marker="o",
+                    markersize=4,
+                    capsize=3,
+                    color=colours[method],
+                    label=method,
+                )
             lost = [xi for xi, (_, m, _) in zip(x, line) if pd.isna(m)]
             if lost:
-                ax.plot(lost, [0.04] * len(lost), "x", color=colours[method], markersize=9, clip_on=False,
-                        transform=ax.get_xaxis_transform(), label=f"{method}: {LOST_LABEL}")  # y: axes bottom
+                ax.plot(
+                    lost,
+                    [0.04] * len(lost),
+                    "x",
+                    color=colours[method],
+                    markersize=9,
+                    clip_on=False,
+                    transform=ax.get_xaxis_transform(),
+                    label=f"{method}: {LOST_LABEL}",
+                )  # y: axes bottom
         if numeric and min(xs) > 0 and max(xs) / min(xs) >= 10:
             ax.set_xscale("log")
         if not numeric:

@@ -44,9 +44,12 @@ def distinct_splits(jobs: list[Job]):
         hist = label_counts(data)
         sizes = hist.sum(1)
         split = c.dataset.split
-        title = (f"{job.dataset_label}: {split.kind}" + (f"(α={split.alpha})" if split.alpha else "")
-                 + f", split seed {split.seed}, {data.num_clients} clients — sizes min {int(sizes.min())} / "
-                 f"mean {float(sizes.mean()):.1f} / max {int(sizes.max())}, label skew (mean TV) {label_skew(hist):.3f}")
+        title = (
+            f"{job.dataset_label}: {split.kind}"
+            + (f"(α={split.alpha})" if split.alpha else "")
+            + f", split seed {split.seed}, {data.num_clients} clients — sizes min {int(sizes.min())} / "
+            f"mean {float(sizes.mean()):.1f} / max {int(sizes.max())}, label skew (mean TV) {label_skew(hist):.3f}"
+        )
         yield data, hist, title
 
 
@@ -69,6 +72,10 @@ def split_figures(jobs: list[Job], out_dir: Path) -> list[Path]:
     """A PNG of the label distribution per client for each distinct split, numbered in suite order."""
     from benchmark.report.figures import file_slug, label_distribution_figure, save_figure
 
-    return [save_figure(label_distribution_figure(hist.numpy(), title.replace(" — ", "\n")),
-                        Path(out_dir) / f"split-{n}-{file_slug(title.split(':')[0])}.png")
-            for n, (_, hist, title) in enumerate(distinct_splits(jobs), 1)]
+    return [
+        save_figure(
+            label_distribution_figure(hist.numpy(), title.replace(" — ", "\n")),
+            Path(out_dir) / f"split-{n}-{file_slug(title.split(':')[0])}.png",
+        )
+        for n, (_, hist, title) in enumerate(distinct_splits(jobs), 1)
+    ]

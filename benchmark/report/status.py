@@ -52,8 +52,9 @@ def _last_metrics(jobdir: JobDir) -> dict | None:
 def job_status(job: Job, jobdir: JobDir, now: float) -> JobStatus:
     hb = read_heartbeat(jobdir.heartbeat)
     if hb and is_alive(hb, now):
-        return JobStatus(job, "running", hb["round"], hb.get("test_acc"), seconds_per_round(hb),
-                         f"pid {hb['pid']} on {hb['host']}")
+        return JobStatus(
+            job, "running", hb["round"], hb.get("test_acc"), seconds_per_round(hb), f"pid {hb['pid']} on {hb['host']}"
+        )
     summary = jobdir.read_summary() or {}
     status, rounds = summary.get("status"), summary.get("rounds_completed") or 0
     per_round = summary["wall_time_s"] / rounds if rounds and summary.get("wall_time_s") else None
@@ -64,19 +65,24 @@ def job_status(job: Job, jobdir: JobDir, now: float) -> JobStatus:
         return JobStatus(job, status, rounds, None, per_round, what[0][:80] if what else "")
     last = _last_metrics(jobdir)
     if status == STOPPED:
-        return JobStatus(job, "pending", rounds, summary.get("final_acc"), per_round, "stopped early (--stop-after); resumes")
+        return JobStatus(
+            job, "pending", rounds, summary.get("final_acc"), per_round, "stopped early (--stop-after); resumes"
+        )
     if last is None and not jobdir.checkpoint.exists():
         return JobStatus(job, "pending", 0, None, None)
     resumes = "resumes from its checkpoint" if jobdir.checkpoint.exists() else "no checkpoint: restarts"
     round_ = last["round"] if last else 0
-    return JobStatus(job, "pending", round_, last and last.get("test_acc"), None,
-                     f"interrupted near round {round_}; {resumes}")
+    return JobStatus(
+        job, "pending", round_, last and last.get("test_acc"), None, f"interrupted near round {round_}; {resumes}"
+    )
 
 
 # from the most to the least similar job whose round time can stand in for an unmeasured one
-SIMILAR = (lambda a, b: (a.dataset_label, a.method_label) == (b.dataset_label, b.method_label),
-           lambda a, b: a.dataset_label == b.dataset_label,
-           lambda a, b: True)
+SIMILAR = (
+    lambda a, b: (a.dataset_label, a.method_label) == (b.dataset_label, b.method_label),
+    lambda a, b: a.dataset_label == b.dataset_label,
+    lambda a, b: True,
+)
 
 
 def estimate_etas(statuses: list[JobStatus]) -> None:
@@ -107,14 +113,25 @@ STYLE = {"done": "green", "running": "cyan", "failed": "red", "diverged": "magen
 def status_table(suite: str, statuses: list[JobStatus]) -> Table:
     table = Table(title=f"{suite}: {len(statuses)} jobs")
     for col in ("id", "dataset", "method", "seed", "state", "rounds", "latest acc (%)", "s/round", "ETA", "note"):
-        table.add_column(col, justify="right" if col in ("seed", "rounds", "latest acc (%)", "s/round", "ETA") else "left",
-                         no_wrap=col in ("id", "method", "state"))
+        table.add_column(
+            col,
+            justify="right" if col in ("seed", "rounds", "latest acc (%)", "s/round", "ETA") else "left",
+            no_wrap=col in ("id", "method", "state"),
+        )
     for s in statuses:
         c = s.job.config
-        table.add_row(s.job.id, s.job.dataset_label, s.job.method_label, str(c.seed),
-                      f"[{STYLE[s.state]}]{s.state}[/]", f"{s.rounds_done}/{c.rounds}",
-                      "-" if s.acc is None else f"{s.acc:.2f}", "-" if s.sec_per_round is None else f"{s.sec_per_round:.3g}",
-                      duration(s.eta_s) if s.rounds_left else "", s.note)
+        table.add_row(
+            s.job.id,
+            s.job.dataset_label,
+            s.job.method_label,
+            str(c.seed),
+            f"[{STYLE[s.state]}]{s.state}[/]",
+            f"{s.rounds_done}/{c.rounds}",
+            "-" if s.acc is None else f"{s.acc:.2f}",
+            "-" if s.sec_per_round is None else f"{s.sec_per_round:.3g}",
+            duration(s.eta_s) if s.rounds_left else "",
+            s.note,
+        )
     return table
 
 

@@ -25,7 +25,9 @@ def rich_table(t) -> Table:
     return table
 
 
-def result_tables(suite: Suite, jobs: list[Job], summaries: dict[str, dict], results_root: Path | None = None) -> list[Table]:
+def result_tables(
+    suite: Suite, jobs: list[Job], summaries: dict[str, dict], results_root: Path | None = None
+) -> list[Table]:
     """Rich tables (each entry's, then its sensitivity table) from the jobs' summaries; with
     `results_root`, bytes to a target the suite does not name come from the round records."""
     from benchmark.report.entry_tables import entry_tables

@@ -110,8 +110,9 @@ def run_group(configs) -> list[Outcome]:
     objective = None
     if first.suboptimality:  # F* is solved (or read) once per dataset and λ
         lam = first.local.weight_decay
-        objective = PER_DATASET.get(first, ("objective", lam),
-                                    lambda: BinaryLogistic.of(src.train_x, src.train_y, src.num_classes, lam))
+        objective = PER_DATASET.get(
+            first, ("objective", lam), lambda: BinaryLogistic.of(src.train_x, src.train_y, src.num_classes, lam)
+        )
     started = time.monotonic()
     outcomes = run_batch(configs, src.train_x, src.train_y, src.test_x, src.test_y, objective)
     # one computation for every job: its seconds shared evenly over the jobs and their rounds

@@ -137,19 +137,28 @@ class Checkpoints(RoundCallback):
     the last round: the job's end writes what is needed). `flush` runs first, so metrics.jsonl
     holds every round the checkpoint covers; `shipped(round)` after (the Ray executor ships it)."""
 
-    def __init__(self, jobdir: JobDir, sim, job_rounds: int, every: int, minutes: float, stop,
-                 flush: Callable[[], None], shipped: Callable[[int], None] | None = None):
+    def __init__(
+        self,
+        jobdir: JobDir,
+        sim,
+        job_rounds: int,
+        every: int,
+        minutes: float,
+        stop,
+        flush: Callable[[], None],
+        shipped: Callable[[int], None] | None = None,
+    ):
         self.jobdir, self.sim, self.job_rounds, self.every, self.minutes = jobdir, sim, job_rounds, every, minutes
         self.stop, self.flush, self.shipped = stop, flush, shipped
         self.saved_round, self.saved_at = sim.progress.round, time.monotonic()
 
     def on_round(self, round_):
-        due = (self.every and round_ % self.every == 0) or \
-              (self.minutes and time.monotonic() - self.saved_at >= 60 * self.minutes)
+        due = (self.every and round_ % self.every == 0) or (
+            self.minutes and time.monotonic() - self.saved_at >= 60 * self.minutes
+        )
         if (due or self.stop.requested) and round_ < self.job_rounds:
             self.flush()
             save_checkpoint(self.jobdir, self.sim)
             self.saved_round, self.saved_at = round_, time.monotonic()
             if self.shipped:
                 self.shipped(round_)
-

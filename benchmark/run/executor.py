@@ -35,8 +35,15 @@ def reusable_summary(job: Job, jobdir: JobDir) -> dict | None:
     return jobdir.skipped_summary(data_fingerprint(job.config))
 
 
-def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu", tracker=None,
-             progress=None, stop_after: int | None = None) -> dict[str, dict]:
+def run_jobs(
+    jobs: list[Job],
+    suite: str,
+    results_root: Path,
+    device: str = "cpu",
+    tracker=None,
+    progress=None,
+    stop_after: int | None = None,
+) -> dict[str, dict]:
     """Run every unfinished job; returns job id -> summary (finished, diverged, skipped, or failed)."""
     tracker = tracker or NullTracker()
     progress = progress or LogProgress(jobs)
@@ -58,8 +65,7 @@ def run_jobs(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu
                     summaries[job.id] = done
                     progress.skipped(job, done)
                 else:
-                    summaries[job.id] = _run_one(job, suite, jobdir, device, tracker, progress, stop_after,
-                                                 batched)
+                    summaries[job.id] = _run_one(job, suite, jobdir, device, tracker, progress, stop_after, batched)
             finally:
                 lock.release()
             return True
@@ -79,10 +85,17 @@ class LocalExecutor(Executor):
         return run_jobs(jobs, suite, results_root, device, tracker, progress, stop_after)
 
 
-def run_or_record_failure(job: Job, suite: str, jobdir: JobDir, device: str, tracker,
-                          on_eval: Callable[[dict], None] | None = None, stop_after: int | None = None,
-                          simulation_for: Callable | None = None,
-                          on_checkpoint: Callable[[int], None] | None = None) -> dict:
+def run_or_record_failure(
+    job: Job,
+    suite: str,
+    jobdir: JobDir,
+    device: str,
+    tracker,
+    on_eval: Callable[[dict], None] | None = None,
+    stop_after: int | None = None,
+    simulation_for: Callable | None = None,
+    on_checkpoint: Callable[[int], None] | None = None,
+) -> dict:
     """`run_job`, except that a crash becomes a "failed" summary.json; a UserError propagates.
     (The Ray executor's workers run their job through it too.)"""
     try:
@@ -96,10 +109,19 @@ def run_or_record_failure(job: Job, suite: str, jobdir: JobDir, device: str, tra
         return summary
 
 
-def _run_one(job: Job, suite: str, jobdir: JobDir, device: str, tracker, progress, stop_after: int | None,
-             batched: BatchedJobs) -> dict:
+def _run_one(
+    job: Job, suite: str, jobdir: JobDir, device: str, tracker, progress, stop_after: int | None, batched: BatchedJobs
+) -> dict:
     progress.job_started(job, replayed=batched.covers(job))
-    summary = run_or_record_failure(job, suite, jobdir, device, tracker, lambda rec: progress.evaluated(job, rec),
-                                    stop_after, batched.simulation_for)
+    summary = run_or_record_failure(
+        job,
+        suite,
+        jobdir,
+        device,
+        tracker,
+        lambda rec: progress.evaluated(job, rec),
+        stop_after,
+        batched.simulation_for,
+    )
     progress.job_finished(job, summary)
     return summary

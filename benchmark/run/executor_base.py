@@ -77,8 +77,9 @@ class Executor(ABC):
             data_fingerprint(job.config)
 
     @abstractmethod
-    def run(self, jobs: list[Job], suite: str, results_root: Path, device: str, tracker, progress,
-            stop_after: int | None) -> dict[str, dict]:
+    def run(
+        self, jobs: list[Job], suite: str, results_root: Path, device: str, tracker, progress, stop_after: int | None
+    ) -> dict[str, dict]:
         """Run every unfinished job; job id -> summary (finished, diverged, skipped, stopped or failed)."""
 
 

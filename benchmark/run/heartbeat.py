@@ -20,8 +20,14 @@ STALE_S = 120.0  # a heartbeat this much older than its own round time means its
 class Heartbeat:
     def __init__(self, path: Path, rounds: int, start_round: int):
         self.path = path
-        self.state = {"pid": os.getpid(), "host": socket.gethostname(), "rounds": rounds,
-                      "start_round": start_round, "started": time.time(), "round": start_round}
+        self.state = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "rounds": rounds,
+            "start_round": start_round,
+            "started": time.time(),
+            "round": start_round,
+        }
         self.written = 0.0
         self.beat(start_round, force=True)
 

@@ -12,8 +12,16 @@ from typing import Callable
 from benchmark.metrics import summarise
 from benchmark.engine import low_rank_step
 from benchmark.engine.setup import build_simulation
-from benchmark.run.callbacks import (Callbacks, Checkpoints, EachEval, HeartbeatFile, MetricsFile, RoundCallback,
-                                     Tracking, save_checkpoint)
+from benchmark.run.callbacks import (
+    Callbacks,
+    Checkpoints,
+    EachEval,
+    HeartbeatFile,
+    MetricsFile,
+    RoundCallback,
+    Tracking,
+    save_checkpoint,
+)
 from benchmark.engine.simulation import Diverged, Simulation
 from benchmark.run.records import Divergence, JobSummary, RoundRecord
 from benchmark.run.results import JobDir, atomic_torch_save, atomic_write_json
@@ -76,14 +84,23 @@ def resume_point(job: Job, jobdir: JobDir, sim: Simulation) -> list[RoundRecord]
         return []
     at = checkpoint["simulation"]["round"]
     if checkpoint.get("data_fingerprint", sim.data.fingerprint) != sim.data.fingerprint:
-        log.warning("%s was written on other data (fingerprint %s, now %s); restarting job %s from round 0",
-                    jobdir.checkpoint, checkpoint["data_fingerprint"], sim.data.fingerprint, job.id)
+        log.warning(
+            "%s was written on other data (fingerprint %s, now %s); restarting job %s from round 0",
+            jobdir.checkpoint,
+            checkpoint["data_fingerprint"],
+            sim.data.fingerprint,
+            job.id,
+        )
         jobdir.checkpoint.unlink()
         return []
     records = [RoundRecord.from_json(r) for r in jobdir.read_metrics() if r["round"] <= at]
     if [r.round for r in records] != eval_rounds(job, at):
-        log.warning("%s lacks rounds before the checkpoint's round %d; restarting job %s from round 0",
-                    jobdir.metrics, at, job.id)
+        log.warning(
+            "%s lacks rounds before the checkpoint's round %d; restarting job %s from round 0",
+            jobdir.metrics,
+            at,
+            job.id,
+        )
         jobdir.checkpoint.unlink()
         return []
     sim.load_state_dict(checkpoint["simulation"])
@@ -104,26 +121,54 @@ class Stamp(RoundCallback):
             rec.wall_s = round(self.trained_before + time.monotonic() - self.since, 3)
 
 
-def job_summary(job: Job, suite: str, sim, records: list[RoundRecord], diverged: Diverged | None,
-                threads: dict | None = None) -> JobSummary:
-    about = dict(job_id=job.id, suite=suite, dataset=job.dataset_label, method=job.method_label, seed=job.config.seed,
-                 data_fingerprint=sim.data.fingerprint, bytes_down=sim.progress.bytes_down, bytes_up=sim.progress.bytes_up,
-                 execution=sim.execution, execution_probe=sim.execution_probe,
-                 local_step=low_rank_step.record(sim.local_step) or None, threads=threads)
+def job_summary(
+    job: Job, suite: str, sim, records: list[RoundRecord], diverged: Diverged | None, threads: dict | None = None
+) -> JobSummary:
+    about = dict(
+        job_id=job.id,
+        suite=suite,
+        dataset=job.dataset_label,
+        method=job.method_label,
+        seed=job.config.seed,
+        data_fingerprint=sim.data.fingerprint,
+        bytes_down=sim.progress.bytes_down,
+        bytes_up=sim.progress.bytes_up,
+        execution=sim.execution,
+        execution_probe=sim.execution_probe,
+        local_step=low_rank_step.record(sim.local_step) or None,
+        threads=threads,
+    )
     last = records[-1] if records else None
     if diverged:  # no accuracy: what a NaN model "scores" is the argmax of NaN logits
-        return JobSummary(**about, status=DIVERGED, rounds_completed=diverged.round - 1,
-                          diverged=Divergence(diverged.round, str(diverged), last and last.to_json()))
-    return JobSummary(**about, status=FINISHED if sim.progress.round >= job.config.rounds else STOPPED,
-                      rounds_completed=sim.progress.round, final_acc=last and last.test_acc,
-                      final_ema_acc=last and last.ema_acc, final_subopt=last and last.subopt,
-                      metrics=summarise([r.to_json() for r in records], job.config.metrics, job.config.rounds))
+        return JobSummary(
+            **about,
+            status=DIVERGED,
+            rounds_completed=diverged.round - 1,
+            diverged=Divergence(diverged.round, str(diverged), last and last.to_json()),
+        )
+    return JobSummary(
+        **about,
+        status=FINISHED if sim.progress.round >= job.config.rounds else STOPPED,
+        rounds_completed=sim.progress.round,
+        final_acc=last and last.test_acc,
+        final_ema_acc=last and last.ema_acc,
+        final_subopt=last and last.subopt,
+        metrics=summarise([r.to_json() for r in records], job.config.metrics, job.config.rounds),
+    )
 
 
-def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=None,
-            on_eval: Callable[[dict], None] | None = None, stop_after: int | None = None,
-            simulation_for: Callable | None = None, on_checkpoint: Callable[[int], None] | None = None,
-            callbacks: list[RoundCallback] = ()) -> dict:
+def run_job(
+    job: Job,
+    suite: str,
+    jobdir: JobDir,
+    device: str = "cpu",
+    tracker=None,
+    on_eval: Callable[[dict], None] | None = None,
+    stop_after: int | None = None,
+    simulation_for: Callable | None = None,
+    on_checkpoint: Callable[[int], None] | None = None,
+    callbacks: list[RoundCallback] = (),
+) -> dict:
     """Run (or resume) `job`; returns its summary. `stop_after` stops early (tests, CI smoke).
     `simulation_for(job)` may supply the simulation (the batched FedAc engine's replay); None: build it.
     `on_eval(record)` is called per evaluated round, `on_checkpoint(round)` after each checkpoint is
@@ -139,11 +184,27 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
     metrics = MetricsFile(jobdir)
     c = job.config
     stop = StopAtRoundEnd()
-    checkpoints = Checkpoints(jobdir, sim, c.rounds, c.checkpoint_every, c.checkpoint_minutes, stop,
-                              flush=lambda: effects.on_flush(), shipped=on_checkpoint)
-    effects = Callbacks([Stamp(resumed), metrics, Tracking(tracker, jobdir),
-                       HeartbeatFile(jobdir.heartbeat, c.rounds, sim.progress.round), checkpoints,
-                       *([EachEval(on_eval)] if on_eval else []), *callbacks])
+    checkpoints = Checkpoints(
+        jobdir,
+        sim,
+        c.rounds,
+        c.checkpoint_every,
+        c.checkpoint_minutes,
+        stop,
+        flush=lambda: effects.on_flush(),
+        shipped=on_checkpoint,
+    )
+    effects = Callbacks(
+        [
+            Stamp(resumed),
+            metrics,
+            Tracking(tracker, jobdir),
+            HeartbeatFile(jobdir.heartbeat, c.rounds, sim.progress.round),
+            checkpoints,
+            *([EachEval(on_eval)] if on_eval else []),
+            *callbacks,
+        ]
+    )
 
     def on_round(r: int) -> None:
         effects.on_round(r)
@@ -154,14 +215,22 @@ def run_job(job: Job, suite: str, jobdir: JobDir, device: str = "cpu", tracker=N
     try:
         effects.on_start(resumed)
         with stop:
-            sim.run(on_eval=lambda rec: effects.on_eval(RoundRecord.from_json(rec)), on_round=on_round,
-                    stop_after=stop_after)
+            sim.run(
+                on_eval=lambda rec: effects.on_eval(RoundRecord.from_json(rec)),
+                on_round=on_round,
+                stop_after=stop_after,
+            )
     except Diverged as err:
         diverged = err
     except KeyboardInterrupt:
         at, kept = sim.progress.round, checkpoints.saved_round
-        where = ("its checkpoint there is kept" if kept == at else f"it resumes from its checkpoint at round {kept}"
-                 if kept else "no checkpoint yet, it restarts from round 0")
+        where = (
+            "its checkpoint there is kept"
+            if kept == at
+            else f"it resumes from its checkpoint at round {kept}"
+            if kept
+            else "no checkpoint yet, it restarts from round 0"
+        )
         raise JobInterrupted(f"job {job.id} stopped at round {at}; {where}") from None
     finally:
         effects.on_close()

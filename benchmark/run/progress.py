@@ -12,8 +12,7 @@ import time
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 
 log = logging.getLogger("fedbench")
@@ -44,9 +43,11 @@ def outcome(summary: dict) -> str:
     status = summary.get("status")
     if status == "finished":
         subopt = summary.get("final_subopt")
-        return (f"acc {accuracy(summary['final_acc'], summary['final_ema_acc'])}"
-                + (f", F − F* {subopt:.3g}" if subopt is not None else "")
-                + f" after {summary['rounds_completed']} rounds in {duration(summary.get('wall_time_s'))}")
+        return (
+            f"acc {accuracy(summary['final_acc'], summary['final_ema_acc'])}"
+            + (f", F − F* {subopt:.3g}" if subopt is not None else "")
+            + f" after {summary['rounds_completed']} rounds in {duration(summary.get('wall_time_s'))}"
+        )
     if status == "stopped":
         return f"stopped at round {summary['rounds_completed']} (resumable)"
     return f"{status}: {summary.get('error', '')}".rstrip(": ")
@@ -92,8 +93,15 @@ class LogProgress:
         self.started[job.id] = (time.monotonic(), None)
         if replayed:
             self.replayed.add(job.id)
-        log.log(logging.DEBUG if replayed else logging.INFO, "job %d/%d started: %s (id %s, %d rounds)",
-                self.done_jobs + 1, self.total_jobs, job_name(job), job.id, job.config.rounds)
+        log.log(
+            logging.DEBUG if replayed else logging.INFO,
+            "job %d/%d started: %s (id %s, %d rounds)",
+            self.done_jobs + 1,
+            self.total_jobs,
+            job_name(job),
+            job.id,
+            job.config.rounds,
+        )
 
     def rate(self, job, rec: dict) -> float | None:
         """Rounds per second since the first evaluation this process saw (resumes start late)."""
@@ -109,8 +117,14 @@ class LogProgress:
         if self.verbosity < VERBOSE and not self.round_lines.due():
             return
         speed = f", {rate:.3g} rounds/s, ETA {duration((job.config.rounds - rec['round']) / rate)}" if rate else ""
-        log.info("%s: round %d/%d, acc %s%s", job_name(job), rec["round"], job.config.rounds,
-                 accuracy(rec["test_acc"], rec["ema_acc"]), speed)
+        log.info(
+            "%s: round %d/%d, acc %s%s",
+            job_name(job),
+            rec["round"],
+            job.config.rounds,
+            accuracy(rec["test_acc"], rec["ema_acc"]),
+            speed,
+        )
 
     def job_finished(self, job, summary: dict) -> None:
         self.done_jobs += 1
@@ -119,7 +133,9 @@ class LogProgress:
         if job.id in self.replayed and status != "failed":  # a diverged η of a batched grid is a result
             last = self.done_jobs == self.total_jobs
             level = logging.INFO if self.verbosity >= VERBOSE or last or self.replay_lines.due() else logging.DEBUG
-        log.log(level, "job %d/%d %s: %s (id %s)", self.done_jobs, self.total_jobs, job_name(job), outcome(summary), job.id)
+        log.log(
+            level, "job %d/%d %s: %s (id %s)", self.done_jobs, self.total_jobs, job_name(job), outcome(summary), job.id
+        )
 
 
 class RichProgress(LogProgress):
@@ -128,9 +144,17 @@ class RichProgress(LogProgress):
     def __init__(self, jobs: list, console: Console, verbosity: int = NORMAL):
         super().__init__(jobs, verbosity)
         self.console = console
-        self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TextColumn("ETA"),
-                                 TimeRemainingColumn(), console=console, transient=False)
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
         self.suite = self.progress.add_task("suite rounds", total=sum(j.config.rounds for j in jobs), status="")
         self.tasks: dict[str, tuple[int, int]] = {}  # job id -> (task, last round counted)
 
@@ -158,8 +182,11 @@ class RichProgress(LogProgress):
         self.progress.advance(self.suite, rec["round"] - counted)
         self.tasks[job.id] = (task, rec["round"])
         if self.verbosity >= VERBOSE:
-            self.console.print(f"  {job_name(job)}: round {rec['round']}, acc {accuracy(rec['test_acc'])}", markup=False,
-                               highlight=False)
+            self.console.print(
+                f"  {job_name(job)}: round {rec['round']}, acc {accuracy(rec['test_acc'])}",
+                markup=False,
+                highlight=False,
+            )
 
     def job_finished(self, job, summary: dict) -> None:
         self.done_jobs += 1
@@ -170,7 +197,9 @@ class RichProgress(LogProgress):
         self._suite_status()
         ok = summary.get("status") in ("finished", "stopped")
         mark = "[green]done[/green]" if ok else f"[red]{escape(str(summary.get('status')))}[/red]"
-        self.console.print(f"{mark} {escape(job_name(job))}: {escape(outcome(summary))} [dim]{job.id}[/dim]", highlight=False)
+        self.console.print(
+            f"{mark} {escape(job_name(job))}: {escape(outcome(summary))} [dim]{job.id}[/dim]", highlight=False
+        )
 
 
 def reporter(jobs: list, console: Console, verbosity: int = NORMAL):

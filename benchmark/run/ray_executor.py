@@ -60,8 +60,19 @@ class JobRun:
 class Driver:
     """Submits tasks, applies their messages to results/, the tracker and the display."""
 
-    def __init__(self, ray, suite: str, results_root: Path, device: str, tracker, progress,
-                 stop_after: int | None, options: dict, threads: int, offers: dict[tuple, Offer]):
+    def __init__(
+        self,
+        ray,
+        suite: str,
+        results_root: Path,
+        device: str,
+        tracker,
+        progress,
+        stop_after: int | None,
+        options: dict,
+        threads: int,
+        offers: dict[tuple, Offer],
+    ):
         self.ray, self.suite, self.root, self.device = ray, suite, Path(results_root), device
         self.offers = offers  # (dataset, root) -> how a node without it stages it
         self.tracker, self.progress, self.stop_after, self.threads = tracker, progress, stop_after, threads
@@ -87,8 +98,11 @@ class Driver:
         try:
             fingerprint = data_fingerprint(job.config)
         except DatasetMissing:
-            log.warning("job %s: done, reused without checking its data fingerprint (its dataset is not on this "
-                        "machine, only on the nodes)", job.id)
+            log.warning(
+                "job %s: done, reused without checking its data fingerprint (its dataset is not on this "
+                "machine, only on the nodes)",
+                job.id,
+            )
             return jobdir.skipped_summary()
         if done := jobdir.skipped_summary(fingerprint):
             return done
@@ -124,9 +138,16 @@ class Driver:
 
     def on_staged(self, run: JobRun, staged: dict) -> None:
         run.placements[-1]["staged"] = staged
-        log.info("%s staged dataset %s (%.1f MB, sha256 %s%s) from %s into %s", run.placements[-1]["where"],
-                 staged["dataset"], staged["bytes"] / MB, staged["sha256"][:16],
-                 "" if staged["verified"] else ", not pinned", staged["from"], staged["folder"])
+        log.info(
+            "%s staged dataset %s (%.1f MB, sha256 %s%s) from %s into %s",
+            run.placements[-1]["where"],
+            staged["dataset"],
+            staged["bytes"] / MB,
+            staged["sha256"][:16],
+            "" if staged["verified"] else ", not pinned",
+            staged["from"],
+            staged["folder"],
+        )
 
     def on_records(self, run: JobRun, records: list[dict]) -> None:
         self.tracker.log_records(records, run.job.id)  # it logs only the rounds its run lacks
@@ -147,21 +168,32 @@ class Driver:
             result = self.ray.get(ref)
         except self.ray.exceptions.RayTaskError as err:  # raised outside run_job: imports, the queue
             if isinstance(err.cause, ImportError):
-                raise UserError(f"job {job.id}: a Ray node cannot import what fedbench needs ({err.cause}). fedbench's "
-                                "own code is shipped to the nodes; its dependencies (torch, pydantic, ...) must be "
-                                "installed there") from None
+                raise UserError(
+                    f"job {job.id}: a Ray node cannot import what fedbench needs ({err.cause}). fedbench's "
+                    "own code is shipped to the nodes; its dependencies (torch, pydantic, ...) must be "
+                    "installed there"
+                ) from None
             return job, self.record_failure(job, f"{type(err.cause).__name__} on its Ray worker: {err.cause}", str(err))
         except self.ray.exceptions.RuntimeEnvSetupError as err:
-            raise UserError(f"Ray could not set up fedbench's runtime environment (its code) on a node: {err}") from None
+            raise UserError(
+                f"Ray could not set up fedbench's runtime environment (its code) on a node: {err}"
+            ) from None
         except self.ray.exceptions.RayError as err:  # the worker or its node died
             if run.attempt < ATTEMPTS:
                 ckpt = "its last checkpoint" if jobdir.checkpoint.exists() else "the start (no checkpoint yet)"
-                log.warning("job %s: %s (worker or node lost); resubmitted from %s, attempt %d/%d",
-                            job.id, type(err).__name__, ckpt, run.attempt + 1, ATTEMPTS)
+                log.warning(
+                    "job %s: %s (worker or node lost); resubmitted from %s, attempt %d/%d",
+                    job.id,
+                    type(err).__name__,
+                    ckpt,
+                    run.attempt + 1,
+                    ATTEMPTS,
+                )
                 self.submit(job)
                 return None
-            return job, self.record_failure(job, f"lost its Ray worker {ATTEMPTS} times; last: {type(err).__name__}: {err}",
-                                            traceback.format_exc())
+            return job, self.record_failure(
+                job, f"lost its Ray worker {ATTEMPTS} times; last: {type(err).__name__}: {err}", traceback.format_exc()
+            )
         if "user_error" in result:
             raise UserError(result["user_error"])
         summary = {**result["summary"], "ray": {"attempts": run.placements}}
@@ -212,14 +244,26 @@ def check_resources(available: dict, gpus_per_job: float, cpus_per_job: float) -
     for flag, want, kind in (("--gpus-per-job", gpus_per_job, "GPU"), ("--cpus-per-job", cpus_per_job, "CPU")):
         have = available.get(kind, 0)
         if want > have:
-            raise UserError(f"{flag} {want:g}: the Ray cluster has {have:g} {kind}(s), so no job could ever start; "
-                            f"lower {flag} or join a cluster that has them (--ray-address)")
+            raise UserError(
+                f"{flag} {want:g}: the Ray cluster has {have:g} {kind}(s), so no job could ever start; "
+                f"lower {flag} or join a cluster that has them (--ray-address)"
+            )
 
 
-def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = "cpu", tracker=None,
-                 progress=None, stop_after: int | None = None, address: str | None = None,
-                 gpus_per_job: float = 0.0, cpus_per_job: float = 1.0, data_uris: dict | None = None,
-                 ship_max_mb: float = DEFAULT_SHIP_MAX_MB) -> dict[str, dict]:
+def run_jobs_ray(
+    jobs: list[Job],
+    suite: str,
+    results_root: Path,
+    device: str = "cpu",
+    tracker=None,
+    progress=None,
+    stop_after: int | None = None,
+    address: str | None = None,
+    gpus_per_job: float = 0.0,
+    cpus_per_job: float = 1.0,
+    data_uris: dict | None = None,
+    ship_max_mb: float = DEFAULT_SHIP_MAX_MB,
+) -> dict[str, dict]:
     """Run every unfinished job as a Ray task; returns job id -> summary (finished, skipped, or failed).
     `data_uris`: dataset name -> DataUri for nodes without it (else the driver's copy is shipped
     when it is at most `ship_max_mb`)."""
@@ -239,18 +283,35 @@ def run_jobs_ray(jobs: list[Job], suite: str, results_root: Path, device: str = 
         raise
     for offer in offers.values():
         if offer.uri and not offer.sha256:
-            log.warning("dataset %s: %s is not pinned (no #sha256=<hex>): nodes cannot check what they fetch",
-                        offer.dataset, offer.source)
+            log.warning(
+                "dataset %s: %s is not pinned (no #sha256=<hex>): nodes cannot check what they fetch",
+                offer.dataset,
+                offer.source,
+            )
         elif offer.ref is not None:
-            log.info("dataset %s: %s (%.1f MB) is in Ray's object store for nodes that lack it",
-                     offer.dataset, offer.source, offer.size / MB)
+            log.info(
+                "dataset %s: %s (%.1f MB) is in Ray's object store for nodes that lack it",
+                offer.dataset,
+                offer.source,
+                offer.size / MB,
+            )
     options = {"num_cpus": cpus_per_job, "num_gpus": gpus_per_job, "max_retries": 0}
     summaries: dict[str, dict] = {}
     driver = None
     try:
         with progress:
-            driver = Driver(ray, suite, results_root, device, tracker, progress, stop_after, options,
-                            max(1, int(cpus_per_job)), offers)
+            driver = Driver(
+                ray,
+                suite,
+                results_root,
+                device,
+                tracker,
+                progress,
+                stop_after,
+                options,
+                max(1, int(cpus_per_job)),
+                offers,
+            )
 
             def start(job: Job, wait: bool) -> bool:
                 """Submit or skip `job`; False when another process holds its lock and `wait` is off."""
@@ -312,6 +373,17 @@ class RayExecutor(Executor):
 
     def run(self, jobs, suite, results_root, device, tracker, progress, stop_after):
         o = self.options
-        return run_jobs_ray(jobs, suite, results_root, device, tracker, progress, stop_after, address=o.address,
-                            gpus_per_job=o.gpus_per_job, cpus_per_job=o.cpus_per_job, data_uris=self.data_uris(jobs),
-                            ship_max_mb=o.ship_max_mb)
+        return run_jobs_ray(
+            jobs,
+            suite,
+            results_root,
+            device,
+            tracker,
+            progress,
+            stop_after,
+            address=o.address,
+            gpus_per_job=o.gpus_per_job,
+            cpus_per_job=o.cpus_per_job,
+            data_uris=self.data_uris(jobs),
+            ship_max_mb=o.ship_max_mb,
+        )

@@ -83,8 +83,16 @@ def download(offer: Offer, dest: Path) -> None:
         dest.write_bytes(ray.get(offer.ref))
 
 
-def run_remote_job(job: Job, suite: str, device: str, stop_after: int | None, threads: int,
-                   resume: dict[str, bytes], queue, offer: Offer | None = None) -> dict:
+def run_remote_job(
+    job: Job,
+    suite: str,
+    device: str,
+    stop_after: int | None,
+    threads: int,
+    resume: dict[str, bytes],
+    queue,
+    offer: Offer | None = None,
+) -> dict:
     """Body of a Ray task: {"summary", "files"}, or {"user_error": message naming the node}.
     `offer`: how to stage the job's dataset if this node lacks it."""
     import ray
@@ -103,13 +111,24 @@ def run_remote_job(job: Job, suite: str, device: str, stop_after: int | None, th
             relay.send("staged", staged)
         jobdir = JobDir(scratch, suite, job.id)
         jobdir.write_files(resume)
-        summary = run_or_record_failure(job, suite, jobdir, device, relay, relay.on_eval, stop_after, None,
-                                        lambda r: relay.send("checkpoint", jobdir.read_files(RESUME_FILES)))
+        summary = run_or_record_failure(
+            job,
+            suite,
+            jobdir,
+            device,
+            relay,
+            relay.on_eval,
+            stop_after,
+            None,
+            lambda r: relay.send("checkpoint", jobdir.read_files(RESUME_FILES)),
+        )
         relay.flush_rounds()
         return {"summary": summary, "files": jobdir.read_files(OUTPUT_FILES)}
     except DatasetMissing as err:
-        return {"user_error": f"on {where}: {err}\n  Each Ray node reads datasets from its own disk or a staged copy: "
-                              f"{node_fixes(job.config.dataset.name)}"}
+        return {
+            "user_error": f"on {where}: {err}\n  Each Ray node reads datasets from its own disk or a staged copy: "
+            f"{node_fixes(job.config.dataset.name)}"
+        }
     except UserError as err:
         return {"user_error": f"on {where}: {err}"}
     finally:

@@ -27,7 +27,9 @@ class RoundRecord:
     @classmethod
     def from_json(cls, rec: dict) -> "RoundRecord":
         known = {f.name for f in fields(cls)} - {"extra"}
-        return cls(**{k: v for k, v in rec.items() if k in known}, extra={k: v for k, v in rec.items() if k not in known})
+        return cls(
+            **{k: v for k, v in rec.items() if k in known}, extra={k: v for k, v in rec.items() if k not in known}
+        )
 
     def to_json(self) -> dict:
         """The metrics.jsonl form: absent optional values are left out, not null."""

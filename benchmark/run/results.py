@@ -125,8 +125,14 @@ class JobDir:
             n += 1
             aside = self.path.with_name(f"{self.path.name}.data-{recorded}-{n}")
         os.replace(self.path, aside)
-        log.warning("results of job %s were computed on other data (fingerprint %s, now %s): moved to %s; "
-                    "running the job again", self.path.name, recorded, fingerprint, aside)
+        log.warning(
+            "results of job %s were computed on other data (fingerprint %s, now %s): moved to %s; "
+            "running the job again",
+            self.path.name,
+            recorded,
+            fingerprint,
+            aside,
+        )
 
     def read_metrics(self) -> list[dict]:
         """The records up to the first line that is not a complete JSON record (a file cut
@@ -142,8 +148,13 @@ class JobDir:
                 if not isinstance(rec, dict) or "round" not in rec:
                     raise ValueError("not a metrics record")
             except ValueError as err:
-                log.warning("%s line %d is corrupt (%s); keeping the %d records before it",
-                            self.metrics, number, err, len(records))
+                log.warning(
+                    "%s line %d is corrupt (%s); keeping the %d records before it",
+                    self.metrics,
+                    number,
+                    err,
+                    len(records),
+                )
                 break
             records.append(rec)
         return records
@@ -168,8 +179,12 @@ class JobDir:
         """Move a checkpoint the job cannot resume from to checkpoint.pt.corrupt, saying why."""
         aside = self.checkpoint.with_name("checkpoint.pt.corrupt")
         os.replace(self.checkpoint, aside)
-        log.warning("%s cannot be resumed from: %s; moved to %s, the job restarts from round 0",
-                    self.checkpoint, why, aside.name)
+        log.warning(
+            "%s cannot be resumed from: %s; moved to %s, the job restarts from round 0",
+            self.checkpoint,
+            why,
+            aside.name,
+        )
 
     def discard_checkpoint(self) -> None:
         """Remove resume material (memmap client state can be large)."""
@@ -182,7 +197,9 @@ class JobDir:
         out: dict[str, bytes] = {}
         for name in names:
             path = self.path / name
-            files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path] if path.is_file() else []
+            files = (
+                sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path] if path.is_file() else []
+            )
             out.update({str(f.relative_to(self.path)): f.read_bytes() for f in files})
         return out
 

@@ -55,8 +55,10 @@ class Offer:
 
 
 def node_fixes(dataset: str) -> str:
-    return (f"either run `fedbench data prepare {dataset}` on that node (with {DATA_ENV} set for its Ray processes), "
-            f"or name a URI the nodes can fetch it from: --data-uri {dataset}=URI (or `uri:` in the suite's dataset entry)")
+    return (
+        f"either run `fedbench data prepare {dataset}` on that node (with {DATA_ENV} set for its Ray processes), "
+        f"or name a URI the nodes can fetch it from: --data-uri {dataset}=URI (or `uri:` in the suite's dataset entry)"
+    )
 
 
 def parse_uri_options(values: tuple[str, ...] | list[str], datasets: list[str]) -> dict[str, DataUri]:
@@ -66,8 +68,10 @@ def parse_uri_options(values: tuple[str, ...] | list[str], datasets: list[str]) 
         name, sep, text = value.partition("=")
         if not sep or "://" in name:  # a bare URI (its query may hold '=')
             if len(datasets) != 1:
-                raise UserError(f"--data-uri {value}: the suite uses {len(datasets)} datasets ({', '.join(datasets)}); "
-                                "say which one: --data-uri NAME=URI")
+                raise UserError(
+                    f"--data-uri {value}: the suite uses {len(datasets)} datasets ({', '.join(datasets)}); "
+                    "say which one: --data-uri NAME=URI"
+                )
             name, text = datasets[0], value
         if name not in DATASETS:
             raise UserError(f"--data-uri {value}: unknown dataset {name!r}; known: {', '.join(DATASETS.names())}")
@@ -111,8 +115,9 @@ def pack(files: list[Path], root: Path) -> bytes:
     return buf.getvalue()
 
 
-def make_offers(jobs: list[Job], uris: dict[str, DataUri], max_bytes: float,
-                put: Callable[[bytes], Any]) -> dict[tuple[str, str | None], Offer]:
+def make_offers(
+    jobs: list[Job], uris: dict[str, DataUri], max_bytes: float, put: Callable[[bytes], Any]
+) -> dict[tuple[str, str | None], Offer]:
     """(dataset, root) -> Offer for every dataset with files the jobs use: its URI if one is
     named, else the driver's copy packed and `put` (once per content) when it is at most
     `max_bytes`, else a refusal saying why."""
@@ -130,16 +135,18 @@ def make_offers(jobs: list[Job], uris: dict[str, DataUri], max_bytes: float,
         try:
             found = dataset_files(d.name, root)
         except DatasetMissing:
-            offers[d.name, d.root] = Offer(d.name, refused=f"the driver has no copy either (under "
-                                                           f"{root or f'${DATA_ENV}, unset'})")
+            offers[d.name, d.root] = Offer(
+                d.name, refused=f"the driver has no copy either (under {root or f'${DATA_ENV}, unset'})"
+            )
             continue
         if found is None:
             continue
         origin, files = found
         size = sum(f.stat().st_size for f in files)
         if size > max_bytes:
-            offers[d.name, d.root] = Offer(d.name, refused=f"it is {size / MB:.1f} MB, over --ship-max-mb "
-                                                           f"{max_bytes / MB:g}")
+            offers[d.name, d.root] = Offer(
+                d.name, refused=f"it is {size / MB:.1f} MB, over --ship-max-mb {max_bytes / MB:g}"
+            )
             continue
         payload = pack(files, root)
         sha = hashlib.sha256(payload).hexdigest()
@@ -159,8 +166,9 @@ def on_node(job: Job, offer: Offer | None, download: Callable[[Offer, Path], Non
     except DatasetMissing as missing:
         if offer is None or offer.refused:
             why = offer.refused if offer else "no copy was offered"
-            raise UserError(f"{missing}\n  This node lacks it and the driver did not ship it: {why}. Fix: "
-                            f"{node_fixes(d.name)}") from None
+            raise UserError(
+                f"{missing}\n  This node lacks it and the driver did not ship it: {why}. Fix: {node_fixes(d.name)}"
+            ) from None
     folder, staged = stage(offer, download)
     dataset = d.model_copy(update={"root": str(folder)})
     return dataclasses.replace(job, config=job.config.model_copy(update={"dataset": dataset})), staged
@@ -194,13 +202,20 @@ def _fill(offer: Offer, download: Callable[[Offer, Path], None], folder: Path) -
     download(offer, payload)
     found = sha256_file(payload)
     if offer.sha256 and found != offer.sha256:
-        raise DataInvalid(f"dataset {offer.dataset!r} from {offer.source}: corrupt or changed download (sha256 {found}, "
-                          f"expected {offer.sha256}); nothing was staged")
+        raise DataInvalid(
+            f"dataset {offer.dataset!r} from {offer.source}: corrupt or changed download (sha256 {found}, "
+            f"expected {offer.sha256}); nothing was staged"
+        )
     size = payload.stat().st_size
     if offer.file_name.endswith(ARCHIVE_SUFFIXES):
         unpack_into(payload, folder)
         payload.unlink()
     else:
         payload.rename(folder / offer.file_name)
-    return {"dataset": offer.dataset, "from": offer.source, "sha256": found, "bytes": size,
-            "verified": offer.sha256 is not None}
+    return {
+        "dataset": offer.dataset,
+        "from": offer.source,
+        "sha256": found,
+        "bytes": size,
+        "verified": offer.sha256 is not None,
+    }

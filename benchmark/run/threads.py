@@ -75,8 +75,10 @@ def for_batched_engine() -> dict:
 
 def _probe_key(sim) -> str:
     c = sim.job
-    return json.dumps([c.model.model_dump(mode="json"), list(sim.data.src.train_x.shape[1:]), c.local.batch_size,
-                       c.precision], sort_keys=True)
+    return json.dumps(
+        [c.model.model_dump(mode="json"), list(sim.data.src.train_x.shape[1:]), c.local.batch_size, c.precision],
+        sort_keys=True,
+    )
 
 
 def probe(sim) -> int:

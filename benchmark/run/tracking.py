@@ -76,8 +76,13 @@ def provenance_tags() -> dict[str, str]:
     here = Path(__file__).resolve().parent
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return tags
     if commit.returncode == 0:
@@ -88,9 +93,16 @@ def provenance_tags() -> dict[str, str]:
 
 def job_tags(job, suite: str) -> dict[str, str]:
     c = job.config
-    return {"fedbench.suite": suite, "fedbench.dataset": job.dataset_label, "fedbench.method": job.method_label,
-            "fedbench.setting": job.setting_label, "fedbench.seed": str(c.seed), "fedbench.job_id": job.id,
-            "fedbench.model": c.model.name, "fedbench.split": c.dataset.split.kind}
+    return {
+        "fedbench.suite": suite,
+        "fedbench.dataset": job.dataset_label,
+        "fedbench.method": job.method_label,
+        "fedbench.setting": job.setting_label,
+        "fedbench.seed": str(c.seed),
+        "fedbench.job_id": job.id,
+        "fedbench.model": c.model.name,
+        "fedbench.split": c.dataset.split.kind,
+    }
 
 
 def job_run_name(job) -> str:
@@ -106,6 +118,7 @@ class NullTracker:
     def end_job(self, summary: dict, files: list[Path]) -> None: ...
     def attach(self, files: list[Path], artifact_path: str | None = None) -> None:
         """Files for the suite's parent run (the suite file, the report's tables and figures)."""
+
     def close(self, status: str = "FINISHED") -> None: ...
 
 
@@ -117,11 +130,16 @@ def tracking_may_fail(method):
         try:
             return method(self, *args, **kwargs)
         except Exception as err:
-            log.warning("MLflow (%s) %s failed: %s: %s; the results on disk are complete, "
-                        "rerun the suite to mirror them again", self.uri, method.__name__, type(err).__name__,
-                        str(err).splitlines()[0] if str(err) else "")
+            log.warning(
+                "MLflow (%s) %s failed: %s: %s; the results on disk are complete, rerun the suite to mirror them again",
+                self.uri,
+                method.__name__,
+                type(err).__name__,
+                str(err).splitlines()[0] if str(err) else "",
+            )
             if method.__name__ == "start_job":
                 self.open.pop(args[0].id, None)  # nothing to log into for this job
+
     return guarded
 
 
@@ -141,8 +159,9 @@ class ChildRun:
 class MlflowTracker(NullTracker):
     BATCH = 200  # metric values per log_batch call (MLflow accepts up to 1000)
 
-    def __init__(self, suite_name: str, uri: str | None = None, results_root: Path | None = None,
-                 suite_file: Path | None = None):
+    def __init__(
+        self, suite_name: str, uri: str | None = None, results_root: Path | None = None, suite_file: Path | None = None
+    ):
         """Connect, find or create the suite's experiment and parent run; raises if the store
         cannot be reached at all (the CLI then says so and runs without tracking)."""
         import mlflow
@@ -193,7 +212,9 @@ class MlflowTracker(NullTracker):
         query = "tags.`fedbench.kind` = 'suite'"
         if found := self._find_run(query):
             return found
-        mine = self.client.create_run(self.experiment_id, run_name=suite_name, tags={"fedbench.kind": "suite"}).info.run_id
+        mine = self.client.create_run(
+            self.experiment_id, run_name=suite_name, tags={"fedbench.kind": "suite"}
+        ).info.run_id
         oldest = self._find_run(query)
         if oldest != mine:
             self.client.delete_run(mine)
@@ -201,15 +222,17 @@ class MlflowTracker(NullTracker):
 
     def _find_run(self, filter_string: str) -> str | None:
         """The oldest run of the experiment matching `filter_string` (there is one by construction)."""
-        runs = self.client.search_runs([self.experiment_id], filter_string, max_results=1,
-                                       order_by=["attributes.start_time ASC"])
+        runs = self.client.search_runs(
+            [self.experiment_id], filter_string, max_results=1, order_by=["attributes.start_time ASC"]
+        )
         return runs[0].info.run_id if runs else None
 
     @tracking_may_fail
     def close_abandoned_runs(self) -> None:
         """Child runs RUNNING without a process behind them (killed by SIGKILL, a power cut)."""
-        stale = self.client.search_runs([self.experiment_id], "tags.`fedbench.kind` = 'job' and "
-                                        "attributes.status = 'RUNNING'")
+        stale = self.client.search_runs(
+            [self.experiment_id], "tags.`fedbench.kind` = 'job' and attributes.status = 'RUNNING'"
+        )
         for run in stale:
             lock = job_lock(self.results_root, self.suite, run.data.tags.get("fedbench.job_id", "?"))
             if lock.acquire(blocking=False):  # held while closing, so its job cannot restart meanwhile
@@ -229,9 +252,14 @@ class MlflowTracker(NullTracker):
             self.open[job.id] = ChildRun(found, max((m.step for m in history), default=0))
             return
         child = self.client.create_run(
-            self.experiment_id, run_name=job_run_name(job),
-            tags={"mlflow.parentRunId": self.parent, "fedbench.kind": "job", **job_tags(job, self.suite),
-                  **self.provenance},
+            self.experiment_id,
+            run_name=job_run_name(job),
+            tags={
+                "mlflow.parentRunId": self.parent,
+                "fedbench.kind": "job",
+                **job_tags(job, self.suite),
+                **self.provenance,
+            },
         ).info.run_id
         self.open[job.id] = ChildRun(child)
         params = [Param(k[:250], v) for k, v in flatten(config).items()]
@@ -247,8 +275,12 @@ class MlflowTracker(NullTracker):
             return
         new = [r for r in records if r["round"] > child.logged_upto]
         now = time.time()
-        metrics = [Metric(k, float(r[k]), int(1000 * r.get("time", now)), int(r["round"]))
-                   for r in new for k in METRIC_KEYS if r.get(k) is not None]
+        metrics = [
+            Metric(k, float(r[k]), int(1000 * r.get("time", now)), int(r["round"]))
+            for r in new
+            for k in METRIC_KEYS
+            if r.get(k) is not None
+        ]
         for i in range(0, len(metrics), self.BATCH):
             self.client.log_batch(child.run_id, metrics=metrics[i : i + self.BATCH])
         if new:
@@ -262,8 +294,10 @@ class MlflowTracker(NullTracker):
         if child is None:  # the job failed before its run could be created
             return
         now = int(time.time() * 1000)
-        values = {**{f"summary.{k.replace('@', '_at_')}": v for k, v in summary.get("metrics", {}).items()},
-                  **{k: summary.get(k) for k in SUMMARY_METRICS}}
+        values = {
+            **{f"summary.{k.replace('@', '_at_')}": v for k, v in summary.get("metrics", {}).items()},
+            **{k: summary.get(k) for k in SUMMARY_METRICS},
+        }
         final = [Metric(k, float(v), now, 0) for k, v in values.items() if isinstance(v, (int, float))]
         if summary.get("diverged_at_round"):
             final.append(Metric("diverged_at_round", float(summary["diverged_at_round"]), now, 0))
@@ -306,7 +340,9 @@ class MlflowTracker(NullTracker):
                 self.running.release()
 
 
-def attach_to_suite_run(suite_name: str, files: list[Path], uri: str | None = None, artifact_path: str = "report") -> bool:
+def attach_to_suite_run(
+    suite_name: str, files: list[Path], uri: str | None = None, artifact_path: str = "report"
+) -> bool:
     """Attach files and folders (a report's, with its tables and figures) under `artifact_path`
     to the suite's parent run; False when the store has no run of this suite (nothing to attach
     to: the files stay where they are)."""
@@ -317,8 +353,13 @@ def attach_to_suite_run(suite_name: str, files: list[Path], uri: str | None = No
         return False  # no store, so no run: opening one would create an empty database
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name(suite_name)
-    runs = client.search_runs([exp.experiment_id], "tags.`fedbench.kind` = 'suite'", order_by=["attributes.start_time ASC"],
-                              max_results=1) if exp else []
+    runs = (
+        client.search_runs(
+            [exp.experiment_id], "tags.`fedbench.kind` = 'suite'", order_by=["attributes.start_time ASC"], max_results=1
+        )
+        if exp
+        else []
+    )
     if not runs:
         return False
     for f in files:

@@ -26,9 +26,21 @@ from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, Settings, Suite
 
 # Fields that never change a trajectory: kept in config.json, left out of the job id. A dataset
 # entry carries every setting as an optional override, so an execution setting is listed twice.
-NOT_HASHED = {("dataset", "label"), ("dataset", "reference"), ("dataset", "root"), ("dataset", "uri"),
-              ("method", "label"), ("metrics",), ("checkpoint_every",), ("checkpoint_minutes",), ("execution",),
-              ("client_state",), ("vmap_chunk",), ("compile",), ("dataset", "compile")}
+NOT_HASHED = {
+    ("dataset", "label"),
+    ("dataset", "reference"),
+    ("dataset", "root"),
+    ("dataset", "uri"),
+    ("method", "label"),
+    ("metrics",),
+    ("checkpoint_every",),
+    ("checkpoint_minutes",),
+    ("execution",),
+    ("client_state",),
+    ("vmap_chunk",),
+    ("compile",),
+    ("dataset", "compile"),
+}
 
 
 @dataclass(frozen=True)
@@ -159,7 +171,9 @@ def _method_variant(method: dict, grid_point: dict, index: int) -> dict:
         set_path(variant, key, value)
     _share(variant, set(grid_point), f"methods[{index}]")
     if grid_point:
-        variant["label"] = method["label"] + "[" + ",".join(f"{k.split('.')[-1]}={v}" for k, v in grid_point.items()) + "]"
+        variant["label"] = (
+            method["label"] + "[" + ",".join(f"{k.split('.')[-1]}={v}" for k, v in grid_point.items()) + "]"
+        )
     return resolve_method(variant, f"methods[{index}]")
 
 
@@ -208,7 +222,12 @@ def _check_names(suite: Suite, settings: list[Settings | None], problems: list) 
 
     for i, (entry, s) in enumerate(zip(suite.datasets, settings)):
         if entry.name not in DATASETS:
-            problems.append((f"datasets[{i}].name", f"unknown dataset {entry.name!r}; " + allowed_names(entry.name, DATASETS.names())))
+            problems.append(
+                (
+                    f"datasets[{i}].name",
+                    f"unknown dataset {entry.name!r}; " + allowed_names(entry.name, DATASETS.names()),
+                )
+            )
         else:
             params = DATASETS.get(entry.name).params
             try:
@@ -225,7 +244,9 @@ def _located(found: list[tuple[str, str]], s_point: dict, overrides: Overrides) 
     placed = []
     for path, message in found:
         source = overrides.source(path)
-        placed.append((source, message) if source == f"--set {path}" else (source or f"grid ({s_point})", f"{path}: {message}"))
+        placed.append(
+            (source, message) if source == f"--set {path}" else (source or f"grid ({s_point})", f"{path}: {message}")
+        )
     return placed
 
 
@@ -235,7 +256,9 @@ def _job_config(raw: dict, s_point: dict, overrides: Overrides, file: str) -> Jo
         try:
             set_path(raw, key, value)
         except KeyError as err:
-            raise SuiteError(file, [(overrides.source(key) if key in overrides.values else f"grid.{key}", err.args[0])]) from None
+            raise SuiteError(
+                file, [(overrides.source(key) if key in overrides.values else f"grid.{key}", err.args[0])]
+            ) from None
     try:
         method_keys = {k.removeprefix("method.") for k in [*s_point, *overrides.values] if k.startswith("method.")}
         if method_keys:

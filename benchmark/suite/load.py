@@ -20,7 +20,9 @@ def missing_suite(path: Path) -> UserError:
     names = sorted(p.name for p in folder.glob("*.y*ml")) if folder.is_dir() else []
     if names:
         close = [] if path.is_dir() else difflib.get_close_matches(path.name, names, n=1, cutoff=0.8)
-        message += f"; suites in {folder}/: {', '.join(names)}" + (f"; did you mean {str(folder / close[0])!r}?" if close else "")
+        message += f"; suites in {folder}/: {', '.join(names)}" + (
+            f"; did you mean {str(folder / close[0])!r}?" if close else ""
+        )
     return UserError(message)
 
 

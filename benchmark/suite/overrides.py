@@ -36,8 +36,9 @@ class Overrides:
                 seed_list = [int(s) for s in seeds.split(",") if s.strip()]
             except ValueError:
                 raise UserError(f"--seeds {seeds!r}: expected comma-separated integers, e.g. --seeds 0,1,2") from None
-        if seed_list is not None and (not isinstance(seed_list, list) or not seed_list
-                                      or not all(isinstance(s, int) for s in seed_list)):
+        if seed_list is not None and (
+            not isinstance(seed_list, list) or not seed_list or not all(isinstance(s, int) for s in seed_list)
+        ):
             raise UserError(f"seeds override {seed_list!r}: expected a non-empty list of integers")
         return cls(values, tuple(seed_list) if seed_list is not None else None)
 

@@ -42,7 +42,8 @@ class PoolConfig(Strict):
     size: int = Field(ge=1, description="C: clients in the candidate pool")
     every: int = Field(100, ge=1, description="P: rounds between pool changes")
     mode: Literal["resample", "replace"] = Field(
-        "resample", description="resample: draw a new pool of C out of N; replace: each member replaced w.p. replace_prob"
+        "resample",
+        description="resample: draw a new pool of C out of N; replace: each member replaced w.p. replace_prob",
     )
     replace_prob: float = Field(0.5, ge=0, le=1)
     reset_state: bool = Field(True, description="clients joining the pool start from empty client state")
@@ -54,7 +55,8 @@ class Participation(Strict):
     pool: PoolConfig | None = None
     # left out of the dump (so of the job id) at its default: existing jobs keep their ids
     relative_to: Literal["all", "pool"] = Field(
-        "all", exclude_if=lambda v: v == "all",
+        "all",
+        exclude_if=lambda v: v == "all",
         description="with a pool, fixed mode: M = round(rate·N) (all) or round(rate·pool size) (pool)",
     )
 
@@ -67,7 +69,8 @@ class Participation(Strict):
 
 class SplitConfig(Strict):
     kind: Literal["iid", "dirichlet", "dirichlet_unbalanced", "natural", "shared"] = Field(
-        "iid", description="shared: every client samples each batch with replacement from the whole training set")
+        "iid", description="shared: every client samples each batch with replacement from the whole training set"
+    )
     alpha: float | None = Field(None, gt=0, description="Dirichlet concentration")
     seed: int = Field(0, description="split seed (independent of the training seed)")
     select: Literal["first", "random"] = Field("first", description="natural splits: which users become clients")
@@ -91,7 +94,8 @@ class AugmentConfig(Strict):
 class ModelConfig(Strict):
     name: str = "logistic"
     init: Literal["default", "zeros", "normal"] = Field(
-        "default", description="default: the model's own init (seeded); zeros; normal: every weight ~ N(0, 1) (seeded)")
+        "default", description="default: the model's own init (seeded); zeros; normal: every weight ~ N(0, 1) (seeded)"
+    )
     params: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -167,22 +171,27 @@ class JobSettings(Strict):
         5.0, ge=0, description="also write a resume checkpoint when this many minutes passed since the last; 0 = off"
     )
     execution: Literal["sequential", "vectorised", "auto"] = Field(
-        "sequential", description="train a round's clients one by one, or together (client-batched kernels / "
-        "torch.func.vmap; same numbers), or auto: the first round times both and the job keeps the faster"
+        "sequential",
+        description="train a round's clients one by one, or together (client-batched kernels / "
+        "torch.func.vmap; same numbers), or auto: the first round times both and the job keeps the faster",
     )
     client_state: Literal["memory", "memmap"] = Field(
         "memory", description="where per-client state lives: host memory, or memory-mapped files in the job's folder"
     )
     vmap_chunk: int | None = Field(
-        None, ge=1, description="execution: vectorised trains at most this many clients per vmap call (bounds memory); None: all"
+        None,
+        ge=1,
+        description="execution: vectorised trains at most this many clients per vmap call (bounds memory); None: all",
     )
     compile: bool = Field(
-        False, exclude_if=lambda on: not on,
+        False,
+        exclude_if=lambda on: not on,
         description="torch.compile the model's forward and backward (CUDA: with CUDA graphs); sequential execution only",
     )
     # left out of the dump (so of the job id) when off: existing jobs keep their ids
     suboptimality: bool = Field(
-        False, exclude_if=lambda on: not on,
+        False,
+        exclude_if=lambda on: not on,
         description="convex jobs (logistic model): record subopt = F(w) − F* of the evaluated model each eval",
     )
 
@@ -211,15 +220,19 @@ class DatasetEntry(Strict):
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
     root: str | None = Field(None, description="where the files are; default $FEDBENCH_DATA")
-    uri: str | None = Field(None, exclude_if=lambda v: v is None,
-                            description="Ray: where nodes without the files fetch them (file://, https://, "
-                                        "fsspec; #sha256=<hex> pins them)")
+    uri: str | None = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="Ray: where nodes without the files fetch them (file://, https://, "
+        "fsspec; #sha256=<hex> pins them)",
+    )
     split: SplitConfig = Field(default_factory=SplitConfig)
     augment: AugmentConfig = Field(default_factory=AugmentConfig)
     label: str | None = None
     reference: Reference | None = None
     method_overrides: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, exclude_if=lambda v: not v,
+        default_factory=dict,
+        exclude_if=lambda v: not v,
         description="per method label (as in `methods:`): `local:` settings and `server:`/`client:` parameters "
         "for this dataset entry only (a paper table that trains its methods differently)",
     )
@@ -242,8 +255,12 @@ def _override(annotation):
     return (dict[str, Any] | None if nested else annotation | None, None)
 
 
-DatasetEntry = create_model("DatasetEntry", __base__=DatasetEntry, __doc__=DatasetEntry.__doc__,
-                            **{name: _override(f.annotation) for name, f in Settings.model_fields.items()})
+DatasetEntry = create_model(
+    "DatasetEntry",
+    __base__=DatasetEntry,
+    __doc__=DatasetEntry.__doc__,
+    **{name: _override(f.annotation) for name, f in Settings.model_fields.items()},
+)
 
 
 class Suite(Strict):

@@ -37,7 +37,9 @@ def test_report_notes_finished_jobs_outside_its_selection(tmp_path, capsys):
     capsys.readouterr()
     assert main(["report", str(path), "--no-tracking", "--results-dir", results, "--rounds", "2", "--seeds", "0"]) == 0
     assert "note: 2 other job(s)" in " ".join(capsys.readouterr().err.split())
-    assert main(["report", str(path), "--no-tracking", "--results-dir", results, "--rounds", "2", "--seeds", "0,1"]) == 0
+    assert (
+        main(["report", str(path), "--no-tracking", "--results-dir", results, "--rounds", "2", "--seeds", "0,1"]) == 0
+    )
     assert "other job(s)" not in capsys.readouterr().err
 
 
@@ -75,5 +77,7 @@ def test_version_and_python_dash_m(tmp_path):
     done = subprocess.run([sys.executable, "-m", "benchmark", "--version"], capture_output=True, text=True, env=env)
     assert done.returncode == 0 and done.stdout.strip() == f"fedbench {benchmark.__version__}"
     path = write_suite(tmp_path, tiny_suite())
-    bad = subprocess.run([sys.executable, "-m", "benchmark", "plan", str(path), "--set", "x"], capture_output=True, text=True, env=env)
+    bad = subprocess.run(
+        [sys.executable, "-m", "benchmark", "plan", str(path), "--set", "x"], capture_output=True, text=True, env=env
+    )
     assert bad.returncode == 2 and "expected PATH=VALUE" in bad.stderr and "Traceback" not in bad.stderr

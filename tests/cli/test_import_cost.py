@@ -16,7 +16,7 @@ HEAVY = ("torch", "mlflow", "numba", "pandas", "matplotlib")
 # their dataset, model and every method part, so planning it walks the same code.
 LARGE = {"fedac.fig1.yaml", "fedac.fig2.yaml"}
 AUDITED = ["table1.yaml", "fedac_small.yaml"]  # one code path, 0.1-0.5 s per suite
-RUN_COMMANDS = f'''
+RUN_COMMANDS = f"""
 import contextlib, io, json, sys
 from benchmark.cli import main
 outcomes = []
@@ -28,14 +28,15 @@ for args in json.loads(sys.argv[1]):
             code = exit.code
     outcomes.append([args, code or 0, err.getvalue()[-500:]])
 print(json.dumps([outcomes, [m for m in {HEAVY!r} if m in sys.modules]]))
-'''
+"""
 
 
 def heavy_imports(commands: list[list[str]], exit_code: int = 0) -> list[str]:
     """Run `commands` in one fresh interpreter; the heavy modules it imported. Each must exit
     with `exit_code`."""
-    done = subprocess.run([sys.executable, "-c", RUN_COMMANDS, json.dumps(commands)], cwd=REPO, capture_output=True,
-                          text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_COMMANDS, json.dumps(commands)], cwd=REPO, capture_output=True, text=True, check=True
+    )
     outcomes, imported = json.loads(done.stdout)
     unexpected = [(args, code, err) for args, code, err in outcomes if code != exit_code]
     assert not unexpected, unexpected

@@ -26,7 +26,11 @@ def write_cifar_pickles(root: Path, per_batch: int = 4, cifar100: bool = False) 
     labels = []
     for name in names:
         y = rng.integers(0, 100 if cifar100 else 10, per_batch).tolist()
-        batch = {b"data": rng.integers(0, 256, (per_batch, 3072), dtype=np.uint8), key: y, b"batch_label": name.encode()}
+        batch = {
+            b"data": rng.integers(0, 256, (per_batch, 3072), dtype=np.uint8),
+            key: y,
+            b"batch_label": name.encode(),
+        }
         with open(folder / name, "wb") as f:
             pickle.dump(batch, f, protocol=2)  # the archives are Python 2 protocol-2 pickles
         if "test" not in name:
@@ -74,7 +78,10 @@ def write_celeba(root: Path, size: int = 12) -> None:
     img_dir.mkdir(parents=True)
     for i in range(6):
         rgb(i, size).resize((size, size + 4)).save(img_dir / f"{i:06d}.jpg")
-    train = {"celeb_a": {"x": ["000000.jpg", "000001.jpg"], "y": [0, 1]}, "celeb_b": {"x": ["000002.jpg", "000003.jpg"], "y": [1, 1]}}
+    train = {
+        "celeb_a": {"x": ["000000.jpg", "000001.jpg"], "y": [0, 1]},
+        "celeb_b": {"x": ["000002.jpg", "000003.jpg"], "y": [1, 1]},
+    }
     test = {"celeb_a": {"x": ["000004.jpg"], "y": [1]}, "celeb_b": {"x": ["000005.jpg"], "y": [0]}}
     write_leaf(root, "celeba", train, test)
 

@@ -21,21 +21,36 @@ def femnist_users(labels: list[int]) -> dict:
 
 
 def femnist_suite(tmp_path, root, name: str = "leaf", extra_datasets: tuple = ()) -> dict:
-    return write_suite(tmp_path, {
-        "name": name,
-        "defaults": {"rounds": 2, "num_clients": 1, "participation": {"rate": 1.0},
-                     "local": {"steps": 1, "batch_size": 2}, "model": {"name": "femnist_cnn"}},
-        "datasets": [*extra_datasets, {"name": "femnist", "root": str(root), "split": {"kind": "natural"}}],
-        "methods": ["fedavg"]})
+    return write_suite(
+        tmp_path,
+        {
+            "name": name,
+            "defaults": {
+                "rounds": 2,
+                "num_clients": 1,
+                "participation": {"rate": 1.0},
+                "local": {"steps": 1, "batch_size": 2},
+                "model": {"name": "femnist_cnn"},
+            },
+            "datasets": [*extra_datasets, {"name": "femnist", "root": str(root), "split": {"kind": "natural"}}],
+            "methods": ["fedavg"],
+        },
+    )
 
 
 @pytest.mark.parametrize("command", [["run", "--no-tracking"], ["plan", "--splits"]])
 def test_a_label_out_of_range_names_its_shard_and_exits_2_before_any_job(tmp_path, capsys, command):
     write_leaf(tmp_path, "femnist", femnist_users([0, 1, 2]), femnist_users([3, 70]))
-    synthetic = {"name": "synthetic", "params": {"num_users": 4, "dim": 5, "num_classes": 2, "max_samples": 20},
-                 "split": {"kind": "natural"}, "num_clients": 2}
+    synthetic = {
+        "name": "synthetic",
+        "params": {"num_users": 4, "dim": 5, "num_classes": 2, "max_samples": 20},
+        "split": {"kind": "natural"},
+        "num_clients": 2,
+    }
     suite = femnist_suite(tmp_path, tmp_path, extra_datasets=(synthetic,))  # a good dataset first
-    code = main([command[0], str(suite), *command[1:]] + (["--results-dir", str(tmp_path / "r")] if command[0] == "run" else []))
+    code = main(
+        [command[0], str(suite), *command[1:]] + (["--results-dir", str(tmp_path / "r")] if command[0] == "run" else [])
+    )
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     assert "all_data_0_test.json" in err and "label 70" in err and "0..61" in err
@@ -51,10 +66,15 @@ def test_source_problems_say_what_is_wrong():
     nan = x.clone()
     nan[1, 0] = float("nan")
     assert SourceData(nan, y, x, y, 2, "vector").problems() == ["train inputs hold NaN or infinite values"]
-    assert SourceData(x, y, torch.zeros(3, 4), y, 2, "vector").problems() == ["train inputs are (2,) but test inputs (4,)"]
-    assert SourceData(x, y, x, y, 2, "vector", train_users=torch.zeros(2)).problems() == ["2 user ids for 3 training examples"]
+    assert SourceData(x, y, torch.zeros(3, 4), y, 2, "vector").problems() == [
+        "train inputs are (2,) but test inputs (4,)"
+    ]
+    assert SourceData(x, y, x, y, 2, "vector", train_users=torch.zeros(2)).problems() == [
+        "2 user ids for 3 training examples"
+    ]
     assert SourceData(x, torch.tensor([0, -1, 1]), x, y, 2, "vector").problems() == [
-        "train label -1 (example 1) is outside 0..1"]
+        "train label -1 (example 1) is outside 0..1"
+    ]
 
 
 def change_a_test_label(root) -> None:
@@ -68,7 +88,13 @@ def change_a_test_label(root) -> None:
 
 def fixed_later(tmp_path, *first_run: str):
     write_leaf(tmp_path / "data", "femnist", femnist_users([0, 1, 2, 3]), femnist_users([3, 1]))
-    run = ["run", str(femnist_suite(tmp_path, tmp_path / "data")), "--no-tracking", "--results-dir", str(tmp_path / "r")]
+    run = [
+        "run",
+        str(femnist_suite(tmp_path, tmp_path / "data")),
+        "--no-tracking",
+        "--results-dir",
+        str(tmp_path / "r"),
+    ]
     assert main(run + list(first_run)) == 0
     (job,) = [p for p in (tmp_path / "r" / "leaf").iterdir() if not p.name.startswith(".")]
     return run, job

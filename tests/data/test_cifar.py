@@ -65,7 +65,9 @@ def test_cached_archive_load_does_not_extract_again(tmp_path, isolated_cache):
     tar_gz(tmp_path / "staging" / "cifar10-jpeg", tmp_path / "root" / "cifar10-jpeg.tar.gz")
     first = load_dataset("cifar10", {}, tmp_path / "root")
     shutil.rmtree(isolated_cache / "extracted")
-    again = load_dataset("cifar10", {}, tmp_path / "root")  # keyed by the archive's sha256: served from the tensor cache
+    again = load_dataset(
+        "cifar10", {}, tmp_path / "root"
+    )  # keyed by the archive's sha256: served from the tensor cache
     assert torch.equal(first.train_x, again.train_x) and not (isolated_cache / "extracted").exists()
 
 

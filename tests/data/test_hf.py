@@ -30,16 +30,22 @@ def fake_datasets(monkeypatch):
     def load_dataset(source, data_dir=None):
         calls.append(("load_dataset", source, data_dir))
         if source == "uoft-cs/cifar10":
-            return {"train": Table(img=[image(1, 32), image(2, 32)], label=[3, 4]),
-                    "test": Table(img=[image(5, 32)], label=[9])}
-        return {"valid": Table(image=[image(7, 64).convert("L")], label=[199]),
-                "train": Table(image=[image(8, 64)], label=[0])}
+            return {
+                "train": Table(img=[image(1, 32), image(2, 32)], label=[3, 4]),
+                "test": Table(img=[image(5, 32)], label=[9]),
+            }
+        return {
+            "valid": Table(image=[image(7, 64).convert("L")], label=[199]),
+            "train": Table(image=[image(8, 64)], label=[0]),
+        }
 
     def load_from_disk(path):
         calls.append(("load_from_disk", path))
         return {"train": Table(img=[image(1, 32)], label=[0]), "test": Table(pixels=[0], label=[0])}
 
-    monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset, load_from_disk=load_from_disk))
+    monkeypatch.setitem(
+        sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset, load_from_disk=load_from_disk)
+    )
     return calls
 
 

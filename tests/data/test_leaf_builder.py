@@ -76,7 +76,11 @@ def test_parses_plays_and_characters_by_leafs_rules():
     stage directions included; at most two lines: dropped (PAGE); The Comedy of Errors unindented;
     LEAF's read-back: every line ends in a space, runs of spaces collapse to one."""
     users = users_text(RAW)
-    assert sorted(users) == ["A_TINY_PLAY_FIRST_LORD", "A_TINY_PLAY_HERO", "THE_COMEDY_OF_ERRORS_DUKE"]  # AEGEON: 1 line
+    assert sorted(users) == [
+        "A_TINY_PLAY_FIRST_LORD",
+        "A_TINY_PLAY_HERO",
+        "THE_COMEDY_OF_ERRORS_DUKE",
+    ]  # AEGEON: 1 line
     hero = users["A_TINY_PLAY_HERO"]
     assert hero.startswith("Now is the winter") and "sun, and all the clouds" in hero
     assert hero.endswith("some hay. Exeunt Now, the last word. ") and "  " not in hero
@@ -139,6 +143,7 @@ def test_characters_sharing_an_id_share_a_user_and_the_two_line_rule_is_per_play
 
 def test_sample_split_follows_leafs_split_data():
     """n < 2: dropped; n = 2: one each side; otherwise max(1, int(tf * n)) train, test from 79 later."""
+
     def sizes(n, **opts):
         train, test = split_user(list(range(n)), list(range(n)), BuildOptions(**opts))
         return (train[1][0], train[1][-1], len(train[1])) if train[1] else None, test[1][:1] + test[1][-1:]

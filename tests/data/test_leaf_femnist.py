@@ -14,8 +14,14 @@ from fedtest import write_suite
 
 
 def write_leaf_shard(path, users: dict[str, int], rng, classes: int = 62):
-    blob = {"users": list(users), "num_samples": list(users.values()), "user_data": {
-        u: {"x": rng.random((n, 784)).round(3).tolist(), "y": rng.integers(0, classes, n).tolist()} for u, n in users.items()}}
+    blob = {
+        "users": list(users),
+        "num_samples": list(users.values()),
+        "user_data": {
+            u: {"x": rng.random((n, 784)).round(3).tolist(), "y": rng.integers(0, classes, n).tolist()}
+            for u, n in users.items()
+        },
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(blob))
 
@@ -39,10 +45,18 @@ def test_users_become_natural_clients(femnist_root):
 
 
 def test_a_suite_runs_on_leaf_json(femnist_root, tmp_path):
-    suite = {"name": "leaf", "defaults": {"rounds": 2, "num_clients": 3, "participation": {"rate": 1.0},
-                                          "local": {"steps": 2, "batch_size": 4}, "model": {"name": "femnist_cnn"}},
-             "datasets": [{"name": "femnist", "root": str(femnist_root), "split": {"kind": "natural"}}],
-             "methods": ["fedavg"]}
+    suite = {
+        "name": "leaf",
+        "defaults": {
+            "rounds": 2,
+            "num_clients": 3,
+            "participation": {"rate": 1.0},
+            "local": {"steps": 2, "batch_size": 4},
+            "model": {"name": "femnist_cnn"},
+        },
+        "datasets": [{"name": "femnist", "root": str(femnist_root), "split": {"kind": "natural"}}],
+        "methods": ["fedavg"],
+    }
     assert main(["run", str(write_suite(tmp_path, suite)), "--no-tracking", "--results-dir", str(tmp_path / "r")]) == 0
 
 
@@ -50,8 +64,12 @@ def test_missing_dataset_says_what_to_put_where(tmp_path, capsys):
     with pytest.raises(DatasetMissing) as err:
         load_dataset("femnist", {}, tmp_path / "nowhere")
     assert "femnist/data" in str(err.value) and "LEAF" in str(err.value)
-    suite = {"name": "leaf", "datasets": [{"name": "femnist", "root": str(tmp_path / "nowhere"), "split": {"kind": "natural"}}],
-             "methods": ["fedavg"], "defaults": {"num_clients": 2, "model": {"name": "femnist_cnn"}}}
+    suite = {
+        "name": "leaf",
+        "datasets": [{"name": "femnist", "root": str(tmp_path / "nowhere"), "split": {"kind": "natural"}}],
+        "methods": ["fedavg"],
+        "defaults": {"num_clients": 2, "model": {"name": "femnist_cnn"}},
+    }
     assert main(["run", str(write_suite(tmp_path, suite)), "--no-tracking", "--results-dir", str(tmp_path / "r")]) == 2
     assert "femnist/data" in capsys.readouterr().err
 
@@ -67,11 +85,18 @@ def test_malformed_shard_is_reported(tmp_path):
 @pytest.mark.realdata
 def test_shipped_femnist_sample_trains(data_root, tmp_path):
     """Straight from the shipped archive under $FEDBENCH_DATA, through the CLI."""
-    suite = {"name": "femnist-real", "defaults": {"rounds": 3, "num_clients": 20, "participation": {"rate": 0.25},
-                                                  "local": {"epochs": 1, "batch_size": 32, "lr": 0.05},
-                                                  "model": {"name": "femnist_cnn"}},
-             "datasets": [{"name": "femnist", "root": str(data_root), "split": {"kind": "natural"}}],
-             "methods": ["fedavg"]}
+    suite = {
+        "name": "femnist-real",
+        "defaults": {
+            "rounds": 3,
+            "num_clients": 20,
+            "participation": {"rate": 0.25},
+            "local": {"epochs": 1, "batch_size": 32, "lr": 0.05},
+            "model": {"name": "femnist_cnn"},
+        },
+        "datasets": [{"name": "femnist", "root": str(data_root), "split": {"kind": "natural"}}],
+        "methods": ["fedavg"],
+    }
     results = tmp_path / "r"
     assert main(["run", str(write_suite(tmp_path, suite)), "--no-tracking", "--results-dir", str(results)]) == 0
     (summary,) = [json.loads(p.read_text()) for p in results.glob("femnist-real/*/summary.json")]

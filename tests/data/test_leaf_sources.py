@@ -10,7 +10,10 @@ from data_fixtures import tar_gz, write_celeba, write_leaf
 def shakespeare_users():
     line = "To be, or not to be: that is the question. Whether 'tis nobler in the mind to su"
     assert len(line) == 80
-    train = {"HAMLET_HAMLET": {"x": [line, line[1:] + "f"], "y": ["f", "f"]}, "MACBETH_WITCH": {"x": [line], "y": ["\n"]}}
+    train = {
+        "HAMLET_HAMLET": {"x": [line, line[1:] + "f"], "y": ["f", "f"]},
+        "MACBETH_WITCH": {"x": [line], "y": ["\n"]},
+    }
     test = {"HAMLET_HAMLET": {"x": [line], "y": ["}"]}, "MACBETH_WITCH": {"x": [line], "y": ["T"]}}
     return train, test
 

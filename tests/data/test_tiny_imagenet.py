@@ -24,7 +24,10 @@ def test_val_split_alone_from_val_only_archive(tmp_path):
     val = load_split(TinyImageNetParams(), tmp_path / "root", "val")
     assert val["x"].shape == (400, 3, 64, 64)
     assert torch.bincount(val["y"]).tolist() == [2] * 200
-    with pytest.raises(DatasetMissing, match=r"train split is missing.*tiny-imagenet-200/train/<wnid>/images.*tiny-imagenet-200-val.tar.gz"):
+    with pytest.raises(
+        DatasetMissing,
+        match=r"train split is missing.*tiny-imagenet-200/train/<wnid>/images.*tiny-imagenet-200-val.tar.gz",
+    ):
         load_dataset("tiny_imagenet", {}, tmp_path / "root")
 
 

@@ -39,13 +39,18 @@ def fake_timings(monkeypatch, seconds: dict[str, float]) -> list[str]:
 @pytest.mark.parametrize("faster", ["sequential", "vectorised"])
 def test_the_probe_chooses_the_faster_and_later_rounds_use_it(monkeypatch, faster):
     (job,) = make_jobs([FEDPROX])  # 4 clients a round, 3 rounds
-    ran = fake_timings(monkeypatch, {"sequential": 1.0, "vectorised": 0.5} if faster == "vectorised"
-                       else {"sequential": 0.5, "vectorised": 1.0})
+    ran = fake_timings(
+        monkeypatch,
+        {"sequential": 1.0, "vectorised": 0.5} if faster == "vectorised" else {"sequential": 0.5, "vectorised": 1.0},
+    )
     sim, records = run(job.config, "auto")
     seq, seq_records = run(job.config, "sequential")
     assert sim.execution == faster
     assert sim.execution_probe["clients"] == {"sequential": 2, "vectorised": 2}
-    assert ran == ["train_sequential", "train_vectorised_job"] + [f"train_{faster}" + ("_job" * (faster == "vectorised"))] * 2
+    assert (
+        ran
+        == ["train_sequential", "train_vectorised_job"] + [f"train_{faster}" + ("_job" * (faster == "vectorised"))] * 2
+    )
     torch.testing.assert_close(sim.progress.theta, seq.progress.theta, atol=ATOL, rtol=0)
     assert [r["test_acc"] for r in records] == pytest.approx([r["test_acc"] for r in seq_records], abs=ATOL)
 
@@ -54,8 +59,9 @@ def test_rounds_that_cannot_be_vectorised_train_sequentially_with_the_reason():
     (job,) = make_jobs(["fedavg"])
     sim, _ = run(job.config, "auto", with_term(Opaque(None)))
     assert sim.execution == "sequential" and "'opaque' are not vmappable" in sim.execution_probe["reason"]
-    (unbalanced,) = make_jobs(["fedavg"], split={"kind": "natural"}, max_samples=400,
-                              participation={"mode": "fixed", "rate": 1.0})
+    (unbalanced,) = make_jobs(
+        ["fedavg"], split={"kind": "natural"}, max_samples=400, participation={"mode": "fixed", "rate": 1.0}
+    )
     sim, _ = run(unbalanced.config, "auto")
     assert sim.execution == "sequential" and "different local steps" in sim.execution_probe["reason"]
 

@@ -56,7 +56,9 @@ def test_forward_and_gradients_equal_per_client(name):
     for c in range(clients):
         wc = w[c].detach().requires_grad_(True)
         lc, fc = forward(wc, x[c], features=True)
-        (gc,) = torch.autograd.grad(torch.nn.functional.cross_entropy(lc, y[c]) + fc.pow(2).sum() / features.numel(), wc)
+        (gc,) = torch.autograd.grad(
+            torch.nn.functional.cross_entropy(lc, y[c]) + fc.pow(2).sum() / features.numel(), wc
+        )
         torch.testing.assert_close(logits[c], lc, atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(features[c], fc, atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(grad[c], gc, atol=1e-5, rtol=1e-4)
@@ -66,10 +68,14 @@ def test_forward_and_gradients_equal_per_client(name):
 def test_femnist_cnn_round_matches_sequential(norm):
     """In float64 (to ~1e-12): in float32 this ReLU/max-pool net turns reduction-order ulps into
     1e-4 gaps within a few rounds (an activation or a max changes sides), which says nothing."""
-    (job,) = make_jobs([{"preset": "fedprox", "client": {"prox": {"mu": 0.01}}}], model={"name": "femnist_cnn"},
-                       local={"epochs": 2})
-    sim = image_simulation(job.config, torch.float64,
-                           model=lambda: build_model("femnist_cnn", (1, 8, 8), 4, {"norm": norm}, "default", seed=0))
+    (job,) = make_jobs(
+        [{"preset": "fedprox", "client": {"prox": {"mu": 0.01}}}], model={"name": "femnist_cnn"}, local={"epochs": 2}
+    )
+    sim = image_simulation(
+        job.config,
+        torch.float64,
+        model=lambda: build_model("femnist_cnn", (1, 8, 8), 4, {"norm": norm}, "default", seed=0),
+    )
     chosen, rnd, received = [0, 3, 5, 7], sim.round_info(0), {"model": sim.progress.theta}
     for seq, vec in zip(train_sequential(sim, chosen, rnd, received), train_vectorised(sim, chosen, rnd, received)):
         torch.testing.assert_close(vec.final, seq.final, atol=1e-12, rtol=0)

@@ -19,25 +19,39 @@ LRS = [0.05, 0.2, 1.0]
 
 
 def shared_suite(method, steps: int = 3, clients: int = 4, batch: int = 2, lrs=LRS, **defaults) -> Suite:
-    return Suite(**{
-        "name": "fedac-batched",
-        "defaults": {
-            "rounds": 4, "eval_every": 2, "num_clients": clients, "participation": {"rate": 1.0},
-            "local": {"steps": steps, "batch_size": batch, "weight_decay": 0.01, "clip_norm": None},
-            "model": {"name": "binary_logistic", "init": "normal"}, "suboptimality": True, **defaults,
-        },
-        "datasets": [{"name": "synthetic", "params": {"num_users": 5, "dim": 6, "num_classes": 2, "max_samples": 40},
-                      "split": {"kind": "shared"}}],
-        "methods": method if isinstance(method, list) else [method],
-        "grid": {"local.lr": lrs},
-    })
+    return Suite(
+        **{
+            "name": "fedac-batched",
+            "defaults": {
+                "rounds": 4,
+                "eval_every": 2,
+                "num_clients": clients,
+                "participation": {"rate": 1.0},
+                "local": {"steps": steps, "batch_size": batch, "weight_decay": 0.01, "clip_norm": None},
+                "model": {"name": "binary_logistic", "init": "normal"},
+                "suboptimality": True,
+                **defaults,
+            },
+            "datasets": [
+                {
+                    "name": "synthetic",
+                    "params": {"num_users": 5, "dim": 6, "num_classes": 2, "max_samples": 40},
+                    "split": {"kind": "shared"},
+                }
+            ],
+            "methods": method if isinstance(method, list) else [method],
+            "grid": {"local.lr": lrs},
+        }
+    )
 
 
 def run_both(tmp_path, suite: Suite):
     """(records per job from the per-client loop, records per job from the batched engine)."""
     jobs = expand(suite)
-    loop = {j.id: run_job(j, "loop", JobDir(tmp_path, "loop", j.id)) and JobDir(tmp_path, "loop", j.id).read_metrics()
-            for j in jobs}
+    loop = {
+        j.id: run_job(j, "loop", JobDir(tmp_path, "loop", j.id)) and JobDir(tmp_path, "loop", j.id).read_metrics()
+        for j in jobs
+    }
     batched = BatchedJobs(jobs)
     fast = {}
     for j in jobs:
@@ -119,7 +133,9 @@ def assert_loop_and_batch_agree(tmp_path, jobs) -> None:
         loop = run_job(j, "loop", JobDir(tmp_path, "loop", j.id))
         fast = run_job(j, "fast", JobDir(tmp_path, "fast", j.id), simulation_for=batched.simulation_for)
         assert (loop["status"], loop.get("diverged_at_round")) == (fast["status"], fast.get("diverged_at_round"))
-        assert_same_records(JobDir(tmp_path, "loop", j.id).read_metrics(), JobDir(tmp_path, "fast", j.id).read_metrics())
+        assert_same_records(
+            JobDir(tmp_path, "loop", j.id).read_metrics(), JobDir(tmp_path, "fast", j.id).read_metrics()
+        )
 
 
 def test_a_diverging_lr_diverges_at_the_same_round_in_both(tmp_path):
@@ -148,7 +164,9 @@ def test_the_loss_stand_in_is_finite_exactly_when_the_loss_is():
     jobs = [j.config for j in expand(shared_suite("fedavg", steps=4, clients=3, lrs=[0.05, 1e4]))]
     linear = fedac_batched.Batch.of(jobs, [fedac_batched.Outcome() for _ in jobs]).linear
     steps = fedac_batched.LocalSteps(linear, fedac_batched.SparseRows.of(x), y, 3, 4)
-    state = torch.randn(len(jobs), 2, 7, generator=g) * torch.tensor([1.0, 1e37])[:, None, None]  # the second job's scores overflow
+    state = (
+        torch.randn(len(jobs), 2, 7, generator=g) * torch.tensor([1.0, 1e37])[:, None, None]
+    )  # the second job's scores overflow
     idx = torch.randint(0, 40, (3, 4, 2), generator=g)
     new, loss = steps.round(state, idx, with_loss=True)
     again, stand_in = steps.round(state, idx, with_loss=False)

@@ -21,8 +21,16 @@ from vec_support import ATOL, assert_same, image_simulation, make_jobs, run
 
 PROX = {"preset": "fedprox", "client": {"prox": {"mu": 0.05}}}  # strong enough to matter in 3 rounds
 # no client term shapes the step, or only the proximal term (folded into the step)
-FUSED = ["fedavg", "fedavgm", "fedadam", "fedpaq", PROX, "fedacg", "fedagm",
-         {"preset": "fedprox", "client": {"prox": {"mu": 0.05, "halved": False}}}]
+FUSED = [
+    "fedavg",
+    "fedavgm",
+    "fedadam",
+    "fedpaq",
+    PROX,
+    "fedacg",
+    "fedagm",
+    {"preset": "fedprox", "client": {"prox": {"mu": 0.05, "halved": False}}},
+]
 GENERAL = ["scaffold", "fedlc", "fedntd", "feddyn"]  # a direction, adjusted logits, a loss
 
 
@@ -98,7 +106,10 @@ def test_reduced_precision_and_compile_take_the_general_path(update):
     (job,) = make_jobs(["fedavg"])
     sim = build_simulation(job.config)
     assert low_rank_step.why_not(sim.model, sim.method.terms) is None
-    assert low_rank_step.why_not(sim.model, sim.method.terms, **{"precision": "fp32", "compile": False, **update}) is not None
+    assert (
+        low_rank_step.why_not(sim.model, sim.method.terms, **{"precision": "fp32", "compile": False, **update})
+        is not None
+    )
 
 
 @pytest.mark.parametrize("job", make_jobs(FUSED, local={"clip_norm": 0.05}), ids=lambda j: j.method_label)
@@ -124,7 +135,10 @@ def test_sequential_fused_step_only_where_linear_layers_are_large():
 def test_clip_norm_from_gram_matrices_is_the_flat_gradient_norm():
     """‖Dᵀ X‖_F² = ⟨X Xᵀ, D Dᵀ⟩_F, the identity the clip factor rests on."""
     gen = torch.Generator().manual_seed(0)
-    rows, out_grad = torch.randn(3, 5, 7, generator=gen, dtype=torch.float64), torch.randn(3, 5, 4, generator=gen, dtype=torch.float64)
+    rows, out_grad = (
+        torch.randn(3, 5, 7, generator=gen, dtype=torch.float64),
+        torch.randn(3, 5, 4, generator=gen, dtype=torch.float64),
+    )
     weight = torch.zeros(3, 4, 7, dtype=torch.float64)
     bias_grad = out_grad.sum(1)
     full = torch.cat([(out_grad.transpose(1, 2) @ rows).flatten(1), bias_grad], 1)
@@ -238,8 +252,11 @@ def test_a_linear_layer_on_a_computed_weight_declines_and_matches():
     assert taken["step"] == "plain" and "computed tensor" in taken["why"]
 
 
-@pytest.mark.parametrize(("model", "why"), [(Rescaled, "outside nn.Linear"), (Matmul, "returned (1, 8, 4)"),
-                                            (Cosine, "computed tensor")], ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    ("model", "why"),
+    [(Rescaled, "outside nn.Linear"), (Matmul, "returned (1, 8, 4)"), (Cosine, "computed tensor")],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
 def test_one_client_at_a_time_a_misfit_declines_to_the_plain_step(model, why, monkeypatch):
     (job,) = make_jobs(["fedavg"], local={"clip_norm": 0.05})
     factory = lambda config: image_simulation(config, model=model)  # noqa: E731
@@ -278,8 +295,9 @@ def test_fused_step_at_a_million_weights_matches_the_plain_step_with_the_clip_bi
     assert step_taken(fused, "sequential")["step"] == "fused"
     monkeypatch.setattr(low_rank_step, "ONE_CLIENT_MIN_LINEAR", 10**9)
     plain, _ = run(config, "sequential", factory)
-    unclipped, _ = run(config.model_copy(update={"local": config.local.model_copy(update={"clip_norm": None})}),
-                       "sequential", factory)
+    unclipped, _ = run(
+        config.model_copy(update={"local": config.local.model_copy(update={"clip_norm": None})}), "sequential", factory
+    )
     assert step_taken(plain, "sequential")["step"] == "plain"
     start = image_simulation(config, model=Wide).progress.theta
     moved = (plain.progress.theta - start).abs().max()

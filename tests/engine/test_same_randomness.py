@@ -22,8 +22,9 @@ def image_source() -> SourceData:
 
 
 def batches_seen(method: str) -> list[tuple[int, int, torch.Tensor, torch.Tensor]]:
-    job = job_config(method, rounds=2, num_clients=4, participation={"rate": 0.5},
-                     local={"epochs": 1, "batch_size": 4, "lr": 0.05})
+    job = job_config(
+        method, rounds=2, num_clients=4, participation={"rate": 0.5}, local={"epochs": 1, "batch_size": 4, "lr": 0.05}
+    )
     job.dataset.augment = AugmentConfig(crop_padding=2, flip=True, rotate_degrees=10)
     src = image_source()
     data = FederatedData(src, [torch.arange(i * 10, (i + 1) * 10) for i in range(4)], PREPROCESSORS["image"](src, job))

@@ -100,7 +100,9 @@ def test_non_vmappable_term_is_refused_with_advice():
 
 
 def test_unbalanced_clients_are_refused_not_run_sequentially():
-    (job,) = make_jobs(["fedavg"], split={"kind": "natural"}, max_samples=400, participation={"mode": "fixed", "rate": 1.0})
+    (job,) = make_jobs(
+        ["fedavg"], split={"kind": "natural"}, max_samples=400, participation={"mode": "fixed", "rate": 1.0}
+    )
     with pytest.raises(NotVectorisable, match=r"same local steps.*execution: sequential"):
         run(job.config, "vectorised")
 

@@ -33,9 +33,12 @@ def needs_hidden_layer(method) -> bool:
 # every preset whose terms can run under vmap, with +ACG on each client-side one and +PAQ on each
 # (enumerated from the registries: a new method is tested here without touching this file)
 VMAPPABLE = [p for p in preset_names() if all(t.vmappable for t in parts(p))]
-VARIANTS = (VMAPPABLE + [f"{p}+acg" for p in VMAPPABLE if preset(p)["server"]["rule"] == "average"]
-            + [f"{p}+paq" for p in VMAPPABLE if p != "fedpaq"]
-            + [{"preset": "fedadam", "label": "FedAdam per-step", "server": {"per_step": True}}])
+VARIANTS = (
+    VMAPPABLE
+    + [f"{p}+acg" for p in VMAPPABLE if preset(p)["server"]["rule"] == "average"]
+    + [f"{p}+paq" for p in VMAPPABLE if p != "fedpaq"]
+    + [{"preset": "fedadam", "label": "FedAdam per-step", "server": {"per_step": True}}]
+)
 LOGISTIC = [m for m in VARIANTS if not needs_hidden_layer(m)]
 STAGED = [m for m in VARIANTS if needs_hidden_layer(m)]
 # half the clients each round: over 3 rounds most train twice, so their state is read back
@@ -63,7 +66,11 @@ def test_vmap_chunk_gives_the_same_numbers(method, monkeypatch):
     whole, _ = run(job.config, "vectorised")
     sizes = []
     train_together = vectorised._train_together
-    monkeypatch.setattr(vectorised, "_train_together", lambda sim, chosen, *a: sizes.append(len(chosen)) or train_together(sim, chosen, *a))
+    monkeypatch.setattr(
+        vectorised,
+        "_train_together",
+        lambda sim, chosen, *a: sizes.append(len(chosen)) or train_together(sim, chosen, *a),
+    )
     chunked, _ = run(job.config, "vectorised", vmap_chunk=2)
     assert sizes == [2, 2, 1] * job.config.rounds  # 5 clients a round, at most 2 per vmap call
     torch.testing.assert_close(chunked.progress.theta, whole.progress.theta, atol=ATOL, rtol=0)

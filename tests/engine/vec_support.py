@@ -27,13 +27,28 @@ def make_jobs(methods: list, split=None, local=None, max_samples=60, **defaults)
     suite = Suite(
         name="vec",
         defaults={
-            "rounds": 3, "num_clients": 10, "participation": {"mode": "fixed", "rate": 0.4},
-            "local": {"epochs": 1, "batch_size": 8, "lr": 0.05, "lr_decay": 0.99, "weight_decay": 1e-3,
-                      "clip_norm": 1.0, **(local or {})},
-            "model": {"name": "logistic"}, **defaults,
+            "rounds": 3,
+            "num_clients": 10,
+            "participation": {"mode": "fixed", "rate": 0.4},
+            "local": {
+                "epochs": 1,
+                "batch_size": 8,
+                "lr": 0.05,
+                "lr_decay": 0.99,
+                "weight_decay": 1e-3,
+                "clip_norm": 1.0,
+                **(local or {}),
+            },
+            "model": {"name": "logistic"},
+            **defaults,
         },
-        datasets=[{"name": "synthetic", "params": {"num_users": 10, "dim": 12, "num_classes": 4, "max_samples": max_samples},
-                   "split": split or {"kind": "iid"}}],
+        datasets=[
+            {
+                "name": "synthetic",
+                "params": {"num_users": 10, "dim": 12, "num_classes": 4, "max_samples": max_samples},
+                "split": split or {"kind": "iid"},
+            }
+        ],
         methods=methods,
     )
     return expand(suite)
@@ -47,10 +62,12 @@ def run(config, execution: str, sim_factory=build_simulation, **update):
 
 def with_term(term: ClientTerm) -> Callable[..., Simulation]:
     """A simulation factory that appends `term` to the method's client terms."""
+
     def factory(config):
         sim = build_simulation(config)
         sim.method.terms.append(term)
         return sim
+
     return factory
 
 
@@ -94,7 +111,9 @@ class TinyCNN(nn.Module):
         return (logits, z) if features else logits
 
 
-def image_simulation(config, dtype: torch.dtype = torch.float32, model: Callable[[], nn.Module] = TinyCNN) -> Simulation:
+def image_simulation(
+    config, dtype: torch.dtype = torch.float32, model: Callable[[], nn.Module] = TinyCNN
+) -> Simulation:
     """Random 1x8x8 images (4 classes) for `model` (TinyCNN by default), already normalised floats in `dtype`.
 
     Source kind "vector" hands them to the model as they are, so no image pipeline is involved.
@@ -104,8 +123,14 @@ def image_simulation(config, dtype: torch.dtype = torch.float32, model: Callable
     def images(n: int) -> torch.Tensor:
         return (torch.randint(0, 256, (n, 1, 8, 8), generator=gen).to(dtype) / 255 - 0.5) / 0.25
 
-    src = SourceData(train_x=images(120), train_y=torch.randint(0, 4, (120,), generator=gen),
-                     test_x=images(40), test_y=torch.randint(0, 4, (40,), generator=gen), num_classes=4, kind="vector")
+    src = SourceData(
+        train_x=images(120),
+        train_y=torch.randint(0, 4, (120,), generator=gen),
+        test_x=images(40),
+        test_y=torch.randint(0, 4, (40,), generator=gen),
+        num_classes=4,
+        kind="vector",
+    )
     clients = list(torch.randperm(120, generator=gen).view(10, 12))
     torch.manual_seed(1)
     return Simulation(config, FederatedData(src, clients, default_preprocess(src)), model().to(dtype))

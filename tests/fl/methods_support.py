@@ -33,17 +33,36 @@ def toy_data(sizes: list[int], seed: int = 0, dim: int = DIM, classes: int = CLA
     return x, y, [list(range(starts[i], starts[i + 1])) for i in range(len(sizes))]
 
 
-def make_sim(method, sizes=(5, 4, 6), *, steps: int = 2, rate: float = 1.0, seed: int = 0, model: nn.Module | None = None,
-             init: torch.Tensor | None = None, pool: dict | None = None, local: dict | None = None) -> Simulation:
+def make_sim(
+    method,
+    sizes=(5, 4, 6),
+    *,
+    steps: int = 2,
+    rate: float = 1.0,
+    seed: int = 0,
+    model: nn.Module | None = None,
+    init: torch.Tensor | None = None,
+    pool: dict | None = None,
+    local: dict | None = None,
+) -> Simulation:
     x, y, clients = toy_data(list(sizes))
     src = SourceData(x, y, x.clone(), y.clone(), CLASSES, "vector")
     data = FederatedData(src, [torch.tensor(c) for c in clients], default_preprocess(src))
     job = JobConfig(
-        dataset=DatasetEntry(name="synthetic"), method=resolve_method(method, "methods[0]"), seed=seed, rounds=5,
-        eval_every=1, num_clients=len(sizes), participation=Participation(mode="fixed", rate=rate, pool=pool),
-        local=LocalTraining(**{"steps": steps, "batch_size": 1000, "lr": LR, "weight_decay": WD, "clip_norm": None,
-                               **(local or {})}),
-        model=ModelConfig(), metrics=[], precision="fp32", checkpoint_every=0,
+        dataset=DatasetEntry(name="synthetic"),
+        method=resolve_method(method, "methods[0]"),
+        seed=seed,
+        rounds=5,
+        eval_every=1,
+        num_clients=len(sizes),
+        participation=Participation(mode="fixed", rate=rate, pool=pool),
+        local=LocalTraining(
+            **{"steps": steps, "batch_size": 1000, "lr": LR, "weight_decay": WD, "clip_norm": None, **(local or {})}
+        ),
+        model=ModelConfig(),
+        metrics=[],
+        precision="fp32",
+        checkpoint_every=0,
     )
     model = model or Logistic((DIM,), CLASSES)
     if init is not None:
@@ -100,8 +119,17 @@ def mlp_head(w, h):
     return h @ C.T + e
 
 
-def reference_local(w0: torch.Tensor, x, y, steps: int, loss_fn: Callable, direction: Callable | None = None,
-                    lr: float = LR, wd: float = WD, clip_norm: float | None = None) -> torch.Tensor:
+def reference_local(
+    w0: torch.Tensor,
+    x,
+    y,
+    steps: int,
+    loss_fn: Callable,
+    direction: Callable | None = None,
+    lr: float = LR,
+    wd: float = WD,
+    clip_norm: float | None = None,
+) -> torch.Tensor:
     """K full-batch SGD steps: g = clip(∇loss_fn(w)) + wd·w; g = direction(g, w); w ← w − lr·g
     (clip: scale the gradient to norm ≤ clip_norm, with torch's 1e-6 guard)."""
     w = w0.clone().double()

@@ -52,6 +52,7 @@ def test_two_methods_see_the_same_clients(monkeypatch):
     pool = {"size": 2, "every": 2}
 
     for method in seen:
+
         def spy(sim, chosen, rnd, received, method=method):
             seen[method].append(list(chosen))
             return client_round.train_sequential(sim, chosen, rnd, received)
@@ -70,8 +71,13 @@ def test_clients_joining_the_pool_start_from_empty_state():
     from fedtest import job_config, tiny_simulation
 
     pool = {"size": 3, "every": 1, "mode": "resample"}  # M = 3 = the pool: every member trains every round
-    job = job_config("scaffold", rounds=8, num_clients=6, participation={"rate": 0.5, "pool": pool},
-                     local={"steps": 1, "batch_size": 4, "lr": 0.1})
+    job = job_config(
+        "scaffold",
+        rounds=8,
+        num_clients=6,
+        participation={"rate": 0.5, "pool": pool},
+        local={"steps": 1, "batch_size": 4, "lr": 0.1},
+    )
     x = torch.randn(24, 3)
     y = torch.arange(24) % 3
     sim = tiny_simulation(job, x, y, [list(range(i * 4, i * 4 + 4)) for i in range(6)], 3)

@@ -79,8 +79,10 @@ def fedac_sim(preset: str, sizes=(5, 4, 6), steps: int = K, **kw):
 
 
 def client_data(sim) -> list[tuple[np.ndarray, np.ndarray]]:
-    return [tuple(t.double().numpy() if t.is_floating_point() else t.numpy() for t in client_xy(sim, c))
-            for c in range(sim.data.num_clients)]
+    return [
+        tuple(t.double().numpy() if t.is_floating_point() else t.numpy() for t in client_xy(sim, c))
+        for c in range(sim.data.num_clients)
+    ]
 
 
 # ---- coefficients ------------------------------------------------------------------------------

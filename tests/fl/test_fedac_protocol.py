@@ -42,10 +42,18 @@ def shared_sim(method, clients=3, steps=2, batch=2, lr=ETA, seed=0) -> Simulatio
     src = SourceData(x, y, x.clone(), y.clone(), 2, "vector")
     data = FederatedData(src, [torch.arange(len(y))] * clients, default_preprocess(src), shared=True)
     job = JobConfig(
-        dataset=DatasetEntry(name="synthetic", split={"kind": "shared"}), method=resolve_method(method, "m"), seed=seed,
-        rounds=3, eval_every=1, num_clients=clients, participation=Participation(rate=1.0),
+        dataset=DatasetEntry(name="synthetic", split={"kind": "shared"}),
+        method=resolve_method(method, "m"),
+        seed=seed,
+        rounds=3,
+        eval_every=1,
+        num_clients=clients,
+        participation=Participation(rate=1.0),
         local=LocalTraining(steps=steps, batch_size=batch, lr=lr, weight_decay=LAM, clip_norm=None),
-        model=ModelConfig(name="binary_logistic", init="normal"), metrics=[], precision="fp32", checkpoint_every=0,
+        model=ModelConfig(name="binary_logistic", init="normal"),
+        metrics=[],
+        precision="fp32",
+        checkpoint_every=0,
     )
     model = build_model("binary_logistic", (x.shape[1],), 2, {}, "normal", seed)
     return Simulation(job, data, model)

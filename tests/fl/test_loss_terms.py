@@ -5,8 +5,20 @@ from __future__ import annotations
 import pytest
 import torch
 
-from methods_support import (CLASSES, DIM, TwoStageMLP, ce, client_xy, close, logistic_logits, make_sim, mlp_head,
-                             mlp_stage, random_init, reference_local)
+from methods_support import (
+    CLASSES,
+    DIM,
+    TwoStageMLP,
+    ce,
+    client_xy,
+    close,
+    logistic_logits,
+    make_sim,
+    mlp_head,
+    mlp_stage,
+    random_init,
+    reference_local,
+)
 
 P = DIM * CLASSES + CLASSES
 
@@ -49,8 +61,9 @@ def test_fedlc_calibrated_logits_mask_absent_classes():
 @pytest.mark.parametrize("variant,ce_weight", [("one_minus_beta", 0.7), ("one", 1.0)])
 def test_fedntd_not_true_distillation(variant, ce_weight):
     theta0, beta, T = random_init(P), 0.3, 2.0
-    sim = make_sim({"preset": "fedntd", "client": {"ntd": {"beta": beta, "temperature": T, "ce_weight": variant}}},
-                   init=theta0)
+    sim = make_sim(
+        {"preset": "fedntd", "client": {"ntd": {"beta": beta, "temperature": T, "ce_weight": variant}}}, init=theta0
+    )
     sim.run_round(0)
 
     def drop_true(z, y):
@@ -90,8 +103,13 @@ def test_fedmlb_hybrid_paths_through_frozen_global_blocks(detach):
     l1, l2, T = 0.6, 0.8, 2.0
     model = TwoStageMLP()
     theta0 = torch.nn.utils.parameters_to_vector(model.parameters()).detach().double()
-    sim = make_sim({"preset": "fedmlb", "client": {"mlb": {"lambda_ce": l1, "lambda_kl": l2, "temperature": T,
-                                                           "detach_hybrid_target": detach}}}, model=model)
+    sim = make_sim(
+        {
+            "preset": "fedmlb",
+            "client": {"mlb": {"lambda_ce": l1, "lambda_kl": l2, "temperature": T, "detach_hybrid_target": detach}},
+        },
+        model=model,
+    )
     sim.run_round(0)
 
     def loss(w, x, y):
@@ -102,8 +120,7 @@ def test_fedmlb_hybrid_paths_through_frozen_global_blocks(detach):
         hybrids = [mlp_head(g, mlp_stage(g, 1, h0)), mlp_head(g, h1)]
         targets = [hb.detach() if detach else hb for hb in hybrids]
         L = len(hybrids)
-        return (ce(main, y) + l1 / L * sum(ce(hb, y) for hb in hybrids)
-                + l2 / L * sum(kl(tg, main, T) for tg in targets))
+        return ce(main, y) + l1 / L * sum(ce(hb, y) for hb in hybrids) + l2 / L * sum(kl(tg, main, T) for tg in targets)
 
     assert close(sim.progress.theta, fedavg_of(sim, theta0, loss))
 
@@ -121,9 +138,11 @@ def test_fedntd_plus_acg_composes_ntd_with_lookahead_regulariser():
     for t in range(2):
         sim.run_round(t)
         x0 = theta + lam * m
-        loss = lambda w, x, y, x0=x0: ((1 - beta) * ce(logistic_logits(w, x), y)
-                                       + beta * kl(drop_true(logistic_logits(x0, x), y), drop_true(logistic_logits(w, x), y))
-                                       + 0.5 * mu * ((w - x0) ** 2).sum())
+        loss = lambda w, x, y, x0=x0: (
+            (1 - beta) * ce(logistic_logits(w, x), y)
+            + beta * kl(drop_true(logistic_logits(x0, x), y), drop_true(logistic_logits(w, x), y))
+            + 0.5 * mu * ((w - x0) ** 2).sum()
+        )
         delta = fedavg_of(sim, x0, loss) - x0
         m, theta = lam * m + delta, x0 + delta
         assert close(sim.progress.theta, theta)

@@ -29,22 +29,35 @@ def test_every_pairing_is_rejected_up_front_or_trains(rule, term):
     except MethodProblems as err:
         assert all(path.startswith("methods[0].") for path, _ in err.problems)
         return
-    needs_hidden = any(CLIENT_TERMS.get(t["term"]).needs_features or CLIENT_TERMS.get(t["term"]).model_traits
-                       for t in method["client"])
+    needs_hidden = any(
+        CLIENT_TERMS.get(t["term"]).needs_features or CLIENT_TERMS.get(t["term"]).model_traits for t in method["client"]
+    )
     sim = make_sim(method, model=TwoStageMLP() if needs_hidden else None)
     sim.run_round(0)  # no KeyError for a message nobody sent, no missing state
     sim.run_round(1)
 
 
-@pytest.mark.parametrize("entry, where, says", [
-    ({"label": "x", "server": {"rule": "scaffold"}}, "methods[0].client", "needs the client term(s) 'scaffold'"),
-    ({"label": "x", "server": {"rule": "average"}, "client": [{"term": "scaffold"}]}, "methods[0].client[0]",
-     "use server rule 'scaffold'"),
-    ({"label": "x", "server": {"rule": "average"}, "client": [{"term": "dyn"}]}, "methods[0].client[0]",
-     "only works with the server rule(s) 'dyn'"),
-    ({"preset": "feddyn", "server": {"alpha": 0.1}, "client": {"dyn": {"alpha": 0.5}}}, "methods[0].client[0].alpha",
-     "set it once, at methods[0].server.alpha"),
-])
+@pytest.mark.parametrize(
+    "entry, where, says",
+    [
+        ({"label": "x", "server": {"rule": "scaffold"}}, "methods[0].client", "needs the client term(s) 'scaffold'"),
+        (
+            {"label": "x", "server": {"rule": "average"}, "client": [{"term": "scaffold"}]},
+            "methods[0].client[0]",
+            "use server rule 'scaffold'",
+        ),
+        (
+            {"label": "x", "server": {"rule": "average"}, "client": [{"term": "dyn"}]},
+            "methods[0].client[0]",
+            "only works with the server rule(s) 'dyn'",
+        ),
+        (
+            {"preset": "feddyn", "server": {"alpha": 0.1}, "client": {"dyn": {"alpha": 0.5}}},
+            "methods[0].client[0].alpha",
+            "set it once, at methods[0].server.alpha",
+        ),
+    ],
+)
 def test_invalid_pairings_name_the_yaml_path(entry, where, says):
     with pytest.raises(MethodProblems) as err:
         resolve_method(entry, "methods[0]")
@@ -52,9 +65,14 @@ def test_invalid_pairings_name_the_yaml_path(entry, where, says):
     assert path == where and says in message
 
 
-@pytest.mark.parametrize("entry", [{"preset": "feddyn", "server": {"alpha": 0.5}},
-                                   {"preset": "feddyn", "client": {"dyn": {"alpha": 0.5}}},
-                                   {"label": "x", "server": {"rule": "dyn", "alpha": 0.5}, "client": [{"term": "dyn"}]}])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"preset": "feddyn", "server": {"alpha": 0.5}},
+        {"preset": "feddyn", "client": {"dyn": {"alpha": 0.5}}},
+        {"label": "x", "server": {"rule": "dyn", "alpha": 0.5}, "client": [{"term": "dyn"}]},
+    ],
+)
 def test_a_shared_hyper_parameter_set_in_one_place_reaches_both_parts(entry):
     method = resolve_method(entry, "methods[0]")
     assert method["server"]["alpha"] == method["client"][0]["alpha"] == 0.5
@@ -62,9 +80,13 @@ def test_a_shared_hyper_parameter_set_in_one_place_reaches_both_parts(entry):
 
 
 def suite(methods, model="logistic", grid=None) -> Suite:
-    return Suite(name="pairing", defaults={"rounds": 1, "num_clients": 4, "model": {"name": model}},
-                 datasets=[{"name": "synthetic", "params": {"num_users": 4, "dim": 6, "num_classes": 3}}],
-                 methods=methods, grid=grid or {})
+    return Suite(
+        name="pairing",
+        defaults={"rounds": 1, "num_clients": 4, "model": {"name": model}},
+        datasets=[{"name": "synthetic", "params": {"num_users": 4, "dim": 6, "num_classes": 3}}],
+        methods=methods,
+        grid=grid or {},
+    )
 
 
 def alphas(jobs) -> list[tuple[float, float]]:

@@ -11,8 +11,24 @@ CLIENT_SIDE = ["fedavg", "fedprox", "moon", "fedmlb", "fedlc", "fedntd", "feddec
 
 
 def test_every_paper_method_has_a_preset():
-    assert {"fedavg", "fedprox", "fedavgm", "fedadam", "feddyn", "scaffold", "moon", "fedcm", "fedmlb", "fedlc",
-            "fedntd", "feddecorr", "feddc", "fedacg", "fedagm", "fedpaq"} <= set(preset_names())
+    assert {
+        "fedavg",
+        "fedprox",
+        "fedavgm",
+        "fedadam",
+        "feddyn",
+        "scaffold",
+        "moon",
+        "fedcm",
+        "fedmlb",
+        "fedlc",
+        "fedntd",
+        "feddecorr",
+        "feddc",
+        "fedacg",
+        "fedagm",
+        "fedpaq",
+    } <= set(preset_names())
     for name in preset_names():
         Method.build(resolve_method(name, "m"))
 
@@ -33,7 +49,9 @@ def test_defaults_from_the_specification():
 def test_plus_acg_keeps_client_terms_and_adds_lookahead(base):
     comp = resolve_method(f"{base}+acg", "m")
     assert comp["server"]["rule"] == "acg"
-    assert [t["term"] for t in comp["client"]][: len(preset(base)["client"])] == [t["term"] for t in preset(base)["client"]]
+    assert [t["term"] for t in comp["client"]][: len(preset(base)["client"])] == [
+        t["term"] for t in preset(base)["client"]
+    ]
     assert "prox" in [t["term"] for t in comp["client"]]
     assert comp["uplink"]["codec"] == preset(base)["uplink"]["codec"]
 
@@ -46,10 +64,20 @@ def test_plus_paq_quantises_uplink_and_server_side_methods_refuse_acg():
 
 
 def test_yaml_overrides_and_unknown_parameters():
-    comp = resolve_method({"preset": "fedmlb+acg", "server": {"lam": 0.9},
-                           "client": {"mlb": {"detach_hybrid_target": True}, "prox": {"mu": 1e-3, "halved": False}},
-                           "uplink": {"codec": "qsgd", "bits": 2}}, "methods[0]")
+    comp = resolve_method(
+        {
+            "preset": "fedmlb+acg",
+            "server": {"lam": 0.9},
+            "client": {"mlb": {"detach_hybrid_target": True}, "prox": {"mu": 1e-3, "halved": False}},
+            "uplink": {"codec": "qsgd", "bits": 2},
+        },
+        "methods[0]",
+    )
     assert comp["server"]["lam"] == 0.9 and comp["uplink"]["bits"] == 2
-    assert comp["client"][0]["detach_hybrid_target"] is True and comp["client"][1] == {"term": "prox", "mu": 1e-3, "halved": False}
+    assert comp["client"][0]["detach_hybrid_target"] is True and comp["client"][1] == {
+        "term": "prox",
+        "mu": 1e-3,
+        "halved": False,
+    }
     with pytest.raises(MethodProblems, match=r"methods\[0\].client\[0\].temp"):
         resolve_method({"preset": "fedntd", "client": {"ntd": {"temp": 2}}}, "methods[0]")

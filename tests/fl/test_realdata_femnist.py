@@ -43,9 +43,17 @@ def femnist_root(tmp_path_factory) -> Path:
 def test_preset_trains_on_femnist(name, femnist_root):
     job = JobConfig(
         dataset=DatasetEntry(name="femnist", root=str(femnist_root), split={"kind": "natural"}),
-        method=resolve_method(name, "methods[0]"), seed=0, rounds=4, eval_every=4, num_clients=10,
-        participation=Participation(rate=0.5), local=LocalTraining(steps=10, batch_size=20),
-        model=ModelConfig(), metrics=[], precision="fp32", checkpoint_every=0,
+        method=resolve_method(name, "methods[0]"),
+        seed=0,
+        rounds=4,
+        eval_every=4,
+        num_clients=10,
+        participation=Participation(rate=0.5),
+        local=LocalTraining(steps=10, batch_size=20),
+        model=ModelConfig(),
+        metrics=[],
+        precision="fp32",
+        checkpoint_every=0,
     )
     torch.manual_seed(0)
     sim = Simulation(job, federated_data(job), StageMLP())

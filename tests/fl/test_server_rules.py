@@ -7,8 +7,18 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from methods_support import (CLASSES, DIM, LR, ce, client_xy, close, logistic_logits, make_sim, random_init,
-                             reference_local)
+from methods_support import (
+    CLASSES,
+    DIM,
+    LR,
+    ce,
+    client_xy,
+    close,
+    logistic_logits,
+    make_sim,
+    random_init,
+    reference_local,
+)
 
 P = DIM * CLASSES + CLASSES
 
@@ -106,7 +116,9 @@ def test_fedadam_per_step_is_fedcms_convention():
     """FedCM's FedAdam: Adam on Δ̄/(ηK), step multiplied by ηK (its η_g = 0.1, τ = 0.01 as printed)."""
     theta0, K = random_init(P), 2
     b1, b2, tau, eta = 0.9, 0.99, 0.01, 0.1
-    sim = make_sim({"preset": "fedadam", "server": {"per_step": True, "global_lr": eta, "tau": tau}}, init=theta0, steps=K)
+    sim = make_sim(
+        {"preset": "fedadam", "server": {"per_step": True, "global_lr": eta, "tau": tau}}, init=theta0, steps=K
+    )
     m, v, theta = torch.zeros(P).double(), torch.full((P,), tau**2).double(), theta0.double()
     for t in range(2):
         sim.run_round(t)
@@ -177,8 +189,10 @@ def test_fedacg_with_zero_lambda_and_beta_is_fedavg():
 
 def test_fedagm_two_rounds():
     theta0, lam, tau, alpha, beta = random_init(P), 0.85, 0.7, 0.8, 1e-2
-    sim = make_sim({"preset": "fedagm", "server": {"tau": tau},
-                    "client": {"ce_scale": {"alpha": alpha}, "prox": {"mu": beta}}}, init=theta0)
+    sim = make_sim(
+        {"preset": "fedagm", "server": {"tau": tau}, "client": {"ce_scale": {"alpha": alpha}, "prox": {"mu": beta}}},
+        init=theta0,
+    )
     m, theta = torch.zeros(P).double(), theta0.double()
     for t in range(2):
         sim.run_round(t)

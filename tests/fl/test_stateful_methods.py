@@ -7,8 +7,21 @@ import torch
 import torch.nn.functional as F
 
 from benchmark.data.participation import sample_clients
-from methods_support import (CLASSES, DIM, LR, TwoStageMLP, ce, client_xy, close, logistic_logits, make_sim,
-                             mlp_head, mlp_stage, random_init, reference_local)
+from methods_support import (
+    CLASSES,
+    DIM,
+    LR,
+    TwoStageMLP,
+    ce,
+    client_xy,
+    close,
+    logistic_logits,
+    make_sim,
+    mlp_head,
+    mlp_stage,
+    random_init,
+    reference_local,
+)
 
 SIZES = (5, 4, 6, 3)
 P = DIM * CLASSES + CLASSES
@@ -45,8 +58,9 @@ def test_feddyn_two_rounds():
         for cid in chosen:
             x, y = client_xy(sim, cid)
             hi = h_i.get(cid, torch.zeros(P).double())
-            loss = lambda w, xx, yy, hi=hi, th=theta: (ce(logistic_logits(w, xx), yy) - (hi * w).sum()
-                                                       + 0.5 * alpha * ((w - th) ** 2).sum())
+            loss = lambda w, xx, yy, hi=hi, th=theta: (
+                ce(logistic_logits(w, xx), yy) - (hi * w).sum() + 0.5 * alpha * ((w - th) ** 2).sum()
+            )
             w = reference_local(theta, x, y, K, loss)
             h_i[cid] = hi - alpha * (w - theta)
             ws.append(w)
@@ -67,8 +81,14 @@ def test_scaffold_two_rounds_and_message_bytes():
         for cid in chosen:
             x, y = client_xy(sim, cid)
             ci = c_i.get(cid, torch.zeros(P).double())
-            w = reference_local(theta, x, y, K, lambda w, xx, yy: ce(logistic_logits(w, xx), yy),
-                                direction=lambda g, w, ci=ci, c=c: g - ci + c)
+            w = reference_local(
+                theta,
+                x,
+                y,
+                K,
+                lambda w, xx, yy: ce(logistic_logits(w, xx), yy),
+                direction=lambda g, w, ci=ci, c=c: g - ci + c,
+            )
             c_new = ci - c + (theta - w) / (K * LR)
             dc.append(c_new - ci)
             c_i[cid] = c_new
@@ -132,8 +152,9 @@ def test_feddc_two_rounds():
             x, y = client_xy(sim, cid)
             wt = len(y) * N / total
             anchor, lin = theta - h_i[cid], G / wt - G_i[cid]
-            loss = lambda w, xx, yy, a=anchor, l=lin, wt=wt: (ce(logistic_logits(w, xx), yy)
-                                                              + 0.5 * alpha / wt * ((w - a) ** 2).sum() + (w * l).sum())
+            loss = lambda w, xx, yy, a=anchor, l=lin, wt=wt: (
+                ce(logistic_logits(w, xx), yy) + 0.5 * alpha / wt * ((w - a) ** 2).sum() + (w * l).sum()
+            )
             w = reference_local(theta, x, y, K, loss)
             delta = w - theta
             h_i[cid] = h_i[cid] + delta
@@ -160,8 +181,13 @@ def test_scaffold_normalises_by_the_lrs_actually_used_with_intra_round_decay():
     from fedtest import job_config, tiny_simulation
 
     eta, d = 0.1, 0.5
-    job = job_config("scaffold", rounds=1, num_clients=1, participation={"rate": 1.0},
-                     local={"epochs": 2, "batch_size": 16, "lr": eta, "lr_decay": d, "intra_round_decay": True})
+    job = job_config(
+        "scaffold",
+        rounds=1,
+        num_clients=1,
+        participation={"rate": 1.0},
+        local={"epochs": 2, "batch_size": 16, "lr": eta, "lr_decay": d, "intra_round_decay": True},
+    )
     x, y = torch.randn(6, 3), torch.tensor([0, 1, 2, 0, 1, 2])
     sim = tiny_simulation(job, x, y, [list(range(6))], 3)
     theta0 = sim.progress.theta.clone()

@@ -11,9 +11,16 @@ from fedtest import job_config
 
 def records(accs, every=1, bytes_per_round=10):
     ema = ema_series(accs)
-    return [{"round": (i + 1) * every, "test_acc": a, "ema_acc": e,
-             "bytes_down": bytes_per_round * (i + 1) * every, "bytes_up": 2 * bytes_per_round * (i + 1) * every}
-            for i, (a, e) in enumerate(zip(accs, ema))]
+    return [
+        {
+            "round": (i + 1) * every,
+            "test_acc": a,
+            "ema_acc": e,
+            "bytes_down": bytes_per_round * (i + 1) * every,
+            "bytes_up": 2 * bytes_per_round * (i + 1) * every,
+        }
+        for i, (a, e) in enumerate(zip(accs, ema))
+    ]
 
 
 def test_ema_starts_at_first_value_then_decays_by_point_nine():

@@ -118,8 +118,11 @@ def test_one_sgd_step_reduces_the_loss(case):
     assert after < loss.detach()
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.name != "resnet18_gn"],
-                         ids=[i for c, i in zip(CASES, IDS) if c.name != "resnet18_gn"])
+@pytest.mark.parametrize(
+    "case",
+    [c for c in CASES if c.name != "resnet18_gn"],
+    ids=[i for c, i in zip(CASES, IDS) if c.name != "resnet18_gn"],
+)
 def test_flat_vector_gradient_matches_the_module(case):
     # the engine trains through functional_call on a flat vector (nn.LSTM included);
     # ResNet-18 is left out only for time (see test_one_sgd_step_reduces_the_loss)

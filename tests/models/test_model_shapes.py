@@ -22,9 +22,7 @@ def test_resnet18_gn_parameter_count(resnet):
 def test_resnet18_gn_stage_shapes_at_32x32(resnet):
     logits, stages = resnet(torch.randn(1, 3, 32, 32), stages=True)
     assert logits.shape == (1, 10)
-    assert [tuple(s.shape[1:]) for s in stages] == [
-        (64, 32, 32), (64, 32, 32), (128, 16, 16), (256, 8, 8), (512, 4, 4)
-    ]
+    assert [tuple(s.shape[1:]) for s in stages] == [(64, 32, 32), (64, 32, 32), (128, 16, 16), (256, 8, 8), (512, 4, 4)]
 
 
 def test_resnet18_gn_takes_64x64_with_the_same_parameters():
@@ -52,8 +50,18 @@ def test_femnist_cnn_parameter_names_unchanged():
     model = build_model("femnist_cnn", (1, 28, 28), 62, {"norm": "group"}, "default", seed=0)
     names = [n for n, _ in model.named_parameters()]
     assert names == [
-        "conv1.weight", "conv1.bias", "norm1.weight", "norm1.bias", "conv2.weight", "conv2.bias",
-        "norm2.weight", "norm2.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias",
+        "conv1.weight",
+        "conv1.bias",
+        "norm1.weight",
+        "norm1.bias",
+        "conv2.weight",
+        "conv2.bias",
+        "norm2.weight",
+        "norm2.bias",
+        "fc1.weight",
+        "fc1.bias",
+        "fc2.weight",
+        "fc2.bias",
     ]
     assert model.num_stages == 3
 

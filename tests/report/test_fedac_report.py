@@ -130,7 +130,9 @@ def test_small_suite_reproduces_the_papers_conclusions(tmp_path):
     at K = 1 every method speeds up with M; FedAvg and MB-SGD lose the speedup as K grows;
     FedAc-I keeps much more of it and is the best method at K = 256."""
     path = REPO / "suites" / "fedac_small.yaml"
-    result = CliRunner().invoke(cli, ["run", str(path), "--results-dir", str(tmp_path), "--no-tracking", "--threads", "1"])
+    result = CliRunner().invoke(
+        cli, ["run", str(path), "--results-dir", str(tmp_path), "--no-tracking", "--threads", "1"]
+    )
     assert result.exit_code == 0, result.output
     suite, jobs = load_jobs(path)
     summaries = {j.id: JobDir(tmp_path, suite.name, j.id).read_summary() for j in jobs}

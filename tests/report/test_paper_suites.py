@@ -19,8 +19,10 @@ from benchmark.report.paper_suites import suites_from
 from benchmark.suite.expand import load_jobs
 
 # shared/ sits beside the main checkout (/work/main) and two levels above worktrees (/work/wt/NAME)
-REFERENCE = next((p / "shared" / "reference" for p in (REPO.parent, REPO.parent.parent)
-                  if (p / "shared" / "reference").is_dir()), REPO.parent / "shared" / "reference")
+REFERENCE = next(
+    (p / "shared" / "reference" for p in (REPO.parent, REPO.parent.parent) if (p / "shared" / "reference").is_dir()),
+    REPO.parent / "shared" / "reference",
+)
 PAPER_SUITES = sorted((REPO / "suites" / "papers").glob("*.yaml")) + [REPO / "suites" / "table1.yaml"]
 needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason="shared/reference is not beside the checkout")
 
@@ -40,7 +42,12 @@ def test_table1_carries_fedacg_table_1():
     assert entry.reference.rows["FedACG"] == [85.13, 89.1, 319, 450]
     assert len(suite.datasets) == 6 and all(j.config.model.name == "resnet18_gn" for j in jobs)
     first = jobs[0].config
-    assert (first.num_clients, first.participation.rate, first.local.batch_size, first.local.epochs) == (100, 0.05, 50, 5)
+    assert (first.num_clients, first.participation.rate, first.local.batch_size, first.local.epochs) == (
+        100,
+        0.05,
+        50,
+        5,
+    )
 
 
 def test_sensitivity_columns_become_method_grids():

@@ -16,7 +16,10 @@ from fedtest import tiny_suite, write_suite
 
 def skew_suite() -> dict:
     suite = tiny_suite(methods=["fedavg"])
-    base = {"name": "synthetic", "params": {"iid": True, "num_users": 4, "dim": 5, "num_classes": 4, "max_samples": 400}}
+    base = {
+        "name": "synthetic",
+        "params": {"iid": True, "num_users": 4, "dim": 5, "num_classes": 4, "max_samples": 400},
+    }
     suite["datasets"] = [{**base, "split": {"kind": "dirichlet", "alpha": a}} for a in (0.05, 100.0)]
     return suite
 

@@ -29,16 +29,33 @@ def test_ci_suite_matches_baseline_and_regressions_exit_1(tmp_path, capsys):
 
 
 def test_missing_baseline_exits_2(tmp_path):
-    assert main(["check", SUITE, "--no-tracking", "--results-dir", str(tmp_path), "--baseline", str(tmp_path / "x.json")]) == 2
+    assert (
+        main(["check", SUITE, "--no-tracking", "--results-dir", str(tmp_path), "--baseline", str(tmp_path / "x.json")])
+        == 2
+    )
 
 
 def _summary(method: str, seed: int, acc: float, rounds_to) -> dict:
-    return {"dataset": "d", "method": method, "seed": seed, "status": "finished", "final_acc": acc,
-            "final_ema_acc": acc, "metrics": {"rounds_to@50": rounds_to, "bytes_to@50": 1}}
+    return {
+        "dataset": "d",
+        "method": method,
+        "seed": seed,
+        "status": "finished",
+        "final_acc": acc,
+        "final_ema_acc": acc,
+        "metrics": {"rounds_to@50": rounds_to, "bytes_to@50": 1},
+    }
 
 
 def test_tolerances_are_k_times_the_largest_seed_spread(tmp_path):
-    from benchmark.report.check import SPREAD_FLOOR, SPREAD_K, compare, load_tolerances, spread_tolerances, tolerance_path
+    from benchmark.report.check import (
+        SPREAD_FLOOR,
+        SPREAD_K,
+        compare,
+        load_tolerances,
+        spread_tolerances,
+        tolerance_path,
+    )
 
     # A: accs 60, 62, 64 -> sample std 2; B: 70, 71, 72, 71 -> 0.82; rounds_to 10, 10, 11 and 5, 5, 5 (">20" not a number)
     summaries = [_summary("A", s, 60 + 2 * s, 10 + (s == 2)) for s in range(3)]

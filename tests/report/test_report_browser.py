@@ -14,7 +14,9 @@ from PIL import Image
 from benchmark.report.report_files import Figure, write_report
 from test_report_files import _hand_made
 
-BROWSER = next((b for b in ("chromium", "chromium-browser", "google-chrome", "headless_shell") if shutil.which(b)), None)
+BROWSER = next(
+    (b for b in ("chromium", "chromium-browser", "google-chrome", "headless_shell") if shutil.which(b)), None
+)
 
 
 def _png(path, seed=0):
@@ -36,7 +38,7 @@ def test_html_is_self_contained(tmp_path):
     write_report(suite, jobs, {}, tmp_path / "results", [figure])
     html = (tmp_path / "results" / "tiny" / "report" / "report.html").read_text()
     assert 'src="data:image/png;base64,' in html and "a curve" in html
-    assert not re.search(r'<(link|script)\b', html) and not re.search(r'src="(?!data:)', html)
+    assert not re.search(r"<(link|script)\b", html) and not re.search(r'src="(?!data:)', html)
 
 
 @pytest.mark.skipif(BROWSER is None, reason="no headless browser (Debian: apt install chromium)")

@@ -10,23 +10,46 @@ import pandas as pd
 import pytest
 
 from benchmark.cli import main
-from benchmark.report.figures import (BAND_LABEL, convergence_figure, convergence_figures, label_distribution_figure,
-                                      legend_columns, method_colours)
+from benchmark.report.figures import (
+    BAND_LABEL,
+    convergence_figure,
+    convergence_figures,
+    label_distribution_figure,
+    legend_columns,
+    method_colours,
+)
 from fedtest import tiny_suite, write_suite
 
 
 def runs(entry, method, seed, accs, status="finished", setting=None):
     """Rounds-frame rows of one job: evaluated every round, 100 bytes and 2 s per round."""
-    return [{"entry": entry, "method": method, "setting": setting or method, "seed": seed,
-             "job_id": f"{method}-{setting}-{seed}", "status": status, "round": r, "test_acc": acc, "ema_acc": acc,
-             "bytes": 100.0 * r, "wall_s": 2.0 * r} for r, acc in enumerate(accs, 1)]
+    return [
+        {
+            "entry": entry,
+            "method": method,
+            "setting": setting or method,
+            "seed": seed,
+            "job_id": f"{method}-{setting}-{seed}",
+            "status": status,
+            "round": r,
+            "test_acc": acc,
+            "ema_acc": acc,
+            "bytes": 100.0 * r,
+            "wall_s": 2.0 * r,
+        }
+        for r, acc in enumerate(accs, 1)
+    ]
 
 
 @pytest.fixture
 def frame() -> pd.DataFrame:
-    return pd.DataFrame(runs("A", "FedAvg", 0, [10, 20, 30]) + runs("A", "FedAvg", 1, [20, 40, 50])
-                        + runs("A", "FedACG", 0, [30, 60, 70]) + runs("A", "FedACG", 1, [40], status="diverged")
-                        + runs("B", "FedACG", 0, [5, 6, 7]))
+    return pd.DataFrame(
+        runs("A", "FedAvg", 0, [10, 20, 30])
+        + runs("A", "FedAvg", 1, [20, 40, 50])
+        + runs("A", "FedACG", 0, [30, 60, 70])
+        + runs("A", "FedACG", 1, [40], status="diverged")
+        + runs("B", "FedACG", 0, [5, 6, 7])
+    )
 
 
 def lines_by_label(ax) -> dict:
@@ -49,8 +72,11 @@ def test_mean_over_seeds_with_min_max_band_on_three_axes(frame):
     assert [(list(c.get_xdata()), list(c.get_ydata())) for c in crosses] == [([1], [40])]  # diverged run's last round
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert BAND_LABEL in legend and any("diverged run" in t for t in legend)
-    assert [a.get_xlabel() for a in fig.axes[:3]] == ["round", "bytes communicated (down + up, cumulative)",
-                                                      "training time (s, cumulative)"]
+    assert [a.get_xlabel() for a in fig.axes[:3]] == [
+        "round",
+        "bytes communicated (down + up, cumulative)",
+        "training time (s, cumulative)",
+    ]
 
 
 def test_legend_rows_are_even_and_at_most_six_wide():
@@ -58,8 +84,11 @@ def test_legend_rows_are_even_and_at_most_six_wide():
 
 
 def test_a_method_with_several_settings_gets_a_line_per_setting():
-    frame = pd.DataFrame(runs("A", "FedACG", 0, [1, 2], setting="FedACG[lam=0.8]")
-                         + runs("A", "FedACG", 0, [3, 4], setting="FedACG[lam=0.5]") + runs("A", "FedAvg", 0, [5, 6]))
+    frame = pd.DataFrame(
+        runs("A", "FedACG", 0, [1, 2], setting="FedACG[lam=0.8]")
+        + runs("A", "FedACG", 0, [3, 4], setting="FedACG[lam=0.5]")
+        + runs("A", "FedAvg", 0, [5, 6])
+    )
     fig = convergence_figure(frame, "A", method_colours(frame.method))
     lines = lines_by_label(fig.axes[0])
     assert set(lines) == {"FedACG[lam=0.8]", "FedACG[lam=0.5]", "FedAvg"}
@@ -99,7 +128,10 @@ def test_many_clients_are_sampled_and_many_classes_drawn_as_a_heat_map():
 
 def split_suite() -> dict:
     suite = tiny_suite(methods=["fedavg"])
-    base = {"name": "synthetic", "params": {"iid": True, "num_users": 4, "dim": 5, "num_classes": 4, "max_samples": 400}}
+    base = {
+        "name": "synthetic",
+        "params": {"iid": True, "num_users": 4, "dim": 5, "num_classes": 4, "max_samples": 400},
+    }
     suite["datasets"] = [{**base, "split": {"kind": "dirichlet", "alpha": a}} for a in (0.05, 100.0)]
     return suite
 

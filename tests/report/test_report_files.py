@@ -13,24 +13,38 @@ from fedtest import tiny_suite, write_suite
 
 
 def _summary(final_ema: float, acc2: float, reached: int | None = None, status: str = "finished") -> dict:
-    return {"status": status, "rounds_completed": 4, "final_acc": final_ema + 1, "final_ema_acc": final_ema,
-            "bytes_down": 200, "bytes_up": 200, "wall_time_s": 2.0,
-            "metrics": {"acc@2": acc2, "rounds_to@30": reached or ">4", "bytes_to@30": reached and 100 * reached}}
+    return {
+        "status": status,
+        "rounds_completed": 4,
+        "final_acc": final_ema + 1,
+        "final_ema_acc": final_ema,
+        "bytes_down": 200,
+        "bytes_up": 200,
+        "wall_time_s": 2.0,
+        "metrics": {"acc@2": acc2, "rounds_to@30": reached or ">4", "bytes_to@30": reached and 100 * reached},
+    }
 
 
 def _hand_made(tmp_path):
     suite = tiny_suite(methods=["fedavg", "fedprox", {"preset": "fedacg", "grid": {"server.lam": [0.8, 0.9]}}])
     suite["defaults"]["seeds"] = [0, 1]
-    suite["datasets"][0]["reference"] = {"source": "hand-made", "metrics": ["acc@2"],
-                                         "rows": {"FedAvg": [45.0], "FedACG[lam=0.9]": [50.0]}}
+    suite["datasets"][0]["reference"] = {
+        "source": "hand-made",
+        "metrics": ["acc@2"],
+        "rows": {"FedAvg": [45.0], "FedACG[lam=0.9]": [50.0]},
+    }
     path = write_suite(tmp_path, suite)
     s, jobs = load_jobs(path)
-    results = {("FedAvg", 0): _summary(50.0, 40.0, reached=3), ("FedAvg", 1): _summary(54.0, 44.0),
-               ("FedACG[lam=0.8]", 0): _summary(60.0, 48.0, reached=2),
-               ("FedACG[lam=0.8]", 1): {"status": "diverged", "diverged_at_round": 3, "metrics": {}},
-               ("FedACG[lam=0.9]", 0): _summary(55.0, 46.0, reached=2), ("FedACG[lam=0.9]", 1): _summary(57.0, 47.0, reached=2)}
+    results = {
+        ("FedAvg", 0): _summary(50.0, 40.0, reached=3),
+        ("FedAvg", 1): _summary(54.0, 44.0),
+        ("FedACG[lam=0.8]", 0): _summary(60.0, 48.0, reached=2),
+        ("FedACG[lam=0.8]", 1): {"status": "diverged", "diverged_at_round": 3, "metrics": {}},
+        ("FedACG[lam=0.9]", 0): _summary(55.0, 46.0, reached=2),
+        ("FedACG[lam=0.9]", 1): _summary(57.0, 47.0, reached=2),
+    }
     for job in jobs:
-        if (summary := results.get((job.method_label, job.config.seed))):
+        if summary := results.get((job.method_label, job.config.seed)):
             atomic_write_json(JobDir(tmp_path / "results", "tiny", job.id).summary, summary)
     return path, s, jobs
 
@@ -93,7 +107,7 @@ def test_report_of_a_real_run_with_a_diverging_grid_point_attached_to_mlflow(tmp
     # unsmoothed accuracy beside the EMA one, from the round records (one seed: the bare value)
     fedavg_jobs = [j for j in load_jobs(path)[1] if j.setting_label == "FedAvg local.lr=0.05"]
     raw = [JobDir(results, "tiny", j.id).read_metrics()[1]["test_acc"] for j in fedavg_jobs]
-    mean, std = sum(raw) / 2, abs(raw[0] - raw[1]) / 2 ** 0.5
+    mean, std = sum(raw) / 2, abs(raw[0] - raw[1]) / 2**0.5
     assert table.loc["FedAvg", "acc@2 (raw, %)"] == f"{mean:.2f} ± {std:.2f}"
     runs = pd.read_csv(out / "runs.csv")
     summaries = {j: JobDir(results, "tiny", j).read_summary() for j in runs.job_id}
@@ -137,11 +151,23 @@ def test_report_without_an_mlflow_store_creates_none(tmp_path, capsys, monkeypat
 def test_bytes_to_a_target_every_method_reached_when_the_suite_names_none(tmp_path):
     from benchmark.report.entry_tables import add_round_metrics
 
-    jobs = pd.DataFrame({"job_id": ["a", "b"], "method": ["FedAvg", "FedACG"], "status": ["finished"] * 2,
-                         "final_ema_acc": [61.5, 70.0]})
-    rounds = pd.DataFrame({"job_id": ["a"] * 3 + ["b"] * 3, "round": [1, 2, 3] * 2,
-                           "test_acc": [50.0, 60.0, 65.0, 55.0, 72.0, 71.0], "ema_acc": [50, 59, 61.5, 55, 62, 70],
-                           "bytes": [10, 20, 30, 10, 20, 30]})
+    jobs = pd.DataFrame(
+        {
+            "job_id": ["a", "b"],
+            "method": ["FedAvg", "FedACG"],
+            "status": ["finished"] * 2,
+            "final_ema_acc": [61.5, 70.0],
+        }
+    )
+    rounds = pd.DataFrame(
+        {
+            "job_id": ["a"] * 3 + ["b"] * 3,
+            "round": [1, 2, 3] * 2,
+            "test_acc": [50.0, 60.0, 65.0, 55.0, 72.0, 71.0],
+            "ema_acc": [50, 59, 61.5, 55, 62, 70],
+            "bytes": [10, 20, 30, 10, 20, 30],
+        }
+    )
     target, notes = add_round_metrics(jobs, rounds, ["acc@2"], convex=False)
     assert target == 61 and "61%" in notes[0]  # FedAvg, the weakest, ends at 61.5
     assert list(jobs["bytes_to@61"]) == [30, 20] and list(jobs["acc_raw@2"]) == [60.0, 72.0]

@@ -25,23 +25,59 @@ def test_hand_made_results(tmp_path):
     assert set(by_label) == {"FedAvg", "FedACG[lam=0.8]", "FedACG[lam=0.9]"}
     root = tmp_path / "results"
     finished = JobDir(root, "tiny", by_label["FedAvg"].id)
-    finished.write_metrics([{"round": r, "test_acc": 10.0 * r, "ema_acc": 5.0 * r, "bytes_down": 100 * r,
-                             "bytes_up": 50 * r, "wall_s": 0.5 * r} for r in (2, 4)])
-    atomic_write_json(finished.summary, {"status": "finished", "rounds_completed": 4, "final_acc": 40.0,
-                                         "final_ema_acc": 20.0, "bytes_down": 400, "bytes_up": 200,
-                                         "wall_time_s": 2.5, "metrics": {"acc@2": 10.0, "rounds_to@30": ">4"}})
+    finished.write_metrics(
+        [
+            {
+                "round": r,
+                "test_acc": 10.0 * r,
+                "ema_acc": 5.0 * r,
+                "bytes_down": 100 * r,
+                "bytes_up": 50 * r,
+                "wall_s": 0.5 * r,
+            }
+            for r in (2, 4)
+        ]
+    )
+    atomic_write_json(
+        finished.summary,
+        {
+            "status": "finished",
+            "rounds_completed": 4,
+            "final_acc": 40.0,
+            "final_ema_acc": 20.0,
+            "bytes_down": 400,
+            "bytes_up": 200,
+            "wall_time_s": 2.5,
+            "metrics": {"acc@2": 10.0, "rounds_to@30": ">4"},
+        },
+    )
     # diverged in round 3, an older record format: no wall_s, wall time from the `time` stamps
     diverged = JobDir(root, "tiny", by_label["FedACG[lam=0.8]"].id)
-    diverged.write_metrics([{"round": r, "test_acc": 1.0, "ema_acc": 1.0, "bytes_down": 10, "bytes_up": 10,
-                             "time": 1000.0 + 3 * r} for r in (1, 2)])
-    atomic_write_json(diverged.summary, {"status": "diverged", "diverged_at_round": 3, "rounds_completed": 2,
-                                         "error": "loss is nan\nmore", "metrics": {}})
+    diverged.write_metrics(
+        [
+            {"round": r, "test_acc": 1.0, "ema_acc": 1.0, "bytes_down": 10, "bytes_up": 10, "time": 1000.0 + 3 * r}
+            for r in (1, 2)
+        ]
+    )
+    atomic_write_json(
+        diverged.summary,
+        {
+            "status": "diverged",
+            "diverged_at_round": 3,
+            "rounds_completed": 2,
+            "error": "loss is nan\nmore",
+            "metrics": {},
+        },
+    )
 
     jobs_df = jobs_frame("tiny", jobs, root)
     assert list(jobs_df.columns) == [*JOB_COLUMNS, "acc@2", "rounds_to@30"]
     jobs_df = jobs_df.set_index("setting")
-    assert dict(jobs_df["status"]) == {"FedAvg": "finished", "FedACG[lam=0.8]": "diverged",
-                                       "FedACG[lam=0.9]": "not run"}
+    assert dict(jobs_df["status"]) == {
+        "FedAvg": "finished",
+        "FedACG[lam=0.8]": "diverged",
+        "FedACG[lam=0.9]": "not run",
+    }
     assert dict(jobs_df["method"]) == {"FedAvg": "FedAvg", "FedACG[lam=0.8]": "FedACG", "FedACG[lam=0.9]": "FedACG"}
     assert jobs_df.loc["FedACG[lam=0.8]", "settings"] == "server.lam=0.8"
     fedavg = jobs_df.loc["FedAvg"]
@@ -54,7 +90,9 @@ def test_hand_made_results(tmp_path):
     assert list(rounds.columns) == ROUND_COLUMNS
     fedavg_rounds = rounds[rounds.setting == "FedAvg"]
     assert fedavg_rounds[["round", "test_acc", "ema_acc", "bytes", "wall_s"]].values.tolist() == [
-        [2, 20.0, 10.0, 300, 1.0], [4, 40.0, 20.0, 600, 2.0]]
+        [2, 20.0, 10.0, 300, 1.0],
+        [4, 40.0, 20.0, 600, 2.0],
+    ]
     # stamps 1003, 1006: 3 s per round, so round 1 ended 3 s in
     assert rounds[rounds.setting == "FedACG[lam=0.8]"]["wall_s"].tolist() == [3.0, 6.0]
     assert set(rounds.status) == {"finished", "diverged"}  # the job not run has no rows

@@ -11,13 +11,15 @@ from benchmark.report.sensitivity_figure import _panels, sensitivity_figure
 
 
 def _data():
-    rows = [("FedAvg", "FedAvg lr=0.01", {"local.lr": 0.01}, 70.0, 1.0),
-            ("FedAvg", "FedAvg lr=0.1", {"local.lr": 0.1}, 80.0, 2.0),
-            ("FedAvg", "FedAvg lr=1.0", {"local.lr": 1.0}, float("nan"), 0.0),  # every seed diverged
-            ("FedACG", "FedACG[lam=0.8] lr=0.1", {"server.lam": 0.8, "local.lr": 0.1}, 82.0, 0.5),
-            ("FedACG", "FedACG[lam=0.9] lr=0.1", {"server.lam": 0.9, "local.lr": 0.1}, 84.0, 0.5),
-            ("FedACG", "FedACG[lam=0.9] lr=0.01", {"server.lam": 0.9, "local.lr": 0.01}, 75.0, 0.5),
-            ("FedACG", "FedACG[lam=0.8] lr=0.01", {"server.lam": 0.8, "local.lr": 0.01}, 74.0, 0.5)]
+    rows = [
+        ("FedAvg", "FedAvg lr=0.01", {"local.lr": 0.01}, 70.0, 1.0),
+        ("FedAvg", "FedAvg lr=0.1", {"local.lr": 0.1}, 80.0, 2.0),
+        ("FedAvg", "FedAvg lr=1.0", {"local.lr": 1.0}, float("nan"), 0.0),  # every seed diverged
+        ("FedACG", "FedACG[lam=0.8] lr=0.1", {"server.lam": 0.8, "local.lr": 0.1}, 82.0, 0.5),
+        ("FedACG", "FedACG[lam=0.9] lr=0.1", {"server.lam": 0.9, "local.lr": 0.1}, 84.0, 0.5),
+        ("FedACG", "FedACG[lam=0.9] lr=0.01", {"server.lam": 0.9, "local.lr": 0.01}, 75.0, 0.5),
+        ("FedACG", "FedACG[lam=0.8] lr=0.01", {"server.lam": 0.8, "local.lr": 0.01}, 74.0, 0.5),
+    ]
     return pd.DataFrame(rows, columns=["method", "setting", "params", "mean", "std"])
 
 

@@ -18,8 +18,17 @@ from fedtest import REPO, tiny_suite, write_suite
 
 
 def _heartbeat(pid: int, round_: int, started: float, updated: float, rounds: int = 20) -> dict:
-    return {"pid": pid, "host": os.uname().nodename, "rounds": rounds, "start_round": 0, "started": started,
-            "updated": updated, "round": round_, "test_acc": 41.5, "ema_acc": 40.0}
+    return {
+        "pid": pid,
+        "host": os.uname().nodename,
+        "rounds": rounds,
+        "start_round": 0,
+        "started": started,
+        "updated": updated,
+        "round": round_,
+        "test_acc": 41.5,
+        "ema_acc": 40.0,
+    }
 
 
 def test_every_state_with_rounds_accuracy_and_eta(tmp_path, capsys):
@@ -40,7 +49,9 @@ def test_every_state_with_rounds_accuracy_and_eta(tmp_path, capsys):
     atomic_write_json(dirs["FedProx"].heartbeat, _heartbeat(dead.pid, 6, now - 12, now - 1))
     dirs["FedProx"].write_metrics([{"round": r, "test_acc": 30.0 + r, "ema_acc": 30.0} for r in range(1, 7)])
     dirs["FedProx"].checkpoint.write_bytes(b"")
-    atomic_write_json(dirs["FedACG"].summary, {"status": "failed", "error": "RuntimeError: boom", "rounds_completed": 3})
+    atomic_write_json(
+        dirs["FedACG"].summary, {"status": "failed", "error": "RuntimeError: boom", "rounds_completed": 3}
+    )
 
     by_method = {s.job.method_label: s for s in suite_status(jobs, "tiny", results)}
     assert by_method["FedAvg"].state == "done" and by_method["FedAvg"].acc == done["final_acc"]
@@ -66,8 +77,23 @@ def test_status_of_a_run_in_another_process_and_after_it_is_killed(tmp_path):
     path = write_suite(tmp_path, suite)
     results = tmp_path / "results"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    run = subprocess.Popen([sys.executable, "-m", "benchmark", "run", str(path), "--no-tracking", "--threads", "1",
-                            "--results-dir", str(results)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchmark",
+            "run",
+            str(path),
+            "--no-tracking",
+            "--threads",
+            "1",
+            "--results-dir",
+            str(results),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     _, jobs = load_jobs(path)
     try:
         deadline = time.time() + 120

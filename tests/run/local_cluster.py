@@ -37,13 +37,34 @@ class Node:
         for sub in ("wd", "tmp", "data", "cache"):
             (self.dir / sub).mkdir(parents=True)
         self.log = self.dir / "ray-start.log"
-        cmd = ["ray", "start", "--block", "--disable-usage-stats", "--num-cpus", "1", "--object-store-memory",
-               str(80 * 2**20), "--temp-dir", str(self.dir / "ray"),
-               "--dashboard-agent-listen-port", str(free_port()), *args]
+        cmd = [
+            "ray",
+            "start",
+            "--block",
+            "--disable-usage-stats",
+            "--num-cpus",
+            "1",
+            "--object-store-memory",
+            str(80 * 2**20),
+            "--temp-dir",
+            str(self.dir / "ray"),
+            "--dashboard-agent-listen-port",
+            str(free_port()),
+            *args,
+        ]
         with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(cmd, cwd=self.dir / "wd", env=clean_env(TMPDIR=str(self.dir / "tmp"), FEDBENCH_DATA=str(self.dir / "data"),
-                                                                 FEDBENCH_CACHE=str(self.dir / "cache")),
-                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(
+                cmd,
+                cwd=self.dir / "wd",
+                env=clean_env(
+                    TMPDIR=str(self.dir / "tmp"),
+                    FEDBENCH_DATA=str(self.dir / "data"),
+                    FEDBENCH_CACHE=str(self.dir / "cache"),
+                ),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     def wait_started(self, timeout: float = 120) -> None:
         deadline = time.time() + timeout
@@ -92,9 +113,21 @@ class LocalCluster:
         port = free_port()
         self.address = f"127.0.0.1:{port}"
         try:
-            head = Node(base, "head", ["--head", "--port", str(port), "--include-dashboard", "false",
-                                                    "--dashboard-port", str(free_port()),
-                                                    "--ray-client-server-port", str(free_port())])
+            head = Node(
+                base,
+                "head",
+                [
+                    "--head",
+                    "--port",
+                    str(port),
+                    "--include-dashboard",
+                    "false",
+                    "--dashboard-port",
+                    str(free_port()),
+                    "--ray-client-server-port",
+                    str(free_port()),
+                ],
+            )
             self.nodes.append(head)
             head.wait_started()
             for i in range(workers):

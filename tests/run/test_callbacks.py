@@ -12,8 +12,17 @@ from benchmark.run.results import JobDir
 from benchmark.suite.expand import load_jobs
 from fedtest import tiny_suite, write_suite
 
-LINE = {"round": 2, "test_acc": 50.0, "test_loss": 1.1, "train_loss": 1.2, "ema_acc": 45.0, "bytes_down": 80,
-        "bytes_up": 80, "time": 1700000000.5, "wall_s": 0.25}
+LINE = {
+    "round": 2,
+    "test_acc": 50.0,
+    "test_loss": 1.1,
+    "train_loss": 1.2,
+    "ema_acc": 45.0,
+    "bytes_down": 80,
+    "bytes_up": 80,
+    "time": 1700000000.5,
+    "wall_s": 0.25,
+}
 
 
 def test_a_round_record_reads_and_writes_its_metrics_line_unchanged():
@@ -58,5 +67,14 @@ def test_a_callback_sees_every_round_and_the_end(tmp_path):
     recorder = Recorder()
     summary = run_job(job, s.name, JobDir(tmp_path, s.name, job.id), callbacks=[recorder])
     assert summary["status"] == "finished"
-    assert recorder.events == [("start", 0), ("round", 1), ("eval", 2), ("round", 2), ("round", 3), ("eval", 4),
-                               ("round", 4), ("close",), ("end", "finished")]
+    assert recorder.events == [
+        ("start", 0),
+        ("round", 1),
+        ("eval", 2),
+        ("round", 2),
+        ("round", 3),
+        ("eval", 4),
+        ("round", 4),
+        ("close",),
+        ("end", "finished"),
+    ]

@@ -26,7 +26,9 @@ def test_piped_run_logs_jobs_and_rounds(tmp_path, capsys):
     stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d INFO "
     assert re.search(stamp + r"job 1/2 started: synthetic / FedAvg / seed 0 \(id \w{12}, 4 rounds\)", err)
     assert re.search(stamp + r"synthetic / FedAvg / seed 0: round 1/4, acc [\d.]+% \(ema [\d.]+%\)", err)  # the first
-    assert re.search(stamp + r"job 2/2 synthetic / FedACG / seed 0: acc [\d.]+% \(ema [\d.]+%\) after 4 rounds in \d+s", err)
+    assert re.search(
+        stamp + r"job 2/2 synthetic / FedACG / seed 0: acc [\d.]+% \(ema [\d.]+%\) after 4 rounds in \d+s", err
+    )
     assert "━" not in err  # no progress bar drawn into a log file
     shown = [float(a) for a in re.findall(r"([\d.]+)%", err)]
     assert shown and all(0 <= a <= 100 for a in shown)  # the records' percentages, not scaled again

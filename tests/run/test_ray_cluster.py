@@ -63,8 +63,9 @@ def cluster():
         shutil.rmtree(base, ignore_errors=True)
 
 
-def write_suite(folder: Path, dataset: str = "synthetic", params: str = SYNTHETIC, split: str = "natural",
-                **defaults) -> Path:
+def write_suite(
+    folder: Path, dataset: str = "synthetic", params: str = SYNTHETIC, split: str = "natural", **defaults
+) -> Path:
     settings = {"rounds": 12, "eval_every": 1, "checkpoint_every": 4, **defaults}
     path = folder / "suite.yaml"
     path.write_text(SUITE.format(dataset=dataset, params=params, split=split, **settings))
@@ -74,8 +75,22 @@ def write_suite(folder: Path, dataset: str = "synthetic", params: str = SYNTHETI
 def driver(cluster: LocalCluster, suite: Path, *extra: str, data: Path | None = None) -> subprocess.Popen:
     """`fedbench run` as a user runs it on the cluster, from its own folder, output piped;
     `data`: the driver's $FEDBENCH_DATA (default: none)."""
-    cmd = [sys.executable, "-m", "benchmark.cli", "run", str(suite), "--executor", "ray", "--ray-address",
-           cluster.address, "--results-dir", "results", "--threads", "1", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmark.cli",
+        "run",
+        str(suite),
+        "--executor",
+        "ray",
+        "--ray-address",
+        cluster.address,
+        "--results-dir",
+        "results",
+        "--threads",
+        "1",
+        *extra,
+    ]
     env = clean_env(PYTHONPATH=str(REPO), **({"FEDBENCH_DATA": str(data)} if data else {}))
     return subprocess.Popen(cmd, cwd=suite.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -87,8 +102,9 @@ def local_reference(suite: Path, root: Path) -> dict[str, dict]:
 
 def same_results(ours: JobDir, local: JobDir) -> None:
     drop = ("wall_time_s", "ray", "threads")
-    assert {k: v for k, v in json.loads(ours.summary.read_text()).items() if k not in drop} == \
-        {k: v for k, v in json.loads(local.summary.read_text()).items() if k not in drop}
+    assert {k: v for k, v in json.loads(ours.summary.read_text()).items() if k not in drop} == {
+        k: v for k, v in json.loads(local.summary.read_text()).items() if k not in drop
+    }
     assert measured(ours.read_metrics()) == measured(local.read_metrics())
     theirs = torch.load(local.model, weights_only=True)
     for name, tensor in torch.load(ours.model, weights_only=True).items():
@@ -167,7 +183,9 @@ def test_nodes_fetch_a_dataset_from_the_uri_named_on_the_command_line(cluster, t
     proc = driver(cluster, suite, "--no-tracking", "--data-uri", f"a9a=file://{archive}#sha256={sha}")
     out, _ = proc.communicate(timeout=400)
     assert proc.returncode == 0, out
-    assert f"staged dataset a9a ({archive.stat().st_size / 2**20:.1f} MB, sha256 {sha[:16]}) from file://{archive}" in out
+    assert (
+        f"staged dataset a9a ({archive.stat().st_size / 2**20:.1f} MB, sha256 {sha[:16]}) from file://{archive}" in out
+    )
     local = local_reference(suite, tmp_path / "local")
     for job_id in local:
         same_results(JobDir(tmp_path / "results", "cluster", job_id), JobDir(tmp_path / "local", "cluster", job_id))

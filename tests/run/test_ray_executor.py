@@ -23,10 +23,21 @@ SUITE = "raytest"
 def jobs_of(methods, model: str = "logistic", **defaults):
     suite = Suite(
         name=SUITE,
-        defaults={"rounds": 3, "num_clients": 6, "participation": {"rate": 0.5},
-                  "local": {"epochs": 1, "batch_size": 10, "lr": 0.05}, "model": {"name": model}, **defaults},
-        datasets=[{"name": "synthetic", "params": {"num_users": 6, "dim": 10, "num_classes": 3, "max_samples": 80},
-                   "split": {"kind": "natural"}}],
+        defaults={
+            "rounds": 3,
+            "num_clients": 6,
+            "participation": {"rate": 0.5},
+            "local": {"epochs": 1, "batch_size": 10, "lr": 0.05},
+            "model": {"name": model},
+            **defaults,
+        },
+        datasets=[
+            {
+                "name": "synthetic",
+                "params": {"num_users": 6, "dim": 10, "num_classes": 3, "max_samples": 80},
+                "split": {"kind": "natural"},
+            }
+        ],
         methods=methods,
     )
     return expand(suite)

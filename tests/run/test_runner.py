@@ -29,7 +29,17 @@ def test_results_layout_and_contents(tmp_path):
         assert config["job_id"] == job.id and config["method"]["label"] == job.method_label
         lines = d.read_metrics()
         assert [r["round"] for r in lines] == [1, 2, 3, 4]
-        assert set(lines[0]) == {"round", "test_acc", "test_loss", "train_loss", "ema_acc", "bytes_down", "bytes_up", "time", "wall_s"}
+        assert set(lines[0]) == {
+            "round",
+            "test_acc",
+            "test_loss",
+            "train_loss",
+            "ema_acc",
+            "bytes_down",
+            "bytes_up",
+            "time",
+            "wall_s",
+        }
         s = d.read_summary()
         assert s["status"] == "finished" and s["final_acc"] == lines[-1]["test_acc"]
         assert set(s["metrics"]) == {"acc@2", "rounds_to@30", "bytes_to@30"}

@@ -34,9 +34,18 @@ def a9a_root(folder: Path) -> Path:
 
 
 def a9a_job(root: Path | None = None, uri: str | None = None):
-    dataset = {"name": "a9a", "split": {"kind": "iid"}, **({"root": str(root)} if root else {}), **({"uri": uri} if uri else {})}
-    suite = Suite(name="staging", defaults={"rounds": 1, "num_clients": 2, "model": {"name": "logistic"}},
-                  datasets=[dataset], methods=["fedavg"])
+    dataset = {
+        "name": "a9a",
+        "split": {"kind": "iid"},
+        **({"root": str(root)} if root else {}),
+        **({"uri": uri} if uri else {}),
+    }
+    suite = Suite(
+        name="staging",
+        defaults={"rounds": 1, "num_clients": 2, "model": {"name": "logistic"}},
+        datasets=[dataset],
+        methods=["fedavg"],
+    )
     return expand(suite)[0]
 
 
@@ -165,8 +174,10 @@ def _stage_slowly(cache: str, payload: bytes, log: str, results) -> None:
 def test_two_processes_staging_one_dataset_download_it_once(tmp_path):
     ctx = multiprocessing.get_context("fork")
     results, log = ctx.Queue(), tmp_path / "downloads.log"
-    procs = [ctx.Process(target=_stage_slowly, args=(str(tmp_path / "cache"), TRAIN.encode(), str(log), results))
-             for _ in range(2)]
+    procs = [
+        ctx.Process(target=_stage_slowly, args=(str(tmp_path / "cache"), TRAIN.encode(), str(log), results))
+        for _ in range(2)
+    ]
     for p in procs:
         p.start()
     for p in procs:
@@ -178,13 +189,16 @@ def test_two_processes_staging_one_dataset_download_it_once(tmp_path):
     assert (Path(got[0][0]) / "a9a").read_text() == TRAIN
 
 
-@pytest.mark.parametrize("uri, problem", [
-    ("/abs/data.tar.gz", "is not a URI: give a scheme"),
-    ("file://data.tar.gz", "needs an absolute path, file:///abs/path"),
-    ("https:///x.tar.gz", "no host"),
-    ("file:///d.tar.gz#md5=abc", "the fragment must be #sha256=<64 hex digits>"),
-    ("nosuchfs://bucket/d.tar.gz", "unknown scheme nosuchfs://"),
-])
+@pytest.mark.parametrize(
+    "uri, problem",
+    [
+        ("/abs/data.tar.gz", "is not a URI: give a scheme"),
+        ("file://data.tar.gz", "needs an absolute path, file:///abs/path"),
+        ("https:///x.tar.gz", "no host"),
+        ("file:///d.tar.gz#md5=abc", "the fragment must be #sha256=<64 hex digits>"),
+        ("nosuchfs://bucket/d.tar.gz", "unknown scheme nosuchfs://"),
+    ],
+)
 def test_bad_uris_are_refused_saying_why(uri, problem):
     with pytest.raises(ValueError, match=problem):
         parse_data_uri(uri)

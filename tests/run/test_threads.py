@@ -34,8 +34,9 @@ def test_without_the_flag_a_probe_chooses_among_the_usable_cores(tmp_path):
     finally:
         torch.set_num_threads(before)
     chosen = [s["threads"] for s in summaries(results)]
-    assert len(chosen) == 2 and all(t["chosen_by"] == "probe" and t["count"] in candidates(usable_cores())
-                                    for t in chosen)
+    assert len(chosen) == 2 and all(
+        t["chosen_by"] == "probe" and t["count"] in candidates(usable_cores()) for t in chosen
+    )
 
 
 def test_a_model_with_a_short_step_keeps_one_thread_untried(tmp_path, monkeypatch):
@@ -76,8 +77,9 @@ def test_the_batched_fedac_engine_runs_at_one_thread_unless_told(tmp_path, monke
             threads.request(requested)
             jobs = expand(shared_suite("fedac1", lrs=[0.05]))
             batched = BatchedJobs(jobs)
-            summary = run_job(jobs[0], "s", JobDir(tmp_path / str(requested), "s", jobs[0].id),
-                              simulation_for=batched.simulation_for)
+            summary = run_job(
+                jobs[0], "s", JobDir(tmp_path / str(requested), "s", jobs[0].id), simulation_for=batched.simulation_for
+            )
             assert summary["threads"] == expected and torch.get_num_threads() == expected["count"]
     finally:
         threads.request(None)

@@ -65,10 +65,16 @@ def test_jobs_open_at_the_same_time_log_into_their_own_runs(mlflow_store):
     tracker.close()
 
     client = mlflow.tracking.MlflowClient(uri)
-    runs = {r.data.tags["fedbench.job_id"]: r for r in client.search_runs(
-        [client.get_experiment_by_name("tiny").experiment_id], "tags.`fedbench.kind` = 'job'")}
-    history = {job: [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, "test_acc")]
-               for job, run in runs.items()}
+    runs = {
+        r.data.tags["fedbench.job_id"]: r
+        for r in client.search_runs(
+            [client.get_experiment_by_name("tiny").experiment_id], "tags.`fedbench.kind` = 'job'"
+        )
+    }
+    history = {
+        job: [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, "test_acc")]
+        for job, run in runs.items()
+    }
     assert history == {a.id: [(1, 10.0)], b.id: [(1, 20.0), (2, 30.0), (3, 50.0)]}
     assert runs[a.id].info.status == "FINISHED" and runs[b.id].info.status == "KILLED"  # b never ended
 
@@ -78,7 +84,24 @@ def test_runs_carry_tags_unique_names_named_term_params_and_final_metrics(tmp_pa
     uri = mlflow_store()
     suite = write_suite(tmp_path, tiny_suite(grid={"local.lr": [0.05, 0.1]}))
     results = tmp_path / "results"
-    assert main(["run", str(suite), "--tracking-uri", uri, "--results-dir", str(results), "-q", "--seeds", "3", "--rounds", "3"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(suite),
+                "--tracking-uri",
+                uri,
+                "--results-dir",
+                str(results),
+                "-q",
+                "--seeds",
+                "3",
+                "--rounds",
+                "3",
+            ]
+        )
+        == 0
+    )
 
     client = mlflow.tracking.MlflowClient(uri)
     runs = client.search_runs([client.get_experiment_by_name("tiny").experiment_id])

@@ -22,12 +22,17 @@ def test_cartesian_product_of_datasets_methods_grid_and_seeds():
 
 
 def test_method_grid_applies_to_its_method_only():
-    jobs = jobs_of(methods=["fedavg", {"preset": "fedacg", "grid": {"server.lam": [0.8, 0.85, 0.9],
-                                                                    "client.prox.mu": [0.001, 0.01]}}])
+    jobs = jobs_of(
+        methods=[
+            "fedavg",
+            {"preset": "fedacg", "grid": {"server.lam": [0.8, 0.85, 0.9], "client.prox.mu": [0.001, 0.01]}},
+        ]
+    )
     acg = [j for j in jobs if j.config.method["server"]["rule"] == "acg"]
     assert len(jobs) == 1 + 6 and len(acg) == 6
     assert {(j.config.method["server"]["lam"], j.config.method["client"][0]["mu"]) for j in acg} == {
-        (lam, mu) for lam in (0.8, 0.85, 0.9) for mu in (0.001, 0.01)}
+        (lam, mu) for lam in (0.8, 0.85, 0.9) for mu in (0.001, 0.01)
+    }
     assert all("lam=" in j.method_label for j in acg)
 
 
@@ -68,8 +73,11 @@ def test_dataset_entries_override_defaults():
 
 def test_reference_metrics_are_reported():
     suite = tiny_suite()
-    suite["datasets"][0]["reference"] = {"source": "test", "metrics": ["acc@4", "rounds_to@50"],
-                                         "rows": {"FedAvg": [10.0, ">4"], "FedACG": [20.0, 3]}}
+    suite["datasets"][0]["reference"] = {
+        "source": "test",
+        "metrics": ["acc@4", "rounds_to@50"],
+        "rows": {"FedAvg": [10.0, ">4"], "FedACG": [20.0, 3]},
+    }
     (job, _) = expand(Suite(**suite))
     assert job.config.metrics == ["acc@2", "rounds_to@30", "acc@4", "rounds_to@50"]
 
@@ -79,7 +87,8 @@ def test_method_overrides_train_one_method_of_a_table_differently():
     method parameters for one method label of one dataset entry; steps replace the default epochs."""
     suite = tiny_suite()
     suite["datasets"][0]["method_overrides"] = {
-        "FedACG": {"local": {"batch_size": 4, "steps": 7}, "server": {"lam": 0.5}, "client": {"prox": {"mu": 0.1}}}}
+        "FedACG": {"local": {"batch_size": 4, "steps": 7}, "server": {"lam": 0.5}, "client": {"prox": {"mu": 0.1}}}
+    }
     fedavg, fedacg = expand(Suite(**suite))
     assert (fedavg.config.local.batch_size, fedavg.config.local.epochs, fedavg.config.local.steps) == (8, 1, None)
     assert (fedacg.config.local.batch_size, fedacg.config.local.epochs, fedacg.config.local.steps) == (4, None, 7)
@@ -101,5 +110,9 @@ def test_job_ids_do_not_move_when_a_setting_is_added():
     """Results on disk are found by job id: a new setting left at its default (here `compile`, which a
     dataset entry also carries as an override) must not give every existing job a new id."""
     ids = {j.method_label: j.id for j in load_jobs(REPO / "suites" / "quickstart.yaml")[1]}
-    assert ids == {"FedAvg": "d85c8bb99ca3", "FedProx": "237fa7b71fb9", "FedAvgM": "12c673e14894",
-                   "FedACG": "3eaa7f596799"}
+    assert ids == {
+        "FedAvg": "d85c8bb99ca3",
+        "FedProx": "237fa7b71fb9",
+        "FedAvgM": "12c673e14894",
+        "FedACG": "3eaa7f596799",
+    }

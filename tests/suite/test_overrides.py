@@ -35,18 +35,27 @@ def test_seeds_and_method_override_through_the_cli(tmp_path, capsys):
     assert "2 jobs" in out and "lam=0.7" in out and "lam=0.85" not in out
 
 
-@pytest.mark.parametrize("args, expected", [
-    (["--set", "local.lrr=0.1"], ["--set local.lrr: unknown field 'lrr'", "did you mean 'lr'"]),  # the path said once
-    (["--set", "roundz=3"], ["--set roundz", "did you mean 'rounds'"]),
-    (["--set", "local.lr=-1"], ["--set local.lr", "greater than 0"]),
-    (["--set", "method.server.lamm=0.7"], ["--set method.server.lamm", "unknown parameter 'lamm'", "did you mean 'lam'"]),
-    (["--set", "local.lr"], ["expected PATH=VALUE"]),
-    (["--set", "dataset.params.num_user=3"], ["--set dataset.params.num_user", "did you mean 'num_users'"]),
-    (["--set", "dataset.name=femnistt"], ["--set dataset.name", "did you mean 'femnist'"]),
-    (["--seeds", "0,x"], ["--seeds", "comma-separated integers"]),
-    (["--rounds", "0"], ["--rounds", "greater than or equal to 1"]),
-    (["--only", "FedAvgg"], ["--only 'FedAvgg' matches no job", "did you mean 'FedAvg'"]),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (
+            ["--set", "local.lrr=0.1"],
+            ["--set local.lrr: unknown field 'lrr'", "did you mean 'lr'"],
+        ),  # the path said once
+        (["--set", "roundz=3"], ["--set roundz", "did you mean 'rounds'"]),
+        (["--set", "local.lr=-1"], ["--set local.lr", "greater than 0"]),
+        (
+            ["--set", "method.server.lamm=0.7"],
+            ["--set method.server.lamm", "unknown parameter 'lamm'", "did you mean 'lam'"],
+        ),
+        (["--set", "local.lr"], ["expected PATH=VALUE"]),
+        (["--set", "dataset.params.num_user=3"], ["--set dataset.params.num_user", "did you mean 'num_users'"]),
+        (["--set", "dataset.name=femnistt"], ["--set dataset.name", "did you mean 'femnist'"]),
+        (["--seeds", "0,x"], ["--seeds", "comma-separated integers"]),
+        (["--rounds", "0"], ["--rounds", "greater than or equal to 1"]),
+        (["--only", "FedAvgg"], ["--only 'FedAvgg' matches no job", "did you mean 'FedAvg'"]),
+    ],
+)
 def test_bad_overrides_name_the_option_and_what_is_allowed(tmp_path, capsys, args, expected):
     path = write_suite(tmp_path, tiny_suite(methods=["fedacg", "fedavg"]))
     assert main(["plan", str(path), *args]) == 2
@@ -57,7 +66,9 @@ def test_bad_overrides_name_the_option_and_what_is_allowed(tmp_path, capsys, arg
 
 
 def test_only_selects_exactly_by_label_case_or_id(tmp_path):
-    path = write_suite(tmp_path, tiny_suite(methods=["fedavg", "fedavgm", {"preset": "fedacg", "grid": {"server.lam": [0.8, 0.9]}}]))
+    path = write_suite(
+        tmp_path, tiny_suite(methods=["fedavg", "fedavgm", {"preset": "fedacg", "grid": {"server.lam": [0.8, 0.9]}}])
+    )
     assert {j.method_label for j in load_selected(path, only=("FedAvg",))[1]} == {"FedAvg"}  # not FedAvgM
     assert {j.method_label for j in load_selected(path, only=("fedavgm",))[1]} == {"FedAvgM"}
     acg = load_selected(path, only=("FedACG",))[1]

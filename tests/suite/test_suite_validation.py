@@ -20,18 +20,18 @@ def problems_of(tmp_path, suite: dict) -> list[tuple[str, str]]:
 
 def test_unknown_server_parameter_names_its_path(tmp_path):
     suite = tiny_suite(methods=["fedavg", "fedprox", {"preset": "fedacg", "server": {"lamda": 0.9}}])
-    (path, msg), = problems_of(tmp_path, suite)
+    ((path, msg),) = problems_of(tmp_path, suite)
     assert path == "methods[2].server.lamda" and "unknown parameter" in msg
 
 
 def test_out_of_range_parameter(tmp_path):
     suite = tiny_suite(methods=["fedavg", "fedprox", {"preset": "fedacg", "server": {"lam": 1.5}}])
-    (path, msg), = problems_of(tmp_path, suite)
+    ((path, msg),) = problems_of(tmp_path, suite)
     assert path == "methods[2].server.lam" and "less than 1" in msg
 
 
 def test_unknown_preset_lists_the_known_ones(tmp_path):
-    (path, msg), = problems_of(tmp_path, tiny_suite(methods=["fedavg", "fedsgd"]))
+    ((path, msg),) = problems_of(tmp_path, tiny_suite(methods=["fedavg", "fedsgd"]))
     assert path == "methods[1].preset" and "fedacg" in msg and "fedavg" in msg
 
 
@@ -124,5 +124,5 @@ def test_method_overrides_name_an_unknown_label_or_key(tmp_path):
 def test_method_override_of_a_missing_term_names_its_path(tmp_path):
     suite = tiny_suite()
     suite["datasets"][0]["method_overrides"] = {"FedAvg": {"client": {"prox": {"mu": 0.1}}}}
-    (path, msg), = problems_of(tmp_path, suite)
+    ((path, msg),) = problems_of(tmp_path, suite)
     assert path == "datasets[0].method_overrides.FedAvg.client.prox" and "no client term" in msg

@@ -23,9 +23,20 @@ COUNTING_RUN = Path(__file__).with_name("counting_run.py")
 def start(tmp_path: Path, suite: Path, *extra: str) -> subprocess.Popen:
     """`fedbench run` in a fresh process, counting the jobs it trains in tmp_path/trained.log."""
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    cmd = [sys.executable, str(COUNTING_RUN), str(tmp_path / "trained.log"), "run", str(suite),
-           "--results-dir", str(tmp_path / "results"), "--tracking-uri", f"sqlite:///{tmp_path / 'store.db'}",
-           "--threads", "1", *extra]
+    cmd = [
+        sys.executable,
+        str(COUNTING_RUN),
+        str(tmp_path / "trained.log"),
+        "run",
+        str(suite),
+        "--results-dir",
+        str(tmp_path / "results"),
+        "--tracking-uri",
+        f"sqlite:///{tmp_path / 'store.db'}",
+        "--threads",
+        "1",
+        *extra,
+    ]
     return subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -56,8 +67,9 @@ def test_processes_started_together_on_a_new_store_train_each_job_once(tmp_path)
     parents, children = runs_of(tmp_path)
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
     assert sorted(c.data.tags["fedbench.job_id"] for c in children) == sorted(j.id for j in jobs)
-    assert all(c.info.status == "FINISHED" and c.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
-               for c in children)
+    assert all(
+        c.info.status == "FINISHED" and c.data.tags["mlflow.parentRunId"] == parents[0].info.run_id for c in children
+    )
 
 
 def long_suite(tmp_path: Path) -> tuple[Path, str, JobDir]:

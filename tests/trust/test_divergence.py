@@ -29,6 +29,7 @@ def sweep_suite(lrs: list[float]) -> dict:
 def strict_json_lines(path) -> list[dict]:
     def no_constants(name):
         raise AssertionError(f"{path} holds a bare {name}")
+
     return [json.loads(line, parse_constant=no_constants) for line in path.read_text().splitlines()]
 
 

@@ -67,7 +67,10 @@ def test_first_ctrl_c_stops_at_the_end_of_the_round_with_a_checkpoint(tmp_path, 
     d = JobDir(tmp_path / "r", "tiny", job.id)
     assert d.load_checkpoint()["simulation"]["round"] == 2 and [r["round"] for r in d.read_metrics()] == [1, 2]
     err = capsys.readouterr().err
-    assert "stopping when this round ends" in caplog.text and f"job {job.id} stopped at round 2; its checkpoint there is kept" in err
+    assert (
+        "stopping when this round ends" in caplog.text
+        and f"job {job.id} stopped at round 2; its checkpoint there is kept" in err
+    )
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
 
 
@@ -84,9 +87,24 @@ def test_a_signalled_process_keeps_its_checkpoint_and_closes_its_runs(tmp_path, 
     _, (job,) = load_jobs(suite)
     jobdir = JobDir(tmp_path / "r", "tiny", job.id)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "benchmark.cli", "run", str(suite), "--results-dir", str(tmp_path / "r"),
-                             "--tracking-uri", f"sqlite:///{tmp_path / 'store.db'}"], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchmark.cli",
+            "run",
+            str(suite),
+            "--results-dir",
+            str(tmp_path / "r"),
+            "--tracking-uri",
+            f"sqlite:///{tmp_path / 'store.db'}",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     end = time.monotonic() + 120
     while not jobdir.checkpoint.exists():
         assert time.monotonic() < end
@@ -97,8 +115,10 @@ def test_a_signalled_process_keeps_its_checkpoint_and_closes_its_runs(tmp_path, 
     import mlflow
 
     client = mlflow.tracking.MlflowClient(f"sqlite:///{tmp_path / 'store.db'}")
-    statuses = {r.data.tags["fedbench.kind"]: r.info.status
-                for r in client.search_runs([client.get_experiment_by_name("tiny").experiment_id])}
+    statuses = {
+        r.data.tags["fedbench.kind"]: r.info.status
+        for r in client.search_runs([client.get_experiment_by_name("tiny").experiment_id])
+    }
     assert statuses == {"suite": "KILLED", "job": "KILLED"}
 
 

@@ -25,8 +25,16 @@ def test_a_lock_is_exclusive_between_open_files(tmp_path):
 def test_sigkilled_holder_frees_the_lock(tmp_path):
     path = tmp_path / "job.lock"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'w'); fcntl.flock(f, fcntl.LOCK_EX); "
-         "print('held', flush=True); time.sleep(600)", str(path)], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys, time; f = open(sys.argv[1], 'w'); fcntl.flock(f, fcntl.LOCK_EX); "
+            "print('held', flush=True); time.sleep(600)",
+            str(path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "held"
     assert not FileLock(path).acquire(blocking=False)
     holder.send_signal(signal.SIGKILL)
