@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from benchmark.cli_data import data as _data_group
 from benchmark.cli_options import job_options, load_selected, verbosity_options
 from benchmark.errors import UserError
 
@@ -469,8 +470,6 @@ def check(
     within = "the per-metric tolerances of " + str(tolerance_path(path)) if isinstance(tolerance, dict) else tolerance
     out.print(f"[green]no regression[/green]: {len(jobs)} jobs within {within} of {path}")
 
-
-from benchmark.cli_data import data as _data_group
 
 cli.add_command(_data_group)
 

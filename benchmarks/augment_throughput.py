@@ -13,7 +13,7 @@ import argparse
 import math
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F

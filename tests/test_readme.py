@@ -12,10 +12,10 @@ import sys
 import numpy as np
 import pandas as pd
 import yaml
+from fedtest import REPO
 
 from benchmark.suite.expand import expand
 from benchmark.suite.schema import Suite
-from fedtest import REPO
 
 
 def test_ci_runs_the_readme_test_command():

@@ -12,9 +12,9 @@ import os
 import shutil
 import tarfile
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from benchmark.data.cache import cache_dir, sha256_file, tree_fingerprint
 from benchmark.errors import DatasetMissing

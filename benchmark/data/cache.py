@@ -10,8 +10,8 @@ import hashlib
 import json
 import os
 import warnings
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 from benchmark.lazy import torch
 
@@ -60,7 +60,9 @@ def cached_tensors(tag: str, key: str, build: Callable[[], dict[str, torch.Tenso
         try:
             return torch.load(path, weights_only=True)
         except Exception as err:  # a truncated or foreign file: rebuild, but say so
-            warnings.warn(f"ignoring unreadable tensor cache {path} ({type(err).__name__}: {err}); rebuilding it")
+            warnings.warn(
+                f"ignoring unreadable tensor cache {path} ({type(err).__name__}: {err}); rebuilding it", stacklevel=2
+            )
     tensors = build()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")

@@ -4,9 +4,9 @@ into one uint8 NCHW tensor, and the per-channel statistics used for normalisatio
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from benchmark.data.archive import Found, locate
 from benchmark.data.cache import cache_key, cached_tensors

@@ -38,7 +38,7 @@ class RegularisedLogistic:
     digest: str  # checksum of the float32 data: the cache key of F*
 
     @classmethod
-    def of(cls, x: torch.Tensor, y: torch.Tensor, num_classes: int, mu: float) -> "RegularisedLogistic":
+    def of(cls, x: torch.Tensor, y: torch.Tensor, num_classes: int, mu: float) -> RegularisedLogistic:
         if mu <= 0:
             raise UserError("suboptimality needs a strongly convex objective: set local.weight_decay > 0")
         x = x.detach().cpu().flatten(1)
@@ -48,7 +48,7 @@ class RegularisedLogistic:
         return cls(torch.cat([x.double(), ones], 1), y.cpu().long(), num_classes, mu, h.hexdigest())
 
     @classmethod
-    def of_federation(cls, data: FederatedData, spec: ParamSpec, mu: float) -> "RegularisedLogistic":
+    def of_federation(cls, data: FederatedData, spec: ParamSpec, mu: float) -> RegularisedLogistic:
         kind = {LOGISTIC_PARAMS: cls, BINARY_PARAMS: BinaryLogistic}.get(spec.names)
         if kind is None:
             shown = ", ".join(spec.names[:4]) + (" ..." if len(spec.names) > 4 else "")
@@ -138,7 +138,7 @@ class BinaryLogistic(RegularisedLogistic):
     objective of the `binary_logistic` model, whose flat vector is w itself."""
 
     @classmethod
-    def of(cls, x: torch.Tensor, y: torch.Tensor, num_classes: int, mu: float) -> "BinaryLogistic":
+    def of(cls, x: torch.Tensor, y: torch.Tensor, num_classes: int, mu: float) -> BinaryLogistic:
         full = super().of(x, y, num_classes, mu)
         full.x = full.x[:, :-1]  # no bias column
         return full

@@ -7,21 +7,21 @@ stream, so every method and execution mode sees the same batches.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
 from benchmark.data.source import SourceData
-from benchmark.rng import Stream, generator
 from benchmark.errors import UserError
+from benchmark.rng import Stream, generator
 from benchmark.suite.schema import LocalTraining
 
 # kind -> fn(x, train, gen) -> float tensor; image pipelines register augmentation here
 Preprocessor = Callable[[torch.Tensor, bool, "torch.Generator | None"], torch.Tensor]
 
 
-def as_is(x: torch.Tensor, train: bool, gen: "torch.Generator | None") -> torch.Tensor:
+def as_is(x: torch.Tensor, train: bool, gen: torch.Generator | None) -> torch.Tensor:
     return x
 
 
@@ -68,7 +68,7 @@ class FederatedData:
     def class_counts(self, client: int) -> torch.Tensor:
         return torch.bincount(self.src.train_y[self.clients[client]], minlength=self.src.num_classes)
 
-    def to(self, device) -> "FederatedData":
+    def to(self, device) -> FederatedData:
         s = self.src
         moved = SourceData(
             s.train_x.to(device),

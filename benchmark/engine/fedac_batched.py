@@ -27,9 +27,9 @@ from benchmark.engine.convex import BinaryLogistic
 from benchmark.engine.fed_data import shared_positions
 from benchmark.engine.fedac_jobs import one_step_rounds, server_kind
 from benchmark.engine.fedac_kernel import local_round, row_scores
-from benchmark.metrics import ema_update
 from benchmark.fl.fedac import coefficients
 from benchmark.fl.flat import flat_params
+from benchmark.metrics import ema_update
 from benchmark.suite.schema import JobConfig
 
 ENGINE = "fedac_batched"  # recorded in the checkpoints of the jobs run here
@@ -53,10 +53,10 @@ class Batch:
     jobs: list[JobConfig]
     outcomes: list[Outcome]
     one_step: bool
-    linear: "Recursion"
+    linear: Recursion
 
     @classmethod
-    def of(cls, jobs: list[JobConfig], outcomes: list[Outcome]) -> "Batch":
+    def of(cls, jobs: list[JobConfig], outcomes: list[Outcome]) -> Batch:
         one_step = one_step_rounds(jobs[0])
         kept, rows = [], []
         for job, outcome in zip(jobs, outcomes):
@@ -87,7 +87,7 @@ class Recursion:
     r: torch.Tensor
 
     @classmethod
-    def of_job(cls, job: JobConfig, steps: int) -> "Recursion":
+    def of_job(cls, job: JobConfig, steps: int) -> Recursion:
         lam, eta = job.local.weight_decay, job.local.lr
         term = next((t for t in job.method["client"] if t["term"] == "fedac"), None)
         if term is None:
@@ -146,7 +146,7 @@ class SparseRows:
     binary: bool  # every non-zero is 1 (a9a): x's values need no multiplication
 
     @classmethod
-    def of(cls, x: torch.Tensor) -> "SparseRows":
+    def of(cls, x: torch.Tensor) -> SparseRows:
         n, d = x.shape
         present = x != 0
         counts = present.sum(1)

@@ -89,14 +89,14 @@ def sequential_why_not(model: nn.Module, terms: list[ClientTerm], precision: str
 
 def choose(
     trainer: str, model: nn.Module, spec, terms: list[ClientTerm], precision: str = "fp32", compile: bool = False
-) -> "FusedStep | str":
+) -> FusedStep | str:
     """The fused step `trainer` ("sequential" | "vectorised") takes for `model` and `terms`, or why
     the plain step runs instead."""
     why = (sequential_why_not if trainer == "sequential" else why_not)(model, terms, precision, compile)
     return why or FusedStep(model, spec, prox_coefficient(terms))
 
 
-def for_job(sim, trainer: str) -> "FusedStep | None":
+def for_job(sim, trainer: str) -> FusedStep | None:
     """The fused step `trainer` ("sequential" | "vectorised") takes in `sim`'s job, or None: decided
     once per job and kept in sim.local_step[trainer] (a FusedStep, or why the plain step runs), so
     a step that declined stays declined; summary.json reports it (`record`)."""

@@ -7,7 +7,6 @@ import hashlib
 import json
 
 import torch
-
 from pydantic import ValidationError
 
 from benchmark.data.cache import cache_key, cached_tensors

@@ -4,25 +4,25 @@ objects and reports each evaluated round through a callback."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Callable
 
 import torch
 from torch import nn
 
 from benchmark.data.participation import pool_entrants, sample_clients
-from benchmark.engine.fed_data import FederatedData
 from benchmark.engine.convex import RegularisedLogistic
+from benchmark.engine.fed_data import FederatedData
 from benchmark.engine.local import compiled, evaluate, make_forward
 from benchmark.engine.trainers import TRAINERS
-from benchmark.metrics import ema_update
-from benchmark.rng import Stream, generator
 from benchmark.fl.base import RoundInfo, Uploads
 from benchmark.fl.flat import ParamSpec, flat_params
 from benchmark.fl.method import Method
 from benchmark.fl.state import make_client_store
+from benchmark.metrics import ema_update
+from benchmark.rng import Stream, generator
 from benchmark.suite.schema import JobConfig
 
 

@@ -24,7 +24,7 @@ job fails with `NotVectorisable`, never silently falling back to sequential trai
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 from torch.func import grad_and_value, vmap
@@ -211,7 +211,7 @@ def _client_batched_gradient(template: ClientContext, terms: list[ClientTerm]) -
 def _train_together(
     sim, chosen: list[int], rnd: RoundInfo, received: dict, positions: list | None = None
 ) -> list[ClientOutcome]:
-    job, terms, local = sim.job, sim.method.terms, sim.job.local
+    terms, local = sim.method.terms, sim.job.local
     positions = positions or round_positions(sim, chosen, rnd)
     check_plans(chosen, positions, local, rnd.round)
     epochs, count = [e for _, e in positions[0]], len(chosen)

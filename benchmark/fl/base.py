@@ -16,8 +16,9 @@ that validating a suite reads without torch: method files bind it with
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from benchmark.fl.flat import ParamSpec
 from benchmark.lazy import torch
@@ -156,7 +157,7 @@ class ClientTerm:
         """Logits fed to the cross-entropy (FedLC calibrates them)."""
         return logits
 
-    def loss(self, ctx: ClientContext, w: torch.Tensor, out: "ForwardOut", x: torch.Tensor, y: torch.Tensor):
+    def loss(self, ctx: ClientContext, w: torch.Tensor, out: ForwardOut, x: torch.Tensor, y: torch.Tensor):
         """Extra loss added to the (weighted) cross-entropy, or None."""
         return None
 

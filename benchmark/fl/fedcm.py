@@ -12,8 +12,8 @@ from pydantic import Field
 
 from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo, ServerRule, StrictParams, Uploads
 from benchmark.fl.presets import register_preset
-from benchmark.fl.servers import GlobalLr
 from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
+from benchmark.fl.servers import GlobalLr
 from benchmark.lazy import torch
 
 DIRECTION = "direction"

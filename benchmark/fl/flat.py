@@ -19,7 +19,7 @@ class ParamSpec:
     shapes: tuple[torch.Size, ...]
 
     @classmethod
-    def of(cls, model: nn.Module) -> "ParamSpec":
+    def of(cls, model: nn.Module) -> ParamSpec:
         if any(True for _ in model.buffers()):
             raise ValueError(
                 f"{type(model).__name__} has buffers (e.g. BatchNorm statistics); fedbench models "

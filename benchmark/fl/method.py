@@ -152,7 +152,7 @@ class Method:
     downlink: Codec
 
     @classmethod
-    def build(cls, canonical: dict) -> "Method":
+    def build(cls, canonical: dict) -> Method:
         def make(registry: Registry, spec: dict, key: str):
             klass = registry.get(spec[key])
             return klass(klass.Params(**{k: v for k, v in spec.items() if k != key}))

@@ -10,8 +10,8 @@ from __future__ import annotations
 from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo, ServerRule, Uploads
 from benchmark.fl.losses import state_or_zeros
 from benchmark.fl.presets import register_preset
-from benchmark.fl.servers import GlobalLr
 from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
+from benchmark.fl.servers import GlobalLr
 from benchmark.lazy import torch
 
 CONTROL = "control"  # broadcast name of c

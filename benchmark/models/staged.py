@@ -12,7 +12,7 @@ and `head(h) -> (logits, penultimate feature)`. This class turns them into
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import nn

@@ -37,7 +37,7 @@ def table_md(t: EntryTable) -> str:
     """A Markdown table, the best of each column in bold, each row label with its footnote mark (footnotes_md)."""
     text, best = t.display()
     lines = ["| " + " | ".join(_md_escape(c) for c in text.columns) + " |", "|" + "---|" * len(text.columns)]
-    for i, (row, (_, cells), (_, marks)) in enumerate(zip(t.rows, text.iterrows(), best.iterrows()), 1):
+    for i, (_row, (_, cells), (_, marks)) in enumerate(zip(t.rows, text.iterrows(), best.iterrows()), 1):
         shown = [f"**{_md_escape(v)}**" if marks[k] else _md_escape(v) for k, v in cells.items()]
         shown[0] += f" [^{t.slug}-{i}]"
         lines.append("| " + " | ".join(shown) + " |")

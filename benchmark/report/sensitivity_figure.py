@@ -47,7 +47,9 @@ def _panels(data: pd.DataFrame, chosen: dict[str, str]) -> dict[str, list[tuple[
         best = rows[rows.setting == chosen.get(method)].params
         best = best.iloc[0] if len(best) else rows.params.iloc[0]
         for key in [k for k in best if rows.params.map(lambda p, k=k: p.get(k)).nunique() > 1]:
-            same = rows[rows.params.map(lambda p, key=key: all(p.get(k) == v for k, v in best.items() if k != key))]
+            same = rows[
+                rows.params.map(lambda p, key=key, best=best: all(p.get(k) == v for k, v in best.items() if k != key))
+            ]
             line = sorted(
                 ((r.params[key], r.mean, r.std) for r in same.itertuples()),
                 key=lambda t: str(t[0]) if not _numeric([t[0]]) else t[0],

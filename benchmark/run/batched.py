@@ -13,9 +13,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from benchmark.engine.convex import BinaryLogistic
-from benchmark.engine.simulation import Diverged
 from benchmark.engine.fedac_batched import ENGINE, PER_DATASET, Outcome, run_batch
 from benchmark.engine.fedac_jobs import batch_key
+from benchmark.engine.simulation import Diverged
 from benchmark.suite.expand import Job
 
 

@@ -9,7 +9,7 @@ and `on_close` however the job stops (also on Ctrl-C or a crash)."""
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from benchmark.run.heartbeat import Heartbeat
 from benchmark.run.records import RoundRecord

@@ -10,8 +10,8 @@ never train the same job twice: a job another process holds is left for last, th
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from benchmark.engine.setup import data_fingerprint
 from benchmark.errors import UserError

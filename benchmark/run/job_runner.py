@@ -7,11 +7,12 @@ import logging
 import signal
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
-from benchmark.metrics import summarise
 from benchmark.engine import low_rank_step
 from benchmark.engine.setup import build_simulation
+from benchmark.engine.simulation import Diverged, Simulation
+from benchmark.metrics import summarise
 from benchmark.run.callbacks import (
     Callbacks,
     Checkpoints,
@@ -22,7 +23,6 @@ from benchmark.run.callbacks import (
     Tracking,
     save_checkpoint,
 )
-from benchmark.engine.simulation import Diverged, Simulation
 from benchmark.run.records import Divergence, JobSummary, RoundRecord
 from benchmark.run.results import JobDir, atomic_torch_save, atomic_write_json
 from benchmark.run.status import DIVERGED, FINISHED, STOPPED
@@ -54,7 +54,7 @@ class StopAtRoundEnd:
         self.requested = True
         log.warning("stopping when this round ends, with a checkpoint (press Ctrl-C again to stop at once)")
 
-    def __enter__(self) -> "StopAtRoundEnd":
+    def __enter__(self) -> StopAtRoundEnd:
         if threading.current_thread() is threading.main_thread():
             self._previous = {sig: signal.signal(sig, self._request) for sig in self.SIGNALS}
         return self

@@ -14,7 +14,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-
 log = logging.getLogger("fedbench")
 QUIET, NORMAL, VERBOSE = -1, 0, 1
 

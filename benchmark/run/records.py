@@ -25,7 +25,7 @@ class RoundRecord:
     extra: dict = field(default_factory=dict)
 
     @classmethod
-    def from_json(cls, rec: dict) -> "RoundRecord":
+    def from_json(cls, rec: dict) -> RoundRecord:
         known = {f.name for f in fields(cls)} - {"extra"}
         return cls(
             **{k: v for k, v in rec.items() if k in known}, extra={k: v for k, v in rec.items() if k not in known}

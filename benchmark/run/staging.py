@@ -17,9 +17,10 @@ import io
 import json
 import shutil
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from benchmark.data.archive import ARCHIVE_SUFFIXES, Found, peek_archives, unpack_into
 from benchmark.data.cache import cache_dir, sha256_file

@@ -18,8 +18,8 @@ from pydantic import ValidationError
 from benchmark.errors import SuiteError
 from benchmark.fl.method import MethodProblems, resolve_method
 from benchmark.fl.pairing import model_problems, share_params
-from benchmark.suggest import allowed_names
 from benchmark.params import pydantic_problems
+from benchmark.suggest import allowed_names
 from benchmark.suite.load import load_suite
 from benchmark.suite.overrides import Overrides
 from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, Settings, Suite

@@ -18,7 +18,7 @@ class Overrides:
     seeds: tuple[int, ...] | None = None
 
     @classmethod
-    def parse(cls, sets: tuple[str, ...] = (), seeds: str | None = None, rounds: int | None = None) -> "Overrides":
+    def parse(cls, sets: tuple[str, ...] = (), seeds: str | None = None, rounds: int | None = None) -> Overrides:
         values = {}
         for item in sets:
             path, eq, text = item.partition("=")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from benchmark.cli import main
 from fedtest import REPO, tiny_suite, write_suite
+
+from benchmark.cli import main
 
 
 def test_plan_lists_every_job_with_its_id(tmp_path, capsys):

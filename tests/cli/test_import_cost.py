@@ -8,8 +8,9 @@ import json
 import subprocess
 import sys
 
-from benchmark.cli import main
 from fedtest import REPO, tiny_suite, write_suite
+
+from benchmark.cli import main
 
 HEAVY = ("torch", "mlflow", "numba", "pandas", "matplotlib")
 # The FedAc figure suites expand to 8,190 and 3,240 jobs (9 s to print); fedac_small.yaml has

@@ -1,9 +1,9 @@
 import pytest
 import torch
+from data_fixtures import write_libsvm
 
 from benchmark.data.source import load_dataset
 from benchmark.errors import DatasetMissing
-from data_fixtures import write_libsvm
 
 
 def test_sparse_text_becomes_dense_with_01_labels(tmp_path):

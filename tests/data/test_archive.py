@@ -3,11 +3,11 @@ import tarfile
 import zipfile
 
 import pytest
+from data_fixtures import write_tiny_imagenet
 
 from benchmark.data.archive import extract, locate
 from benchmark.data.tiny_imagenet import TinyImageNetParams, load_split
 from benchmark.errors import DatasetMissing
-from data_fixtures import write_tiny_imagenet
 
 
 def test_extracts_once_into_the_cache_keyed_by_content(tmp_path, isolated_cache):

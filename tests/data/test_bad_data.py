@@ -8,12 +8,12 @@ import logging
 
 import pytest
 import torch
+from data_fixtures import write_leaf
+from fedtest import write_suite
 
 from benchmark.cli import main
 from benchmark.data.source import SourceData
 from benchmark.engine.setup import forget_loaded_data
-from data_fixtures import write_leaf
-from fedtest import write_suite
 
 
 def femnist_users(labels: list[int]) -> dict:

@@ -4,10 +4,10 @@ import shutil
 
 import pytest
 import torch
+from data_fixtures import tar_gz, write_cifar_pickles, write_image_folder
 
 from benchmark.data.source import load_dataset
 from benchmark.errors import DatasetMissing, UserError
-from data_fixtures import tar_gz, write_cifar_pickles, write_image_folder
 
 CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
 

@@ -2,12 +2,12 @@ import gzip
 import urllib.error
 
 from click.testing import CliRunner
+from data_fixtures import tar_gz, write_cifar_pickles, write_libsvm, write_tiny_imagenet
+from test_leaf_builder import RAW
 
 from benchmark.cli import main
 from benchmark.cli_data import data
-from data_fixtures import tar_gz, write_cifar_pickles, write_libsvm, write_tiny_imagenet
 from leaf_data.shakespeare_text import users_text
-from test_leaf_builder import RAW
 
 
 def test_ls_reports_found_and_missing_with_where_to_put_it(tmp_path):

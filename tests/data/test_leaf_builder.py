@@ -3,9 +3,9 @@ import json
 
 import pytest
 import yaml
+from fedtest import REPO
 
 from benchmark.data.source import load_dataset
-from fedtest import REPO
 from leaf_data.__main__ import main as leaf_main
 from leaf_data.shakespeare import (
     SEQ_LEN,

@@ -6,11 +6,11 @@ import json
 
 import numpy as np
 import pytest
+from fedtest import write_suite
 
 from benchmark.cli import main
-from benchmark.errors import DatasetMissing
 from benchmark.data.source import load_dataset
-from fedtest import write_suite
+from benchmark.errors import DatasetMissing
 
 
 def write_leaf_shard(path, users: dict[str, int], rng, classes: int = 62):

@@ -1,10 +1,10 @@
 import pytest
 import torch
+from data_fixtures import tar_gz, write_celeba, write_leaf
 
 from benchmark.data.shakespeare import VOCAB
 from benchmark.data.source import load_dataset
 from benchmark.errors import DatasetMissing
-from data_fixtures import tar_gz, write_celeba, write_leaf
 
 
 def shakespeare_users():

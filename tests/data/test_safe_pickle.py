@@ -3,11 +3,11 @@ import pickle
 
 import numpy as np
 import pytest
-
-from benchmark.data.source import load_dataset
-from benchmark.data.safe_pickle import safe_load_pickle
-from benchmark.errors import DatasetMissing
 from data_fixtures import write_cifar_pickles
+
+from benchmark.data.safe_pickle import safe_load_pickle
+from benchmark.data.source import load_dataset
+from benchmark.errors import DatasetMissing
 
 
 class RunsShell:

@@ -1,10 +1,10 @@
 import pytest
 import torch
+from data_fixtures import tar_gz, write_tiny_imagenet
 
 from benchmark.data.source import load_dataset
 from benchmark.data.tiny_imagenet import TinyImageNetParams, load_split
 from benchmark.errors import DatasetMissing
-from data_fixtures import tar_gz, write_tiny_imagenet
 
 
 def test_official_layout_both_splits(tmp_path):

@@ -9,8 +9,8 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-from benchmark.engine import augment as aug
 from benchmark.data.source import SourceData
+from benchmark.engine import augment as aug
 from benchmark.engine.fed_data import FederatedData
 from benchmark.suite.schema import AugmentConfig, LocalTraining
 

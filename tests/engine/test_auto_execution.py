@@ -7,14 +7,14 @@ import json
 
 import pytest
 import torch
+from fedtest import tiny_suite, write_suite
+from test_vectorised import Opaque
+from vec_support import ATOL, make_jobs, run, with_term
 
 from benchmark.engine import auto_execution
 from benchmark.run.job_runner import run_job
 from benchmark.run.results import JobDir
 from benchmark.suite.expand import load_jobs
-from fedtest import tiny_suite, write_suite
-from vec_support import ATOL, make_jobs, run, with_term
-from test_vectorised import Opaque
 
 FEDPROX = {"preset": "fedprox", "client": {"prox": {"mu": 0.01}}}
 

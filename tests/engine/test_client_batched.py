@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 from torch import nn
+from vec_support import assert_same, image_simulation, make_jobs
 
 from benchmark.engine import client_batched
 from benchmark.engine.client_round import train_sequential
@@ -16,7 +17,6 @@ from benchmark.engine.local import make_forward
 from benchmark.engine.vectorised import train_vectorised
 from benchmark.fl.flat import ParamSpec, flat_params
 from benchmark.models.registry import build_model, known_models
-from vec_support import assert_same, image_simulation, make_jobs
 
 # model -> (input shape, params) small enough for a test; every registered model is listed
 MODELS = {

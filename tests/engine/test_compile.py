@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from fedtest import job_config
 
 from benchmark.engine.setup import build_simulation
 from benchmark.errors import SuiteError
 from benchmark.suite.expand import job_id
-from fedtest import job_config
 
 
 @pytest.mark.slow  # torch.compile's first call takes 10-40 s on CPU

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from fedtest import measured
 
 from benchmark.engine import fedac_batched
 from benchmark.engine.fedac_jobs import batch_key
@@ -13,7 +14,6 @@ from benchmark.run.job_runner import run_job
 from benchmark.run.results import JobDir
 from benchmark.suite.expand import expand
 from benchmark.suite.schema import Suite
-from fedtest import measured
 
 LRS = [0.05, 0.2, 1.0]
 

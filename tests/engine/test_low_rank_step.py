@@ -12,12 +12,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
+from vec_support import ATOL, assert_same, image_simulation, make_jobs, run
 
 from benchmark.engine import low_rank_step, vectorised
 from benchmark.engine.setup import build_simulation
 from benchmark.fl.flat import ParamSpec
 from benchmark.models.registry import build_model
-from vec_support import ATOL, assert_same, image_simulation, make_jobs, run
 
 PROX = {"preset": "fedprox", "client": {"prox": {"mu": 0.05}}}  # strong enough to matter in 3 rounds
 # no client term shapes the step, or only the proximal term (folded into the step)

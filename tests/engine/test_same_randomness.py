@@ -4,6 +4,7 @@ round and client), so differences between methods come from the methods alone.""
 from __future__ import annotations
 
 import torch
+from fedtest import job_config
 
 from benchmark.data.source import SourceData
 from benchmark.engine.fed_data import FederatedData
@@ -11,7 +12,6 @@ from benchmark.engine.setup import PREPROCESSORS
 from benchmark.engine.simulation import Simulation
 from benchmark.models.registry import build_model
 from benchmark.suite.schema import AugmentConfig
-from fedtest import job_config
 
 
 def image_source() -> SourceData:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from vec_support import ATOL, assert_same, image_simulation, make_jobs, run, with_term
 
 from benchmark.engine.client_round import train_sequential
 from benchmark.engine.setup import build_simulation
 from benchmark.engine.trainers import TRAINERS
 from benchmark.engine.vectorised import NotVectorisable, train_vectorised, train_vectorised_job
 from benchmark.fl.base import ClientTerm
-from vec_support import ATOL, assert_same, image_simulation, make_jobs, run, with_term
 
 METHODS = ["fedavg", {"preset": "fedprox", "client": {"prox": {"mu": 0.01}}}, "fedavgm", "fedacg"]
 

@@ -5,7 +5,7 @@ Tolerance: see test_vectorised.py's docstring.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 import torch

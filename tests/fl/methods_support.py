@@ -7,7 +7,7 @@ never calls benchmark code, so the tests compare the implementation with the for
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import nn

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from methods_support import make_sim
 
 from benchmark.data.participation import pool_entrants, pool_members, sample_clients
 from benchmark.engine import client_round
 from benchmark.engine.trainers import TRAINERS
 from benchmark.suite.schema import Participation
-from methods_support import make_sim
 
 N = 500
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import torch
+from methods_support import CLASSES, DIM, make_sim, random_init
 
 from benchmark.fl.state import ClientStateStore, MemmapClientStateStore, make_client_store
-from methods_support import CLASSES, DIM, make_sim, random_init
 
 
 def test_memmap_store_roundtrip_and_empty_state(tmp_path):

@@ -11,6 +11,8 @@ import math
 import numpy as np
 import pytest
 import torch
+from fedtest import job_config
+from methods_support import CLASSES, DIM, LR, TwoStageMLP, client_xy, make_sim, random_init
 
 from benchmark.engine.convex import RegularisedLogistic
 from benchmark.engine.vectorised import NotVectorisable
@@ -19,8 +21,6 @@ from benchmark.fl.base import ClientTerm
 from benchmark.fl.fedac import coefficients
 from benchmark.fl.method import MethodProblems
 from benchmark.suite.expand import job_id
-from fedtest import job_config
-from methods_support import CLASSES, DIM, LR, TwoStageMLP, client_xy, make_sim, random_init
 
 P = DIM * CLASSES + CLASSES
 MU = 0.05  # = local.weight_decay = FedAc's μ; large enough that w, w_md and w_ag differ visibly

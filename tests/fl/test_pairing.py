@@ -5,6 +5,7 @@ one value."""
 from __future__ import annotations
 
 import pytest
+from methods_support import TwoStageMLP, make_sim
 
 from benchmark.cli import main
 from benchmark.errors import SuiteError
@@ -13,7 +14,6 @@ from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
 from benchmark.suite.expand import expand
 from benchmark.suite.overrides import Overrides
 from benchmark.suite.schema import Suite
-from methods_support import TwoStageMLP, make_sim
 
 
 def composition(rule: str, term: str) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmark.fl.method import MethodProblems, Method, resolve_method
+from benchmark.fl.method import Method, MethodProblems, resolve_method
 from benchmark.fl.presets import preset, preset_names
 
 CLIENT_SIDE = ["fedavg", "fedprox", "moon", "fedmlb", "fedlc", "fedntd", "feddecorr", "fedpaq"]

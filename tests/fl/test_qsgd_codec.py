@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 
 import torch
+from methods_support import CLASSES, DIM, make_sim, random_init
 
 from benchmark.fl.flat import ParamSpec
 from benchmark.fl.qsgd import Qsgd, QsgdParams
-from methods_support import CLASSES, DIM, make_sim, random_init
 
 SPEC = ParamSpec(("w", "b"), (torch.Size([7, 5]), torch.Size([5])))
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-
 from methods_support import (
     CLASSES,
     DIM,

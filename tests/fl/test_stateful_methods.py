@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-
-from benchmark.data.participation import sample_clients
 from methods_support import (
     CLASSES,
     DIM,
@@ -22,6 +20,8 @@ from methods_support import (
     random_init,
     reference_local,
 )
+
+from benchmark.data.participation import sample_clients
 
 SIZES = (5, 4, 6, 3)
 P = DIM * CLASSES + CLASSES

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from fedtest import job_config
 
 from benchmark.engine.setup import build_simulation
 from benchmark.metrics import acc_at, ema_series, evaluated_round, rounds_to, summarise
-from fedtest import job_config
 
 
 def records(accs, every=1, bytes_per_round=10):

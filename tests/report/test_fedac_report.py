@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from engine.test_fedac_batched import shared_suite
+from fedtest import REPO, write_suite
 
 from benchmark.cli import cli
 from benchmark.report.fedac_figure import collect, fedac_tables, figure_path
@@ -18,8 +20,6 @@ from benchmark.report.paper_suites import dump_suite
 from benchmark.run.results import JobDir, atomic_write_json
 from benchmark.suite.expand import expand, load_jobs
 from benchmark.suite.schema import Suite
-from fedtest import REPO, write_suite
-from engine.test_fedac_batched import shared_suite
 
 
 def fake_results(tmp_path: Path, jobs, values) -> dict:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 
 import torch
+from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.data.cache import cache_dir
 from benchmark.engine import setup
 from benchmark.suite.expand import expand
 from benchmark.suite.schema import Suite
-from fedtest import tiny_suite, write_suite
 
 
 def skew_suite() -> dict:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from fedtest import REPO
 
 from benchmark.cli import main
 from benchmark.errors import UserError
-from fedtest import REPO
 
 SUITE = str(REPO / "suites" / "ci.yaml")
 BASELINE = REPO / "results" / "baselines" / "ci.json"

@@ -10,9 +10,9 @@ import subprocess
 import numpy as np
 import pytest
 from PIL import Image
+from test_report_files import _hand_made
 
 from benchmark.report.report_files import Figure, write_report
-from test_report_files import _hand_made
 
 BROWSER = next(
     (b for b in ("chromium", "chromium-browser", "google-chrome", "headless_shell") if shutil.which(b)), None

@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.report.figures import (
@@ -18,7 +19,6 @@ from benchmark.report.figures import (
     legend_columns,
     method_colours,
 )
-from fedtest import tiny_suite, write_suite
 
 
 def runs(entry, method, seed, accs, status="finished", setting=None):

@@ -4,12 +4,12 @@ grid collapsed by the stated rule, sensitivity), Markdown / HTML / CSV / LaTeX /
 from __future__ import annotations
 
 import pandas as pd
+from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.report.entry_tables import SELECTION_RULE
 from benchmark.run.results import JobDir, atomic_write_json
 from benchmark.suite.expand import load_jobs
-from fedtest import tiny_suite, write_suite
 
 
 def _summary(final_ema: float, acc2: float, reached: int | None = None, status: str = "finished") -> dict:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import math
 
 import pytest
+from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.report.frames import JOB_COLUMNS, ROUND_COLUMNS, jobs_frame, rounds_frame
 from benchmark.run.results import JobDir, atomic_write_json
 from benchmark.suite.expand import load_jobs
-from fedtest import tiny_suite, write_suite
 
 
 def _jobs(tmp_path, **overrides):

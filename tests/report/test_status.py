@@ -10,11 +10,12 @@ import subprocess
 import sys
 import time
 
+from fedtest import REPO, tiny_suite, write_suite
+
 from benchmark.cli import main
 from benchmark.report.status import suite_status
 from benchmark.run.results import JobDir, atomic_write_json
 from benchmark.suite.expand import load_jobs
-from fedtest import REPO, tiny_suite, write_suite
 
 
 def _heartbeat(pid: int, round_: int, started: float, updated: float, rounds: int = 20) -> dict:

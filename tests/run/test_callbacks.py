@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 
+from fedtest import tiny_suite, write_suite
+
 from benchmark.run.callbacks import RoundCallback
 from benchmark.run.job_runner import run_job
 from benchmark.run.records import Divergence, JobSummary, RoundRecord
 from benchmark.run.results import JobDir
 from benchmark.suite.expand import load_jobs
-from fedtest import tiny_suite, write_suite
 
 LINE = {
     "round": 2,

@@ -6,13 +6,13 @@ from __future__ import annotations
 import io
 import re
 
+from fedtest import tiny_suite, write_suite
 from rich.console import Console
 
 from benchmark.cli import main
 from benchmark.run.executor import run_jobs
 from benchmark.run.progress import RichProgress
 from benchmark.suite.expand import load_jobs
-from fedtest import tiny_suite, write_suite
 
 
 def _run(tmp_path, capsys, *flags) -> str:

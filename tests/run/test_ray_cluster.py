@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from fedtest import measured
 
 from benchmark.run.executor import run_jobs
 from benchmark.run.results import JobDir
 from benchmark.suite.expand import load_jobs
-from fedtest import measured
 
 pytest.importorskip("ray")
 from local_cluster import LocalCluster, clean_env

@@ -7,13 +7,13 @@ import time
 from pathlib import Path
 
 import pytest
+from fedtest import measured
 
 from benchmark.errors import UserError
 from benchmark.run.executor import run_jobs
 from benchmark.run.results import JobDir
 from benchmark.suite.expand import expand
 from benchmark.suite.schema import Suite
-from fedtest import measured
 
 ray = pytest.importorskip("ray")
 

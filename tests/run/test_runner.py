@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+from fedtest import measured, tiny_suite, write_suite
 
 from benchmark.data.participation import sample_clients
 from benchmark.fl.registry import SERVER_RULES
@@ -13,7 +14,6 @@ from benchmark.run.executor import run_jobs
 from benchmark.run.results import JobDir
 from benchmark.suite.expand import load_jobs
 from benchmark.suite.schema import Participation
-from fedtest import measured, tiny_suite, write_suite
 
 
 def run_suite(tmp_path, suite=None, stop_after=None, results="results"):

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.data.source import load_dataset
@@ -21,7 +22,6 @@ from benchmark.errors import DataInvalid, UserError
 from benchmark.run.staging import STAGED_MARK, Offer, make_offers, on_node, parse_uri_options, stage
 from benchmark.suite.expand import expand
 from benchmark.suite.schema import Suite
-from fedtest import tiny_suite, write_suite
 
 TRAIN, TEST = "+1 1:1 3:1\n-1 2:1\n+1 1:1\n", "-1 3:1\n+1 2:1\n"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import torch
+from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.run.threads import candidates, usable_cores
-from fedtest import tiny_suite, write_suite
 
 
 def summaries(results) -> list[dict]:
@@ -64,12 +64,13 @@ def test_zero_threads_is_a_clear_error(tmp_path, capsys):
 
 
 def test_the_batched_fedac_engine_runs_at_one_thread_unless_told(tmp_path, monkeypatch):
+    from engine.test_fedac_batched import shared_suite
+
     from benchmark.run import threads
     from benchmark.run.batched import BatchedJobs
     from benchmark.run.job_runner import run_job
     from benchmark.run.results import JobDir
     from benchmark.suite.expand import expand
-    from engine.test_fedac_batched import shared_suite
 
     before = torch.get_num_threads()
     try:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
-
 import json
+
+import pytest
+from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.run.tracking import attach_to_suite_run
-from fedtest import tiny_suite, write_suite
 
 mlflow = pytest.importorskip("mlflow")
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from fedtest import REPO, tiny_suite
+
 from benchmark.suite.expand import expand, job_id, load_jobs
 from benchmark.suite.schema import Suite
-from fedtest import REPO, tiny_suite
 
 
 def jobs_of(**overrides):

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.cli_options import load_selected
 from benchmark.errors import UserError
 from benchmark.suite.expand import load_jobs
 from benchmark.suite.overrides import Overrides
-from fedtest import tiny_suite, write_suite
 
 
 def test_set_gives_the_jobs_of_the_edited_yaml_and_says_so_in_the_label(tmp_path):

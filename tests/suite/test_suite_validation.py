@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.errors import SuiteError
 from benchmark.suite.expand import load_jobs
-from fedtest import tiny_suite, write_suite
 
 
 def problems_of(tmp_path, suite: dict) -> list[tuple[str, str]]:

@@ -11,10 +11,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from fedtest import REPO, tiny_suite, write_suite
 
 from benchmark.run.results import JobDir
 from benchmark.suite.expand import load_jobs
-from fedtest import REPO, tiny_suite, write_suite
 
 mlflow = pytest.importorskip("mlflow")
 COUNTING_RUN = Path(__file__).with_name("counting_run.py")

@@ -6,11 +6,11 @@ from __future__ import annotations
 import logging
 
 import torch
+from fedtest import measured, tiny_suite, write_suite
 
 from benchmark.run.executor import run_jobs
 from benchmark.run.results import JobDir
 from benchmark.suite.expand import load_jobs
-from fedtest import measured, tiny_suite, write_suite
 
 
 def interrupted_job(tmp_path, stop_after: int = 5):

@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from fedtest import job_config, tiny_simulation, tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.engine.simulation import Diverged
@@ -14,7 +15,6 @@ from benchmark.report.check import write_baseline
 from benchmark.run.results import JobDir
 from benchmark.run.status import methods_all_diverged, status_label
 from benchmark.suite.expand import load_jobs
-from fedtest import job_config, tiny_simulation, tiny_suite, write_suite
 
 BLOWS_UP_AT_ROUND_6 = 1e4  # logistic on the tiny synthetic data, no clipping: logits overflow in round 6
 

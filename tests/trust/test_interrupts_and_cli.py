@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+from fedtest import REPO, tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.engine.simulation import Simulation
@@ -19,7 +20,6 @@ from benchmark.run.ray_executor import check_resources
 from benchmark.run.results import JobDir
 from benchmark.suite.expand import load_jobs
 from benchmark.suite.schema import Settings
-from fedtest import REPO, tiny_suite, write_suite
 
 
 def ctrl_c_in_round(monkeypatch, at: int) -> None:

@@ -7,11 +7,12 @@ import subprocess
 import sys
 import threading
 
+from fedtest import tiny_suite, write_suite
+
 from benchmark.run.executor import run_jobs
 from benchmark.run.locks import FileLock, job_lock
 from benchmark.run.results import JobDir
 from benchmark.suite.expand import load_jobs
-from fedtest import tiny_suite, write_suite
 
 
 def test_a_lock_is_exclusive_between_open_files(tmp_path):

@@ -6,11 +6,11 @@ from __future__ import annotations
 import logging
 
 import pytest
+from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.run.results import JobDir
 from benchmark.suite.expand import load_jobs
-from fedtest import tiny_suite, write_suite
 
 mlflow = pytest.importorskip("mlflow")
 
