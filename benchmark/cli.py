@@ -162,7 +162,7 @@ def run(
 def exit_for_statuses(jobs, summaries: dict[str, dict]) -> None:
     """Failed jobs: exit 2. Diverged jobs are results (an lr sweep may diverge at its largest
     value): exit 0, unless every job of a method on a dataset diverged (exit 1)."""
-    from benchmark.run.status import DIVERGED, FAILED, methods_all_diverged
+    from benchmark.run.job_status import DIVERGED, FAILED, methods_all_diverged
 
     failed = [s for s in summaries.values() if s.get("status") == FAILED]
     diverged = [s for s in summaries.values() if s.get("status") == DIVERGED]
