@@ -40,6 +40,10 @@ def scanned_files() -> list[Path]:
     return sorted(p for p in out if p != Path(__file__).resolve())  # this file names what it checks
 
 
+def text(path: Path) -> str:
+    return path.read_text(errors="replace")
+
+
 def rel(path: Path) -> str:
     return path.relative_to(REPO).as_posix()
 
@@ -60,8 +64,7 @@ def resolves(mention: str, source: Path) -> bool:
 def dangling_mentions() -> set[tuple[str, str]]:
     found = set()
     for path in scanned_files():
-        text = URL.sub("", path.read_text(errors="replace"))
-        for mention in MD_MENTION.findall(text):
+        for mention in MD_MENTION.findall(URL.sub("", text(path))):
             if Path(mention).name in WRITTEN_BY_FEDBENCH or resolves(mention, path):
                 continue
             found.add((rel(path), mention))
@@ -101,6 +104,18 @@ def broken_links() -> list[str]:
 def test_every_mentioned_md_file_is_in_the_repository():
     dangling = dangling_mentions() - ENGINE_PENDING
     assert not dangling, "mentioned but not in the repository: " + ", ".join(f"{f}: {m}" for f, m in sorted(dangling))
+
+
+def test_nothing_points_outside_the_checkout():
+    """Files beside the checkout (../shared, a machine's /work/shared) are not there in a fresh clone."""
+    outside = re.compile(r"\.\./shared\b|/work/shared\b")
+    found = [
+        f"{rel(p)}:{n}"
+        for p in scanned_files()
+        for n, line in enumerate(text(p).splitlines(), 1)
+        if outside.search(line)
+    ]
+    assert found == []
 
 
 def test_every_relative_markdown_link_resolves():
