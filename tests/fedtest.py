@@ -11,19 +11,11 @@ from torch import nn
 from benchmark.data.source import SourceData
 from benchmark.engine.fed_data import FederatedData, default_preprocess
 from benchmark.engine.simulation import Simulation
-from benchmark.fl.presets import PRESETS
-from benchmark.fl.registry import discover
 from benchmark.models.registry import build_model
 from benchmark.suite.expand import expand
 from benchmark.suite.schema import Suite
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def preset_names() -> list[str]:
-    """Every registered preset (the method files register themselves when the package is discovered)."""
-    discover()
-    return sorted(PRESETS)
 
 
 def write_suite(tmp_path: Path, suite: dict, name: str = "suite.yaml") -> Path:

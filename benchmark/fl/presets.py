@@ -42,6 +42,12 @@ def register_modifier(key: str, label: str, **parts) -> None:
     MODIFIERS[key] = {"label": label, **parts}
 
 
+def preset_names() -> list[str]:
+    """Every registered preset name."""
+    discover()
+    return sorted(PRESETS)
+
+
 def _apply_modifier(base: dict, mod: dict) -> dict:
     out = copy.deepcopy(base)
     out["label"] = f"{base['label']}+{mod['label']}"

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from fedtest import StageMLP, preset_names
+from fedtest import StageMLP
 from vec_support import ATOL, assert_same, image_simulation, make_jobs, run, with_term
 
 from benchmark.engine import vectorised
 from benchmark.fl.base import ClientTerm
 from benchmark.fl.method import resolve_method
-from benchmark.fl.presets import preset
+from benchmark.fl.presets import preset, preset_names
 from benchmark.fl.registry import CLIENT_TERMS
 
 SKEWED = {"kind": "dirichlet", "alpha": 0.1}

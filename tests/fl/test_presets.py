@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from fedtest import preset_names
 
 from benchmark.fl.method import Method, MethodProblems, resolve_method
-from benchmark.fl.presets import preset
+from benchmark.fl.presets import preset, preset_names
 
 CLIENT_SIDE = ["fedavg", "fedprox", "moon", "fedmlb", "fedlc", "fedntd", "feddecorr", "fedpaq"]
 

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from fedtest import StageMLP, preset_names
+from fedtest import StageMLP
 
 from benchmark.engine.setup import federated_data
 from benchmark.engine.simulation import Simulation
 from benchmark.fl.method import resolve_method
+from benchmark.fl.presets import preset_names
 from benchmark.suite.schema import DatasetEntry, JobConfig, LocalTraining, ModelConfig, Participation
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
