@@ -88,7 +88,7 @@ class Recursion:
 
     @classmethod
     def of_job(cls, job: JobConfig, steps: int) -> Recursion:
-        lam, eta = job.local.weight_decay, job.local.lr
+        lam, eta = job.local.weight_decay, job.local.lr_schedule.round_lr(0)  # no decay: batch_key admits d = 1 only
         term = next((t for t in job.method["client"] if t["term"] == "fedac"), None)
         if term is None:
             return cls(

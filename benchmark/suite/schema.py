@@ -10,6 +10,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
+from benchmark.fl.base import LrSchedule
 from benchmark.metrics import evaluated_round, parse_metric
 
 
@@ -34,6 +35,10 @@ class LocalTraining(Strict):
         if (self.epochs is None) == (self.steps is None):
             raise ValueError("give exactly one of local.epochs or local.steps")
         return self
+
+    @property
+    def lr_schedule(self) -> LrSchedule:
+        return LrSchedule(self.lr, self.lr_decay, self.intra_round_decay)
 
 
 class PoolConfig(Strict):
