@@ -6,6 +6,7 @@ the FedAc protocol's jobs (fedac_figure.py) without importing either.
 
 from __future__ import annotations
 
+from benchmark.fl.spec import MethodSpec
 from benchmark.suite.schema import JobConfig
 
 
@@ -25,7 +26,7 @@ def batch_key(job: JobConfig) -> str | None:
         and local.clip_norm is None
         and local.lr_decay == 1.0
         and job.precision == "fp32"
-        and method["uplink"]["codec"] == method["downlink"]["codec"] == "identity"
+        and method.uplink.name == method.downlink.name == "identity"
         and server_kind(method) is not None
     )
     if not eligible:
@@ -40,17 +41,16 @@ def batch_key(job: JobConfig) -> str | None:
     return canonical_json(data)
 
 
-def server_kind(method: dict) -> str | None:
+def server_kind(method: MethodSpec) -> str | None:
     """ "average" (FedAvg, MB-SGD) or "fedac" (every FedAc variant, MB-AC-SGD); None: another method."""
-    terms = [t["term"] for t in method["client"]]
-    server = method["server"]
-    if server["rule"] == "average" and server.get("global_lr") == 1.0 and set(terms) <= {"minibatch"}:
+    terms, rule = method.term_names, method.server.name
+    if rule == "average" and method.server.params.global_lr == 1.0 and set(terms) <= {"minibatch"}:
         return "average"
-    if server["rule"] == "fedac" and terms.count("fedac") == 1 and set(terms) <= {"fedac", "minibatch"}:
+    if rule == "fedac" and terms.count("fedac") == 1 and set(terms) <= {"fedac", "minibatch"}:
         return "fedac"
     return None
 
 
 def one_step_rounds(job: JobConfig) -> bool:
     """Every worker takes one step per round: the minibatch methods, or K = 1."""
-    return job.local.steps == 1 or any(t["term"] == "minibatch" for t in job.method["client"])
+    return job.local.steps == 1 or job.method.term("minibatch") is not None

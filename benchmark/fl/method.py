@@ -1,10 +1,11 @@
-"""Resolve a suite's method entry into a canonical composition, and build it into objects.
+"""Resolve a suite's method entry into a validated MethodSpec (fl/spec.py), and build it into objects.
 
 A method entry is a preset name (`fedacg`, `fedmlb+acg`), or a mapping:
     {preset: fedacg, label: ..., server: {lam: 0.9}, client: {prox: {mu: 0.001}}}   # overrides
     {label: mine, server: {rule: acg, lam: 0.85}, client: [{term: prox, mu: 0.01}], uplink: {codec: qsgd}}
-The canonical form lists every parameter with its default filled in, so a job's id changes
-whenever anything that affects training changes.
+The spec holds every parameter with its default filled in, so a job's id changes whenever
+anything that affects training changes. Parameters are validated here, once; `Method.build`
+takes them as they are.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pydantic import ValidationError
 from benchmark.fl.base import ClientTerm, Codec, ServerRule
 from benchmark.fl.pairing import pairing_problems, share_params
 from benchmark.fl.presets import preset
-from benchmark.fl.registry import CLIENT_TERMS, CODECS, SERVER_RULES, Registry
+from benchmark.fl.spec import CodecSpec, MethodSpec, PartSpec, ServerSpec, TermSpec
 from benchmark.params import pydantic_problems
 from benchmark.suggest import allowed_names
 
@@ -30,7 +31,8 @@ class MethodProblems(Exception):
         super().__init__("; ".join(f"{p}: {m}" for p, m in problems))
 
 
-def _resolve_component(spec: dict, key: str, registry: Registry, path: str, problems: list) -> dict | None:
+def _resolve_component(spec: dict, part: type[PartSpec], path: str, problems: list) -> PartSpec | None:
+    key, registry = part.KEY, part.REGISTRY
     if not isinstance(spec, dict):
         problems.append((path, f"expected a mapping with '{key}:', got {type(spec).__name__}"))
         return None
@@ -42,11 +44,10 @@ def _resolve_component(spec: dict, key: str, registry: Registry, path: str, prob
         return None
     params = {k: v for k, v in spec.items() if k != key}
     try:
-        model = registry.get(name).Params(**params)
+        return part(name=name, params=registry.get(name).Params(**params))
     except ValidationError as err:
         problems.extend(pydantic_problems(err, path, registry.get(name).Params, "parameter"))
         return None
-    return {key: name, **model.model_dump(mode="json")}
 
 
 def _merge_client_overrides(base: list[dict], overrides, path: str, problems: list) -> list[dict]:
@@ -75,10 +76,17 @@ def _touched(spec, key: str) -> set[str]:
     return set(spec) - {key} if isinstance(spec, dict) else set()
 
 
-def resolve_method(entry, path: str) -> dict:
-    """Canonical composition for a suite's method entry; raises MethodProblems with YAML paths."""
+def resolve_method(entry, path: str, touched: set[str] | None = None) -> MethodSpec:
+    """The MethodSpec of a suite's method entry; raises MethodProblems with YAML paths.
+
+    `touched`: the method-relative paths the user set ("server.alpha", "client.dyn.alpha"), where
+    the caller knows them better than the entry does (a grid point laid over a resolved method);
+    by default the ones the entry itself sets. A shared hyper-parameter follows them (fl/pairing.py)."""
     problems: list[tuple[str, str]] = []
-    touched: set[str] = set()  # method-relative paths the entry sets itself (fl/pairing.share_params)
+    given = touched
+    touched = set()
+    if isinstance(entry, MethodSpec):
+        entry = entry.model_dump(mode="json")
     if isinstance(entry, str):
         entry = {"preset": entry}
     if not isinstance(entry, dict):
@@ -125,22 +133,21 @@ def resolve_method(entry, path: str) -> dict:
         if isinstance(comp["client"], list):
             touched |= {f"client.{i}.{k}" for i, t in enumerate(comp["client"]) for k in _touched(t, "term")}
 
-    out = {"label": comp["label"]}
-    out["server"] = _resolve_component(comp["server"], "rule", SERVER_RULES, f"{path}.server", problems)
+    server = _resolve_component(comp["server"], ServerSpec, f"{path}.server", problems)
     if not isinstance(comp["client"], list):
         problems.append((f"{path}.client", "expected a list of client terms"))
         comp["client"] = []
-    out["client"] = [
-        _resolve_component(t, "term", CLIENT_TERMS, f"{path}.client[{i}]", problems)
-        for i, t in enumerate(comp["client"])
-    ]
-    for link in ("uplink", "downlink"):
-        out[link] = _resolve_component(comp[link], "codec", CODECS, f"{path}.{link}", problems)
-    if not problems:
-        problems = pairing_problems(out, path) or share_params(out, touched, path)
+    client = [_resolve_component(t, TermSpec, f"{path}.client[{i}]", problems) for i, t in enumerate(comp["client"])]
+    links = {
+        link: _resolve_component(comp[link], CodecSpec, f"{path}.{link}", problems) for link in ("uplink", "downlink")
+    }
     if problems:
         raise MethodProblems(problems)
-    return out
+    method = MethodSpec(label=str(comp["label"]), server=server, client=client, **links)
+    problems = pairing_problems(method, path) or share_params(method, touched if given is None else given, path)
+    if problems:
+        raise MethodProblems(problems)
+    return method
 
 
 @dataclass
@@ -152,15 +159,11 @@ class Method:
     downlink: Codec
 
     @classmethod
-    def build(cls, canonical: dict) -> Method:
-        def make(registry: Registry, spec: dict, key: str):
-            klass = registry.get(spec[key])
-            return klass(klass.Params(**{k: v for k, v in spec.items() if k != key}))
-
+    def build(cls, spec: MethodSpec) -> Method:
         return cls(
-            label=canonical["label"],
-            server=make(SERVER_RULES, canonical["server"], "rule"),
-            terms=[make(CLIENT_TERMS, t, "term") for t in canonical["client"]],
-            uplink=make(CODECS, canonical["uplink"], "codec"),
-            downlink=make(CODECS, canonical["downlink"], "codec"),
+            label=spec.label,
+            server=spec.server.build(),
+            terms=[t.build() for t in spec.client],
+            uplink=spec.uplink.build(),
+            downlink=spec.downlink.build(),
         )

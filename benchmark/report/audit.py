@@ -37,12 +37,13 @@ def job_value(job: Job, path: str):
         p = c.participation
         base = p.pool.size if p.pool and p.relative_to == "pool" else c.num_clients
         return round(p.rate * base, 6) if p.mode == "bernoulli" else clients_per_round(p.rate, base)
-    keys = path.split(".")
-    if keys[0] == "method" and keys[1] == "client":
-        term = next((t for t in c.method["client"] if t["term"] == keys[2]), None)
-        return term.get(keys[3]) if term else None
+    if path.startswith("method."):
+        try:
+            return c.method.param(path.removeprefix("method."))
+        except KeyError:
+            return IMPLICIT.get(path)
     node = c.model_dump(mode="json")
-    for k in keys:
+    for k in path.split("."):
         if not isinstance(node, dict) or k not in node:
             return IMPLICIT.get(path)
         node = node[k]
@@ -61,11 +62,12 @@ def _swept(job: Job, path: str) -> bool:
 
 def _applies(job: Job, path: str) -> bool:
     """A method parameter stated for every method applies only to methods that have it."""
-    keys = path.split(".")
-    if keys[:2] == ["method", "client"]:
-        return any(t["term"] == keys[2] for t in job.config.method["client"])
-    if keys[:2] == ["method", "server"] and path not in IMPLICIT:
-        return keys[2] in job.config.method["server"]
+    if not path.startswith("method.") or path in IMPLICIT:
+        return True
+    try:
+        job.config.method.param(path.removeprefix("method."))
+    except KeyError:
+        return False
     return True
 
 

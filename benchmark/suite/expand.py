@@ -17,7 +17,8 @@ from pydantic import ValidationError
 
 from benchmark.errors import SuiteError
 from benchmark.fl.method import MethodProblems, resolve_method
-from benchmark.fl.pairing import model_problems, share_params
+from benchmark.fl.pairing import model_problems
+from benchmark.fl.spec import MethodSpec
 from benchmark.params import pydantic_problems
 from benchmark.suggest import allowed_names
 from benchmark.suite.load import load_suite
@@ -58,7 +59,7 @@ class Job:
 
     @property
     def method_label(self) -> str:
-        return self.config.method["label"]
+        return self.config.method.label
 
     @property
     def dataset_label(self) -> str:
@@ -147,8 +148,8 @@ def _settings_for(suite: Suite, index: int, problems: list) -> Settings | None:
         return None
 
 
-def _methods(suite: Suite, problems: list) -> list[tuple[dict, dict]]:
-    """(canonical method, its own grid) per entry of `methods:`."""
+def _methods(suite: Suite, problems: list) -> list[tuple[MethodSpec, dict]]:
+    """(method, its own grid) per entry of `methods:`."""
     out = []
     for i, entry in enumerate(suite.methods):
         grid = {}
@@ -165,23 +166,21 @@ def _methods(suite: Suite, problems: list) -> list[tuple[dict, dict]]:
     return out
 
 
-def _method_variant(method: dict, grid_point: dict, index: int) -> dict:
-    variant = copy.deepcopy(method)
+def _method_variant(method: MethodSpec, grid_point: dict, index: int) -> MethodSpec:
+    if not grid_point:
+        return method
+    variant = method.model_dump(mode="json")
     for key, value in grid_point.items():
         set_path(variant, key, value)
-    _share(variant, set(grid_point), f"methods[{index}]")
-    if grid_point:
-        variant["label"] = (
-            method["label"] + "[" + ",".join(f"{k.split('.')[-1]}={v}" for k, v in grid_point.items()) + "]"
-        )
-    return resolve_method(variant, f"methods[{index}]")
+    variant["label"] = method.label + "[" + ",".join(f"{k.split('.')[-1]}={v}" for k, v in grid_point.items()) + "]"
+    return resolve_method(variant, f"methods[{index}]", touched=set(grid_point))
 
 
 OVERRIDE_KEYS = {"local", "server", "client"}
 
 
-def _check_overrides(suite: Suite, methods: list[tuple[dict, dict]], problems: list) -> None:
-    labels = {m["label"] for m, _ in methods}
+def _check_overrides(suite: Suite, methods: list[tuple[MethodSpec, dict]], problems: list) -> None:
+    labels = {m.label for m, _ in methods}
     for i, entry in enumerate(suite.datasets):
         for label, over in entry.method_overrides.items():
             where = f"datasets[{i}].method_overrides.{label}"
@@ -191,28 +190,20 @@ def _check_overrides(suite: Suite, methods: list[tuple[dict, dict]], problems: l
                 problems.append((where, f"expected a mapping with keys among {', '.join(sorted(OVERRIDE_KEYS))}"))
 
 
-def _overridden(method: dict, over: dict, path: str) -> dict:
+def _overridden(method: MethodSpec, over: dict, path: str) -> MethodSpec:
     """The method with this dataset entry's `server:` / `client:` (term -> params) overrides."""
-    if not over.keys() & {"server", "client"}:
+    values = {f"server.{k}": v for k, v in over.get("server", {}).items()}
+    values |= {f"client.{t}.{k}": v for t, params in over.get("client", {}).items() for k, v in params.items()}
+    if not values:
         return method
-    variant = copy.deepcopy(method)
-    variant["server"].update(over.get("server", {}))
-    terms = {t["term"]: t for t in variant["client"]}
-    for term, params in over.get("client", {}).items():
-        if term not in terms:
-            raise MethodProblems([(f"{path}.client.{term}", f"this method has no client term {term!r}")])
-        terms[term].update(params)
-    touched = {f"server.{k}" for k in over.get("server", {})}
-    touched |= {f"client.{t}.{k}" for t, params in over.get("client", {}).items() for k in params}
-    _share(variant, touched, path)
-    return resolve_method(variant, path)
-
-
-def _share(method: dict, touched: set[str], path: str) -> None:
-    """A shared hyper-parameter changed on one side of a resolved method follows on the other."""
-    problems = share_params(method, touched, path)
-    if problems:
-        raise MethodProblems(problems)
+    for term in over.get("client", {}):
+        if method.term(term) is None:
+            names = allowed_names(term, method.term_names)
+            raise MethodProblems([(f"{path}.client.{term}", f"this method has no client term {term!r}; {names}")])
+    variant = method.model_dump(mode="json")
+    for key, value in values.items():
+        set_path(variant, key, value)
+    return resolve_method(variant, path, set(values))
 
 
 def _check_names(suite: Suite, settings: list[Settings | None], problems: list) -> None:
@@ -252,6 +243,9 @@ def _located(found: list[tuple[str, str]], s_point: dict, overrides: Overrides) 
 
 def _job_config(raw: dict, s_point: dict, overrides: Overrides, file: str) -> JobConfig:
     """Apply a suite-grid point, then the command-line overrides, and validate the job."""
+    method_keys = {k.removeprefix("method.") for k in [*s_point, *overrides.values] if k.startswith("method.")}
+    if method_keys:  # set on the flat form, then validated again as a whole
+        raw["method"] = raw["method"].model_dump(mode="json")
     for key, value in [*s_point.items(), *overrides.values.items()]:
         try:
             set_path(raw, key, value)
@@ -260,12 +254,9 @@ def _job_config(raw: dict, s_point: dict, overrides: Overrides, file: str) -> Jo
                 file, [(overrides.source(key) if key in overrides.values else f"grid.{key}", err.args[0])]
             ) from None
     try:
-        method_keys = {k.removeprefix("method.") for k in [*s_point, *overrides.values] if k.startswith("method.")}
         if method_keys:
-            _share(raw["method"], method_keys, "method")
+            raw["method"] = resolve_method(raw["method"], "method", method_keys)
         config = JobConfig(**raw)
-        if method_keys:
-            config.method = resolve_method(config.method, "method")
     except (ValidationError, MethodProblems) as err:
         found = err.problems if isinstance(err, MethodProblems) else pydantic_problems(err, model=JobConfig)
         raise SuiteError(file, _located(found, s_point, overrides)) from None
@@ -311,9 +302,9 @@ def expand(suite: Suite, file: str = "<suite>", overrides: Overrides | None = No
     for d_index, (entry, base) in enumerate(zip(suite.datasets, settings)):
         metrics = list(dict.fromkeys(base.metrics + (entry.reference.metrics if entry.reference else [])))
         for m_index, (method, method_grid) in enumerate(methods):
-            over = entry.method_overrides.get(method["label"], {})
+            over = entry.method_overrides.get(method.label, {})
             try:
-                method = _overridden(method, over, f"datasets[{d_index}].method_overrides.{method['label']}")
+                method = _overridden(method, over, f"datasets[{d_index}].method_overrides.{method.label}")
             except MethodProblems as err:
                 raise SuiteError(file, err.problems) from None
             for m_point in _grid_points(method_grid):

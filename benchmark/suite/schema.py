@@ -11,6 +11,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from benchmark.fl.base import LrSchedule
+from benchmark.fl.spec import MethodSpec
 from benchmark.metrics import evaluated_round, parse_metric
 
 
@@ -288,7 +289,7 @@ class JobConfig(JobSettings):
     """One resolved job. `label`, `reference` and execution fields are not part of the id."""
 
     dataset: DatasetEntry
-    method: dict[str, Any]
+    method: MethodSpec
     seed: int
 
     def evaluates(self, r: int) -> bool:

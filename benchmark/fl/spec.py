@@ -1,0 +1,109 @@
+"""A validated method: its server rule, client terms and codecs, each the name of a registered part
+with that part's validated `Params`.
+
+A part spec is tagged by its kind key (`rule`, `term`, `codec`); the registry is read when a spec
+is validated, never at import, so parts a plugin registers later are accepted like built-in ones.
+Specs serialise flat, as suites write them (`{rule: acg, lam: 0.85, ...}`): that form is what
+config.json holds and what the job id hashes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, SerializeAsAny, model_serializer, model_validator
+
+from benchmark.fl.registry import CLIENT_TERMS, CODECS, SERVER_RULES, Registry
+from benchmark.params import StrictParams
+from benchmark.suggest import allowed_names
+
+
+class PartSpec(BaseModel):
+    """One part of a method: `name` in `REGISTRY`, and its parameters validated by the part's Params."""
+
+    model_config = ConfigDict(extra="forbid")
+    KEY: ClassVar[str]
+    REGISTRY: ClassVar[Registry]
+
+    name: str
+    params: SerializeAsAny[StrictParams]
+
+    @classmethod
+    def of(cls, name: str, **params: Any) -> PartSpec:
+        """Validate `params` for the part called `name` (a KeyError listing the names when unknown)."""
+        if name not in cls.REGISTRY:
+            raise KeyError(f"unknown {cls.REGISTRY.kind} {name!r}; " + allowed_names(name, cls.REGISTRY.names()))
+        return cls(name=name, params=cls.REGISTRY.get(name).Params(**params))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat(cls, data):
+        """The suite's and config.json's flat form {KEY: name, param: value, ...}."""
+        if isinstance(data, dict) and cls.KEY in data:
+            name = data[cls.KEY]
+            if name not in cls.REGISTRY:
+                raise ValueError(f"unknown {cls.REGISTRY.kind} {name!r}; " + allowed_names(name, cls.REGISTRY.names()))
+            return {
+                "name": name,
+                "params": cls.REGISTRY.get(name).Params(**{k: v for k, v in data.items() if k != cls.KEY}),
+            }
+        return data
+
+    @model_validator(mode="after")
+    def _params_of_the_part(self):
+        expected = self.REGISTRY.get(self.name).Params if self.name in self.REGISTRY else None
+        if type(self.params) is not expected:
+            raise ValueError(f"{self.REGISTRY.kind} {self.name!r} takes {getattr(expected, '__name__', None)}")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _serialise_flat(self, handler):
+        return {self.KEY: self.name, **handler(self)["params"]}
+
+    def build(self):
+        """The part itself, on these (already validated) parameters."""
+        return self.REGISTRY.get(self.name)(self.params)
+
+
+class ServerSpec(PartSpec):
+    KEY = "rule"
+    REGISTRY = SERVER_RULES
+
+
+class TermSpec(PartSpec):
+    KEY = "term"
+    REGISTRY = CLIENT_TERMS
+
+
+class CodecSpec(PartSpec):
+    KEY = "codec"
+    REGISTRY = CODECS
+
+
+class MethodSpec(BaseModel):
+    """A resolved method (fl/method.py resolve_method): what `Method.build` turns into objects."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: str
+    server: ServerSpec
+    client: list[TermSpec] = []
+    uplink: CodecSpec
+    downlink: CodecSpec
+
+    def term(self, name: str) -> TermSpec | None:
+        """The client term called `name`, or None."""
+        return next((t for t in self.client if t.name == name), None)
+
+    def param(self, path: str):
+        """A parameter by its suite path below `method.`: `server.lam`, `client.prox.mu`, `uplink.levels`;
+        KeyError when the method has no such part or parameter."""
+        where, *rest = path.split(".")
+        part = self.term(rest.pop(0)) if where == "client" and rest else getattr(self, where, None)
+        if not isinstance(part, PartSpec) or len(rest) != 1 or rest[0] not in type(part.params).model_fields:
+            raise KeyError(path)
+        return getattr(part.params, rest[0])
+
+    @property
+    def term_names(self) -> list[str]:
+        return [t.name for t in self.client]
