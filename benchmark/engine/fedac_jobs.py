@@ -7,6 +7,7 @@ the FedAc protocol's jobs (fedac_figure.py) without importing either.
 from __future__ import annotations
 
 from benchmark.fl.spec import MethodSpec
+from benchmark.params import identity_dump
 from benchmark.suite.schema import JobConfig
 
 
@@ -31,12 +32,8 @@ def batch_key(job: JobConfig) -> str | None:
     )
     if not eligible:
         return None
-    data = job.model_dump(
-        mode="json", exclude={"execution", "vmap_chunk", "client_state", "checkpoint_every", "method", "metrics"}
-    )
-    data["local"].pop("lr")
-    data["dataset"].pop("label", None)
-    data["dataset"].pop("reference", None)
+    data = identity_dump(job)  # what may differ inside a batch is taken out: its method and lr
+    del data["method"], data["local"]["lr"]
     data["one_step"] = one_step_rounds(job)
     return canonical_json(data)
 

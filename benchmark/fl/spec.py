@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, SerializeAsAny, model_serializer, model_validator
 
 from benchmark.fl.registry import CLIENT_TERMS, CODECS, SERVER_RULES, Registry
-from benchmark.params import StrictParams
+from benchmark.params import Identity, StrictParams, declared
 from benchmark.suggest import allowed_names
 
 
@@ -85,7 +85,7 @@ class MethodSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    label: str
+    label: str = declared(identity=Identity.NEVER)  # the name shown in tables
     server: ServerSpec
     client: list[TermSpec] = []
     uplink: CodecSpec

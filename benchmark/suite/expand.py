@@ -19,29 +19,11 @@ from benchmark.errors import SuiteError
 from benchmark.fl.method import MethodProblems, resolve_method
 from benchmark.fl.pairing import model_problems
 from benchmark.fl.spec import MethodSpec
-from benchmark.params import pydantic_problems
+from benchmark.params import identity_dump, pydantic_problems
 from benchmark.suggest import allowed_names
 from benchmark.suite.load import load_suite
 from benchmark.suite.overrides import Overrides
 from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, Settings, Suite
-
-# Fields that never change a trajectory: kept in config.json, left out of the job id. A dataset
-# entry carries every setting as an optional override, so an execution setting is listed twice.
-NOT_HASHED = {
-    ("dataset", "label"),
-    ("dataset", "reference"),
-    ("dataset", "root"),
-    ("dataset", "uri"),
-    ("method", "label"),
-    ("metrics",),
-    ("checkpoint_every",),
-    ("checkpoint_minutes",),
-    ("execution",),
-    ("client_state",),
-    ("vmap_chunk",),
-    ("compile",),
-    ("dataset", "compile"),
-}
 
 
 @dataclass(frozen=True)
@@ -89,13 +71,8 @@ def canonical_json(obj) -> str:
 
 
 def job_id(config: JobConfig) -> str:
-    data = config.model_dump(mode="json")
-    for path in NOT_HASHED:
-        node = data
-        for key in path[:-1]:
-            node = node[key]
-        node.pop(path[-1], None)
-    return hashlib.sha256(canonical_json(data).encode()).hexdigest()[:12]
+    """A short hash of what identifies the job (the fields schema.py declares part of its identity)."""
+    return hashlib.sha256(canonical_json(identity_dump(config)).encode()).hexdigest()[:12]
 
 
 def set_path(target: dict, dotted: str, value) -> None:
