@@ -292,7 +292,7 @@ DatasetEntry = create_model(
 class Suite(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="results/<name>/ and the MLflow experiment")
     description: str = ""
-    defaults: dict[str, Any] = Field(default_factory=dict)
+    defaults: Settings = Field(default_factory=Settings)
     datasets: list[DatasetEntry] = Field(min_length=1)
     methods: list[Any] = Field(min_length=1)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
