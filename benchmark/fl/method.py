@@ -18,11 +18,9 @@ from pydantic import ValidationError
 from benchmark.fl.base import ClientTerm, Codec, ServerRule
 from benchmark.fl.pairing import pairing_problems, share_params
 from benchmark.fl.presets import preset
-from benchmark.fl.spec import CodecSpec, MethodSpec, PartSpec, ServerSpec, TermSpec
+from benchmark.fl.spec import CodecSpec, MethodEntry, MethodSpec, PartSpec, ServerSpec, TermSpec
 from benchmark.params import pydantic_problems
 from benchmark.suggest import allowed_names
-
-ENTRY_KEYS = {"preset", "label", "server", "client", "uplink", "downlink"}
 
 
 class MethodProblems(Exception):
@@ -33,9 +31,6 @@ class MethodProblems(Exception):
 
 def _resolve_component(spec: dict, part: type[PartSpec], path: str, problems: list) -> PartSpec | None:
     key, registry = part.KEY, part.REGISTRY
-    if not isinstance(spec, dict):
-        problems.append((path, f"expected a mapping with '{key}:', got {type(spec).__name__}"))
-        return None
     name = spec.get(key)
     if name not in registry:
         problems.append(
@@ -50,12 +45,9 @@ def _resolve_component(spec: dict, part: type[PartSpec], path: str, problems: li
         return None
 
 
-def _merge_client_overrides(base: list[dict], overrides, path: str, problems: list) -> list[dict]:
+def _merge_client_overrides(base: list[dict], overrides: list | dict, path: str, problems: list) -> list[dict]:
     if isinstance(overrides, list):
         return copy.deepcopy(overrides)
-    if not isinstance(overrides, dict):
-        problems.append((path, "expected a list of terms (replaces) or a mapping term -> parameters (overrides)"))
-        return base
     out = copy.deepcopy(base)
     by_name = {t["term"]: t for t in out}
     for term, params in overrides.items():
@@ -64,16 +56,13 @@ def _merge_client_overrides(base: list[dict], overrides, path: str, problems: li
                 (f"{path}.{term}", f"this method has no client term {term!r}; " + allowed_names(term, by_name))
             )
             continue
-        if not isinstance(params, dict):
-            problems.append((f"{path}.{term}", "expected a mapping of parameters"))
-            continue
         by_name[term].update(params)
     return out
 
 
-def _touched(spec, key: str) -> set[str]:
+def _touched(spec: dict, key: str) -> set[str]:
     """Parameter names a user's component mapping sets (all but its kind key)."""
-    return set(spec) - {key} if isinstance(spec, dict) else set()
+    return set(spec) - {key}
 
 
 def resolve_method(entry, path: str, touched: set[str] | None = None) -> MethodSpec:
@@ -87,45 +76,37 @@ def resolve_method(entry, path: str, touched: set[str] | None = None) -> MethodS
     touched = set()
     if isinstance(entry, MethodSpec):
         entry = entry.model_dump(mode="json")
-    if isinstance(entry, str):
-        entry = {"preset": entry}
-    if not isinstance(entry, dict):
-        raise MethodProblems([(path, "expected a preset name or a mapping")])
-    unknown = set(entry) - ENTRY_KEYS
-    if unknown:
-        raise MethodProblems(
-            [(f"{path}.{k}", f"unknown key {k!r}; " + allowed_names(k, ENTRY_KEYS)) for k in sorted(unknown)]
-        )
+    try:
+        entry = MethodEntry.model_validate(entry)  # a suite's own entries are validated already (kept as they are)
+    except ValidationError as err:
+        raise MethodProblems(pydantic_problems(err, path, MethodEntry, "key")) from None
 
-    if "preset" in entry:
+    if entry.preset is not None:
         try:
-            comp = preset(str(entry["preset"]))
+            comp = preset(entry.preset)
         except KeyError as err:
             raise MethodProblems([(f"{path}.preset", err.args[0])]) from None
-        server = entry.get("server", {})
-        if not isinstance(server, dict):
-            problems.append((f"{path}.server", "expected a mapping of server parameters"))
-        else:
-            comp["server"].update(server)
-            touched |= {f"server.{k}" for k in server}
-        if "client" in entry:
-            comp["client"] = _merge_client_overrides(comp["client"], entry["client"], f"{path}.client", problems)
-            client = entry["client"]
-            pairs = client.items() if isinstance(client, dict) else ((i, t) for i, t in enumerate(client))
+        comp["server"].update(entry.server or {})
+        touched |= {f"server.{k}" for k in entry.server or {}}
+        if entry.client is not None:
+            comp["client"] = _merge_client_overrides(comp["client"], entry.client, f"{path}.client", problems)
+            client = entry.client
+            pairs = client.items() if isinstance(client, dict) else enumerate(client)
             touched |= {f"client.{term}.{k}" for term, params in pairs for k in _touched(params, "term")}
         for link in ("uplink", "downlink"):
-            if link in entry:
-                comp[link] = {**(comp[link] if "codec" not in entry[link] else {}), **entry[link]}
-        comp["label"] = entry.get("label", comp["label"])
+            given_link = getattr(entry, link)
+            if given_link is not None:
+                comp[link] = {**(comp[link] if "codec" not in given_link else {}), **given_link}
+        comp["label"] = entry.label if entry.label is not None else comp["label"]
     else:
-        if "server" not in entry:
+        if entry.server is None:
             raise MethodProblems([(path, "a method needs 'preset:' or an explicit 'server:' (with 'rule:')")])
         comp = {
-            "label": entry.get("label"),
-            "server": entry["server"],
-            "client": entry.get("client", []),
-            "uplink": entry.get("uplink", {"codec": "identity"}),
-            "downlink": entry.get("downlink", {"codec": "identity"}),
+            "label": entry.label,
+            "server": entry.server,
+            "client": entry.client or [],
+            "uplink": entry.uplink or {"codec": "identity"},
+            "downlink": entry.downlink or {"codec": "identity"},
         }
         if not comp["label"]:
             problems.append((f"{path}.label", "an explicit composition needs a label (the name shown in tables)"))
@@ -143,7 +124,7 @@ def resolve_method(entry, path: str, touched: set[str] | None = None) -> MethodS
     }
     if problems:
         raise MethodProblems(problems)
-    method = MethodSpec(label=str(comp["label"]), server=server, client=client, **links)
+    method = MethodSpec(label=comp["label"], server=server, client=client, **links)
     problems = pairing_problems(method, path) or share_params(method, touched if given is None else given, path)
     if problems:
         raise MethodProblems(problems)

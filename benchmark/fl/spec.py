@@ -9,9 +9,9 @@ config.json holds and what the job id hashes.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, SerializeAsAny, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_serializer, model_validator
 
 from benchmark.fl.registry import CLIENT_TERMS, CODECS, SERVER_RULES, Registry
 from benchmark.params import Identity, StrictParams, declared
@@ -107,3 +107,32 @@ class MethodSpec(BaseModel):
     @property
     def term_names(self) -> list[str]:
         return [t.name for t in self.client]
+
+
+class MethodEntry(BaseModel):
+    """One entry of a suite's `methods:` as written (fl/method.py resolve_method makes it a MethodSpec):
+    a preset name, a preset with overrides, or an explicit composition; and its own grid. A part's
+    parameters stay a mapping here: which ones exist is known once its rule, term or codec is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    preset: str | None = None
+    label: str | None = None
+    server: dict[str, Any] | None = None
+    client: list[dict[str, Any]] | dict[str, dict[str, Any]] | None = Field(
+        None, description="a list of terms (replaces the preset's) or term -> parameters (overrides them)"
+    )
+    uplink: dict[str, Any] | None = None
+    downlink: dict[str, Any] | None = None
+    grid: dict[str, Annotated[list[Any], Field(min_length=1)]] = Field(
+        default_factory=dict, description="method-relative parameter path -> values, one job per combination"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_name(cls, data):
+        if isinstance(data, str):
+            return {"preset": data}
+        if not isinstance(data, (dict, MethodEntry)):
+            raise ValueError(f"expected a preset name or a mapping, got {type(data).__name__}")
+        return data

@@ -125,15 +125,8 @@ def _methods(suite: Suite, problems: list) -> list[tuple[MethodSpec, dict]]:
     """(method, its own grid) per entry of `methods:`."""
     out = []
     for i, entry in enumerate(suite.methods):
-        grid = {}
-        if isinstance(entry, dict) and "grid" in entry:
-            entry = dict(entry)
-            grid = entry.pop("grid")
-            if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
-                problems.append((f"methods[{i}].grid", "expected a mapping of parameter path -> non-empty list"))
-                grid = {}
         try:
-            out.append((resolve_method(entry, f"methods[{i}]"), grid))
+            out.append((resolve_method(entry, f"methods[{i}]"), entry.grid))
         except MethodProblems as err:
             problems.extend(err.problems)
     return out

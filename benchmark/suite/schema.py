@@ -13,7 +13,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from benchmark.fl.base import LrSchedule
-from benchmark.fl.spec import MethodSpec
+from benchmark.fl.spec import MethodEntry, MethodSpec
 from benchmark.metrics import evaluated_round, parse_metric
 from benchmark.params import Identity, declared
 
@@ -294,7 +294,7 @@ class Suite(Strict):
     description: str = ""
     defaults: Settings = Field(default_factory=Settings)
     datasets: list[DatasetEntry] = Field(min_length=1)
-    methods: list[Any] = Field(min_length=1)
+    methods: list[MethodEntry] = Field(min_length=1)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
 
     @field_validator("name")
