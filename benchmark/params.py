@@ -74,12 +74,12 @@ def format_loc(loc) -> str:
     return out
 
 
-def _model_in(annotation) -> type[BaseModel] | None:
+def model_in(annotation) -> type[BaseModel] | None:
     """The pydantic model inside an annotation such as `Participation | None` or `list[X]`."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     for arg in typing.get_args(annotation):
-        if found := _model_in(arg):
+        if found := model_in(arg):
             return found
     return None
 
@@ -91,7 +91,7 @@ def fields_at(model: type[BaseModel] | None, loc) -> list[str]:
             return []
         if isinstance(part, str):
             field = model.model_fields.get(part)
-            model = _model_in(field.annotation) if field else None
+            model = model_in(field.annotation) if field else None
     return list(model.model_fields) if model else []
 
 

@@ -125,7 +125,9 @@ def resolve_method(entry, path: str, touched: set[str] | None = None) -> MethodS
     if problems:
         raise MethodProblems(problems)
     method = MethodSpec(label=comp["label"], server=server, client=client, **links)
-    problems = pairing_problems(method, path) or share_params(method, touched if given is None else given, path)
+    problems = pairing_problems(method, path)
+    if not problems:
+        method, problems = share_params(method, touched if given is None else given, path)
     if problems:
         raise MethodProblems(problems)
     return method

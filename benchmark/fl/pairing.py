@@ -66,18 +66,18 @@ def pairing_problems(method: MethodSpec, path: str) -> list[tuple[str, str]]:
     return problems
 
 
-def share_params(method: MethodSpec, touched: set[str], path: str) -> list[tuple[str, str]]:
-    """Make a hyper-parameter shared by the server rule and its client term one value.
+def share_params(method: MethodSpec, touched: set[str], path: str) -> tuple[MethodSpec, list[tuple[str, str]]]:
+    """The method with each hyper-parameter its server rule shares with a client term made one value.
 
     `touched` holds the method-relative paths the user set ("server.alpha", "client.dyn.alpha" or
     "client.0.alpha"): a value set in one place is copied to the other; two different values set
-    in both places are an error. Mutates `method`.
+    in both places are a problem.
     """
     rule = SERVER_RULES.get(method.server.name)
-    server = method.server
+    server, client = method.server, list(method.client)
     problems = []
     for name in rule.shared_params:
-        for i, term in enumerate(method.client):
+        for i, term in enumerate(client):
             if term.name not in rule.requires_terms or name not in type(term.params).model_fields:
                 continue
             server_value, term_value = getattr(server.params, name), getattr(term.params, name)
@@ -93,10 +93,10 @@ def share_params(method: MethodSpec, touched: set[str], path: str) -> list[tuple
                     )
                 )
             elif term_set:  # the same quantity, validated on the other side already
-                server.params = server.params.model_copy(update={name: term_value})
+                server = server.with_params(**{name: term_value})
             else:
-                term.params = term.params.model_copy(update={name: server_value})
-    return problems
+                client[i] = term.with_params(**{name: server_value})
+    return method.model_copy(update={"server": server, "client": client}), problems
 
 
 def model_problems(method: MethodSpec, model: str, traits: frozenset[str], path: str) -> list[tuple[str, str]]:

@@ -21,7 +21,7 @@ from benchmark.suggest import allowed_names
 class PartSpec(BaseModel):
     """One part of a method: `name` in `REGISTRY`, and its parameters validated by the part's Params."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
     KEY: ClassVar[str]
     REGISTRY: ClassVar[Registry]
 
@@ -60,6 +60,10 @@ class PartSpec(BaseModel):
     def _serialise_flat(self, handler):
         return {self.KEY: self.name, **handler(self)["params"]}
 
+    def with_params(self, **values: Any) -> PartSpec:
+        """A copy with these parameters replaced (values of the same quantity, validated elsewhere)."""
+        return self.model_copy(update={"params": self.params.model_copy(update=values)})
+
     def build(self):
         """The part itself, on these (already validated) parameters."""
         return self.REGISTRY.get(self.name)(self.params)
@@ -81,9 +85,10 @@ class CodecSpec(PartSpec):
 
 
 class MethodSpec(BaseModel):
-    """A resolved method (fl/method.py resolve_method): what `Method.build` turns into objects."""
+    """A resolved method (fl/method.py resolve_method): what `Method.build` turns into objects.
+    Frozen: one spec is shared by every job of its method."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     label: str = declared(identity=Identity.NEVER)  # the name shown in tables
     server: ServerSpec

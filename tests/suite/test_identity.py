@@ -7,7 +7,7 @@ from fedtest import REPO
 
 from benchmark.engine.fedac_jobs import batch_key
 from benchmark.fl.registry import CLIENT_TERMS, CODECS, SERVER_RULES
-from benchmark.params import Identity, _model_in, identity_of
+from benchmark.params import Identity, identity_of, model_in
 from benchmark.report.audit import job_value, setting
 from benchmark.suite.expand import job_id, load_jobs
 from benchmark.suite.schema import JobConfig
@@ -92,7 +92,7 @@ def declared_classes(model, prefix: str = "") -> dict[str, Identity]:
     out = {}
     for name, field in model.model_fields.items():
         out[prefix + name] = identity_of(field)
-        nested = _model_in(field.annotation)
+        nested = model_in(field.annotation)
         if nested is not None and identity_of(field) is not Identity.NEVER:
             out.update(declared_classes(nested, f"{prefix}{name}."))
     return out
