@@ -86,13 +86,21 @@ def model_in(annotation) -> type[BaseModel] | None:
 
 def fields_at(model: type[BaseModel] | None, loc) -> list[str]:
     """Field names of the (nested) model that `loc` points into; [] when not a model."""
+    key_next = False  # a mapping of models (name -> model): the next part is a key, not a field
     for part in loc:
         if model is None:
             return []
-        if isinstance(part, str):
+        if key_next:
+            key_next = False
+        elif isinstance(part, str):
             field = model.model_fields.get(part)
             model = model_in(field.annotation) if field else None
+            key_next = field is not None and _is_mapping(field.annotation)
     return list(model.model_fields) if model else []
+
+
+def _is_mapping(annotation) -> bool:
+    return typing.get_origin(annotation) is dict or any(_is_mapping(a) for a in typing.get_args(annotation))
 
 
 def pydantic_problems(

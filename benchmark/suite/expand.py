@@ -23,7 +23,7 @@ from benchmark.params import identity_dump, pydantic_problems
 from benchmark.suggest import allowed_names
 from benchmark.suite.load import load_suite
 from benchmark.suite.overrides import Overrides
-from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, Settings, Suite
+from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, MethodOverride, Settings, Suite
 
 
 @dataclass(frozen=True)
@@ -142,27 +142,22 @@ def _method_variant(method: MethodSpec, grid_point: dict, index: int) -> MethodS
     return resolve_method(variant, f"methods[{index}]", touched=set(grid_point))
 
 
-OVERRIDE_KEYS = {"local", "server", "client"}
-
-
 def _check_overrides(suite: Suite, methods: list[tuple[MethodSpec, dict]], problems: list) -> None:
     labels = {m.label for m, _ in methods}
     for i, entry in enumerate(suite.datasets):
-        for label, over in entry.method_overrides.items():
+        for label in entry.method_overrides:
             where = f"datasets[{i}].method_overrides.{label}"
             if label not in labels:
                 problems.append((where, f"no method labelled {label!r}; methods: {', '.join(sorted(labels))}"))
-            elif not isinstance(over, dict) or set(over) - OVERRIDE_KEYS:
-                problems.append((where, f"expected a mapping with keys among {', '.join(sorted(OVERRIDE_KEYS))}"))
 
 
-def _overridden(method: MethodSpec, over: dict, path: str) -> MethodSpec:
+def _overridden(method: MethodSpec, over: MethodOverride, path: str) -> MethodSpec:
     """The method with this dataset entry's `server:` / `client:` (term -> params) overrides."""
-    values = {f"server.{k}": v for k, v in over.get("server", {}).items()}
-    values |= {f"client.{t}.{k}": v for t, params in over.get("client", {}).items() for k, v in params.items()}
+    values = {f"server.{k}": v for k, v in over.server.items()}
+    values |= {f"client.{t}.{k}": v for t, params in over.client.items() for k, v in params.items()}
     if not values:
         return method
-    for term in over.get("client", {}):
+    for term in over.client:
         if method.term(term) is None:
             names = allowed_names(term, method.term_names)
             raise MethodProblems([(f"{path}.client.{term}", f"this method has no client term {term!r}; {names}")])
@@ -268,7 +263,7 @@ def expand(suite: Suite, file: str = "<suite>", overrides: Overrides | None = No
     for d_index, (entry, base) in enumerate(zip(suite.datasets, settings)):
         metrics = list(dict.fromkeys(base.metrics + (entry.reference.metrics if entry.reference else [])))
         for m_index, (method, method_grid) in enumerate(methods):
-            over = entry.method_overrides.get(method.label, {})
+            over = entry.method_overrides.get(method.label, MethodOverride())
             try:
                 method = _overridden(method, over, f"datasets[{d_index}].method_overrides.{method.label}")
             except MethodProblems as err:
@@ -282,7 +277,7 @@ def expand(suite: Suite, file: str = "<suite>", overrides: Overrides | None = No
                 for s_point in _grid_points(suite.grid):
                     for seed in overrides.seeds or base.seeds:
                         raw = base.model_dump(exclude={"seeds"})
-                        raw["local"] = merge_local(raw["local"], over.get("local", {}))
+                        raw["local"] = merge_local(raw["local"], over.local)
                         dataset = entry.model_dump(exclude=SETTINGS_FIELDS | {"method_overrides"})
                         raw.update(dataset=dataset, method=variant, seed=seed, metrics=metrics)
                         config = _job_config(raw, s_point, overrides, file)

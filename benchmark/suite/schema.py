@@ -234,6 +234,15 @@ class Settings(JobSettings):
 SETTINGS_FIELDS = set(Settings.model_fields)
 
 
+class MethodOverride(Strict):
+    """A dataset entry's settings for one of the suite's methods (a paper table that trains its methods
+    differently); `server:` and `client:` are checked when laid over the method (fl/method.py)."""
+
+    local: dict[str, Any] = Field(default_factory=dict, description="local-training settings, merged over the entry's")
+    server: dict[str, Any] = Field(default_factory=dict, description="server rule parameters")
+    client: dict[str, dict[str, Any]] = Field(default_factory=dict, description="client term -> parameters")
+
+
 class DatasetEntry(Strict):
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
@@ -250,7 +259,7 @@ class DatasetEntry(Strict):
     augment: AugmentConfig = Field(default_factory=AugmentConfig)
     label: str | None = declared(None, identity=Identity.NEVER)
     reference: Reference | None = declared(None, identity=Identity.NEVER)
-    method_overrides: dict[str, dict[str, Any]] = declared(
+    method_overrides: dict[str, MethodOverride] = declared(
         default_factory=dict,
         identity=Identity.UNLESS_DEFAULT,
         description="per method label (as in `methods:`): `local:` settings and `server:`/`client:` parameters "

@@ -69,7 +69,10 @@ JOB_FIELDS = {
     "dataset.augment.rotate_degrees": A,
     "dataset.label": N,
     "dataset.reference": N,
-    "dataset.method_overrides": D,
+    "dataset.method_overrides": D,  # {} in every job (expand applies it): never dumped
+    "dataset.method_overrides.local": A,
+    "dataset.method_overrides.server": A,
+    "dataset.method_overrides.client": A,
     **{
         f"dataset.{copy}": A
         for copy in (

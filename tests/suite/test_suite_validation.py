@@ -127,10 +127,12 @@ def test_dataset_params_are_checked_before_anything_runs(tmp_path):
 
 def test_method_overrides_name_an_unknown_label_or_key(tmp_path):
     suite = tiny_suite()
-    suite["datasets"][0]["method_overrides"] = {"FedCM": {"local": {"batch_size": 50}}, "FedACG": {"locl": {}}}
+    suite["datasets"][0]["method_overrides"] = {"FedCM": {"local": {"batch_size": 50}}}
     problems = dict(problems_of(tmp_path, suite))
     assert "no method labelled 'FedCM'" in problems["datasets[0].method_overrides.FedCM"]
-    assert "local" in problems["datasets[0].method_overrides.FedACG"]
+    suite["datasets"][0]["method_overrides"] = {"FedACG": {"locl": {}}}
+    ((path, msg),) = problems_of(tmp_path, suite)
+    assert path == "datasets[0].method_overrides.FedACG.locl" and "did you mean 'local'" in msg
 
 
 def test_method_override_of_a_missing_term_names_its_path(tmp_path):
