@@ -30,18 +30,16 @@ class MethodProblems(Exception):
 
 
 def _resolve_component(spec: dict, part: type[PartSpec], path: str, problems: list) -> PartSpec | None:
-    key, registry = part.KEY, part.REGISTRY
-    name = spec.get(key)
-    if name not in registry:
-        problems.append(
-            (f"{path}.{key}", f"unknown {registry.kind} {name!r}; " + allowed_names(name, registry.names()))
-        )
-        return None
-    params = {k: v for k, v in spec.items() if k != key}
+    name = spec.get(part.KEY)
     try:
-        return part(name=name, params=registry.get(name).Params(**params))
+        params = part.registered(name).Params
+    except ValueError as err:
+        problems.append((f"{path}.{part.KEY}", str(err)))
+        return None
+    try:
+        return part(name=name, params=params(**{k: v for k, v in spec.items() if k != part.KEY}))
     except ValidationError as err:
-        problems.extend(pydantic_problems(err, path, registry.get(name).Params, "parameter"))
+        problems.extend(pydantic_problems(err, path, params, "parameter"))
         return None
 
 

@@ -29,31 +29,26 @@ class PartSpec(BaseModel):
     params: SerializeAsAny[StrictParams]
 
     @classmethod
-    def of(cls, name: str, **params: Any) -> PartSpec:
-        """Validate `params` for the part called `name` (a KeyError listing the names when unknown)."""
+    def registered(cls, name):
+        """The registered part called `name` (the registry read now: plugins included)."""
         if name not in cls.REGISTRY:
-            raise KeyError(f"unknown {cls.REGISTRY.kind} {name!r}; " + allowed_names(name, cls.REGISTRY.names()))
-        return cls(name=name, params=cls.REGISTRY.get(name).Params(**params))
+            raise ValueError(f"unknown {cls.REGISTRY.kind} {name!r}; " + allowed_names(name, cls.REGISTRY.names()))
+        return cls.REGISTRY.get(name)
 
     @model_validator(mode="before")
     @classmethod
     def _flat(cls, data):
         """The suite's and config.json's flat form {KEY: name, param: value, ...}."""
         if isinstance(data, dict) and cls.KEY in data:
-            name = data[cls.KEY]
-            if name not in cls.REGISTRY:
-                raise ValueError(f"unknown {cls.REGISTRY.kind} {name!r}; " + allowed_names(name, cls.REGISTRY.names()))
-            return {
-                "name": name,
-                "params": cls.REGISTRY.get(name).Params(**{k: v for k, v in data.items() if k != cls.KEY}),
-            }
+            params = {k: v for k, v in data.items() if k != cls.KEY}
+            return {"name": data[cls.KEY], "params": cls.registered(data[cls.KEY]).Params(**params)}
         return data
 
     @model_validator(mode="after")
     def _params_of_the_part(self):
-        expected = self.REGISTRY.get(self.name).Params if self.name in self.REGISTRY else None
+        expected = self.registered(self.name).Params
         if type(self.params) is not expected:
-            raise ValueError(f"{self.REGISTRY.kind} {self.name!r} takes {getattr(expected, '__name__', None)}")
+            raise ValueError(f"{self.REGISTRY.kind} {self.name!r} takes {expected.__name__}")
         return self
 
     @model_serializer(mode="wrap")
