@@ -135,11 +135,17 @@ def _methods(suite: Suite, problems: list) -> list[tuple[MethodSpec, dict]]:
 def _method_variant(method: MethodSpec, grid_point: dict, index: int) -> MethodSpec:
     if not grid_point:
         return method
+    label = method.label + "[" + ",".join(f"{k.split('.')[-1]}={v}" for k, v in grid_point.items()) + "]"
+    return _with_values(method, {**grid_point, "label": label}, f"methods[{index}]")
+
+
+def _with_values(method: MethodSpec, values: dict, path: str) -> MethodSpec:
+    """The method with these method-relative paths (`server.lam`, `client.prox.mu`) set, resolved again;
+    a shared hyper-parameter follows the side they set."""
     variant = method.model_dump(mode="json")
-    for key, value in grid_point.items():
+    for key, value in values.items():
         set_path(variant, key, value)
-    variant["label"] = method.label + "[" + ",".join(f"{k.split('.')[-1]}={v}" for k, v in grid_point.items()) + "]"
-    return resolve_method(variant, f"methods[{index}]", touched=set(grid_point))
+    return resolve_method(variant, path, set(values))
 
 
 def _check_overrides(suite: Suite, methods: list[tuple[MethodSpec, dict]], problems: list) -> None:
@@ -161,10 +167,7 @@ def _overridden(method: MethodSpec, over: MethodOverride, path: str) -> MethodSp
         if method.term(term) is None:
             names = allowed_names(term, method.term_names)
             raise MethodProblems([(f"{path}.client.{term}", f"this method has no client term {term!r}; {names}")])
-    variant = method.model_dump(mode="json")
-    for key, value in values.items():
-        set_path(variant, key, value)
-    return resolve_method(variant, path, set(values))
+    return _with_values(method, values, path)
 
 
 def _check_names(suite: Suite, settings: list[Settings | None], problems: list) -> None:
