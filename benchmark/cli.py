@@ -268,12 +268,12 @@ def plan(
         c = j.config
         split = c.dataset.split.kind + (f"(α={c.dataset.split.alpha})" if c.dataset.split.alpha else "")
         # unset (None) parameters mean "the default": not key, left out
-        hyper = [f"{k}={v}" for k, v in c.method["server"].items() if k != "rule" and v is not None]
+        hyper = [f"{k}={v}" for k, v in c.method.server.params.model_dump().items() if v is not None]
         hyper += [
-            f"{t['term']}.{k}={v}" for t in c.method["client"] for k, v in t.items() if k != "term" and v is not None
+            f"{t.name}.{k}={v}" for t in c.method.client for k, v in t.params.model_dump().items() if v is not None
         ]
-        if c.method["uplink"]["codec"] != "identity":
-            hyper.append("uplink=" + c.method["uplink"]["codec"])
+        if c.method.uplink.name != "identity":
+            hyper.append("uplink=" + c.method.uplink.name)
         local = f"lr={c.local.lr} B={c.local.batch_size} " + (
             f"E={c.local.epochs}" if c.local.epochs else f"K={c.local.steps}"
         )

@@ -42,7 +42,7 @@ def fedbench_arm(model, batches, local: LocalTraining):
     low_rank = low_rank if isinstance(low_rank, low_rank_step.FusedStep) else None
 
     def run():
-        rnd = RoundInfo(round=0, lr=local.lr, num_clients=1, spec=spec)
+        rnd = RoundInfo(round=0, schedule=local.lr_schedule, num_clients=1, spec=spec)
         ctx = ClientContext(
             client_id=0,
             rnd=rnd,

@@ -89,11 +89,6 @@ def row_norms(g: torch.Tensor) -> torch.Tensor:
     return torch.cat(parts, -1).double().norm(dim=-1, keepdim=True).to(g.dtype)
 
 
-def step_lr(round_lr: float, epoch: int, local: LocalTraining) -> float:
-    """The lr of a step in local epoch `epoch` (decayed within the round when intra_round_decay)."""
-    return round_lr * (local.lr_decay**epoch if local.intra_round_decay else 1.0)
-
-
 def ce_weight_of(ctx: ClientContext, terms: list[ClientTerm]) -> float:
     """Product of the terms' multipliers on the cross-entropy."""
     weight = 1.0
@@ -200,10 +195,10 @@ def overrides(term: ClientTerm, *hooks: str) -> bool:
     return any(getattr(cls, h) is not getattr(ClientTerm, h) for h in hooks)
 
 
-def set_step_budget(ctx: ClientContext, epochs: list[int], local: LocalTraining) -> None:
+def set_step_budget(ctx: ClientContext, epochs: list[int]) -> None:
     """K and Σ_k η_k (from each step's epoch), which SCAFFOLD's and FedCM's per-step normalisations divide by."""
     ctx.steps = len(epochs)
-    ctx.lr_sum = sum(step_lr(ctx.rnd.lr, e, local) for e in epochs)
+    ctx.lr_sum = sum(ctx.rnd.step_lr(e) for e in epochs)
 
 
 def train_client(
@@ -214,7 +209,7 @@ def train_client(
     None, w untouched) the plain step takes over."""
     for term in terms:
         batches = term.regroup(batches)
-    set_step_budget(ctx, [b.epoch for b in batches], local)
+    set_step_budget(ctx, [b.epoch for b in batches])
     for term in terms:
         term.begin(ctx)
     needs_features = any(t.needs_features for t in terms)
@@ -227,7 +222,7 @@ def train_client(
     ce_weights = torch.tensor([ce_weight], device=w.device) if low_rank is not None else None  # one client's (C,)
     for batch in batches:
         if low_rank is not None:  # the same step as sgd_step_'s, its linear weight gradients never formed
-            lr = step_lr(ctx.rnd.lr, batch.epoch, local)
+            lr = ctx.rnd.step_lr(batch.epoch)
             loss = low_rank(
                 w.unsqueeze(0), batch.x.unsqueeze(0), batch.y.unsqueeze(0), ce_weights, local, lr, ctx.start
             )
@@ -241,7 +236,7 @@ def train_client(
         loss = step_loss(ctx, terms, point, batch.x, batch.y, ce_weight, needs_features)
         (grad,) = torch.autograd.grad(loss, point)  # frees the graph, so w may change in place
         point.requires_grad_(False)
-        lr = step_lr(ctx.rnd.lr, batch.epoch, local)
+        lr = ctx.rnd.step_lr(batch.epoch)
         with torch.no_grad():
             if fused:
                 sgd_step_(w, grad, local, lr)

@@ -114,13 +114,11 @@ class Simulation:
 
     # -- one round ------------------------------------------------------------------------
     def round_info(self, t: int) -> RoundInfo:
-        lr = self.job.local.lr * self.job.local.lr_decay**t
         return RoundInfo(
             round=t,
-            lr=lr,
+            schedule=self.job.local.lr_schedule,
             num_clients=self.data.num_clients,
             spec=self.spec,
-            base_lr=self.job.local.lr,
             weight_decay=self.job.local.weight_decay,
         )
 

@@ -11,9 +11,9 @@ FedAGM), engine/low_rank_step.py's fused step
 replaces gradient and update: the linear layers' weight gradients are applied without being formed.
 
 Same contract and same numbers as `train_sequential` (up to float reduction order): the step
-math is `engine/local.py`'s (objective, descent direction, rewrite_direction, step_lr), each
-client gets the batches of its own (seed, round, client) stream, and terms' begin / ce_weight /
-direction / finish run per client on that client's real context. Per-client tensors the loss
+math is `engine/local.py`'s (objective, descent direction, rewrite_direction), the lr the round's
+schedule's, each client gets the batches of its own (seed, round, client) stream, and terms' begin /
+ce_weight / direction / finish run per client on that client's real context. Per-client tensors the loss
 reads (a term's `scratch_inputs`, set by its begin) are stacked and sliced by vmap.
 
 A round is vectorisable when every chosen client takes the same number of steps with the same
@@ -41,7 +41,6 @@ from benchmark.engine.local import (
     set_step_budget,
     sgd_step_,
     step_loss,
-    step_lr,
 )
 from benchmark.errors import UserError
 from benchmark.fl.base import ClientContext, ClientTerm, ForwardOut, RoundInfo
@@ -217,7 +216,7 @@ def _train_together(
     epochs, count = [e for _, e in positions[0]], len(chosen)
     ctxs = [make_context(sim, cid, rnd, received) for cid in chosen]
     for ctx in ctxs:
-        set_step_budget(ctx, epochs, local)
+        set_step_budget(ctx, epochs)
         for term in terms:
             term.begin(ctx)
     ce_weights = torch.tensor([ce_weight_of(ctx, terms) for ctx in ctxs], device=sim.device)
@@ -233,7 +232,7 @@ def _train_together(
     decay = torch.empty_like(w) if rewriters and local.weight_decay else None
     losses = []
     for (x, y), epoch in zip(_step_inputs(sim, chosen, rnd, positions), epochs):
-        lr = step_lr(rnd.lr, epoch, local)
+        lr = rnd.step_lr(epoch)
         if fused:  # no term shapes the step: the linear layers' gradients go straight into w
             loss = fused(w, x, y, ce_weights, local, lr, received["model"])
             if loss is not None:

@@ -77,9 +77,8 @@ class FedDCTerm(ClientTerm):
     def finish(self, ctx: ClientContext, w):
         wt = self.relative_weight(ctx)
         delta = w - ctx.start
-        lr0 = ctx.rnd.base_lr if ctx.rnd.base_lr is not None else ctx.rnd.lr
         g_i = state_or_zeros(ctx.state, self.G, w)
-        g_new = g_i - ctx.received[GLOBAL_GRAD] / wt - delta / (ctx.steps * lr0)
+        g_new = g_i - ctx.received[GLOBAL_GRAD] / wt - delta / (ctx.steps * ctx.rnd.base_lr)
         ctx.state[self.H] = state_or_zeros(ctx.state, self.H, w) + delta
         ctx.state[self.G] = g_new
         ctx.messages[GRAD_DELTA] = wt * (g_new - g_i)

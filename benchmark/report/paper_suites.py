@@ -24,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from benchmark.fl.method import resolve_method
+from benchmark.fl.spec import MethodSpec
 from benchmark.metrics import is_metric, parse_metric
 from benchmark.report.fedac_suites import fedac_suites
 from benchmark.report.paper_settings import (
@@ -242,19 +243,19 @@ def method_entries(tables: list[dict]) -> tuple[list, dict[str, dict], list[dict
     return list({json.dumps(m, sort_keys=True): m for m in methods}.values()), labels, chosen
 
 
-def _has_components(method: dict, wanted: list[bool]) -> bool:
+def _has_components(method: MethodSpec, wanted: list[bool]) -> bool:
     """FedACG's ablation check marks (server momentum, lookahead, local regulariser) vs a composition."""
-    rule = method["server"]["rule"]
-    reg = any(t["term"] == "prox" and t["mu"] > 0 for t in method["client"])
+    rule = method.server.name
+    reg = any(t.name == "prox" and t.params.mu > 0 for t in method.client)
     return [rule in ("momentum", "acg"), rule == "acg", reg] == wanted
 
 
-def check_components(table: dict, methods: dict[str, dict]) -> None:
+def check_components(table: dict, methods: dict[str, MethodSpec]) -> None:
     for row, wanted in table.get("components", {}).items():
         if not _has_components(methods[row], wanted):
             raise GenerationError(
                 f"{table['id']}: row {row!r} is marked {wanted} (momentum, lookahead, local reg) "
-                f"but runs {methods[row]['server']['rule']} with {methods[row]['client']}"
+                f"but runs {methods[row].server.name} with {methods[row].term_names}"
             )
 
 
@@ -314,12 +315,12 @@ def chosen_settings(table: dict, said: dict[str, dict], labels: set[str]) -> lis
 MISSING = object()
 
 
-def method_param(method: dict, path: str):
-    """A canonical method's `method.server.P` / `method.client.TERM.P`, or MISSING."""
-    keys = path.split(".")
-    if keys[1] == "server":
-        return method["server"].get(keys[2], MISSING)
-    return next((t[keys[3]] for t in method["client"] if t["term"] == keys[2] and keys[3] in t), MISSING)
+def method_param(method: MethodSpec, path: str):
+    """A method's `method.server.P` / `method.client.TERM.P`, or MISSING."""
+    try:
+        return method.param(path.removeprefix("method."))
+    except KeyError:
+        return MISSING
 
 
 def _apply(path: str, value, entry: dict, override: dict) -> None:
@@ -344,10 +345,10 @@ def _apply(path: str, value, entry: dict, override: dict) -> None:
 NOT_SETTINGS = {"method", "method.*"}  # chosen compositions / preset defaults: recorded, not applied
 
 
-def dataset_entry(table: dict, methods: dict[str, dict], row_chosen: list[dict]) -> dict:
+def dataset_entry(table: dict, methods: dict[str, MethodSpec], row_chosen: list[dict]) -> dict:
     s = table["setting"]
     name, model, augment, _ = DATASET[s["dataset"]]
-    labels = {r: m["label"] for r, m in methods.items()}
+    labels = {r: m.label for r, m in methods.items()}
     check_components(table, methods)
     said = stated(table, labels)
     chosen = chosen_settings(table, said, set(labels.values())) + [
@@ -364,8 +365,8 @@ def dataset_entry(table: dict, methods: dict[str, dict], row_chosen: list[dict])
             _apply(path, value, entry, entry)
             continue
         for m in methods.values():  # a paper-wide method parameter: every method that has it
-            if method_param(m, path) not in (MISSING, value) and path not in said.get(m["label"], {}):
-                _apply(path, value, entry, overrides.setdefault(m["label"], {}))
+            if method_param(m, path) not in (MISSING, value) and path not in said.get(m.label, {}):
+                _apply(path, value, entry, overrides.setdefault(m.label, {}))
     for c in chosen:
         if c["setting"] not in NOT_SETTINGS and not c.get("method"):
             _apply(c["setting"], c["value"], entry, entry)

@@ -23,7 +23,7 @@ SKEWED = {"kind": "dirichlet", "alpha": 0.1}
 
 
 def parts(method) -> list:
-    return [CLIENT_TERMS.get(t["term"]) for t in resolve_method(method, "m")["client"]]
+    return [CLIENT_TERMS.get(t.name) for t in resolve_method(method, "m").client]
 
 
 def needs_hidden_layer(method) -> bool:
