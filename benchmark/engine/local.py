@@ -210,7 +210,7 @@ def train_client(
     ctx: ClientContext, terms: list[ClientTerm], batches: list[Batch], local: LocalTraining, low_rank=None
 ):
     """Returns (w_K, mean training loss over the steps). `low_rank`: engine/low_rank_step's fused
-    step where it applies and pays (low_rank_step.for_job), else None; where it declines (returns
+    step where it applies and pays (the trainer's LocalStepChoice), else None; where it declines (returns
     None, w untouched) the plain step takes over."""
     for term in terms:
         batches = term.regroup(batches)

@@ -31,7 +31,8 @@ Where not (or where the client-batched forward fails or returns misshapen logits
 declines, w untouched, and the job takes the general path from then on (`FusedStep.declined`).
 Parameters the loss never reaches (a head used only for features, a layer whose output is
 dropped, an unused convolution) get a zero gradient, then weight decay, as in the plain step.
-Which step a job's trainers took, and why, is in its summary.json (`local_step`, `record`).
+Which step a job's trainers took, and why, is in its summary.json (`local_step`: FusedStep.record,
+kept per trainer by engine/trainers/base.py's LocalStepChoice).
 """
 
 from __future__ import annotations
@@ -94,27 +95,6 @@ def choose(
     the plain step runs instead."""
     why = (sequential_why_not if trainer == "sequential" else why_not)(model, terms, precision, compile)
     return why or FusedStep(model, spec, prox_coefficient(terms))
-
-
-def for_job(sim, trainer: str) -> FusedStep | None:
-    """The fused step `trainer` ("sequential" | "vectorised") takes in `sim`'s job, or None: decided
-    once per job and kept in sim.local_step[trainer] (a FusedStep, or why the plain step runs), so
-    a step that declined stays declined; summary.json reports it (`record`)."""
-    chosen = sim.local_step.get(trainer)
-    if chosen is None:
-        job = sim.job
-        chosen = sim.local_step[trainer] = choose(
-            trainer, sim.model, sim.spec, sim.method.terms, job.precision, job.compile
-        )
-    return chosen if isinstance(chosen, FusedStep) and chosen.declined is None else None
-
-
-def record(local_step: dict) -> dict:
-    """sim.local_step as summary.json states it: trainer -> {"step": "fused" | "plain", "why"}."""
-    return {
-        trainer: chosen.record() if isinstance(chosen, FusedStep) else {"step": "plain", "why": chosen}
-        for trainer, chosen in local_step.items()
-    }
 
 
 def _grouped(calls: list[dict]) -> tuple[list[tuple], list[tuple]]:
