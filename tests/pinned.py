@@ -71,20 +71,28 @@ def _ctrl_c_in_round(at: int):
     return lambda: setattr(Simulation, "run_round", run_round)
 
 
-def make_frozen_results() -> None:
+def make_frozen_results(folder: Path = FROZEN) -> None:
     """Run the frozen suite, tracked in one MLflow store beside the results: FedAvg to the end;
     FedACG stopped by --stop-after 2 (status `stopped`, checkpoint kept); FedProx interrupted in
     round 4 (no summary, checkpoint at round 3, its MLflow run KILLED)."""
     from benchmark.cli import main
 
     suite = FROZEN_SUITE.read_text()
-    shutil.rmtree(FROZEN, ignore_errors=True)
-    FROZEN.mkdir(parents=True)
-    FROZEN_SUITE.write_text(suite)
-    store = f"sqlite:///{FROZEN / 'mlflow.db'}"
-    common = ["run", str(FROZEN_SUITE), "--results-dir", str(FROZEN / "results"), "--tracking-uri", store, "-q"]
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    (folder / "suite.yaml").write_text(suite)
+    store = f"sqlite:///{folder / 'mlflow.db'}"
+    common = [
+        "run",
+        str(folder / "suite.yaml"),
+        "--results-dir",
+        str(folder / "results"),
+        "--tracking-uri",
+        store,
+        "-q",
+    ]
     cwd = os.getcwd()
-    os.chdir(FROZEN)  # MLflow puts the artifacts of a new SQLite store under the working folder
+    os.chdir(folder)  # MLflow puts the artifacts of a new SQLite store under the working folder
     try:
         for extra in (["--only", "FedAvg"], ["--only", "FedACG", "--stop-after", "2"]):
             if main([*common, *extra]) != 0:
@@ -97,10 +105,10 @@ def make_frozen_results() -> None:
             undo()
     finally:
         os.chdir(cwd)
-    for lock in FROZEN.rglob("*.lock"):
+    for lock in folder.rglob("*.lock"):
         lock.unlink()
-    _relocate_store(FROZEN / "mlflow.db", str(FROZEN), MADE_AT)
-    with sqlite3.connect(FROZEN / "mlflow.db") as con:  # 1 KiB pages: a third of the default store's size
+    _relocate_store(folder / "mlflow.db", str(folder), MADE_AT)
+    with sqlite3.connect(folder / "mlflow.db") as con:  # 1 KiB pages: a third of the default store's size
         con.execute("PRAGMA page_size = 1024")
         con.execute("VACUUM")
     con.close()
