@@ -60,7 +60,11 @@ class JobRounds(Protocol):
     job: JobConfig
     progress: Progress  # rounds completed, bytes sent (a replay keeps no parameters: theta None)
     execution: ExecutionRecord  # how the rounds were trained, for summary.json
-    setup: TrainingSetup | None  # what its trainers read; None for a replay (nothing is trained here)
+
+    @property
+    def setup(self) -> TrainingSetup | None:
+        """What its trainers read; None for a replay (nothing is trained here)."""
+        ...
 
     @property
     def data_fingerprint(self) -> str: ...
