@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import torch
 from torch import nn
@@ -53,6 +53,7 @@ OnEval = Callable[[dict], None] | None  # called with each evaluated round's met
 OnRound = Callable[[int], None] | None  # called with each completed round's number
 
 
+@runtime_checkable
 class JobRounds(Protocol):
     """What the job runner (run/job_runner.py) drives: a Simulation, or a job whose rounds were
     computed elsewhere and are replayed (run/batched.py's ReplaySimulation: the batched FedAc engine)."""

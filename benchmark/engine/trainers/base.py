@@ -5,7 +5,7 @@ which the simulation stores and reports in summary.json; the trainer never touch
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import torch
 
@@ -47,6 +47,7 @@ class TrainedRound:
     record: ExecutionRecord
 
 
+@runtime_checkable
 class Trainer(Protocol):
     name: str  # the `execution:` value that selects it
     setup: TrainingSetup  # the job it trains
