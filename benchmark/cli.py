@@ -162,7 +162,7 @@ def run(
 def exit_for_statuses(jobs, summaries: dict[str, dict]) -> None:
     """Failed jobs: exit 2. Diverged jobs are results (an lr sweep may diverge at its largest
     value): exit 0, unless every job of a method on a dataset diverged (exit 1)."""
-    from benchmark.run.status import DIVERGED, FAILED, methods_all_diverged
+    from benchmark.run.job_status import DIVERGED, FAILED, methods_all_diverged
 
     failed = [s for s in summaries.values() if s.get("status") == FAILED]
     diverged = [s for s in summaries.values() if s.get("status") == DIVERGED]
@@ -217,9 +217,26 @@ def open_tracker(suite_name: str, uri: str | None, results_dir: Path, suite_file
     help="instead of the job table: each setting the paper states vs the value the suite runs, and the "
     "settings chosen where the paper is silent; exit 1 on a mismatch",
 )
+@click.option(
+    "--budget",
+    is_flag=True,
+    help="instead of the job table: each job's client-steps and samples (exact, from the splits and the "
+    "participation draws) and its time at step rates measured on --device",
+)
+@click.option("--device", default="auto", show_default=True, help="with --budget: where the step rates are measured")
 @job_options
 def plan(
-    suite_file: Path, splits: bool, max_clients: int, figures_dir, audit_only: bool, only, sets, seeds, rounds
+    suite_file: Path,
+    splits: bool,
+    max_clients: int,
+    figures_dir,
+    audit_only: bool,
+    budget: bool,
+    device: str,
+    only,
+    sets,
+    seeds,
+    rounds,
 ) -> None:
     """Print the expanded job table without running anything."""
     if figures_dir and not splits:
@@ -227,6 +244,12 @@ def plan(
     suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
     if audit_only:
         _print_audit(suite, jobs)
+        return
+    if budget:
+        from benchmark.report.budget import budget_table
+        from benchmark.run.executor_base import torch_device
+
+        out.print(budget_table(suite.name, jobs, torch_device(device)))
         return
     if splits:
         from benchmark.report.splits import split_tables

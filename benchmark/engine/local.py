@@ -1,6 +1,6 @@
 """One client's local training, written on a flat parameter vector with functional_call.
 
-Step (ALGORITHMS.md): loss = w_ce·CE(adjusted logits) + Σ term losses;
+Step (docs/algorithms.md, Local training): loss = w_ce·CE(adjusted logits) + Σ term losses;
 g = clip(∇loss, clip_norm) + weight_decay·w; g = term.direction(g) for each term; w ← w − η g.
 (The gradient is taken at gradient_point(w), which is w unless a term moves it; take_step_ is
 w − η g unless a term takes the step itself: FedAc.)

@@ -13,13 +13,13 @@ gradient Σ_n D_c[n] and ‖D_cᵀ X_c‖²_F = ⟨X_c X_cᵀ, D_c D_cᵀ⟩_F (
 linear weights are then read once by the forward and once by the update: on the FEMNIST CNN's
 fc1 (6.4 M parameters) that replaces about eight model-sized passes by three.
 
-The same step as local.sgd_step_ (ALGORITHMS.md: w ← w − η(clip(∇loss) + λw)), up to float
+The same step as local.sgd_step_ (docs/algorithms.md: w ← w − η(clip(∇loss) + λw)), up to float
 rounding; it applies only when nothing else shapes the step: no client term that adjusts the
 logits, adds a loss, rewrites the direction or moves the step (FedAvg, FedAvgM, FedAdam, FedPAQ),
 except the proximal term (FedProx, FedACG, FedAGM), whose gradient ρ(w − x_i) is folded in: the
 small parameters' gradients get it added, a weight block's gradient is DᵀX + ρM (M = W − x_i, one
 model-sized temporary) and its square ‖DᵀX‖² + 2ρ⟨D, XMᵀ⟩ + ρ²‖M‖², so the clip still acts on
-the whole ∇loss as ALGORITHMS.md says. Further: fp32, no compile, and a model
+the whole ∇loss as docs/algorithms.md says. Further: fp32, no compile, and a model
 client_batched supports with at least one nn.Linear (`why_not`). `execution: vectorised` takes
 it for all C clients at once; sequential training takes it with C = 1 where the linear layers
 are large enough for it to pay (`sequential_why_not`). Otherwise both take the general path.

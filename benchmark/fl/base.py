@@ -4,7 +4,7 @@ Each part is a small class with a pydantic `Params` model (validated from YAML) 
 tensor logic on flat parameter vectors. A method is one server rule + a list of client
 terms + an uplink and a downlink codec; presets (`presets.py`) only name compositions.
 
-Local step convention (ALGORITHMS.md): g = clip(∇ loss, clip_norm) + weight_decay · w,
+Local step convention (docs/algorithms.md, "Local training"): g = clip(∇ loss, clip_norm) + weight_decay · w,
 then every client term may rewrite the direction (SCAFFOLD, FedCM), then w ← w − η g.
 A term may move the point the gradient is taken at and take the step itself (FedAc's
 `grad_point` / `step`); every other method leaves both at their defaults.

@@ -5,7 +5,7 @@ With ω̃_i = n_i N / Σn and α_i = α/ω̃_i, the client minimises
     CE + (α_i/2)‖w − (θ − h_i)‖² + ⟨w, G/ω̃_i − G_i⟩
 and afterwards, with Δ = w − θ: h_i ← h_i + Δ, G_i⁺ = G_i − G/ω̃_i − Δ/(K η_0).
 Uplink: Δ and ω̃_i (G_i⁺ − G_i) (2 messages). The client rule reads G, so G is broadcast with θ
-(2 messages down; ALGORITHMS.md's table counts 1 — that table ignores the G it uses).
+(2 messages down: a count of 1 would leave out the G it reads; docs/algorithms.md, "Departures from the papers").
 Server: G ← G + (1/N) Σ_S ω̃_i (G_i⁺ − G_i) ; θ ← mean_S(w_i) + mean_{all N}(h_i), where the
 mean of all h_i is tracked from the uploaded Δ (h_i moves by exactly Δ_i; h_i starts at 0).
 """

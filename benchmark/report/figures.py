@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from benchmark.run.status import DIVERGED
+from benchmark.run.job_status import DIVERGED
 
 BAND_LABEL = "band: min–max over seeds"
 DIVERGED_LABEL = "×: last finite round of a diverged run"
@@ -149,15 +149,10 @@ def convergence_figure(rounds, title: str, colours: dict[str, tuple]):
     return fig
 
 
-def convergence_figures(frame, out_dir) -> list[Path]:
-    """A PNG per dataset entry of `frame` (rounds_frame's columns) under `out_dir`, named after the
-    entry; a method has the same colour in all of them. Entries without rounds get no file."""
-    return [path for _, path in _write_convergence(frame, out_dir)]
-
-
-def _write_convergence(frame, out_dir) -> list[tuple[str, Path]]:
-    """(entry, PNG path) per entry of `frame`; an optional `entry_index` column keeps apart two
-    entries that share a label."""
+def write_convergence_figures(frame, out_dir) -> list[tuple[str, Path]]:
+    """A PNG per dataset entry of `frame` (rounds_frame's columns) under `out_dir`, as (entry, path);
+    a method has the same colour in all of them, entries without rounds get no file, and an optional
+    `entry_index` column keeps apart two entries that share a label."""
     out_dir = Path(out_dir)
     frame = frame.dropna(subset=["test_acc"])
     colours = method_colours(frame.method)
@@ -268,5 +263,5 @@ def report_figures(suite, jobs, results_dir) -> list:
             f"(line: mean over seeds; band: min–max over seeds; ×: a diverged run's last finite round)",
             path,
         )
-        for entry, path in _write_convergence(frame, out_dir)
+        for entry, path in write_convergence_figures(frame, out_dir)
     ]

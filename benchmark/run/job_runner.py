@@ -22,9 +22,9 @@ from benchmark.run.callbacks import (
     Tracking,
     save_checkpoint,
 )
+from benchmark.run.job_status import DIVERGED, FINISHED, STOPPED
 from benchmark.run.records import Divergence, JobSummary, RoundRecord
 from benchmark.run.results import JobDir, atomic_torch_save, atomic_write_json
-from benchmark.run.status import DIVERGED, FINISHED, STOPPED
 from benchmark.run.threads import settle
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job

@@ -27,12 +27,12 @@ from benchmark.errors import DatasetMissing, UserError
 from benchmark.run.executor import failed_summary
 from benchmark.run.executor_base import EXECUTORS, Executor
 from benchmark.run.job_runner import job_config_json
+from benchmark.run.job_status import TERMINAL
 from benchmark.run.locks import FileLock, job_lock
 from benchmark.run.progress import LogProgress, log
 from benchmark.run.ray_worker import code_runtime_env, run_remote_job
 from benchmark.run.results import RESUME_FILES, JobDir, atomic_write_json
 from benchmark.run.staging import DEFAULT_SHIP_MAX_MB, MB, Offer, make_offers, parse_uri_options
-from benchmark.run.status import TERMINAL
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
 

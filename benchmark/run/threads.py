@@ -1,13 +1,14 @@
 """How many CPU threads torch trains a job with: `--threads N` when given, else a short probe.
 
-torch's default (one thread per core) was up to 13x slower than one thread on a busy 2-core
+torch's default (one thread per core) can be many times slower than one thread on a busy
 machine, and the best count depends on the model and the machine, so it is measured: a few
 forward-backward steps of the job's model on one of its batches at 1, 2, 4, ... threads (up to
 the cores this process may use); more threads must be 10 % faster to be chosen (they cost the
 jobs beside it). A model whose one-thread step is shorter than SHORT_STEP keeps one thread untried:
-its step is per-operation overhead, which threads don't shorten, and a probe that caught an idle
-moment made a quickstart run 10x slower (117 s) once the shared machine was busy again. One probe per model, input and batch size per process. The count and what
-chose it go into the job's summary.json ("threads").
+its step is per-operation overhead, which threads don't shorten, and a probe that catches an idle
+moment can pick a count that is much slower once a shared machine is busy again. One probe per
+model, input and batch size per process. The count and what chose it go into the job's
+summary.json ("threads"). Measurements: benchmarks/README.md, "Measurements behind code comments".
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from benchmark.suite.schema import JobConfig
 GAIN = 0.9  # a larger count must take at most this fraction of the best smaller count's time
 SHORT_STEP = 0.01  # seconds: a forward-backward step this short stays at one thread
 # The batched FedAc engine's work is a one-thread numba kernel plus a few torch ops per round, which
-# ran slower with 2 threads (M = 2048, K = 1: 24.3 s wall and 30.4 s CPU against 13.9 s / 13.7 s).
+# a second thread only slows down (benchmarks/README.md, "Measurements behind code comments").
 BATCHED_ENGINE = {"count": 1, "chosen_by": "batched engine (one thread)"}
 _requested: dict = {}  # {"count": N, "chosen_by": "--threads"} once a command line or Ray task fixed it
 _probed: dict[str, int] = {}

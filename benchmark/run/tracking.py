@@ -27,9 +27,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmark.run.job_status import FINISHED, STOPPED
 from benchmark.run.locks import FileLock, job_lock, suite_lock
 from benchmark.run.records import MEASURED
-from benchmark.run.status import FINISHED, STOPPED
 
 log = logging.getLogger(__name__)
 DEFAULT_URI = "sqlite:///mlflow.db"

@@ -124,7 +124,9 @@ class Reference(Strict):
     silent. `fedbench plan --audit` checks the jobs against both.
     """
 
-    source: str = Field(description="where the numbers come from, e.g. a table id of shared/reference")
+    source: str = Field(
+        description="where the numbers come from: the transcribed table's id, e.g. fedacg.moderate_dir0.3.cifar10"
+    )
     metrics: list[str]
     rows: dict[str, list[float | int | str | None]]
     contradicted: list[Contradicted] = Field(default_factory=list)

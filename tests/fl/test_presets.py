@@ -1,4 +1,4 @@
-"""Every preset resolves with ALGORITHMS.md's defaults, composes with +acg / +paq, and takes overrides."""
+"""Every preset resolves with docs/algorithms.md's defaults, composes with +acg / +paq, and takes overrides."""
 
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ from benchmark.report.paper_suites import main as generate
 from benchmark.report.paper_suites import suites_from
 from benchmark.suite.expand import load_jobs
 
-# shared/ sits beside the main checkout (/work/main) and two levels above worktrees (/work/wt/NAME)
+# The papers' transcribed tables (the generator's input, not part of the repository): a shared/reference
+# folder beside the checkout, or one level further up when the checkout is one of several worktrees.
 REFERENCE = next(
     (p / "shared" / "reference" for p in (REPO.parent, REPO.parent.parent) if (p / "shared" / "reference").is_dir()),
     REPO.parent / "shared" / "reference",
