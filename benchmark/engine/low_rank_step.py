@@ -51,8 +51,9 @@ from benchmark.suite.schema import LocalTraining
 # hooks that put something besides the weighted cross-entropy into the gradient or the step
 SHAPES_STEP = ("adjust_logits", "loss", "direction", "grad_point", "step", "regroup")
 # One client at a time the fused step pays only where model-sized passes outweigh its per-call
-# overhead (the client-batched dispatch, Gram matrices): FEMNIST CNN (6.5 M linear weights, B = 10-20)
-# 1.4x the steps/s of the plain step, the FEMNIST-shaped logistic (48 k) 0.66x; one CPU thread.
+# overhead (the client-batched dispatch, Gram matrices): it was faster than the plain step on the
+# FEMNIST CNN (6.5 M linear weights) and slower on the FEMNIST-shaped logistic (48 k); the figures
+# are in benchmarks/README.md, Measurements behind code comments (benchmarks/local_step_speed.py).
 ONE_CLIENT_MIN_LINEAR = 1_000_000
 
 

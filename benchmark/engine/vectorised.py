@@ -52,8 +52,8 @@ def _step_inputs(
     """(x (C, B, ...), y (C, B)) per local step, step by step: each client's batches of data.client_batches.
 
     Where the preprocessing is the identity (vectors, tokens: no per-client augmentation stream),
-    a step's batches are gathered at once (one index per step, not one per client plus a stack:
-    a quarter of a FEMNIST-shaped logistic step at 50 clients)."""
+    a step's batches are gathered at once (one index per step, not one per client plus a stack,
+    which took a large share of a small model's step: benchmarks/README.md)."""
     data = setup.data
     if data.preprocess is not as_is:
         batches = [setup.client_batches(rnd.round, cid) for cid in chosen]
@@ -68,7 +68,7 @@ def _step_inputs(
         starts = torch.tensor([0] + [len(i) for i in owned[:-1]], device=joined.device).cumsum(0).unsqueeze(1)
     for step in zip(*positions):
         rows = joined[torch.stack([p for p, _ in step]).to(joined.device) + starts]  # (C, B)
-        x = data.src.train_x.index_select(0, rows.flatten())  # 3x the speed of train_x[rows] on CPU
+        x = data.src.train_x.index_select(0, rows.flatten())  # faster than train_x[rows] on CPU (benchmarks/README.md)
         yield x.view(*rows.shape, *x.shape[1:]), data.src.train_y[rows]
 
 
