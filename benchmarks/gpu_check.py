@@ -151,8 +151,8 @@ def paths(rec: Record, device: torch.device, args) -> None:
         for t in range(job.rounds):
             sim.run_round(t)
         rel = relative((sim.progress.theta - theta0).cpu(), reference)
-        steps = {trainer: why.get("step") for trainer, why in _local_steps(sim).items()}
-        detail = f"trainer {sim.execution}, local step {steps}"
+        steps = {trainer: why.get("step") for trainer, why in sim.execution.local_step.items()}
+        detail = f"trainer {sim.execution.chosen}, local step {steps}"
         rec.add("paths", f"femnist_cnn fedavg {name}", rel <= PARITY_TOL, rel, PARITY_TOL, detail)
         if device.type == "cuda" and name in ("auto", "compile (CUDA graphs on cuda)"):
             rec.reached.add(name.split()[0])
@@ -269,12 +269,6 @@ methods: [fedavg, fedacg]
 
 
 # -- helpers -------------------------------------------------------------------------------------------
-def _local_steps(sim) -> dict:
-    from benchmark.engine import low_rank_step
-
-    return low_rank_step.record(sim.local_step)
-
-
 def _git_commit() -> str | None:
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)

@@ -32,7 +32,7 @@ SHAPES = {"femnist_cnn": ((1, 28, 28), 62), "resnet18_gn": ((3, 32, 32), 10)}
 CUDA_BRANCHES = {
     "device": ("benchmark/run/executor_base.py", 'if device.type == "cuda":'),
     "compile": ("benchmark/engine/local.py", 'mode="reduce-overhead" if device.type == "cuda" else None'),
-    "auto": ("benchmark/engine/auto_execution.py", "torch.cuda.synchronize"),
+    "auto": ("benchmark/engine/trainers/auto.py", "torch.cuda.synchronize"),
     "ray": ("benchmark/run/ray_executor.py", 'return ("cuda" if self.options.gpus_per_job > 0 else "cpu")'),
 }
 QUICK_PRESETS = ["fedavg", "fedacg", "scaffold", "fedmlb+acg", "fedpaq+acg"]

@@ -38,7 +38,7 @@ SETTINGS = {
 def fedbench_arm(model, batches, local: LocalTraining):
     spec = ParamSpec.of(model)
     forward, start = make_forward(model, spec), flat_params(model)
-    low_rank = low_rank_step.choose("sequential", model, spec, [])  # as engine/client_round does
+    low_rank = low_rank_step.choose("sequential", model, spec, [])  # as the sequential trainer does (engine/trainers/)
     low_rank = low_rank if isinstance(low_rank, low_rank_step.FusedStep) else None
 
     def run():

@@ -17,13 +17,6 @@ SUFFIXES = {".py", ".md", ".yaml", ".j2", ".toml", ""}  # "" : .ci/run, a script
 # with the module that writes it, which must still name it.
 WRITTEN_BY_FEDBENCH = {"report.md": "benchmark/report/report_files.py"}
 
-# engine/ is being restructured on another branch (issue 27, point 1), which owns these lines;
-# they go when it rewrites them. Only ever shrink this set.
-ENGINE_PENDING = {
-    ("benchmark/engine/local.py", "ALGORITHMS.md"),
-    ("benchmark/engine/augment.py", "DESIGN.md"),
-    ("benchmark/engine/low_rank_step.py", "ALGORITHMS.md"),
-}
 
 URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+")
 MD_MENTION = re.compile(r"(?<![\w./-])([\w./-]*[\w-]\.md)\b")
@@ -102,7 +95,7 @@ def broken_links() -> list[str]:
 
 
 def test_every_mentioned_md_file_is_in_the_repository():
-    dangling = dangling_mentions() - ENGINE_PENDING
+    dangling = dangling_mentions()
     assert not dangling, "mentioned but not in the repository: " + ", ".join(f"{f}: {m}" for f, m in sorted(dangling))
 
 

@@ -332,7 +332,7 @@ class LocalSteps:
 
 def pad_jobs(t: torch.Tensor) -> torch.Tensor:
     """t (..., B) with idle jobs (zeros) up to a multiple of LANES, contiguous: the kernels' vector
-    loops over jobs then have no scalar remainder, which can cost them half their speed (39 jobs)."""
+    loops over jobs then have no scalar remainder, which slowed them markedly (benchmarks/README.md)."""
     return F.pad(t, (0, -t.shape[-1] % LANES)).contiguous()
 
 

@@ -1,6 +1,6 @@
 """One client's local training, written on a flat parameter vector with functional_call.
 
-Step (ALGORITHMS.md): loss = w_ce·CE(adjusted logits) + Σ term losses;
+Step (docs/algorithms.md, Local training): loss = w_ce·CE(adjusted logits) + Σ term losses;
 g = clip(∇loss, clip_norm) + weight_decay·w; g = term.direction(g) for each term; w ← w − η g.
 (The gradient is taken at gradient_point(w), which is w unless a term moves it; take_step_ is
 w − η g unless a term takes the step itself: FedAc.)
@@ -205,7 +205,7 @@ def train_client(
     ctx: ClientContext, terms: list[ClientTerm], batches: list[Batch], local: LocalTraining, low_rank=None
 ):
     """Returns (w_K, mean training loss over the steps). `low_rank`: engine/low_rank_step's fused
-    step where it applies and pays (low_rank_step.for_job), else None; where it declines (returns
+    step where it applies and pays (the trainer's LocalStepChoice), else None; where it declines (returns
     None, w untouched) the plain step takes over."""
     for term in terms:
         batches = term.regroup(batches)

@@ -74,7 +74,7 @@ def seconds_per_step(job: Job, device: str) -> float:
     one_client = c.participation.model_copy(update={"rate": 1 / c.num_clients, "mode": "fixed", "pool": None})
     sim = build_simulation(c.model_copy(update={"local": local, "participation": one_client}), device)
     settle(sim)  # the thread count the run would train it with
-    sync = torch.cuda.synchronize if sim.device.type == "cuda" else (lambda: None)
+    sync = torch.cuda.synchronize if sim.setup.device.type == "cuda" else (lambda: None)
     sim.run_round(0)  # warm-up: allocator, kernels, thread pools
     times: list[float] = []
     while len(times) < TIMED_ROUNDS[0] or (len(times) < TIMED_ROUNDS[1] and sum(times) < TIME_LIMIT_S):

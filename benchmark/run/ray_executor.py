@@ -121,10 +121,19 @@ class Driver:
         self.pending[ref] = run
 
     def drain(self) -> None:
+        # the kinds of message run/ray_worker.py's Relay sends
+        handlers = {
+            "where": self.on_where,
+            "start": self.on_start,
+            "staged": self.on_staged,
+            "records": self.on_records,
+            "rounds": self.on_rounds,
+            "checkpoint": self.on_checkpoint,
+        }
         count = self.queue.qsize()
         messages = self.queue.get_nowait_batch(count) if count else []
         for kind, job_id, payload in messages:
-            getattr(self, f"on_{kind}")(self.runs[job_id], payload)
+            handlers[kind](self.runs[job_id], payload)
 
     def on_where(self, run: JobRun, payload: dict) -> None:
         run.placements.append(payload)
