@@ -88,17 +88,42 @@ def _fetch(spec: DatasetSpec, dest: Path) -> None:
     default=None,
     help="where downloads and built files go (default: the root); load them with root: DEST",
 )
-@click.option("--sf", type=float, default=1.0, show_default=True, help="shakespeare: LEAF sample fraction")
+@click.option(
+    "-s",
+    "sampling",
+    type=click.Choice(["niid", "iid"]),
+    default="niid",
+    show_default=True,
+    help="LEAF builds (femnist, celeba, shakespeare): LEAF -s, sample users whole or pool samples",
+)
+@click.option("--sf", "fraction", type=float, default=1.0, show_default=True, help="LEAF builds: sample fraction")
+@click.option(
+    "--iu",
+    "iid_users",
+    type=float,
+    default=0.01,
+    show_default=True,
+    help="femnist/celeba with -s iid: users as a fraction of each shard's users (LEAF --iu)",
+)
 @click.option(
     "-k",
     "min_samples",
     type=int,
     default=0,
     show_default=True,
-    help="shakespeare: LEAF -k, keeps users with more than K samples",
+    help="LEAF builds: LEAF -k, users with fewer samples are dropped",
 )
-@click.option("--tf", type=float, default=0.9, show_default=True, help="shakespeare: LEAF train fraction")
-@click.option("--seed", type=int, default=0, show_default=True, help="shakespeare: sampling seed")
+@click.option(
+    "-t",
+    "split",
+    type=click.Choice(["sample", "user"]),
+    default="sample",
+    show_default=True,
+    help="femnist/celeba: LEAF -t, split each user's samples or split the users "
+    "(fedbench's natural split needs sample)",
+)
+@click.option("--tf", "train_fraction", type=float, default=0.9, show_default=True, help="LEAF builds: train fraction")
+@click.option("--seed", type=int, default=0, show_default=True, help="LEAF builds: sampling and split seed")
 @click.option(
     "--test-gap",
     type=click.IntRange(min=0),
@@ -106,30 +131,17 @@ def _fetch(spec: DatasetSpec, dest: Path) -> None:
     help="shakespeare: windows skipped between a user's train and test samples (default 79, LEAF's: "
     "no test window overlaps a training window; 0 = adjacent)",
 )
-def prepare(
-    name: str,
-    root: Path | None,
-    dest: Path | None,
-    sf: float,
-    min_samples: int,
-    tf: float,
-    seed: int,
-    test_gap: int | None,
-) -> None:
+def prepare(name: str, root: Path | None, dest: Path | None, **options) -> None:
     """Make dataset NAME loadable: download it (where a URL exists) or build it from local raw
-    files (Shakespeare: always rebuilt from the raw text when the root has it, with the options
-    given), then decode it once into the tensor cache."""
+    files (FEMNIST from NIST SD19, CelebA from its official files, Shakespeare from the raw text:
+    always rebuilt when the root has them, with the options given), then decode it once into the
+    tensor cache."""
     spec = DATASETS.require(name)
     root = _root(root)
     dest = dest or root
     present = spec.probe is None
     raw = spec.raw_build.find(root) if spec.raw_build else None
-    if raw is not None:  # built from the raw files whenever the root has them, with the options given
-        click.echo(f"building {name} from {raw} into {dest}")
-        options = {"fraction": sf, "min_samples": min_samples, "train_fraction": tf, "seed": seed, "test_gap": test_gap}
-        stats = spec.raw_build.build(raw, dest, options)
-        click.echo(", ".join(f"{key} {value}" for key, value in stats.items()))
-    elif spec.probe is not None:
+    if raw is None and spec.probe is not None:
         try:
             spec.probe(root)
             present = True
@@ -140,12 +152,22 @@ def prepare(
                 ) from None
             if spec.downloads:
                 _fetch(spec, dest)
+                raw = spec.raw_build.find(dest) if spec.raw_build else None
             elif spec.raw_build:
                 raise dataset_missing(
                     f"{name}: no raw files to build from: put {spec.raw_build.needs} in {root_text(root)}", root
                 ) from None
             else:
                 raise
+    if raw is not None:  # built from the raw files whenever the root has them, with the options given
+        click.echo(f"building {name} from {raw} into {dest}")
+        options["iid"] = options.pop("sampling") == "iid"
+        try:
+            stats = spec.raw_build.build(raw, dest, options)
+        except ValueError as err:  # options the builder cannot take
+            raise UserError(f"{name}: {err}") from None
+        click.echo(", ".join(f"{key} {value}" for key, value in stats.items()))
+        present = False
     load_root = root if present else dest
     started = time.perf_counter()
     src = load_dataset(name, {}, load_root)

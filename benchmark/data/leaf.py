@@ -12,31 +12,41 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from benchmark.data.archive import Found, locate
 from benchmark.data.cache import cache_key, cached_tensors
 from benchmark.data.source import SourceData, require_dir
 from benchmark.errors import DataInvalid, DatasetMissing
 from benchmark.lazy import torch
 
+# (x, y, user) of one shard's user -> (x, y) as arrays; applied as each shard is read, so the JSON's
+# Python objects (a float object per FEMNIST pixel) live for one shard at a time
+Encode = Callable[[list, list, str], tuple[np.ndarray, np.ndarray]]
 
-def read_leaf_split(directory: Path) -> dict[str, dict]:
-    """user -> {"x": [...], "y": [...]} merged over every JSON shard in `directory`."""
+
+def read_leaf_split(directory: Path, encode: Encode | None = None) -> dict[str, dict]:
+    """user -> {"x", "y", "file"} merged over every JSON shard in `directory`: lists, or with
+    `encode` arrays concatenated over the user's shards."""
     shards = sorted(directory.glob("*.json"))
     if not shards:
         raise DatasetMissing(f"no LEAF JSON shards (*.json) in {directory}")
-    users: dict[str, dict] = {}
+    pieces: dict[str, dict] = {}
     for shard in shards:
         try:
             blob = json.loads(shard.read_text())
+            warn_if_counts_disagree(shard, blob)
             for user in blob["users"]:
                 data = blob["user_data"][user]
-                entry = users.setdefault(user, {"x": [], "y": [], "file": shard})
-                entry["x"].extend(data["x"])
-                entry["y"].extend(data["y"])
-            warn_if_counts_disagree(shard, blob)
+                x, y = (data["x"], data["y"]) if encode is None else encode(data["x"], data["y"], user)
+                entry = pieces.setdefault(user, {"x": [], "y": [], "file": shard})
+                entry["x"].append(x)
+                entry["y"].append(y)
         except (json.JSONDecodeError, KeyError, TypeError) as err:
             raise DatasetMissing(f"{shard} is not a LEAF JSON shard ({type(err).__name__}: {err})") from None
-    return users
+        del blob  # before the next shard is parsed
+    join = (lambda parts: [v for part in parts for v in part]) if encode is None else np.concatenate
+    return {u: {"x": join(e["x"]), "y": join(e["y"]), "file": e["file"]} for u, e in pieces.items()}
 
 
 def warn_if_counts_disagree(shard: Path, blob: dict) -> None:
@@ -73,13 +83,16 @@ def leaf_dirs(root: Path | None, name: str) -> tuple[Path, Path]:
     return require_dir(base / "train", name, "data/train/*.json"), require_dir(base / "test", name, "data/test/*.json")
 
 
-def load_leaf_users(root: Path | None, name: str) -> tuple[list[str], dict, dict]:
+def load_leaf_users(root: Path | None, name: str, encode: Encode | None = None) -> tuple[list[str], dict, dict]:
     """(users with both train and test data in first-seen order, train users, test users)."""
     train_dir, test_dir = leaf_dirs(root, name)
-    train, test = read_leaf_split(train_dir), read_leaf_split(test_dir)
+    train, test = read_leaf_split(train_dir, encode), read_leaf_split(test_dir, encode)
     users = [u for u in train if u in test]
     if not users:
-        raise DatasetMissing(f"{name}: no user has both train and test data under {train_dir.parent}")
+        raise DatasetMissing(
+            f"{name}: no user has both train and test data under {train_dir.parent}; fedbench's clients need "
+            "both (a LEAF build split by user, -t user, has none: rebuild with -t sample)"
+        )
     return users, train, test
 
 
