@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 
 from benchmark.data.archive import Found
-from benchmark.data.leaf import cached_leaf_source, leaf_location, leaf_source, load_leaf_users
+from benchmark.data.leaf import cached_leaf_source, leaf_source, load_leaf_users
+from benchmark.data.leaf_hf import HubTable, LeafRouteParams, hub_source, route
 from benchmark.data.source import DATASETS, DatasetSpec, RawBuild, SourceData
 from benchmark.errors import DatasetMissing
 from benchmark.lazy import torch
-from benchmark.params import StrictParams
 
 # the alphabet of LEAF's language utilities; index = token id
 VOCAB = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
@@ -31,7 +31,7 @@ SHAKESPEARE_HELP = (
 )
 
 
-class ShakespeareParams(StrictParams):
+class ShakespeareParams(LeafRouteParams):
     pass
 
 
@@ -51,7 +51,19 @@ def encode(texts: list[str], user: str, length: int) -> torch.Tensor:
     return torch.from_numpy(ids.reshape(len(texts), length))
 
 
+def hub_windows(x: list, y: list) -> tuple[np.ndarray, np.ndarray]:
+    """A batch of flwrlabs/shakespeare (80-character windows, next characters) as token ids."""
+    return encode(x, "flwrlabs/shakespeare", SEQ_LEN).numpy(), encode(y, "flwrlabs/shakespeare", 1).numpy()[:, 0]
+
+
+HUB = HubTable("shakespeare", "flwrlabs/shakespeare", "character_id", "x", "y", hub_windows, positional=True)
+
+
 def load_shakespeare(p: ShakespeareParams, root: Path | None) -> SourceData:
+    fmt, where = route(HUB, p, root)
+    if fmt == "hf":
+        return hub_source(HUB, where, p.hf_split_seed, len(VOCAB), "sequence")
+
     def build() -> SourceData:
         users, train, test = load_leaf_users(root, "shakespeare")
         return leaf_source(
@@ -67,8 +79,8 @@ def load_shakespeare(p: ShakespeareParams, root: Path | None) -> SourceData:
     return cached_leaf_source(root, "shakespeare", build)
 
 
-def probe_shakespeare(root: Path | None) -> Found:
-    return leaf_location(root, "shakespeare")
+def probe_shakespeare(root: Path | None) -> Found | str:
+    return route(HUB, ShakespeareParams(), root)[1]
 
 
 def raw_text(root: Path | None) -> Path | None:

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import urllib.error
 
 import pytest
+from click.testing import CliRunner
 from nist_fixture import IMAGES, LABELS, write_nist
 
+from benchmark.cli import main
+from benchmark.cli_data import data
+from benchmark.data.source import load_dataset
 from leaf_data import femnist, nist
 from leaf_data.sampling import LeafOptions
 
@@ -77,3 +82,22 @@ def test_an_interrupted_build_resumes_from_its_stages(tmp_path, monkeypatch):
     monkeypatch.setattr(nist, "md5s", no_decoding)
     assert femnist.build(tmp_path / "root", tmp_path / "out", LeafOptions(), show=femnist.quiet) == first
     assert read_split(tmp_path / "out", "train") == before
+
+
+def test_prepare_femnist_builds_from_the_zips_in_the_root(tmp_path):
+    write_nist(tmp_path)
+    result = CliRunner().invoke(data, ["prepare", "femnist", "--root", str(tmp_path), "--dest", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "writers 3, samples 7, unmatched 1" in result.output and "femnist: 4 train / 3 test" in result.output
+    src = load_dataset("femnist", {}, tmp_path / "out")
+    assert sorted(src.user_names) == sorted(EXPECTED) and src.train_x.shape == (4, 1, 28, 28)
+
+
+def test_prepare_femnist_offline_names_the_nist_urls(tmp_path, monkeypatch, capsys):
+    def offline(*args, **kwargs):
+        raise urllib.error.URLError("no network")
+
+    monkeypatch.setattr("urllib.request.urlopen", offline)
+    assert main(["data", "prepare", "femnist", "--root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.replace("\n", "")
+    assert "s3.amazonaws.com/nist-srd/SD19/by_class.zip" in err and str(tmp_path / "by_class.zip") in err

@@ -1,0 +1,110 @@
+"""The Flower Datasets route: local copies in the schema of flwrlabs/femnist, celeba and shakespeare."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from nist_fixture import half_black_png
+from PIL import Image
+
+from benchmark.data.source import load_dataset
+from benchmark.errors import DatasetMissing
+from leaf_data import nist
+
+datasets = pytest.importorskip("datasets")
+
+
+def save(root, name: str, columns: dict, features: dict, splits=("train",)) -> None:
+    """A save_to_disk copy, every row in each of `splits` (Flower ships one train split)."""
+    table = datasets.Dataset.from_dict(columns, features=datasets.Features(features))
+    datasets.DatasetDict({s: table for s in splits}).save_to_disk(str(root / f"{name}-hf"))
+
+
+def grey(value: int) -> Image.Image:
+    return Image.fromarray(np.full((28, 28), value, dtype=np.uint8))
+
+
+def femnist_table(root, images: list[Image.Image], writers: list[str], labels: list[int]) -> None:
+    features = {
+        "image": datasets.Image(),
+        "writer_id": datasets.Value("string"),
+        "character": datasets.ClassLabel(num_classes=62),
+    }
+    save(root, "femnist", {"image": images, "writer_id": writers, "character": labels}, features)
+
+
+def test_femnist_users_split_as_leaf_does(tmp_path):
+    writers = ["w_a"] * 10 + ["w_b"] * 2 + ["w_c"]  # w_c has one sample: LEAF drops it
+    values = list(range(150, 163))  # light grey: paper-like, so no polarity change
+    femnist_table(tmp_path, [grey(v) for v in values], writers, list(range(13)))
+    src = load_dataset("femnist", {"format": "hf"}, tmp_path)
+    assert src.user_names == ["w_a", "w_b"]
+    # LEAF's split_data.py draws, users in order, from one random.Random(seed): w_a 9 of 10, w_b 1 of 2
+    rng = random.Random(0)
+    kept_a, kept_b = set(rng.sample(range(10), 9)), set(rng.sample(range(2), 1))
+    assert src.train_y.tolist() == [i for i in range(10) if i in kept_a] + [10 + i for i in range(2) if i in kept_b]
+    assert src.test_y.tolist() == [i for i in range(10) if i not in kept_a] + [
+        10 + i for i in range(2) if i not in kept_b
+    ]
+    assert src.train_users.tolist() == [0] * 9 + [1]
+    assert src.train_x.dtype.is_floating_point and src.train_x.shape == (10, 1, 28, 28)
+    for x, y in zip(src.train_x, src.train_y):
+        assert set(x.flatten().tolist()) == {np.float32(values[int(y)] / 255)}
+
+
+def test_femnist_pixels_match_the_nist_route(tmp_path):
+    """The same 28x28 character through both routes: LEAF's JSON floats and the hub table's bytes."""
+    leaf_bytes = nist.to_pixels(half_black_png())  # what the NIST build writes (as byte / 255)
+    femnist_table(tmp_path, [Image.fromarray(leaf_bytes.reshape(28, 28))] * 2, ["w"] * 2, [3, 4])
+    src = load_dataset("femnist", {"format": "hf"}, tmp_path)
+    expected = (leaf_bytes / 255).astype(np.float32).reshape(1, 28, 28)
+    assert np.array_equal(src.train_x[0].numpy(), expected) and np.array_equal(src.test_x[0].numpy(), expected)
+    assert src.train_x[0, 0, 0, 0] == 0.0 and src.train_x[0, 0, 0, 27] == 1.0  # ink 0, paper 1
+
+
+def test_femnist_dark_paper_is_inverted_with_a_warning(tmp_path):
+    femnist_table(tmp_path, [grey(10)] * 2, ["w"] * 2, [1, 1])
+    with pytest.warns(UserWarning, match="dark paper"):
+        src = load_dataset("femnist", {"format": "hf"}, tmp_path)
+    assert float(src.train_x.min()) == pytest.approx(1 - 10 / 255)
+
+
+def test_celeba_table_resized_and_smiling_labels(tmp_path):
+    images = [Image.fromarray(np.full((20, 16, 3), 30 * i, dtype=np.uint8)) for i in range(6)]
+    columns = {"image": images, "celeb_id": [7, 7, 7, 9, 9, 9], "Smiling": [True, False, True, False, False, True]}
+    features = {"image": datasets.Image(), "celeb_id": datasets.Value("int64"), "Smiling": datasets.Value("bool")}
+    save(tmp_path, "celeba", columns, features, splits=("train", "valid"))  # every split is pooled
+    src = load_dataset("celeba", {"format": "hf", "image_size": 8}, tmp_path)
+    assert src.user_names == ["7", "9"] and src.num_classes == 2
+    assert src.train_x.shape[1:] == (3, 8, 8) and src.train_x.dtype.is_floating_point is False
+    # each celebrity has 6 rows (3 per split): 5 train, 1 test
+    assert len(src.train_y) == 10 and len(src.test_y) == 2 and src.mean is not None
+
+
+def test_shakespeare_table_split_by_position(tmp_path):
+    text = "abcdefghij" * 110  # 1,100 characters: 1,000 windows for one character
+    xs = [text[i : i + 80] for i in range(1000)] + ["x" * 80] * 5
+    ys = [text[i + 80] for i in range(1000)] + ["y"] * 5
+    columns = {"character_id": ["HAMLET"] * 1000 + ["GHOST"] * 5, "x": xs, "y": ys}
+    save(tmp_path, "shakespeare", columns, {k: datasets.Value("string") for k in columns})
+    src = load_dataset("shakespeare", {"format": "hf"}, tmp_path)
+    assert src.user_names == ["HAMLET"]  # GHOST's 5 windows leave no test window after the gap
+    assert len(src.train_y) == 900 and len(src.test_y) == 1000 - 900 - 79  # LEAF: test from n_train + 79
+
+
+def test_missing_hf_copy_says_where_to_put_it(tmp_path):
+    with pytest.raises(DatasetMissing, match="femnist-hf.*flwrlabs/femnist"):
+        load_dataset("femnist", {"format": "hf"}, tmp_path)
+
+
+def test_wrong_schema_names_the_missing_column(tmp_path):
+    save(
+        tmp_path,
+        "femnist",
+        {"image": [grey(1)], "label": [1]},
+        {"image": datasets.Image(), "label": datasets.Value("int64")},
+    )
+    with pytest.raises(DatasetMissing, match="writer_id"):
+        load_dataset("femnist", {"format": "hf"}, tmp_path)
