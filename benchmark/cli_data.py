@@ -41,7 +41,8 @@ def ls(root: Path | None) -> None:
     root = _root(root)
     click.echo(f"data root: {root if root else f'${DATA_ENV} is unset (pass --root)'}")
     for name in DATASETS.names():
-        probe = DATASETS.get(name).probe
+        spec = DATASETS.get(name)
+        probe = spec.probe
         if probe is None:
             click.echo(f"{name:14s} generated   (no files needed)")
             continue
@@ -49,6 +50,10 @@ def ls(root: Path | None) -> None:
             with peek_archives():
                 where = probe(root)
         except DatasetMissing as err:
+            raw = spec.raw_build.find(root) if spec.raw_build else None
+            if raw is not None:
+                click.echo(f"{name:14s} buildable   from {raw}: `fedbench data prepare {name}` builds it")
+                continue
             click.echo(f"{name:14s} missing\n" + "\n".join(f"    {line.strip()}" for line in str(err).splitlines()))
             continue
         if isinstance(where, Found):
@@ -59,9 +64,12 @@ def ls(root: Path | None) -> None:
                 if where.origin.name.endswith(ARCHIVE_SUFFIXES)
                 else "file"
             )
+            route = f"{where.route}, " if where.route else ""
+            raw = spec.raw_build.find(root) if spec.raw_build else None
             click.echo(
-                f"{name:14s} found       {where.origin} ({kind}, {_human(_size(where.origin))}, "
+                f"{name:14s} found       {where.origin} ({route}{kind}, {_human(_size(where.origin))}, "
                 f"checksum {where.checksum()[:16]})"
+                + (f"; `fedbench data prepare {name}` would rebuild it from {raw}" if raw else "")
             )
         else:
             click.echo(f"{name:14s} online      Hugging Face hub id {where}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -59,13 +59,13 @@ def route(table: HubTable, p: LeafRouteParams, root: Path | None) -> tuple[str, 
     problems = []
     if p.format in ("auto", "leaf"):
         try:
-            return "leaf", leaf_location(root, table.name)
+            return "leaf", replace(leaf_location(root, table.name), route="LEAF JSON")
         except DatasetMissing as missing:
             problems.append(str(missing))
     if p.format in ("auto", "hf"):
         hf_dir = p.hf_dir or f"{table.name}-hf"
         if root is not None and has_local_copy(root / hf_dir):
-            return "hf", Found(root / hf_dir)
+            return "hf", Found(root / hf_dir, route=f"Flower's {table.hub_id} copy")
         if p.hf_id:
             return "hf", p.hf_id
         problems.append(

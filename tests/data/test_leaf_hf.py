@@ -6,9 +6,15 @@ import random
 
 import numpy as np
 import pytest
-from nist_fixture import half_black_png
+import yaml
+from click.testing import CliRunner
+from fedtest import REPO, write_suite
+from nist_fixture import half_black_png, write_nist
 from PIL import Image
+from test_celeba_official import write_official
 
+from benchmark.cli import main
+from benchmark.cli_data import data
 from benchmark.data.source import load_dataset
 from benchmark.errors import DatasetMissing
 from leaf_data import nist
@@ -108,3 +114,27 @@ def test_wrong_schema_names_the_missing_column(tmp_path):
     )
     with pytest.raises(DatasetMissing, match="writer_id"):
         load_dataset("femnist", {"format": "hf"}, tmp_path)
+
+
+def test_plan_splits_draws_the_leaf_suites_2000_femnist_clients_from_a_hub_copy(tmp_path, capsys):
+    """FedACG's LEAF table asks for 2,000 FEMNIST writers: a hub copy with more writers gives them."""
+    writers = [f"f{k:04d}_00" for k in range(2_050) for _ in range(2)]
+    femnist_table(tmp_path, [grey(200)] * len(writers), writers, [k % 62 for k in range(len(writers))])
+    suite = yaml.safe_load((REPO / "suites" / "papers" / "fedacg.leaf.yaml").read_text())
+    (entry,) = [d for d in suite["datasets"] if d["name"] == "femnist"]
+    suite["datasets"] = [entry | {"root": str(tmp_path)}]
+    assert main(["plan", str(write_suite(tmp_path, suite)), "--splits", "--max-clients", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "leaf.femnist: natural, split seed 0, 2000 clients" in out, out
+
+
+def test_data_ls_shows_each_leaf_route(tmp_path):
+    femnist_table(tmp_path, [grey(200)] * 2, ["w"] * 2, [1, 2])
+    write_nist(tmp_path / "nist-only")
+    write_official(tmp_path)  # celeba's official files
+    lines = CliRunner().invoke(data, ["ls", "--root", str(tmp_path)]).output.splitlines()
+    by_name = {line.split()[0]: line for line in lines if line and not line.startswith(" ")}
+    assert "found" in by_name["femnist"] and "Flower's flwrlabs/femnist copy" in by_name["femnist"]
+    assert "buildable" in by_name["celeba"] and "fedbench data prepare celeba" in by_name["celeba"]
+    nist_only = CliRunner().invoke(data, ["ls", "--root", str(tmp_path / "nist-only")]).output
+    assert "buildable   from" in nist_only and "fedbench data prepare femnist" in nist_only
