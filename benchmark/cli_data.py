@@ -85,6 +85,11 @@ def _fetch(spec: DatasetSpec, dest: Path) -> None:
         download(url, target)
 
 
+def _leaf_option(flag: str, name: str, kind, default, text: str):
+    """An option of the LEAF builds (femnist, celeba, shakespeare), named as in LEAF's preprocess.sh."""
+    return click.option(flag, name, type=kind, default=default, show_default=True, help=f"LEAF builds: {text}")
+
+
 @data.command("prepare")
 @click.argument("name")
 @click.option(
@@ -96,42 +101,20 @@ def _fetch(spec: DatasetSpec, dest: Path) -> None:
     default=None,
     help="where downloads and built files go (default: the root); load them with root: DEST",
 )
-@click.option(
-    "-s",
-    "sampling",
-    type=click.Choice(["niid", "iid"]),
-    default="niid",
-    show_default=True,
-    help="LEAF builds (femnist, celeba, shakespeare): LEAF -s, sample users whole or pool samples",
-)
-@click.option("--sf", "fraction", type=float, default=1.0, show_default=True, help="LEAF builds: sample fraction")
-@click.option(
-    "--iu",
-    "iid_users",
-    type=float,
-    default=0.01,
-    show_default=True,
-    help="femnist/celeba with -s iid: users as a fraction of each shard's users (LEAF --iu)",
-)
-@click.option(
-    "-k",
-    "min_samples",
-    type=int,
-    default=0,
-    show_default=True,
-    help="LEAF builds: LEAF -k, users with fewer samples are dropped",
-)
-@click.option(
+@_leaf_option("-s", "sampling", click.Choice(["niid", "iid"]), "niid", "LEAF -s: sample users whole or pool samples")
+@_leaf_option("--sf", "fraction", float, 1.0, "LEAF --sf: fraction of the samples kept")
+@_leaf_option("--iu", "iid_users", float, 0.01, "with -s iid: users as a fraction of each shard's users (LEAF --iu)")
+@_leaf_option("-k", "min_samples", int, 0, "LEAF -k: users with fewer samples are dropped")
+@_leaf_option(
     "-t",
     "split",
-    type=click.Choice(["sample", "user"]),
-    default="sample",
-    show_default=True,
-    help="femnist/celeba: LEAF -t, split each user's samples or split the users "
-    "(fedbench's natural split needs sample)",
+    click.Choice(["sample", "user"]),
+    "sample",
+    "LEAF -t: split each user's samples, or the users "
+    "(fedbench's natural split needs sample; shakespeare: sample only)",
 )
-@click.option("--tf", "train_fraction", type=float, default=0.9, show_default=True, help="LEAF builds: train fraction")
-@click.option("--seed", type=int, default=0, show_default=True, help="LEAF builds: sampling and split seed")
+@_leaf_option("--tf", "train_fraction", float, 0.9, "LEAF --tf: train fraction")
+@_leaf_option("--seed", "seed", int, 0, "sampling and split seed")
 @click.option(
     "--test-gap",
     type=click.IntRange(min=0),
