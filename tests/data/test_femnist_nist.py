@@ -12,6 +12,7 @@ from nist_fixture import IMAGES, LABELS, write_nist
 from benchmark.cli import main
 from benchmark.cli_data import data
 from benchmark.data.source import load_dataset
+from benchmark.errors import DatasetMissing
 from leaf_data import femnist, nist
 from leaf_data.sampling import LeafOptions
 
@@ -101,3 +102,10 @@ def test_prepare_femnist_offline_names_the_nist_urls(tmp_path, monkeypatch, caps
     assert main(["data", "prepare", "femnist", "--root", str(tmp_path)]) == 2
     err = capsys.readouterr().err.replace("\n", "")
     assert "s3.amazonaws.com/nist-srd/SD19/by_class.zip" in err and str(tmp_path / "by_class.zip") in err
+
+
+def test_a_user_split_build_is_refused_by_the_loader_with_the_fix(tmp_path):
+    write_nist(tmp_path / "root")
+    femnist.build(tmp_path / "root", tmp_path / "femnist", LeafOptions(split="user"), show=femnist.quiet)
+    with pytest.raises(DatasetMissing, match="rebuild with -t sample"):
+        load_dataset("femnist", {}, tmp_path)

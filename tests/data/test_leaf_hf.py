@@ -138,3 +138,14 @@ def test_data_ls_shows_each_leaf_route(tmp_path):
     assert "buildable" in by_name["celeba"] and "fedbench data prepare celeba" in by_name["celeba"]
     nist_only = CliRunner().invoke(data, ["ls", "--root", str(tmp_path / "nist-only")]).output
     assert "buildable   from" in nist_only and "fedbench data prepare femnist" in nist_only
+
+
+def test_a_hub_id_is_read_when_no_local_copy_exists(tmp_path, monkeypatch):
+    table = datasets.Dataset.from_dict(
+        {"character_id": ["A"] * 900, "x": ["a" * 80] * 900, "y": ["b"] * 900},
+    )
+    opened = []
+    monkeypatch.setattr("benchmark.data.leaf_hf.open_hf", lambda source: opened.append(source) or {"train": table})
+    src = load_dataset("shakespeare", {"format": "hf", "hf_id": "flwrlabs/shakespeare"}, tmp_path)
+    assert opened == ["flwrlabs/shakespeare"]
+    assert len(src.train_y) == 810 and len(src.test_y) == 900 - 810 - 79
