@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import urllib.error
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from nist_fixture import IMAGES, LABELS, write_nist
@@ -109,3 +110,15 @@ def test_a_user_split_build_is_refused_by_the_loader_with_the_fix(tmp_path):
     femnist.build(tmp_path / "root", tmp_path / "femnist", LeafOptions(split="user"), show=femnist.quiet)
     with pytest.raises(DatasetMissing, match="rebuild with -t sample"):
         load_dataset("femnist", {}, tmp_path)
+
+
+def test_the_thumbnail_is_one_lanczos_resize_as_when_leaf_published_its_data():
+    from io import BytesIO
+
+    from nist_fixture import half_black_png
+    from PIL import Image
+
+    png = half_black_png()
+    with Image.open(BytesIO(png)) as img:
+        once = np.asarray(img.convert("L").resize((28, 28), Image.Resampling.LANCZOS)).reshape(-1)
+    assert np.array_equal(nist.to_pixels(png), once)
