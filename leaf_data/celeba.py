@@ -13,7 +13,7 @@ from pathlib import Path
 from leaf_data.leaf_json import write_splits
 from leaf_data.sampling import LeafOptions, sample_and_remove, shard, split_shards
 
-MIN_IMAGES = 5  # LEAF's fixed minimum of images per celebrity
+MIN_IMAGES = 5  # LEAF keeps celebrities with at least 5 images
 ATTRIBUTE = "Smiling"
 ANNOTATIONS = ("identity_CelebA.txt", "list_attr_celeba.txt")
 

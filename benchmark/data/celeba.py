@@ -22,9 +22,9 @@ from benchmark.data.leaf_hf import HubTable, LeafRouteParams, hub_source, route
 from benchmark.data.source import DATASETS, DatasetSpec, RawBuild, SourceData
 from benchmark.errors import DatasetMissing
 from benchmark.lazy import torch
+from leaf_data.celeba import ATTRIBUTE, MIN_IMAGES, raw_folder
 
 IMAGES = "raw/img_align_celeba"
-ATTRIBUTE = "Smiling"
 CELEBA_PAGE = "https://mmlab.ie.cuhk.edu.hk/projects/CelebA.html"
 OFFICIAL_FILES = (
     f"img_align_celeba.zip (or its unzipped img_align_celeba/), list_attr_celeba.txt and identity_CelebA.txt, "
@@ -94,7 +94,7 @@ def resized(size: int):
 
 
 def hub_table(size: int) -> HubTable:
-    return HubTable("celeba", "flwrlabs/celeba", "celeb_id", "image", ATTRIBUTE, resized(size))
+    return HubTable("celeba", "flwrlabs/celeba", "celeb_id", "image", ATTRIBUTE, resized(size), min_samples=MIN_IMAGES)
 
 
 def load_celeba(p: CelebaParams, root: Path | None) -> SourceData:
@@ -132,11 +132,5 @@ def build_from_official(raw: Path, dest: Path, options: dict) -> dict:
     return build(raw, dest / "celeba", LeafOptions(**{k: v for k, v in options.items() if k != "test_gap"}))
 
 
-def official_files(root: Path | None) -> Path | None:
-    from leaf_data.celeba import raw_folder
-
-    return raw_folder(root)
-
-
-RAW_BUILD = RawBuild(official_files, build_from_official, OFFICIAL_FILES)
+RAW_BUILD = RawBuild(raw_folder, build_from_official, OFFICIAL_FILES)
 DATASETS.register(DatasetSpec("celeba", load_celeba, HELP, CelebaParams, probe_celeba, raw_build=RAW_BUILD))

@@ -52,6 +52,7 @@ class HubTable:
     y_key: str
     encode: Callable[[list, list], tuple[np.ndarray, np.ndarray]]  # (x values, y values) of a batch
     positional: bool = False  # Shakespeare: split by position (windows overlap), not at random
+    min_samples: int = 0  # users with fewer rows are left out first (CelebA: LEAF's 5 images)
 
 
 def route(table: HubTable, p: LeafRouteParams, root: Path | None) -> tuple[str, Found | str]:
@@ -97,14 +98,18 @@ def read_table(table: HubTable, source: Path | str) -> tuple[list[str], np.ndarr
     return users, np.concatenate(xs), np.concatenate(ys)
 
 
-def leaf_split(users: list[str], positional: bool, seed: int) -> tuple[list[str], list[np.ndarray], list[np.ndarray]]:
-    """(users kept, train rows per user, test rows per user) by LEAF's by-sample rule."""
+def leaf_split(
+    users: list[str], positional: bool, seed: int, min_samples: int = 0
+) -> tuple[list[str], list[np.ndarray], list[np.ndarray]]:
+    """(users kept, train rows per user, test rows per user) by LEAF's by-sample rule, users with
+    fewer than `min_samples` rows left out first."""
     from leaf_data.sampling import shard, split_by_sample
     from leaf_data.shakespeare import BuildOptions, split_user
 
     rows: dict[str, list[int]] = {}
     for i, u in enumerate(users):
         rows.setdefault(u, []).append(i)
+    rows = {u: r for u, r in rows.items() if len(r) >= min_samples}
     if positional:
         opts, kept, train, test = BuildOptions(), [], [], []
         for u, r in rows.items():
@@ -128,7 +133,7 @@ def hub_source(
         row_users, x, y = read_table(table, source)
         if len(y) and (int(y.min()) < 0 or int(y.max()) >= num_classes):
             raise DataInvalid(f"{source}: labels outside 0..{num_classes - 1} in column {table.y_key!r}")
-        users, train, test = leaf_split(row_users, table.positional, seed)
+        users, train, test = leaf_split(row_users, table.positional, seed, table.min_samples)
         tr, te = np.concatenate(train), np.concatenate(test)
         owner = np.repeat(np.arange(len(users)), [len(r) for r in train])
         out = {

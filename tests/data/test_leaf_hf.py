@@ -78,8 +78,10 @@ def test_femnist_dark_paper_is_inverted_with_a_warning(tmp_path):
 
 
 def test_celeba_table_resized_and_smiling_labels(tmp_path):
-    images = [Image.fromarray(np.full((20, 16, 3), 30 * i, dtype=np.uint8)) for i in range(6)]
-    columns = {"image": images, "celeb_id": [7, 7, 7, 9, 9, 9], "Smiling": [True, False, True, False, False, True]}
+    images = [Image.fromarray(np.full((20, 16, 3), 30 * i, dtype=np.uint8)) for i in range(8)]
+    celebs = [7, 7, 7, 9, 9, 9, 4, 4]  # celebrity 4: 2 rows per split, 4 in all, fewer than LEAF's 5
+    smiling = [True, False, True, False, False, True, True, True]
+    columns = {"image": images, "celeb_id": celebs, "Smiling": smiling}
     features = {"image": datasets.Image(), "celeb_id": datasets.Value("int64"), "Smiling": datasets.Value("bool")}
     save(tmp_path, "celeba", columns, features, splits=("train", "valid"))  # every split is pooled
     src = load_dataset("celeba", {"format": "hf", "image_size": 8}, tmp_path)
