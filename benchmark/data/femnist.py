@@ -33,18 +33,19 @@ def leaf_pixels(x: list, y: list, user: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def hub_pixels(images: list, labels: list) -> tuple[np.ndarray, np.ndarray]:
-    """Grey images as LEAF's floats (byte / 255); a table with dark paper is inverted to LEAF's white = 1."""
-    x = np.stack([np.asarray(img.convert("L"), dtype=np.float32) for img in images]) / 255
+    """Grey bytes, kept as uint8 until split (then LEAF's floats, byte / 255); a table with dark
+    paper is inverted to LEAF's polarity (paper = 255, 1.0 as a float)."""
+    x = np.stack([np.asarray(img.convert("L"), dtype=np.uint8) for img in images])
     border = np.concatenate([x[:, 0], x[:, -1], x[:, :, 0], x[:, :, -1]], axis=1)
-    if border.mean() < 0.5:
+    if border.mean() < 64:  # paper is near 255 on one side, near 0 on the other; ink rarely reaches the border
         warnings.warn(
             "flwrlabs/femnist images have dark paper: inverted to LEAF's polarity (paper = 1.0)", stacklevel=2
         )
-        x = 1 - x
+        x = 255 - x
     return x[:, None], np.asarray(labels, dtype=np.int64)
 
 
-HUB = HubTable("femnist", "flwrlabs/femnist", "writer_id", "image", "character", hub_pixels)
+HUB = HubTable("femnist", "flwrlabs/femnist", "writer_id", "image", "character", hub_pixels, leaf_floats=True)
 
 
 def load_femnist(p: LeafRouteParams, root: Path | None) -> SourceData:

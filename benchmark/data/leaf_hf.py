@@ -53,6 +53,10 @@ class HubTable:
     encode: Callable[[list, list], tuple[np.ndarray, np.ndarray]]  # (x values, y values) of a batch
     positional: bool = False  # Shakespeare: split by position (windows overlap), not at random
     min_samples: int = 0  # users with fewer rows are left out first (CelebA: LEAF's 5 images)
+    leaf_floats: bool = False  # FEMNIST: uint8 rows become LEAF's floats (byte / 255) once split
+
+
+BYTE_FLOATS = (np.arange(256) / 255).astype(np.float32)  # LEAF's byte / 255, as its JSON gives them
 
 
 def route(table: HubTable, p: LeafRouteParams, root: Path | None) -> tuple[str, Found | str]:
@@ -136,15 +140,16 @@ def hub_source(
         users, train, test = leaf_split(row_users, table.positional, seed, table.min_samples)
         tr, te = np.concatenate(train), np.concatenate(test)
         owner = np.repeat(np.arange(len(users)), [len(r) for r in train])
+        rows = (lambda r: BYTE_FLOATS[x[r]]) if table.leaf_floats else (lambda r: x[r])  # noqa: E731
         out = {
-            "train_x": torch.from_numpy(x[tr]),
+            "train_x": torch.from_numpy(rows(tr)),
             "train_y": torch.from_numpy(y[tr]),
-            "test_x": torch.from_numpy(x[te]),
+            "test_x": torch.from_numpy(rows(te)),
             "test_y": torch.from_numpy(y[te]),
             "train_users": torch.from_numpy(owner),
             "user_names": users,
         }
-        if x.dtype == np.uint8:
+        if out["train_x"].dtype == torch.uint8:
             out["mean"], out["std"] = channel_stats(out["train_x"])
         return out
 
