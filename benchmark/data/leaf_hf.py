@@ -82,9 +82,8 @@ def route(table: HubTable, p: LeafRouteParams, root: Path | None) -> tuple[str, 
     )
 
 
-def read_table(table: HubTable, source: Path | str) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """(user of every row, x, y) over every split of the hub table, decoded a batch at a time."""
-    dd = open_hf(source)
+def read_table(table: HubTable, dd, source: Path | str) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(user of every row, x, y) over every split of the hub table `dd`, decoded a batch at a time."""
     users, xs, ys = [], [], []
     for split in dd:
         cols = set(dd[split].column_names)
@@ -129,15 +128,18 @@ def leaf_split(
 def hub_source(
     table: HubTable, where: Found | str, seed: int, num_classes: int, kind: str, tag: object = None
 ) -> SourceData:
-    """SourceData of a hub table, split per user as LEAF does; cached when read from a local copy.
-    uint8 images get the training split's channel mean/std, as every image dataset here."""
+    """SourceData of a hub table, split per user as LEAF does, cached by the local copy's checksum
+    (or the hub table's fingerprint). uint8 images get the training split's channel mean/std, as
+    every image dataset here."""
 
-    def build() -> dict:
+    def build(dd=None) -> dict:
         source = where.path if isinstance(where, Found) else where
-        row_users, x, y = read_table(table, source)
+        row_users, x, y = read_table(table, dd or open_hf(source), source)
         if len(y) and (int(y.min()) < 0 or int(y.max()) >= num_classes):
             raise DataInvalid(f"{source}: labels outside 0..{num_classes - 1} in column {table.y_key!r}")
         users, train, test = leaf_split(row_users, table.positional, seed, table.min_samples)
+        if not users:
+            raise DatasetMissing(f"{source}: no user has samples for both training and testing by LEAF's split")
         tr, te = np.concatenate(train), np.concatenate(test)
         owner = np.repeat(np.arange(len(users)), [len(r) for r in train])
         rows = (lambda r: BYTE_FLOATS[x[r]]) if table.leaf_floats else (lambda r: x[r])  # noqa: E731
@@ -154,9 +156,11 @@ def hub_source(
         return out
 
     if isinstance(where, Found):
-        t = cached_tensors(f"{table.name}-hf", cache_key(table.name, where.checksum(), seed, tag), build)
-    else:
-        t = build()
+        version, make = where.checksum(), build
+    else:  # a hub id: the version is what the datasets library resolved it to
+        dd = open_hf(where)
+        version, make = [where] + [getattr(dd[s], "_fingerprint", "") for s in dd], lambda: build(dd)
+    t = cached_tensors(f"{table.name}-hf", cache_key(table.name, version, seed, tag), make)
     mean, std = (tuple(t[k].tolist()) if k in t else None for k in ("mean", "std"))
     return SourceData(
         t["train_x"],

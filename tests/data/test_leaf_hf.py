@@ -151,3 +151,10 @@ def test_a_hub_id_is_read_when_no_local_copy_exists(tmp_path, monkeypatch):
     src = load_dataset("shakespeare", {"format": "hf", "hf_id": "flwrlabs/shakespeare"}, tmp_path)
     assert opened == ["flwrlabs/shakespeare"]
     assert len(src.train_y) == 810 and len(src.test_y) == 900 - 810 - 79
+
+
+def test_a_table_without_any_splittable_user_is_a_clear_error(tmp_path):
+    columns = {"character_id": ["GHOST"] * 5, "x": ["x" * 80] * 5, "y": ["y"] * 5}
+    save(tmp_path, "shakespeare", columns, {k: datasets.Value("string") for k in columns})
+    with pytest.raises(DatasetMissing, match="no user has samples for both training and testing"):
+        load_dataset("shakespeare", {"format": "hf"}, tmp_path)
