@@ -103,7 +103,9 @@ def _leaf_option(flag: str, name: str, kind, default, text: str):
 )
 @_leaf_option("-s", "sampling", click.Choice(["niid", "iid"]), "niid", "LEAF -s: sample users whole or pool samples")
 @_leaf_option("--sf", "fraction", float, 1.0, "LEAF --sf: fraction of the samples kept")
-@_leaf_option("--iu", "iid_users", float, 0.01, "with -s iid: users as a fraction of each shard's users (LEAF --iu)")
+@_leaf_option(
+    "--iu", "iid_users", float, None, "femnist/celeba -s iid: users per shard as a fraction of its users (0.01)"
+)
 @_leaf_option("-k", "min_samples", int, 0, "LEAF -k: users with fewer samples are dropped")
 @_leaf_option(
     "-t",

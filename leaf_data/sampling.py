@@ -34,6 +34,14 @@ class LeafOptions:
         if not 0 < self.fraction <= 1 or not 0 < self.train_fraction < 1:
             raise ValueError("--sf must be in (0, 1] and --tf in (0, 1)")
 
+    @classmethod
+    def from_prepare(cls, options: dict) -> LeafOptions:
+        """From `fedbench data prepare`'s options; Shakespeare's --test-gap is refused here."""
+        if options.get("test_gap") is not None:
+            raise ValueError("--test-gap applies to shakespeare only")
+        fields = {k: v for k, v in options.items() if k != "test_gap" and v is not None}
+        return cls(**fields)
+
     def tag(self) -> str:
         """LEAF-like file name part, e.g. niid_05_keep_0."""
         frac = str(self.fraction).replace(".", "")[:3]

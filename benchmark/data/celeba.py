@@ -129,7 +129,7 @@ def build_from_official(raw: Path, dest: Path, options: dict) -> dict:
     from leaf_data.celeba import build
     from leaf_data.sampling import LeafOptions
 
-    return build(raw, dest / "celeba", LeafOptions(**{k: v for k, v in options.items() if k != "test_gap"}))
+    return build(raw, dest / "celeba", LeafOptions.from_prepare(options))
 
 
 RAW_BUILD = RawBuild(raw_folder, build_from_official, OFFICIAL_FILES)

@@ -76,7 +76,7 @@ def build_from_nist(raw: Path, dest: Path, options: dict) -> dict:
     from leaf_data.femnist import build
     from leaf_data.sampling import LeafOptions
 
-    return build(raw, dest / "femnist", LeafOptions(**{k: v for k, v in options.items() if k != "test_gap"}))
+    return build(raw, dest / "femnist", LeafOptions.from_prepare(options))
 
 
 RAW_BUILD = RawBuild(nist_root, build_from_nist, f"{' and '.join(NIST_ZIPS)} (NIST SD19, {NIST_URL}/)")

@@ -94,6 +94,8 @@ def build_from_text(raw: Path, dest: Path, options: dict) -> dict:
 
     if options.get("split", "sample") != "sample":
         raise ValueError("the Shakespeare build splits each user's windows by position: use -t sample")
+    if options.get("iid_users") is not None:
+        raise ValueError("--iu applies to femnist and celeba (the Shakespeare iid build deals to 100 users)")
     fields = ("iid", "fraction", "min_samples", "train_fraction", "seed", "test_gap")
     return build(raw, dest / "shakespeare", BuildOptions(**{k: options[k] for k in fields if k in options}))
 

@@ -122,3 +122,11 @@ def test_the_thumbnail_is_one_lanczos_resize_as_when_leaf_published_its_data():
     with Image.open(BytesIO(png)) as img:
         once = np.asarray(img.convert("L").resize((28, 28), Image.Resampling.LANCZOS)).reshape(-1)
     assert np.array_equal(nist.to_pixels(png), once)
+
+
+def test_prepare_refuses_options_femnist_does_not_take(tmp_path, capsys):
+    write_nist(tmp_path)
+    assert main(["data", "prepare", "femnist", "--root", str(tmp_path), "--test-gap", "3"]) == 2
+    assert "--test-gap applies to shakespeare only" in capsys.readouterr().err
+    assert main(["data", "prepare", "femnist", "--root", str(tmp_path), "--sf", "0"]) == 2
+    assert "--sf must be in (0, 1]" in capsys.readouterr().err
