@@ -16,6 +16,7 @@ from leaf_data.sampling import LeafOptions, sample_and_remove, shard, split_shar
 MIN_IMAGES = 5  # LEAF keeps celebrities with at least 5 images
 ATTRIBUTE = "Smiling"
 ANNOTATIONS = ("identity_CelebA.txt", "list_attr_celeba.txt")
+IMAGES = ("img_align_celeba", "img_align_celeba.zip")  # the official folder, or its zip
 
 
 def raw_folder(root: Path | None) -> Path | None:
@@ -63,9 +64,19 @@ def all_data(raw: Path) -> dict:
     return shard({c: {"x": names, "y": [targets[n] for n in names]} for c, names in users.items()})
 
 
+def link_images(raw: Path, out: Path) -> None:
+    """Make the images reachable from `<out>/data/raw/` (LEAF's place) when they lie elsewhere."""
+    for name in IMAGES:
+        there, here = raw / name, out / "data" / "raw" / name
+        if there.exists() and not here.exists() and there.resolve() != here.resolve():
+            here.parent.mkdir(parents=True, exist_ok=True)
+            here.symlink_to(there.resolve())
+
+
 def build(raw: Path, out: Path, opts: LeafOptions) -> dict[str, int]:
-    """CelebA's LEAF JSON into `<out>/data/{train,test}/*.json`; returns counts."""
+    """CelebA's LEAF JSON into `<out>/data/{train,test}/*.json` (and a link to the images); returns counts."""
     everything = all_data(raw)
+    link_images(raw, out)
     kept = list(sample_and_remove(iter([everything]), opts))
     counts = [len(b["users"]) for b in kept]
     stats = write_splits(out, split_shards(kept, opts, counts), f"{opts.tag()}_{opts.seed}")

@@ -67,10 +67,10 @@ def _binary(y: list, user: str) -> torch.Tensor:
 
 
 def image_folder(root: Path | None, leaf_data: Found) -> Path:
-    """The images: LEAF's data/raw/img_align_celeba/, else the official folder or zip in the root."""
-    if (leaf_data.path / IMAGES).is_dir():
-        return leaf_data.path / IMAGES
-    found = locate(root, "img_align_celeba", ["img_align_celeba.zip"])
+    """The images: LEAF's data/raw/img_align_celeba/ (or the zip there), else the official folder or
+    zip in the root."""
+    found = locate(leaf_data.path / "raw", "img_align_celeba", ["img_align_celeba.zip"])
+    found = found or locate(root, "img_align_celeba", ["img_align_celeba.zip"])
     if found is None:
         raise dataset_missing(
             f"celeba: the images are missing: expected celeba/data/{IMAGES}/*.jpg, or img_align_celeba/ or "

@@ -38,22 +38,24 @@ def write_official(root, zipped: bool = False) -> None:
 
 
 @pytest.mark.parametrize("zipped", [False, True])
-def test_prepare_builds_users_labels_and_split(tmp_path, zipped):
+@pytest.mark.parametrize("elsewhere", [False, True])
+def test_prepare_builds_users_labels_and_split(tmp_path, zipped, elsewhere):
     write_official(tmp_path, zipped)
-    result = CliRunner().invoke(data, ["prepare", "celeba", "--root", str(tmp_path), "-k", "5"])
+    dest = tmp_path / "built" if elsewhere else tmp_path  # the images stay in the root: linked from dest
+    result = CliRunner().invoke(data, ["prepare", "celeba", "--root", str(tmp_path), "--dest", str(dest), "-k", "5"])
     assert result.exit_code == 0, result.output
     assert "celebrities 2, images 11" in result.output  # celebrity 3 (4 images) is below LEAF's 5
     # celebrity 1: 6 images, int(0.9 * 6) = 5 train; celebrity 2: int(0.9 * 5) = 4 train
     assert "train_samples 9, test_samples 2" in result.output and "celeba: 9 train / 2 test" in result.output
     users = {}
     for split in ("train", "test"):
-        for path in (tmp_path / "celeba" / "data" / split).glob("*.json"):
+        for path in (dest / "celeba" / "data" / split).glob("*.json"):
             for u, d in json.loads(path.read_text())["user_data"].items():
                 users.setdefault(u, []).extend(zip(d["x"], d["y"]))
     assert sorted(users) == ["1", "2"]
     for user, pairs in users.items():
         assert sorted(pairs) == sorted((n, (s + 1) // 2) for n, (c, s) in ROWS.items() if str(c) == user)
-    src = load_dataset("celeba", {"image_size": 8}, tmp_path)
+    src = load_dataset("celeba", {"image_size": 8}, dest)
     assert src.train_x.shape == (9, 3, 8, 8) and sorted(src.user_names) == ["1", "2"]
 
 
