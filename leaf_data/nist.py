@@ -70,14 +70,20 @@ def class_images(members: list[str]) -> list[tuple[str, str]]:
     out = []
     for m in members:
         parts = m.split("/")
-        if len(parts) == 4 and len(parts[1]) == 2 and "hsf" in parts[2] and "mit" not in parts[2]:
+        if (
+            len(parts) == 4
+            and len(parts[1]) == 2
+            and "hsf" in parts[2]
+            and "mit" not in parts[2]
+            and m.endswith(".png")
+        ):
             out.append((parts[1], m))
     return out
 
 
 def writer_images(members: list[str]) -> list[tuple[str, str]]:
-    """(writer, member) of every by_write image: by_write/<hsf part>/<writer>/<form>/<image>."""
-    return [(m.split("/")[2], m) for m in members if len(m.split("/")) == 5]
+    """(writer, member) of every by_write image: by_write/<hsf part>/<writer>/<form>/<image>.png."""
+    return [(m.split("/")[2], m) for m in members if len(m.split("/")) == 5 and m.endswith(".png")]
 
 
 def md5s(part: NistPart, names: list[str]) -> list[str]:
