@@ -9,6 +9,7 @@ or `<root>/img_align_celeba.zip`; `hf`, Flower's flwrlabs/celeba table (`image`,
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ from benchmark.lazy import torch
 from leaf_data.celeba import ATTRIBUTE, MIN_IMAGES, raw_folder
 
 IMAGES = "raw/img_align_celeba"
+OFFICIAL_IMAGES = ("img_align_celeba", ["img_align_celeba.zip"])  # folder, or the zip holding it (locate's arguments)
 CELEBA_PAGE = "https://mmlab.ie.cuhk.edu.hk/projects/CelebA.html"
 OFFICIAL_FILES = (
     f"img_align_celeba.zip (or its unzipped img_align_celeba/), list_attr_celeba.txt and identity_CelebA.txt, "
@@ -69,8 +71,7 @@ def _binary(y: list, user: str) -> torch.Tensor:
 def image_folder(root: Path | None, leaf_data: Found) -> Path:
     """The images: LEAF's data/raw/img_align_celeba/ (or the zip there), else the official folder or
     zip in the root."""
-    found = locate(leaf_data.path / "raw", "img_align_celeba", ["img_align_celeba.zip"])
-    found = found or locate(root, "img_align_celeba", ["img_align_celeba.zip"])
+    found = locate(leaf_data.path / "raw", *OFFICIAL_IMAGES) or locate(root, *OFFICIAL_IMAGES)
     if found is None:
         raise dataset_missing(
             f"celeba: the images are missing: expected celeba/data/{IMAGES}/*.jpg, or img_align_celeba/ or "
@@ -121,7 +122,13 @@ def load_celeba(p: CelebaParams, root: Path | None) -> SourceData:
 
 
 def probe_celeba(root: Path | None) -> Found | str:
-    return route(hub_table(84), CelebaParams(), root)[1]
+    """Where CelebA is; LEAF JSON whose images are the root's official folder or zip names them in
+    `also`, so a Ray node is sent both."""
+    fmt, where = route(hub_table(84), CelebaParams(), root)
+    if fmt == "leaf" and where.origin.is_dir() and locate(where.origin / "raw", *OFFICIAL_IMAGES) is None:
+        if images := locate(root, *OFFICIAL_IMAGES):
+            return replace(where, also=(images.origin,))
+    return where
 
 
 def build_from_official(raw: Path, dest: Path, options: dict) -> dict:

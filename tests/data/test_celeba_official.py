@@ -64,3 +64,15 @@ def test_prepare_without_the_files_says_what_to_fetch_by_hand(tmp_path, capsys):
     err = capsys.readouterr().err.replace("\n", " ")
     for needed in ("img_align_celeba.zip", "list_attr_celeba.txt", "identity_CelebA.txt", "CelebA.html", str(tmp_path)):
         assert needed in err
+
+
+def test_a_ray_node_is_sent_the_json_and_the_root_images(tmp_path):
+    from benchmark.run.staging import dataset_files
+
+    write_official(tmp_path)
+    assert main(["data", "prepare", "celeba", "--root", str(tmp_path), "--dest", str(tmp_path / "b"), "-k", "5"]) == 0
+    (tmp_path / "b" / "celeba" / "data" / "raw" / "img_align_celeba").unlink()  # JSON here, images in the root
+    (tmp_path / "b" / "img_align_celeba").symlink_to(tmp_path / "img_align_celeba")
+    _, files = dataset_files("celeba", tmp_path / "b")
+    names = {f.name for f in files}
+    assert set(ROWS) <= names and any(n.endswith("_train.json") for n in names)
