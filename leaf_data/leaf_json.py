@@ -15,7 +15,8 @@ PIXEL_TEXT = np.array([json.dumps(k / 255) for k in range(256)], dtype=object)
 
 def pixels_json(x: np.ndarray) -> str:
     """JSON of uint8 images (n, 784) as LEAF's lists of byte/255 floats, without a float object per pixel."""
-    return "[" + ",".join("[" + ",".join(PIXEL_TEXT[row]) + "]" for row in x.reshape(len(x), -1)) + "]"
+    rows = np.asarray(x, dtype=np.uint8).reshape(len(x), -1) if len(x) else []
+    return "[" + ",".join("[" + ",".join(PIXEL_TEXT[row]) + "]" for row in rows) + "]"
 
 
 def plain_json(values) -> str:

@@ -13,6 +13,8 @@ import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
+
 SPLITS = ("sample", "user")
 
 
@@ -102,7 +104,8 @@ def sample_iid(blob: dict, fraction: float, user_fraction: float, rng: random.Ra
             user, i = pool[picked[j]]
             xs.append(blob["user_data"][user]["x"][i])
             ys.append(blob["user_data"][user]["y"][i])
-        out[str(first_id + k)] = {"x": xs, "y": ys}
+        arrays = xs and hasattr(xs[0], "shape")  # numpy rows (FEMNIST's pixels) stay one array
+        out[str(first_id + k)] = {"x": np.stack(xs), "y": np.array(ys)} if arrays else {"x": xs, "y": ys}
     return shard(out)
 
 

@@ -130,3 +130,13 @@ def test_prepare_refuses_options_femnist_does_not_take(tmp_path, capsys):
     assert "--test-gap applies to shakespeare only" in capsys.readouterr().err
     assert main(["data", "prepare", "femnist", "--root", str(tmp_path), "--sf", "0"]) == 2
     assert "--sf must be in (0, 1]" in capsys.readouterr().err
+
+
+def test_iid_deals_the_pooled_images_to_new_users(tmp_path):
+    write_nist(tmp_path / "root")
+    stats = femnist.build(
+        tmp_path / "root", tmp_path / "out", LeafOptions(iid=True, iid_users=0.67), show=femnist.quiet
+    )
+    # 7 images, round(0.67 * 3 writers) = 2 users of 3 and 4; split 2 + 1 and 3 + 1
+    assert (stats["train_users"], stats["train_samples"], stats["test_samples"]) == (2, 5, 2)
+    assert sorted(read_split(tmp_path / "out", "train")) == ["0", "1"]
