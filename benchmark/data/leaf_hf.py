@@ -37,7 +37,7 @@ class LeafRouteParams(StrictParams):
 
     format: Literal["auto", "leaf", "hf"] = "auto"
     hf_dir: str | None = None  # local copy under the root (save_to_disk folder or parquet), default <name>-hf
-    hf_id: str | None = None  # hub id read when no local copy exists (online), e.g. flwrlabs/femnist
+    hf_id: str | None = None  # hub id read when no local copy exists (online); format hf: Flower's by default
     hf_split_seed: int = Field(0, ge=0)  # hf only: seed of LEAF's per-user train/test split
 
 
@@ -71,11 +71,11 @@ def route(table: HubTable, p: LeafRouteParams, root: Path | None) -> tuple[str, 
         hf_dir = p.hf_dir or f"{table.name}-hf"
         if root is not None and has_local_copy(root / hf_dir):
             return "hf", Found(root / hf_dir, route=f"Flower's {table.hub_id} copy")
-        if p.hf_id:
-            return "hf", p.hf_id
+        if p.hf_id or p.format == "hf":  # asking for hf names Flower's table; auto never goes online unasked
+            return "hf", p.hf_id or table.hub_id
         problems.append(
             f"format hf: {expected(root, hf_dir)} (Flower's {table.hub_id} as a save_to_disk folder or its parquet "
-            f"files), or params.hf_id: {table.hub_id} when online (pip install 'fedbench[hf]')"
+            f"files), or format: hf (reads {table.hub_id} when online; pip install 'fedbench[hf]')"
         )
     raise dataset_missing(
         f"dataset {table.name!r} (format {p.format}): nothing found.\n  " + "\n  ".join(problems), root

@@ -102,8 +102,17 @@ def test_shakespeare_table_split_by_position(tmp_path):
     assert len(src.train_y) == 900 and len(src.test_y) == 1000 - 900 - 79  # LEAF: test from n_train + 79
 
 
-def test_missing_hf_copy_says_where_to_put_it(tmp_path):
-    with pytest.raises(DatasetMissing, match="femnist-hf.*flwrlabs/femnist"):
+def test_nothing_found_says_where_to_put_it(tmp_path):
+    with pytest.raises(DatasetMissing, match="(?s)femnist/data.*femnist-hf.*format: hf \\(reads flwrlabs/femnist"):
+        load_dataset("femnist", {}, tmp_path)
+
+
+def test_format_hf_alone_reads_flowers_table_from_the_hub(tmp_path, monkeypatch):
+    def offline(source):
+        raise DatasetMissing(f"cannot load Hugging Face dataset {source}: offline")
+
+    monkeypatch.setattr("benchmark.data.leaf_hf.open_hf", offline)
+    with pytest.raises(DatasetMissing, match="flwrlabs/femnist: offline"):
         load_dataset("femnist", {"format": "hf"}, tmp_path)
 
 
