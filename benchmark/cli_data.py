@@ -136,8 +136,13 @@ def prepare(name: str, root: Path | None, dest: Path | None, **options) -> None:
     raw = spec.raw_build.find(root) if spec.raw_build else None
     if raw is None and spec.probe is not None:
         try:
-            spec.probe(root)
+            where = spec.probe(root)
             present = True
+            if spec.raw_build:  # e.g. LEAF's FEMNIST sample: say how the full set would be built instead
+                click.echo(
+                    f"{name}: using {getattr(where, 'origin', where)}; with {spec.raw_build.needs} in the root, "
+                    f"`fedbench data prepare {name}` builds it from them instead"
+                )
         except DatasetMissing as missing:
             if dest is None:
                 raise UserError(

@@ -8,6 +8,7 @@ import urllib.error
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from data_fixtures import write_leaf
 from nist_fixture import IMAGES, LABELS, write_nist
 
 from benchmark.cli import main
@@ -140,3 +141,11 @@ def test_iid_deals_the_pooled_images_to_new_users(tmp_path):
     # 7 images, round(0.67 * 3 writers) = 2 users of 3 and 4; split 2 + 1 and 3 + 1
     assert (stats["train_users"], stats["train_samples"], stats["test_samples"]) == (2, 5, 2)
     assert sorted(read_split(tmp_path / "out", "train")) == ["0", "1"]
+
+
+def test_prepare_on_existing_leaf_json_says_how_the_full_set_is_built(tmp_path):
+    pixels = {"x": [[1.0] * 784] * 2, "y": [1, 2]}
+    write_leaf(tmp_path, "femnist", {"w": pixels}, {"w": pixels})
+    result = CliRunner().invoke(data, ["prepare", "femnist", "--root", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "by_class.zip and by_write.zip" in result.output and "2 train / 2 test" in result.output
