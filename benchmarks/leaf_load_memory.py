@@ -6,7 +6,7 @@ text has the real mix of 1.0 and other pixels), then loads them with `load_datas
 fresh process and prints its peak RSS, the tensors' size and the time. `--reader PATH` loads with the
 package found at PATH instead (e.g. an export of main, for the old reader).
 
-    PYTHONPATH=$PWD FEDBENCH_DATA=../shared/data python benchmarks/leaf_load_memory.py --shards 2 6
+    PYTHONPATH=$PWD FEDBENCH_DATA=/path/to/data python benchmarks/leaf_load_memory.py --shards 2 6
 """
 
 from __future__ import annotations
