@@ -77,3 +77,14 @@ def test_the_extending_examples_run_as_new_files(tmp_path):
     table = pd.read_csv(tmp_path / "results" / "extending" / "final_accuracy.csv")
     assert list(table["method"]) == ["FedAvg", "FedMedian"] and list(table["count"]) == [2, 2]
     assert (table["mean"] > 0.5).all()  # three separable blobs: both methods learn them
+
+
+def test_the_override_example_plans_as_printed(capsys):
+    from benchmark.cli import main
+
+    readme = (REPO / "README.md").read_text()
+    (line,) = re.findall(r"^ {4}fedbench run (suites/quickstart\.yaml --set .*)$", readme, flags=re.M)
+    suite, *args = shlex.split(line)
+    assert main(["plan", str(REPO / suite), *args]) == 0
+    out = capsys.readouterr().out
+    assert "3 jobs" in out and "lam=0.9" in out and "lr=0.1" in out and "FedAvg " not in out
