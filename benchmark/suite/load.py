@@ -10,6 +10,8 @@ from pydantic import ValidationError
 
 from benchmark.errors import SuiteError, UserError
 from benchmark.params import pydantic_problems
+from benchmark.plugins import import_suite_plugins
+from benchmark.registry import load_installed
 from benchmark.suite.schema import Suite
 
 
@@ -42,6 +44,8 @@ def load_suite(path: str | Path) -> Suite:
     raw = read_yaml(path)
     if not isinstance(raw, dict):
         raise SuiteError(str(path), [("", "a suite is a YAML mapping with name, datasets and methods")])
+    load_installed()  # fedbench's own names and the installed plugins' first, so a clash names the suite's plugin
+    import_suite_plugins(raw, str(path))  # then the suite is validated against what they register
     try:
         return Suite(**raw)
     except ValidationError as err:

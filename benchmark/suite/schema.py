@@ -266,6 +266,9 @@ DatasetEntry = create_model(
 class Suite(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="results/<name>/ and the MLflow experiment")
     description: str = ""
+    plugins: list[str] = Field(
+        default_factory=list, description="modules on PYTHONPATH imported before validation (benchmark/plugins.py)"
+    )
     defaults: dict[str, Any] = Field(default_factory=dict)
     datasets: list[DatasetEntry] = Field(min_length=1)
     methods: list[Any] = Field(min_length=1)
