@@ -238,8 +238,15 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
         title = (
             f"{entry.label or entry.name} ({entry.split.kind}, {config.num_clients} clients, {config.rounds} rounds)"
         )
+        budget = entry_jobs.groupby("method", sort=False).setting.nunique()
+        notes.append("tuning budget (settings tried per method): " + ", ".join(f"{m} {n}" for m, n in budget.items()))
         if ref:
             title += f" — paper: {ref.source}"
+            if ref.withheld:
+                notes.append(
+                    "paper numbers withheld (the extending suite changed the settings they were measured "
+                    "under): " + ", ".join(ref.withheld)
+                )
             if ref.contradicted:
                 notes.append(
                     "† paper cell its own numbers contradict (not a target): "

@@ -20,8 +20,10 @@ from benchmark.fl.method import MethodProblems, resolve_method
 from benchmark.fl.pairing import model_problems, share_params
 from benchmark.params import pydantic_problems
 from benchmark.suggest import allowed_names
+from benchmark.suite.extends import withhold_changed_rows
 from benchmark.suite.fields import has_field
 from benchmark.suite.load import load_suite
+from benchmark.suite.merge import deep_merge, merge_local
 from benchmark.suite.overrides import Overrides, Setting
 from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, Settings, Suite
 from benchmark.suite.selection import label_names, matches_no_job
@@ -66,23 +68,6 @@ class Job:
     def dataset_label(self) -> str:
         d = self.config.dataset
         return d.label or d.name
-
-
-def deep_merge(base: dict, over: dict) -> dict:
-    out = copy.deepcopy(base)
-    for k, v in over.items():
-        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
-    return out
-
-
-def merge_local(base: dict, over: dict) -> dict:
-    """Local-training settings `over` laid over `base`; giving one budget (epochs or steps)
-    drops the other, so a table's `steps: 70` replaces the default `epochs: 5`."""
-    out = deep_merge(base, over)
-    for budget, other in (("steps", "epochs"), ("epochs", "steps")):
-        if over.get(budget) is not None and other not in over:
-            out[other] = None
-    return out
 
 
 def canonical_json(obj) -> str:
@@ -440,4 +425,8 @@ def load_jobs(
     path: str | Path, overrides: Overrides | None = None, only: tuple[str, ...] = ()
 ) -> tuple[Suite, list[Job]]:
     suite = load_suite(path)
+    if suite.extends:  # the parent's reference rows whose jobs changed are withheld
+        parent = load_suite(suite.extends)
+        jobs = expand(suite, str(path))
+        suite = withhold_changed_rows(suite, jobs, parent, expand(parent, suite.extends))
     return suite, expand(suite, str(path), overrides, only)

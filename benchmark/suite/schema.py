@@ -130,6 +130,11 @@ class Reference(Strict):
     contradicted: list[Contradicted] = Field(default_factory=list)
     stated: dict[str, dict[str, Any]] = Field(default_factory=dict)
     chosen: list[Chosen] = Field(default_factory=list)
+    withheld: dict[str, str] = Field(
+        default_factory=dict,
+        exclude_if=lambda v: not v,
+        description="row -> why its numbers are not shown: a suite extending this one changed their settings",
+    )
 
     @field_validator("metrics")
     @classmethod
@@ -266,6 +271,7 @@ DatasetEntry = create_model(
 class Suite(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="results/<name>/ and the MLflow experiment")
     description: str = ""
+    extends: str | None = Field(None, description="the suite this one extends (suite/extends.py), relative to it")
     plugins: list[str] = Field(
         default_factory=list, description="modules on PYTHONPATH imported before validation (benchmark/plugins.py)"
     )
