@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,18 @@ def test_the_public_api_is_importable_as_fedbench():
     assert fedbench.__all__ == benchmark.api.__all__
     assert all(getattr(fedbench, name) is getattr(benchmark.api, name) for name in fedbench.__all__)
     assert fedbench.StrictParams.model_config["extra"] == "forbid"
+
+
+def test_the_walkthrough_suite_extends_the_paper_suite_with_the_installed_method(tmp_path, installed):
+    from benchmark.suite.expand import load_jobs
+
+    text = textwrap.dedent(readme_examples()["fedmedian-vs-fedacg.yaml"])
+    (tmp_path / "fedmedian-vs-fedacg.yaml").write_text(text)
+    (tmp_path / "suites").symlink_to(REPO / "suites")
+    plan = fedbench("plan", "fedmedian-vs-fedacg.yaml", cwd=tmp_path, path=[installed])
+    assert plan.returncode == 0, plan.stderr
+    _, paper = load_jobs(REPO / "suites" / "papers" / "fedacg.moderate_dir0.3.yaml")
+    assert "42 jobs" in plan.stdout and plan.stdout.count("FedMedian") == 3
+    assert all(job.id in plan.stdout for job in paper)  # the baselines keep their ids
+    audit = fedbench("plan", "fedmedian-vs-fedacg.yaml", "--audit", cwd=tmp_path, path=[installed])
+    assert audit.returncode == 0 and "FedMedian" in audit.stdout, audit.stderr
