@@ -23,6 +23,7 @@ class Stream(enum.IntEnum):
     CODEC = 6
     INIT = 7
     DATA = 8
+    HOLDOUT = 9
 
 
 def derive_seed(seed: int, stream: Stream, *keys: int) -> int:

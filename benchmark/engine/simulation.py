@@ -170,6 +170,11 @@ class Simulation:
         src = self.data.src
         return evaluate(self.forward, self.eval_params(), src.test_x, src.test_y, self.data.preprocess)
 
+    def evaluate_validation(self) -> tuple[float, float]:
+        """(accuracy, loss) on the examples held out of the clients' training data (select: on validation)."""
+        src, rows = self.data.src, self.data.validation
+        return evaluate(self.forward, self.eval_params(), src.train_x[rows], src.train_y[rows], self.data.preprocess)
+
     @cached_property
     def objective(self) -> RegularisedLogistic:
         """F of `suboptimality: true` jobs: the federation's ℓ2-regularised training objective."""
@@ -205,6 +210,8 @@ class Simulation:
                     "bytes_down": self.progress.bytes_down,
                     "bytes_up": self.progress.bytes_up,
                 }
+                if self.data.validation is not None:
+                    rec["val_acc"], rec["val_loss"] = self.evaluate_validation()
                 if job.suboptimality:
                     rec["subopt"] = self.objective.suboptimality(self.eval_params())
                 records.append(rec)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from benchmark.engine import low_rank_step
 from benchmark.engine.setup import build_simulation
 from benchmark.engine.simulation import Diverged, Simulation
-from benchmark.metrics import summarise
+from benchmark.metrics import ema_update, summarise
 from benchmark.run.callbacks import (
     Callbacks,
     Checkpoints,
@@ -121,6 +121,17 @@ class Stamp(RoundCallback):
             rec.wall_s = round(self.trained_before + time.monotonic() - self.since, 3)
 
 
+def validation_summary(job: Job, sim, records: list[RoundRecord]) -> dict:
+    """select: on validation: the last round's EMA of the validation accuracy, and what was held out."""
+    if sim.data.validation is None:
+        return {}
+    ema = None
+    for r in records:
+        ema = ema_update(ema, r.val_acc) if r.val_acc is not None else ema
+    held = {"holdout": job.config.select.holdout, "held_out": len(sim.data.validation)}
+    return {"final_val_ema_acc": ema, "validation": {**held, "too_small": list(sim.data.too_small)}}
+
+
 def job_summary(
     job: Job, suite: str, sim, records: list[RoundRecord], diverged: Diverged | None, threads: dict | None = None
 ) -> JobSummary:
@@ -153,6 +164,7 @@ def job_summary(
         final_acc=last and last.test_acc,
         final_ema_acc=last and last.ema_acc,
         final_subopt=last and last.subopt,
+        **validation_summary(job, sim, records),
         metrics=summarise([r.to_json() for r in records], job.config.metrics, job.config.rounds),
     )
 

@@ -44,6 +44,7 @@ NOT_HASHED = {
     ("vmap_chunk",),
     ("compile",),
     ("dataset", "compile"),
+    ("dataset", "select"),  # a job's dataset entry holds None here (its select: is the job's); ids kept
 }
 
 

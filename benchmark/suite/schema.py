@@ -91,6 +91,14 @@ class AugmentConfig(Strict):
     rotate_degrees: float = Field(0.0, ge=0, description="random rotation in ±degrees (FedACG code: 10)")
 
 
+class SelectConfig(Strict):
+    """What a grid's setting is selected on: the test set the table reports (the papers' protocol),
+    or a validation split held out of each client's training data (engine/holdout.py)."""
+
+    on: Literal["test", "validation"] = "test"
+    holdout: float = Field(0.1, gt=0, lt=1, description="validation: the fraction of each client's data held out")
+
+
 class ModelConfig(Strict):
     name: str = "logistic"
     init: Literal["default", "zeros", "normal"] = Field(
@@ -192,6 +200,12 @@ class JobSettings(Strict):
         False,
         exclude_if=lambda on: not on,
         description="torch.compile the model's forward and backward (CUDA: with CUDA graphs); sequential execution only",
+    )
+    # left out of the dump (so of the job id) on the test set: test-selected jobs keep their ids
+    select: SelectConfig = Field(
+        default_factory=SelectConfig,
+        exclude_if=lambda v: v.on == "test",
+        description="on: validation holds out `holdout` of each client's training data and selects grids on it",
     )
     # left out of the dump (so of the job id) when off: existing jobs keep their ids
     suboptimality: bool = Field(

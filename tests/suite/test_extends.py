@@ -133,3 +133,4 @@ def test_the_report_shows_each_methods_tuning_budget_and_the_withheld_rows(tmp_p
         "paper numbers withheld (the extending suite changed the settings they were measured under): FedACG" in report
     )
     assert "50.0" in report and "60.0" not in report  # FedAvg's paper number beside it, FedACG's withheld
+    assert "grid selected on the test set" in report and "selected on: THE TEST SET (the papers' protocol)" in report
