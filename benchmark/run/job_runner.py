@@ -123,7 +123,7 @@ class Stamp(RoundCallback):
 
 def validation_summary(job: Job, sim, records: list[RoundRecord]) -> dict:
     """select: on validation: the last round's EMA of the validation accuracy, and what was held out."""
-    if sim.data.validation is None:
+    if job.config.select.on != "validation":  # (the batched FedAc engine's jobs never are)
         return {}
     ema = None
     for r in records:
