@@ -159,3 +159,24 @@ def test_the_walkthrough_suite_extends_the_paper_suite_with_the_installed_method
     assert all(job.id in plan.stdout for job in paper)  # the baselines keep their ids
     audit = fedbench("plan", "fedmedian-vs-fedacg.yaml", "--audit", cwd=tmp_path, path=[installed])
     assert audit.returncode == 0 and "FedMedian" in audit.stdout, audit.stderr
+
+
+@pytest.mark.slow
+def test_ray_workers_import_the_plugin_from_the_shipped_source(tmp_path):
+    """The plugin folder is on the driver's sys.path only (not in PYTHONPATH, which local Ray workers
+    inherit): the workers can build FedMedian only from what runtime_env shipped."""
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "my_median.py").write_text(FEDMEDIAN)
+    path = one_client_suite(tmp_path, plugins=["my_median"])
+    driver = (
+        f"import sys\nsys.path.insert(0, {str(code)!r})\nfrom benchmark.cli import main\n"
+        f"sys.exit(main(['run', {str(path)!r}, '--executor', 'ray', '--no-tracking', '--results-dir', 'results']))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", driver], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    acc = final_accuracies(tmp_path / "results")
+    assert set(acc) == {"FedAvg", "FedMedian"} and acc["FedMedian"] == acc["FedAvg"]
