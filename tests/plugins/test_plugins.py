@@ -180,3 +180,46 @@ def test_ray_workers_import_the_plugin_from_the_shipped_source(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     acc = final_accuracies(tmp_path / "results")
     assert set(acc) == {"FedAvg", "FedMedian"} and acc["FedMedian"] == acc["FedAvg"]
+
+
+MODEL_AND_EXECUTOR = """
+import torch
+
+from fedbench import Executor, register_executor, register_model, run_jobs
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self, inputs: int, classes: int):
+        super().__init__()
+        self.body, self.head = torch.nn.Linear(inputs, 8), torch.nn.Linear(8, classes)
+
+    def forward(self, x, features=False):
+        h = torch.relu(self.body(x.flatten(1)))
+        return (self.head(h), h) if features else self.head(h)
+
+
+def mlp(input_shape, num_classes):
+    return Mlp(input_shape[0], num_classes)
+
+
+register_model("plugin_mlp", "my_parts:mlp", traits=("features",))
+
+
+@register_executor
+class Reversed(Executor):
+    name = "reversed"
+
+    def run(self, jobs, suite, results_root, device, tracker, progress, stop_after):
+        return run_jobs(list(reversed(jobs)), suite, results_root, device, tracker, progress, stop_after)
+"""
+
+
+def test_a_plugin_model_and_executor_named_by_the_suite(tmp_path):
+    (tmp_path / "my_parts.py").write_text(MODEL_AND_EXECUTOR)
+    suite = tiny_suite(plugins=["my_parts"], methods=["fedavg", "moon"])  # MOON needs the model's features
+    suite["defaults"]["model"] = {"name": "plugin_mlp"}
+    path = write_suite(tmp_path, suite)
+    args = ("run", str(path), "--executor", "reversed", "--no-tracking", "--results-dir", "results")
+    done = fedbench(*args, cwd=tmp_path, path=[tmp_path])
+    assert done.returncode == 0, done.stderr
+    assert set(final_accuracies(tmp_path / "results")) == {"FedAvg", "MOON"}
