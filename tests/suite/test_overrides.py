@@ -179,3 +179,15 @@ def test_has_field_follows_the_jobs_own_schema(path, present):
 
     job = expand(Suite(**tiny_suite(methods=["fedprox"])))[0]
     assert has_field(job.config.model_dump(mode="json"), path) is present
+
+
+def test_the_issues_checks_on_the_quickstart(capsys):
+    from fedtest import REPO
+
+    quickstart = REPO / "suites" / "quickstart.yaml"
+    plain = _ids(load_jobs(quickstart)[1])
+    jobs = load_selected(quickstart, sets=("method.server.lam=0.9",))[1]
+    assert [j.config.method["server"].get("lam") for j in jobs] == [None, None, None, 0.9]
+    assert {m: i for m, i in _ids(jobs).items() if m != "FedACG"} == {m: i for m, i in plain.items() if m != "FedACG"}
+    assert main(["plan", str(quickstart), "--set", "method.server.lamm=0.9"]) == 2
+    assert "did you mean 'lam'" in capsys.readouterr().err
