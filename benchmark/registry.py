@@ -1,5 +1,6 @@
 """Name -> item registries that fill themselves: reading one first imports every module of its
-package once, so a new method, dataset or executor is one file that registers itself."""
+package once, so a new method, dataset or executor is one file that registers itself; then the
+installed plugins (benchmark/plugins.py). Every name records the module that registered it."""
 
 from __future__ import annotations
 
