@@ -132,10 +132,10 @@ def run(
     from benchmark.run.executor_base import EXECUTORS, ClusterOptions
     from benchmark.run.tracking import NullTracker
 
+    suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)  # first: its plugins may add executors
     runner = EXECUTORS.require(executor)(
         ClusterOptions(ray_address, gpus_per_job, cpus_per_job, data_uris, ship_max_mb)
     )
-    suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
     dev = runner.device(device)
     runner.check(jobs)
     progress = _progress(jobs, quiet, verbose)

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import click
 
-from benchmark.errors import UserError
-
 
 def _stacked(*options):
     """One decorator applying `options` in the order given (as --help lists them)."""
@@ -35,7 +33,8 @@ job_options = _stacked(
         "sets",
         multiple=True,
         metavar="PATH=VALUE",
-        help="override a job setting for every job, e.g. --set local.lr=0.05 (YAML value); repeatable",
+        help="override a job setting for every selected job that has it, e.g. --set local.lr=0.05 (YAML value), "
+        "or for one method's jobs: --set FedACG:method.server.lam=0.9; repeatable",
     ),
     click.option("--seeds", default=None, metavar="S1,S2,..", help="run these seeds instead of the suite's"),
     click.option(
@@ -44,33 +43,9 @@ job_options = _stacked(
 )
 
 
-def job_names(job) -> set[str]:
-    """What `--only` matches exactly (lower-cased)."""
-    method = job.method_label
-    names = {job.id, method, method.split("[")[0], job.dataset_label, f"{job.dataset_label}/{method}"}
-    return {n.lower() for n in names}
-
-
-def select(jobs: list, only: tuple[str, ...]) -> list:
-    if not only:
-        return jobs
-    from benchmark.suggest import allowed_names
-
-    labels = sorted({j.method_label for j in jobs} | {j.dataset_label for j in jobs})
-    for name in only:
-        if not any(name.lower() in job_names(j) for j in jobs):
-            raise UserError(
-                f"--only {name!r} matches no job of this suite (a job id, method or dataset label); "
-                + allowed_names(name, labels)
-                + " (see `fedbench plan`)"
-            )
-    return [j for j in jobs if any(name.lower() in job_names(j) for name in only)]
-
-
 def load_selected(suite_file: Path, only=(), sets=(), seeds=None, rounds=None):
-    """(suite, jobs) after overrides and selection."""
+    """(suite, jobs) after selection and overrides."""
     from benchmark.suite.expand import load_jobs
     from benchmark.suite.overrides import Overrides
 
-    suite, jobs = load_jobs(suite_file, Overrides.parse(sets, seeds, rounds))
-    return suite, select(jobs, only)
+    return load_jobs(suite_file, Overrides.parse(sets, seeds, rounds), tuple(only))

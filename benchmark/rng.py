@@ -22,6 +22,7 @@ class Stream(enum.IntEnum):
     AUGMENT = 5
     CODEC = 6
     INIT = 7
+    HOLDOUT = 9  # (8 was DATA, never drawn and removed: values are part of every derived seed)
 
 
 def derive_seed(seed: int, stream: Stream, *keys: int) -> int:

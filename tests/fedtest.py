@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import torch
@@ -16,6 +17,12 @@ from benchmark.suite.expand import expand
 from benchmark.suite.schema import Suite
 
 REPO = Path(__file__).resolve().parents[1]
+EXAMPLE_FILE = re.compile(r"```\w+ file=(\S+)\n(.*?)```", flags=re.S)
+
+
+def readme_examples() -> dict[str, str]:
+    """The README's example files (```python file=NAME blocks): name -> text."""
+    return dict(EXAMPLE_FILE.findall((REPO / "README.md").read_text()))
 
 
 def write_suite(tmp_path: Path, suite: dict, name: str = "suite.yaml") -> Path:

@@ -10,9 +10,10 @@ import benchmark
 
 ROOT = Path(benchmark.__file__).parent
 # top-level modules are the foundation, except the command line on top
-FOUNDATION = {"errors", "suggest", "registry", "rng", "params", "metrics", "lazy", "__init__"}
+FOUNDATION = {"errors", "suggest", "registry", "plugins", "rng", "params", "metrics", "lazy", "__init__"}
 CLI = {"cli", "cli_data", "cli_options", "__main__"}
-LAYERS = [FOUNDATION, {"data", "models", "fl"}, {"suite"}, {"engine"}, {"run"}, {"report"}, CLI]
+# api: the public names a plugin imports, gathered from every layer below it
+LAYERS = [FOUNDATION, {"data", "models", "fl"}, {"suite"}, {"engine"}, {"run"}, {"report"}, CLI, {"api"}]
 LAYER = {unit: i for i, units in enumerate(LAYERS) for unit in units}
 # What `fedbench plan` and `status` stand on binds torch through benchmark.lazy (imported on first
 # use); only the layers that train, and each model's own file, import torch themselves.

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pandas as pd
 import yaml
-from fedtest import REPO
+from fedtest import REPO, readme_examples
 
 from benchmark.suite.expand import expand
 from benchmark.suite.schema import Suite
@@ -32,7 +32,6 @@ def test_readme_example_suite_expands():
     assert len(jobs) == (1 + 1 + 3 + 1) * 2 * 3  # methods (with the λ sweep) x lr grid x seeds
 
 
-EXAMPLE_FILE = re.compile(r"```\w+ file=(\S+)\n(.*?)```", flags=re.S)
 COMMANDS = re.compile(r"```bash run\n(.*?)```", flags=re.S)
 # Runs a README command with the example files as if they were in the package: their folders
 # join the packages' search paths, so only the registries' discovery can find them.
@@ -59,11 +58,11 @@ def write_table(path, n: int = 120) -> None:
 
 def test_the_extending_examples_run_as_new_files(tmp_path):
     readme = (REPO / "README.md").read_text()
-    examples = EXAMPLE_FILE.findall(readme)
-    assert {"benchmark/fl/fedmedian.py", "benchmark/data/csv_table.py", "benchmark/run/shortest_first.py"} <= {
-        name for name, _ in examples
-    }
-    for name, text in examples:
+    examples = readme_examples()
+    assert {"benchmark/fl/fedmedian.py", "benchmark/data/csv_table.py", "benchmark/run/shortest_first.py"} <= set(
+        examples
+    )
+    for name, text in examples.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     write_table(tmp_path / "table.csv")
@@ -77,3 +76,14 @@ def test_the_extending_examples_run_as_new_files(tmp_path):
     table = pd.read_csv(tmp_path / "results" / "extending" / "final_accuracy.csv")
     assert list(table["method"]) == ["FedAvg", "FedMedian"] and list(table["count"]) == [2, 2]
     assert (table["mean"] > 0.5).all()  # three separable blobs: both methods learn them
+
+
+def test_the_override_example_plans_as_printed(capsys):
+    from benchmark.cli import main
+
+    readme = (REPO / "README.md").read_text()
+    (line,) = re.findall(r"^ {4}fedbench run (suites/quickstart\.yaml --set .*)$", readme, flags=re.M)
+    suite, *args = shlex.split(line)
+    assert main(["plan", str(REPO / suite), *args]) == 0
+    out = capsys.readouterr().out
+    assert "3 jobs" in out and "lam=0.9" in out and "lr=0.1" in out and "FedAvg " not in out

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -57,6 +57,8 @@ class FederatedData:
     preprocess: Preprocessor
     fingerprint: str = ""  # of the source tensors (engine.setup.data_fingerprint); recorded in summary.json
     shared: bool = False  # split kind shared: every client samples with replacement from all data
+    validation: torch.Tensor | None = None  # rows of src.train_* held out to select on (engine/holdout.py)
+    too_small: tuple[int, ...] = ()  # clients with too few examples to hold any out
 
     @property
     def num_clients(self) -> int:
@@ -82,11 +84,12 @@ class FederatedData:
             s.mean,
             s.std,
         )
-        if self.shared:  # one index tensor for every client, not N copies
-            return FederatedData(
-                moved, [self.clients[0].to(device)] * self.num_clients, self.preprocess, self.fingerprint, shared=True
-            )
-        return FederatedData(moved, [c.to(device) for c in self.clients], self.preprocess, self.fingerprint)
+        # shared: one index tensor for every client, not N copies
+        clients = (
+            [self.clients[0].to(device)] * self.num_clients if self.shared else [c.to(device) for c in self.clients]
+        )
+        validation = None if self.validation is None else self.validation.to(device)
+        return replace(self, src=moved, clients=clients, validation=validation)
 
     def training_rows(self) -> torch.Tensor:
         """Every training example the federation holds (once each)."""

@@ -27,6 +27,7 @@ def batch_key(job: JobConfig) -> str | None:
         and local.clip_norm is None
         and local.lr_decay == 1.0
         and job.precision == "fp32"
+        and job.select.on == "test"  # the batched engine evaluates no held-out split: Simulation does
         and method.uplink.name == method.downlink.name == "identity"
         and server_kind(method) is not None
     )

@@ -14,6 +14,7 @@ from benchmark.data.partition import partition
 from benchmark.data.source import DATASETS, SourceData, check_source, data_root, load_dataset
 from benchmark.engine.augment import image_preprocessor
 from benchmark.engine.fed_data import FederatedData, default_preprocess
+from benchmark.engine.holdout import hold_out
 from benchmark.engine.simulation import Simulation
 from benchmark.errors import UserError
 from benchmark.models.registry import build_model, known_models
@@ -93,14 +94,17 @@ def federated_data(job: JobConfig) -> FederatedData:
     d = job.dataset
     src = load_source(job)
     if d.split.kind == "shared":  # nothing to split or cache: one index tensor for all clients
-        return FederatedData(
+        data = FederatedData(
             src, partition(src, job.num_clients, d.split), default_preprocess(src), data_fingerprint(job), shared=True
         )
-    clients = _clients(d.name, json.dumps(d.params, sort_keys=True), d.root, d.split.model_dump_json(), job.num_clients)
-    factory = PREPROCESSORS.get(src.kind)
-    return FederatedData(
-        src, list(clients), factory(src, job) if factory else default_preprocess(src), data_fingerprint(job)
-    )
+    else:
+        clients = _clients(
+            d.name, json.dumps(d.params, sort_keys=True), d.root, d.split.model_dump_json(), job.num_clients
+        )
+        factory = PREPROCESSORS.get(src.kind)
+        preprocess = factory(src, job) if factory else default_preprocess(src)
+        data = FederatedData(src, list(clients), preprocess, data_fingerprint(job))
+    return hold_out(data, job.select.holdout, d.split.seed) if job.select.on == "validation" else data
 
 
 def build_simulation(job: JobConfig, device: str = "cpu", state_dir=None) -> Simulation:

@@ -204,6 +204,14 @@ class Simulation:
         data = self.setup.data
         return evaluate(self.setup.forward, self.eval_params(), data.src.test_x, data.src.test_y, data.preprocess)
 
+    def evaluate_validation(self) -> tuple[float, float]:
+        """(accuracy, loss) on the examples held out of the clients' training data (select: on validation)."""
+        data = self.setup.data
+        rows = data.validation
+        return evaluate(
+            self.setup.forward, self.eval_params(), data.src.train_x[rows], data.src.train_y[rows], data.preprocess
+        )
+
     @cached_property
     def objective(self) -> RegularisedLogistic:
         """F of `suboptimality: true` jobs: the federation's ℓ2-regularised training objective."""
@@ -234,6 +242,8 @@ class Simulation:
                     "bytes_down": self.progress.bytes_down,
                     "bytes_up": self.progress.bytes_up,
                 }
+                if self.setup.data.validation is not None:
+                    rec["val_acc"], rec["val_loss"] = self.evaluate_validation()
                 if job.suboptimality:
                     rec["subopt"] = self.objective.suboptimality(self.eval_params())
                 records.append(rec)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 
 from benchmark.fl.registry import discover
+from benchmark.registry import check_new, registering_module
 from benchmark.suggest import allowed_names
 
 IDENTITY = {"codec": "identity"}
@@ -18,14 +19,14 @@ IDENTITY = {"codec": "identity"}
 PRESETS: dict[str, dict] = {}
 # Modifiers usable after '+': they replace the server rule and/or add terms or codecs.
 MODIFIERS: dict[str, dict] = {}
+ORIGINS: dict[str, str] = {}  # "preset x" / "modifier x" -> the module that registered it
 
 
 def register_preset(
     key: str, label: str, server: dict, client: list[dict] | None = None, uplink: dict | None = None
 ) -> None:
     """Name a composition: `fedbench` suites may then say `methods: [key]` or `key+acg`."""
-    if key in PRESETS:
-        raise ValueError(f"preset {key!r} registered twice")
+    check_new("preset", key, ORIGINS, registering_module())
     PRESETS[key] = {
         "label": label,
         "server": server,
@@ -37,8 +38,7 @@ def register_preset(
 
 def register_modifier(key: str, label: str, **parts) -> None:
     """`X+key`: `parts` may hold a `server` (replacing X's `average`), `client` terms to add, an `uplink`."""
-    if key in MODIFIERS:
-        raise ValueError(f"modifier {key!r} registered twice")
+    check_new("modifier", "+" + key, ORIGINS, registering_module())
     MODIFIERS[key] = {"label": label, **parts}
 
 

@@ -16,6 +16,7 @@ import importlib
 from dataclasses import dataclass
 
 from benchmark.lazy import nn, torch
+from benchmark.registry import check_new, load_installed, registering_module
 from benchmark.rng import Stream, generator
 
 
@@ -30,11 +31,12 @@ class ModelEntry:
 
 
 MODELS: dict[str, ModelEntry] = {}
+ORIGINS: dict[str, str] = {}  # name -> the module that registered it
 
 
 def register_model(name: str, factory: str, traits: tuple[str, ...] = ()) -> None:
-    if name in MODELS:
-        raise ValueError(f"model {name!r} registered twice")
+    """Name a model: `factory` is "module:function" (a plugin's own module may be named)."""
+    check_new("model", name, ORIGINS, registering_module())
     MODELS[name] = ModelEntry(factory, frozenset(traits))
 
 
@@ -50,15 +52,18 @@ register_model("shakespeare_lstm", "benchmark.models.shakespeare_lstm:shakespear
 
 
 def known_models() -> list[str]:
+    load_installed()
     return sorted(MODELS)
 
 
 def model_traits(name: str) -> frozenset[str]:
     """The traits of model `name` (none for an unknown name: validation reports the name itself)."""
+    load_installed()
     return MODELS[name].traits if name in MODELS else frozenset()
 
 
 def model_factory(name: str):
+    load_installed()
     module, function = MODELS[name].factory.split(":")
     return getattr(importlib.import_module(module), function)
 

@@ -75,6 +75,25 @@ SELECTION_RULE = (
 SELECTION_RULE_CONVEX = SELECTION_RULE.replace(
     "highest final test accuracy (EMA-smoothed, last round)", "lowest final F(w) − F*"
 )
+SELECTION_RULE_VALIDATION = SELECTION_RULE.replace(
+    "highest final test accuracy (EMA-smoothed, last round)",
+    "highest final validation accuracy (EMA-smoothed, last round), the table showing the test numbers of those runs",
+)
+
+
+def selection_note(on: str, holdout: float, grid: bool) -> str:
+    """What this table's grids were selected on, said in every table."""
+    if on == "validation":
+        return (
+            f"selected on: validation — {holdout:g} of each client's training data held out (a client with fewer "
+            f"than {1 / holdout:.0f} examples holds none out; summary.json lists them), the rest trained on; the "
+            "test numbers shown are of those same runs (their job ids differ from test-selected runs)"
+        )
+    if not grid:
+        return "selected on: nothing to select (one setting per method)"
+    return "selected on: THE TEST SET (the papers' protocol): the numbers shown also chose each grid's setting"
+
+
 LEGEND = (
     "acc@R: test accuracy after round R smoothed by an exponential moving average over evaluated rounds, "
     "a_s(t) = 0.9·a_s(t−1) + 0.1·a(t), a_s = a at the first evaluation (the FedACG/FedAGM papers' metric); "
@@ -154,9 +173,9 @@ def _row(setting_jobs: pd.DataFrame, columns: list[Column], ref) -> Row:
     )
 
 
-def _selection_key(setting_jobs: pd.DataFrame, convex: bool) -> tuple | None:
+def _selection_key(setting_jobs: pd.DataFrame, convex: bool, on: str = "test") -> tuple | None:
     finished = setting_jobs[setting_jobs.status == FINISHED]
-    key = "final_subopt" if convex else "final_ema_acc"
+    key = "final_subopt" if convex else "final_val_ema_acc" if on == "validation" else "final_ema_acc"
     values = [float(v) for v in finished[key] if is_number(v)]
     if not values:
         return None
@@ -164,11 +183,12 @@ def _selection_key(setting_jobs: pd.DataFrame, convex: bool) -> tuple | None:
     return (len(finished) == len(setting_jobs), -mean if convex else mean)
 
 
-def best_settings(entry_jobs: pd.DataFrame, convex: bool) -> dict[str, str]:
-    """method -> its chosen setting (by SELECTION_RULE); the first setting when none has numbers."""
+def best_settings(entry_jobs: pd.DataFrame, convex: bool, on: str = "test") -> dict[str, str]:
+    """method -> its chosen setting (by SELECTION_RULE, on the test or validation accuracy); the first
+    setting when none has numbers."""
     chosen = {}
     for method, jobs in entry_jobs.groupby("method", sort=False):
-        keyed = [(_selection_key(g, convex), s) for s, g in jobs.groupby("setting", sort=False)]
+        keyed = [(_selection_key(g, convex, on), s) for s, g in jobs.groupby("setting", sort=False)]
         ranked = [(k, s) for k, s in keyed if k is not None]
         chosen[method] = max(ranked, key=lambda ks: ks[0])[1] if ranked else keyed[0][1]
     return chosen
@@ -228,8 +248,9 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
         target, notes = add_round_metrics(entry_jobs, rounds_df, config.metrics, convex) if raw else (None, [])
         columns = _columns(config.metrics, config.rounds, target, convex, raw)
         ref = entry.reference
-        rule = SELECTION_RULE_CONVEX if convex else SELECTION_RULE
-        chosen = best_settings(entry_jobs, convex)
+        on = "validation" if all(j.config.select.on == "validation" for j in e_jobs) else "test"
+        rule = SELECTION_RULE_CONVEX if convex else SELECTION_RULE_VALIDATION if on == "validation" else SELECTION_RULE
+        chosen = best_settings(entry_jobs, convex, on)
         main_rows = [_row(entry_jobs[entry_jobs.setting == s], columns, ref) for s in chosen.values()]
         mark_best(columns, main_rows)
         slug = _slug(entry.label or entry.name)
@@ -238,8 +259,18 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
         title = (
             f"{entry.label or entry.name} ({entry.split.kind}, {config.num_clients} clients, {config.rounds} rounds)"
         )
+        budget = entry_jobs.groupby("method", sort=False).setting.nunique()
+        grid = budget.max() > 1
+        notes.append(selection_note(on, config.select.holdout, grid))
+        title += " — grid selected on the test set" if grid and on == "test" and not convex else ""
+        notes.append("tuning budget (settings tried per method): " + ", ".join(f"{m} {n}" for m, n in budget.items()))
         if ref:
             title += f" — paper: {ref.source}"
+            if ref.withheld:
+                notes.append(
+                    "paper numbers withheld (the extending suite changed the settings they were measured "
+                    "under): " + ", ".join(ref.withheld)
+                )
             if ref.contradicted:
                 notes.append(
                     "† paper cell its own numbers contradict (not a target): "

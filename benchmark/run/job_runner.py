@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable
 
 from benchmark.engine.setup import build_simulation
-from benchmark.engine.simulation import Diverged, JobRounds
-from benchmark.metrics import summarise
+from benchmark.engine.simulation import Diverged, JobRounds, Simulation
+from benchmark.metrics import ema_update, summarise
 from benchmark.run.callbacks import (
     Callbacks,
     Checkpoints,
@@ -120,6 +120,19 @@ class Stamp(RoundCallback):
             rec.wall_s = round(self.trained_before + time.monotonic() - self.since, 3)
 
 
+def validation_summary(job: Job, sim: JobRounds, records: list[RoundRecord]) -> dict:
+    """select: on validation: the last round's EMA of the validation accuracy, and what was held out."""
+    if job.config.select.on != "validation":  # (the batched FedAc engine's jobs never are)
+        return {}
+    ema = None
+    for r in records:
+        ema = ema_update(ema, r.val_acc) if r.val_acc is not None else ema
+    assert isinstance(sim, Simulation)  # only the per-client engine holds data out
+    data = sim.setup.data
+    held = {"holdout": job.config.select.holdout, "held_out": len(data.validation)}
+    return {"final_val_ema_acc": ema, "validation": {**held, "too_small": list(data.too_small)}}
+
+
 def job_summary(
     job: Job,
     suite: str,
@@ -157,6 +170,7 @@ def job_summary(
         final_acc=last and last.test_acc,
         final_ema_acc=last and last.ema_acc,
         final_subopt=last and last.subopt,
+        **validation_summary(job, sim, records),
         metrics=summarise([r.to_json() for r in records], job.config.metrics, job.config.rounds),
     )
 

@@ -26,12 +26,18 @@ RELAY_EVERY_S = 0.5  # a worker sends its round records at most this often (each
 
 
 def code_runtime_env() -> dict:
-    """Ship the fedbench code this driver runs (installed package or working tree) to the workers.
-    Ray uploads local folders only for a whole Ray job: pass it to `ray.init(runtime_env=...)`."""
+    """Ship the fedbench code this driver runs (installed package or working tree) and the plugin
+    modules it imported (their files or package folders, named in $FEDBENCH_PLUGINS, which the
+    workers' first registry read imports) to the workers. Ray uploads local folders only for a
+    whole Ray job: pass it to `ray.init(runtime_env=...)`."""
     import leaf_data
+    from benchmark import plugins
 
     folders = [str(Path(module.__file__).parent) for module in (benchmark, leaf_data)]
-    return {"py_modules": folders, "excludes": ["__pycache__", "*.pyc"]}
+    env = {"py_modules": folders + plugins.sources(), "excludes": ["__pycache__", "*.pyc"]}
+    if plugins.imported():
+        env["env_vars"] = {plugins.ENV: ",".join(plugins.imported())}
+    return env
 
 
 class Relay:

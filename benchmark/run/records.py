@@ -19,6 +19,8 @@ class RoundRecord:
     bytes_down: int
     bytes_up: int
     subopt: float | None = None  # F(w) − F*, only for `suboptimality: true` jobs
+    val_acc: float | None = None  # on the held-out validation split, only for `select: {on: validation}` jobs
+    val_loss: float | None = None
     time: float | None = None  # when it was measured (epoch seconds): MLflow plots against it
     wall_s: float | None = None  # training seconds up to it, across resumes (the report's time axis)
     # values of other writers (a newer or older fedbench) kept as they are, so a rewrite loses nothing
@@ -37,7 +39,7 @@ class RoundRecord:
         return {**{k: v for k, v in out.items() if v is not None or k not in OPTIONAL}, **self.extra}
 
 
-OPTIONAL = ("subopt", "time", "wall_s")
+OPTIONAL = ("subopt", "val_acc", "val_loss", "time", "wall_s")
 # what a round measured (MLflow's per-round metrics): every value but the round and the clocks
 MEASURED = tuple(f.name for f in fields(RoundRecord) if f.name not in ("round", "time", "wall_s", "extra"))
 
@@ -84,6 +86,10 @@ class JobSummary:
     final_acc: float | None = None
     final_ema_acc: float | None = None
     final_subopt: float | None = None
+    # select: on validation: the EMA of the validation accuracy at the last round (what a grid is
+    # selected on), and what was held out: {"holdout", "held_out" examples, "too_small" clients}
+    final_val_ema_acc: float | None = None
+    validation: dict | None = None
     metrics: dict = field(default_factory=dict)  # acc@R, rounds_to@X, ... (benchmark.metrics.summarise)
     wall_time_s: float | None = None
     threads: dict | None = None  # torch's CPU threads: {"count", "chosen_by"} (run/threads.py)

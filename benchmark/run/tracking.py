@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 DEFAULT_URI = "sqlite:///mlflow.db"
 METRIC_KEYS = MEASURED
 # summary.json fields logged as run metrics (a failed or diverged job has no final_acc: nothing is logged)
-SUMMARY_METRICS = ("final_acc", "final_ema_acc", "final_subopt", "wall_time_s", "rounds_completed")
+SUMMARY_METRICS = ("final_acc", "final_ema_acc", "final_subopt", "final_val_ema_acc", "wall_time_s", "rounds_completed")
 # job status -> MLflow run status (the exact one is the run's `fedbench.status` tag)
 RUN_STATUS = {FINISHED: "FINISHED", STOPPED: "KILLED"}
 

@@ -21,9 +21,13 @@ from benchmark.fl.pairing import model_problems
 from benchmark.fl.spec import MethodSpec
 from benchmark.params import identity_dump, pydantic_problems
 from benchmark.suggest import allowed_names
+from benchmark.suite.extends import withhold_changed_rows
+from benchmark.suite.fields import has_field
 from benchmark.suite.load import load_suite
-from benchmark.suite.overrides import Overrides
+from benchmark.suite.merge import deep_merge, merge_local
+from benchmark.suite.overrides import Overrides, Setting
 from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, MethodOverride, Settings, Suite
+from benchmark.suite.selection import label_names, matches_no_job
 
 
 @dataclass(frozen=True)
@@ -47,23 +51,6 @@ class Job:
     def dataset_label(self) -> str:
         d = self.config.dataset
         return d.label or d.name
-
-
-def deep_merge(base: dict, over: dict) -> dict:
-    out = copy.deepcopy(base)
-    for k, v in over.items():
-        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
-    return out
-
-
-def merge_local(base: dict, over: dict) -> dict:
-    """Local-training settings `over` laid over `base`; giving one budget (epochs or steps)
-    drops the other, so a table's `steps: 70` replaces the default `epochs: 5`."""
-    out = deep_merge(base, over)
-    for budget, other in (("steps", "epochs"), ("epochs", "steps")):
-        if over.get(budget) is not None and other not in over:
-            out[other] = None
-    return out
 
 
 def canonical_json(obj) -> str:
@@ -194,40 +181,51 @@ def _check_names(suite: Suite, settings: list[Settings | None], problems: list) 
             problems.append((where, f"unknown model {s.model.name!r}; " + allowed_names(s.model.name, known_models())))
 
 
-def _located(found: list[tuple[str, str]], s_point: dict, overrides: Overrides) -> list[tuple[str, str]]:
+def _source(applied: list[Setting], path: str) -> str | None:
+    """The command-line setting an error at `path` (a job-config path) comes from, as the user typed it."""
+    for s in applied:
+        if path == s.path or path.startswith(s.path + ".") or s.path.startswith(path + "."):
+            return s.flag
+    return None
+
+
+def _located(found: list[tuple[str, str]], s_point: dict, applied: list[Setting]) -> list[tuple[str, str]]:
     """Job-config problems placed at the flag or grid point they come from; the path is said once."""
     placed = []
     for path, message in found:
-        source = overrides.source(path)
+        source = _source(applied, path)
         placed.append(
-            (source, message) if source == f"--set {path}" else (source or f"grid ({s_point})", f"{path}: {message}")
+            (source, message)
+            if source and source.endswith(path)
+            else (source or f"grid ({s_point})", f"{path}: {message}")
         )
     return placed
 
 
-def _job_config(raw: dict, s_point: dict, overrides: Overrides, file: str) -> JobConfig:
-    """Apply a suite-grid point, then the command-line overrides, and validate the job."""
-    method_keys = {k.removeprefix("method.") for k in [*s_point, *overrides.values] if k.startswith("method.")}
+def _job_config(raw: dict, s_point: dict, applied: list[Setting], file: str) -> JobConfig:
+    """Apply a suite-grid point, then the command-line settings that reach this job, and validate it."""
+    settings = [(key, value, f"grid.{key}") for key, value in s_point.items()]
+    settings += [(s.path, s.value, s.flag) for s in applied]
+    keys = [key for key, _, _ in settings]
+    method_keys = {k.removeprefix("method.") for k in keys if k.startswith("method.")}
     if method_keys:  # set on the flat form, then validated again as a whole
         raw["method"] = raw["method"].model_dump(mode="json")
-    for key, value in [*s_point.items(), *overrides.values.items()]:
+    for key, value, where in settings:
         try:
             set_path(raw, key, value)
         except KeyError as err:
-            raise SuiteError(
-                file, [(overrides.source(key) if key in overrides.values else f"grid.{key}", err.args[0])]
-            ) from None
+            raise SuiteError(file, [(where, err.args[0])]) from None
     try:
         if method_keys:
             raw["method"] = resolve_method(raw["method"], "method", method_keys)
         config = JobConfig(**raw)
     except (ValidationError, MethodProblems) as err:
         found = err.problems if isinstance(err, MethodProblems) else pydantic_problems(err, model=JobConfig)
-        raise SuiteError(file, _located(found, s_point, overrides)) from None
-    if any(k.startswith("dataset.") for k in [*s_point, *overrides.values]):  # as _check_names does for the YAML
+        raise SuiteError(file, _located(found, s_point, applied)) from None
+    if any(k.startswith("dataset.") for k in keys):  # as _check_names does for the YAML
         from benchmark.data.source import DATASETS
 
-        name, where = config.dataset.name, overrides.source("dataset.name") or f"grid ({s_point})"
+        name, where = config.dataset.name, _source(applied, "dataset.name") or f"grid ({s_point})"
         if name not in DATASETS:
             raise SuiteError(file, [(where, f"unknown dataset {name!r}; " + allowed_names(name, DATASETS.names()))])
         params = DATASETS.get(name).params
@@ -235,7 +233,7 @@ def _job_config(raw: dict, s_point: dict, overrides: Overrides, file: str) -> Jo
             params(**config.dataset.params)
         except ValidationError as err:
             found = pydantic_problems(err, "dataset.params", params)
-            raise SuiteError(file, _located(found, s_point, overrides)) from None
+            raise SuiteError(file, _located(found, s_point, applied)) from None
     return config
 
 
@@ -248,21 +246,38 @@ def _check_model_traits(config: JobConfig, m_index: int, d_index: int, file: str
         raise SuiteError(file, [(p, f"{m} (the model of datasets[{d_index}])") for p, m in problems])
 
 
-def expand(suite: Suite, file: str = "<suite>", overrides: Overrides | None = None) -> list[Job]:
-    overrides = overrides or Overrides()
-    problems: list[tuple[str, str]] = []
-    methods = _methods(suite, problems)
-    settings = [_settings_for(suite, i, problems) for i in range(len(suite.datasets))]
-    _check_names(suite, settings, problems)
-    _check_overrides(suite, methods, problems)
-    for key, values in suite.grid.items():
-        if not values:
-            problems.append((f"grid.{key}", "a grid needs at least one value"))
-    if problems:
-        raise SuiteError(file, problems)
+@dataclass
+class _Candidate:
+    """A job before the command-line settings: what `--only` and `--set NAME:` select."""
 
-    jobs: list[Job] = []
-    seen: set[str] = set()
+    raw: dict
+    m_point: dict
+    s_point: dict
+    d_index: int
+    m_index: int
+
+    @property
+    def labels(self) -> tuple[str, str]:
+        return self.raw["method"].label, self.raw["dataset"].get("label") or self.raw["dataset"]["name"]
+
+    @property
+    def names(self) -> set[str]:
+        return label_names(*self.labels)
+
+    def reached_by(self, setting: Setting) -> bool:
+        in_scope = setting.scope is None or setting.scope.lower() in self.names
+        return in_scope and has_field(self.raw, setting.path)
+
+    def job(self, applied: list[Setting], file: str) -> Job:
+        if any(k.startswith("method.") for k in [*self.s_point, *(s.path for s in applied)]):
+            self.raw["method"] = copy.deepcopy(self.raw["method"])  # shared by the variant's other jobs
+        config = _job_config(self.raw, self.s_point, applied, file)
+        _check_model_traits(config, self.m_index, self.d_index, file)
+        point = {**self.s_point, **{s.path: s.value for s in applied}}
+        return Job(job_id(config), config, {**self.m_point, **point}, self.d_index, suite_point=point)
+
+
+def _candidates(suite: Suite, methods, settings, seeds, file: str):
     for d_index, (entry, base) in enumerate(zip(suite.datasets, settings)):
         metrics = list(dict.fromkeys(base.metrics + (entry.reference.metrics if entry.reference else [])))
         for m_index, (method, method_grid) in enumerate(methods):
@@ -278,21 +293,96 @@ def expand(suite: Suite, file: str = "<suite>", overrides: Overrides | None = No
                     msg = err.args[0] if isinstance(err, KeyError) else "; ".join(m for _, m in err.problems)
                     raise SuiteError(file, [(f"methods[{m_index}].grid", f"{m_point}: {msg}")]) from None
                 for s_point in _grid_points(suite.grid):
-                    for seed in overrides.seeds or base.seeds:
+                    for seed in seeds or base.seeds:
                         raw = base.model_dump(exclude={"seeds"})
                         raw["local"] = merge_local(raw["local"], over.local)
                         dataset = entry.model_dump(exclude=SETTINGS_FIELDS | {"method_overrides"})
                         raw.update(dataset=dataset, method=variant, seed=seed, metrics=metrics)
-                        config = _job_config(raw, s_point, overrides, file)
-                        _check_model_traits(config, m_index, d_index, file)
-                        point = {**s_point, **overrides.values}
-                        job = Job(job_id(config), config, {**m_point, **point}, d_index, suite_point=point)
-                        if job.id not in seen:
-                            seen.add(job.id)
-                            jobs.append(job)
+                        yield _Candidate(raw, m_point, s_point, d_index, m_index)
+
+
+def _reaching_none(setting: Setting, kept: list[_Candidate], file: str) -> SuiteError:
+    """A setting no selected job has: the error of applying it to a job in its scope (one whose
+    fields hold a close match, when one does), plus the methods that lack it."""
+    scoped = [c for c in kept if setting.scope is None or setting.scope.lower() in c.names]
+    if not scoped:
+        labels = {label for c in kept for label in c.labels}
+        return SuiteError(
+            file,
+            [(setting.flag, f"{setting.scope!r} matches no selected job; " + allowed_names(setting.scope, labels))],
+        )
+    lacking = [(setting.flag, f"no selected job has {setting.path} (methods without it: {_methods_of(scoped)})")]
+    errors = []
+    for c in {c.labels: c for c in scoped}.values():  # one job per method and dataset
+        try:
+            c.job([setting], file)
+        except SuiteError as err:
+            errors.append(err.problems)
+    errors.sort(key=lambda problems: not any("did you mean" in m for _, m in problems))
+    return SuiteError(file, [*(errors[0] if errors else []), *lacking])
+
+
+def _methods_of(candidates: list[_Candidate]) -> str:
+    return ", ".join(sorted({c.labels[0] for c in candidates}))
+
+
+def expand(
+    suite: Suite, file: str = "<suite>", overrides: Overrides | None = None, only: tuple[str, ...] = ()
+) -> list[Job]:
+    """The suite's jobs; `only`: the names `--only` keeps (selected before the command-line settings
+    are applied, each to the selected jobs whose config has its field)."""
+    overrides = overrides or Overrides()
+    problems: list[tuple[str, str]] = []
+    methods = _methods(suite, problems)
+    settings = [_settings_for(suite, i, problems) for i in range(len(suite.datasets))]
+    _check_names(suite, settings, problems)
+    _check_overrides(suite, methods, problems)
+    for key, values in suite.grid.items():
+        if not values:
+            problems.append((f"grid.{key}", "a grid needs at least one value"))
+    if problems:
+        raise SuiteError(file, problems)
+
+    candidates = list(_candidates(suite, methods, settings, overrides.seeds, file))
+    wanted = {name.lower() for name in only}
+    by_label = {name for name in wanted if any(name in c.names for c in candidates)}
+    maybe_ids = wanted - by_label  # a job's id is known once its settings are applied
+    order = sorted(overrides.settings, key=lambda s: s.scope is not None)  # a scoped setting wins
+    jobs: list[Job] = []
+    kept: list[_Candidate] = []
+    seen: set[str] = set()
+    used: set[int] = set()  # which settings reached a kept job
+    found_ids: set[str] = set()
+    for c in candidates:
+        picked = not wanted or bool(c.names & by_label)
+        if not picked and not maybe_ids:
+            continue
+        reaching = [i for i, s in enumerate(order) if c.reached_by(s)]
+        job = c.job([order[i] for i in reaching], file)
+        if not picked and job.id not in maybe_ids:
+            continue
+        if not picked:
+            found_ids.add(job.id)
+        kept.append(c)
+        used.update(reaching)
+        if job.id not in seen:
+            seen.add(job.id)
+            jobs.append(job)
+    for name in only:
+        if name.lower() not in by_label | found_ids:
+            raise matches_no_job("--only", name, sorted({label for c in candidates for label in c.labels}))
+    for i, setting in enumerate(order):
+        if i not in used:
+            raise _reaching_none(setting, kept, file)
     return jobs
 
 
-def load_jobs(path: str | Path, overrides: Overrides | None = None) -> tuple[Suite, list[Job]]:
+def load_jobs(
+    path: str | Path, overrides: Overrides | None = None, only: tuple[str, ...] = ()
+) -> tuple[Suite, list[Job]]:
     suite = load_suite(path)
-    return suite, expand(suite, str(path), overrides)
+    if suite.extends:  # the parent's reference rows whose jobs changed are withheld
+        parent = load_suite(suite.extends)
+        jobs = expand(suite, str(path))
+        suite = withhold_changed_rows(suite, jobs, parent, expand(parent, suite.extends))
+    return suite, expand(suite, str(path), overrides, only)

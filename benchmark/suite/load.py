@@ -10,6 +10,9 @@ from pydantic import ValidationError
 
 from benchmark.errors import SuiteError, UserError
 from benchmark.params import pydantic_problems
+from benchmark.plugins import import_suite_plugins
+from benchmark.registry import load_installed
+from benchmark.suite.extends import merge_suites
 from benchmark.suite.schema import Suite
 
 
@@ -37,11 +40,31 @@ def read_yaml(path: Path) -> object:
         raise SuiteError(str(path), [("", f"not valid YAML: {where}{getattr(err, 'problem', err)}")]) from None
 
 
-def load_suite(path: str | Path) -> Suite:
-    path = Path(path)
+def read_suite(path: Path, seen: tuple[Path, ...] = ()) -> dict:
+    """The suite's mapping; one that `extends:` another is merged over it (suite/extends.py), and its
+    `extends` becomes the parent's path as given from here."""
     raw = read_yaml(path)
     if not isinstance(raw, dict):
         raise SuiteError(str(path), [("", "a suite is a YAML mapping with name, datasets and methods")])
+    parent = raw.get("extends")
+    if parent is None:
+        return raw
+    if not isinstance(parent, str):
+        raise SuiteError(str(path), [("extends", "expected the path of a suite file, relative to this one")])
+    parent_path = path.parent / parent
+    if parent_path.resolve() in seen:
+        raise SuiteError(str(path), [("extends", f"{parent}: suites that extend each other in a circle")])
+    if not parent_path.is_file():
+        raise SuiteError(str(path), [("extends", str(missing_suite(parent_path)))])
+    merged = merge_suites(read_suite(parent_path, (*seen, path.resolve())), raw, str(path))
+    return {**merged, "extends": str(parent_path)}
+
+
+def load_suite(path: str | Path) -> Suite:
+    path = Path(path)
+    raw = read_suite(path)
+    load_installed()  # fedbench's own names and the installed plugins' first, so a clash names the suite's plugin
+    import_suite_plugins(raw, str(path))  # then the suite is validated against what they register
     try:
         return Suite(**raw)
     except ValidationError as err:

@@ -1,36 +1,59 @@
-"""Command-line overrides of a suite (`--set PATH=VALUE`, `--seeds`, `--rounds`): applied to
-every job exactly like a one-valued suite grid, so they are validated with the same YAML-path
-errors, change the job ids, and show in the tables' row labels (a number measured with a
-setting other than the suite's says so)."""
+"""Command-line overrides of a suite (`--set [NAME:]PATH=VALUE`, `--seeds`, `--rounds`): applied
+like a one-valued suite grid, so they are validated with the same YAML-path errors, change the job
+ids, and show in the tables' row labels (a number measured with a setting other than the suite's
+says so). A setting reaches only the jobs whose config has its field (a method's parameter reaches
+the methods that have it); `NAME:` limits it further to the jobs `--only NAME` would select."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass
 
 import yaml
 
 from benchmark.errors import UserError
 
+# PATH=VALUE, else NAME:PATH=VALUE. A name may hold '=' (FedACG[lam=0.7]) but no ':'; a value may hold either.
+SETTING = re.compile(r"(?P<path>[A-Za-z_][\w.]*)=(?P<value>.*)", flags=re.S)
+SCOPED_SETTING = re.compile(r"(?P<scope>[^:]+):(?P<path>[A-Za-z_][\w.]*)=(?P<value>.*)", flags=re.S)
+
+
+@dataclass(frozen=True)
+class Setting:
+    path: str  # dotted job-config path, as in a suite grid
+    value: object
+    scope: str | None = None  # the job / method / dataset name it is limited to (as --only matches)
+    flag: str = ""  # how the user typed it, for errors
+
+    def __post_init__(self):
+        if not self.flag:
+            object.__setattr__(self, "flag", f"--set {self.scope + ':' if self.scope else ''}{self.path}")
+
 
 @dataclass(frozen=True)
 class Overrides:
-    values: dict = field(default_factory=dict)  # dotted job-config path -> value
+    settings: tuple[Setting, ...] = ()
     seeds: tuple[int, ...] | None = None
 
     @classmethod
     def parse(cls, sets: tuple[str, ...] = (), seeds: str | None = None, rounds: int | None = None) -> Overrides:
-        values = {}
+        settings = []
         for item in sets:
-            path, eq, text = item.partition("=")
-            if not eq or not path.strip():
-                raise UserError(f"--set {item!r}: expected PATH=VALUE, e.g. --set local.lr=0.05")
+            match = SETTING.fullmatch(item.strip()) or SCOPED_SETTING.fullmatch(item.strip())
+            if not match:
+                raise UserError(
+                    f"--set {item!r}: expected PATH=VALUE or METHOD:PATH=VALUE, e.g. --set local.lr=0.05 "
+                    "or --set FedACG:method.server.lam=0.9"
+                )
             try:
-                values[path.strip()] = yaml.safe_load(text)
+                value = yaml.safe_load(match["value"])
             except yaml.YAMLError:
                 raise UserError(f"--set {item!r}: the value is not valid YAML") from None
+            settings.append(Setting(match["path"], value, match.groupdict().get("scope")))
         if rounds is not None:
-            values["rounds"] = rounds
-        seed_list = values.pop("seeds", None)
+            settings.append(Setting("rounds", rounds, flag="--rounds"))
+        seed_list = next((s.value for s in settings if s.path == "seeds" and s.scope is None), None)
+        settings = [s for s in settings if s.path != "seeds"]
         if seeds is not None:
             try:
                 seed_list = [int(s) for s in seeds.split(",") if s.strip()]
@@ -40,11 +63,9 @@ class Overrides:
             not isinstance(seed_list, list) or not seed_list or not all(isinstance(s, int) for s in seed_list)
         ):
             raise UserError(f"seeds override {seed_list!r}: expected a non-empty list of integers")
-        return cls(values, tuple(seed_list) if seed_list is not None else None)
+        return cls(tuple(settings), tuple(seed_list) if seed_list is not None else None)
 
-    def source(self, path: str) -> str | None:
-        """The override an error at `path` (a job-config path) comes from, as the user typed it."""
-        for key in self.values:
-            if path == key or path.startswith(key + ".") or key.startswith(path + "."):
-                return f"--set {key}" if key != "rounds" else "--rounds"
-        return None
+    @property
+    def values(self) -> dict:
+        """Path -> value of the settings for every job (for a job, see expand's scoped application)."""
+        return {s.path: s.value for s in self.settings if s.scope is None}

@@ -99,6 +99,20 @@ class AugmentConfig(Strict):
     rotate_degrees: float = Field(0.0, ge=0, description="random rotation in ±degrees (FedACG code: 10)")
 
 
+class SelectConfig(Strict):
+    """What a grid's setting is selected on: the test set the table reports (the papers' protocol),
+    or a validation split held out of each client's training data (engine/holdout.py)."""
+
+    on: Literal["test", "validation"] = "test"
+    holdout: float = Field(0.1, gt=0, lt=1, description="validation: the fraction of each client's data held out")
+
+    @model_validator(mode="after")
+    def _holdout_needs_validation(self):
+        if self.on == "test" and "holdout" in self.model_fields_set:
+            raise ValueError("select.holdout applies to `on: validation`; on the test set nothing is held out")
+        return self
+
+
 class ModelConfig(Strict):
     name: str = "logistic"
     init: Literal["default", "zeros", "normal"] = Field(
@@ -140,6 +154,11 @@ class Reference(Strict):
     contradicted: list[Contradicted] = Field(default_factory=list)
     stated: dict[str, dict[str, Any]] = Field(default_factory=dict)
     chosen: list[Chosen] = Field(default_factory=list)
+    withheld: dict[str, str] = Field(
+        default_factory=dict,
+        exclude_if=lambda v: not v,
+        description="row -> why its numbers are not shown: a suite extending this one changed their settings",
+    )
 
     @field_validator("metrics")
     @classmethod
@@ -208,6 +227,11 @@ class JobSettings(Strict):
         False,
         identity=Identity.NEVER,
         description="torch.compile the model's forward and backward (CUDA: with CUDA graphs); sequential execution only",
+    )
+    select: SelectConfig = declared(
+        default_factory=SelectConfig,
+        identity=Identity.UNLESS_DEFAULT,  # test-selected jobs (the default) keep their ids
+        description="on: validation holds out `holdout` of each client's training data and selects grids on it",
     )
     suboptimality: bool = declared(
         False,
@@ -281,8 +305,8 @@ class DatasetEntry(Strict):
 
 
 # A dataset entry's copy of a setting is null in every job (expand merges it into the setting) and
-# hashed as null, as since job ids began; the copy of `compile`, added later, is left out instead.
-COPY_IDENTITY = {"compile": Identity.NEVER}
+# hashed as null, as since job ids began; the copies of `compile` and `select`, added later, are left out instead.
+COPY_IDENTITY = {"compile": Identity.NEVER, "select": Identity.NEVER}
 
 
 def _override(name: str, annotation):
@@ -303,6 +327,10 @@ DatasetEntry = create_model(
 class Suite(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="results/<name>/ and the MLflow experiment")
     description: str = ""
+    extends: str | None = Field(None, description="the suite this one extends (suite/extends.py), relative to it")
+    plugins: list[str] = Field(
+        default_factory=list, description="modules on PYTHONPATH imported before validation (benchmark/plugins.py)"
+    )
     defaults: Settings = Field(default_factory=Settings)
     datasets: list[DatasetEntry] = Field(min_length=1)
     methods: list[MethodEntry] = Field(min_length=1)

@@ -52,6 +52,9 @@ JOB_FIELDS = {
     "vmap_chunk": N,
     "compile": N,
     "suboptimality": D,
+    "select": D,  # test-selected jobs (the default) keep their ids
+    "select.on": A,
+    "select.holdout": A,
     "dataset": A,
     "dataset.name": A,
     "dataset.params": A,
@@ -81,6 +84,7 @@ JOB_FIELDS = {
         ).split()
     },
     "dataset.compile": N,
+    "dataset.select": N,
     "method": A,
     "method.label": N,
     **{f"method.{part}{field}": A for part in ("server", "client", "uplink", "downlink") for field in ("", ".name")},

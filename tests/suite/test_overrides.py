@@ -8,8 +8,9 @@ from fedtest import tiny_suite, write_suite
 from benchmark.cli import main
 from benchmark.cli_options import load_selected
 from benchmark.errors import UserError
-from benchmark.suite.expand import load_jobs
+from benchmark.suite.expand import expand, load_jobs
 from benchmark.suite.overrides import Overrides
+from benchmark.suite.schema import Suite
 
 
 def test_set_gives_the_jobs_of_the_edited_yaml_and_says_so_in_the_label(tmp_path):
@@ -91,3 +92,102 @@ def test_unknown_suite_fields_list_the_allowed_names(tmp_path, capsys):
     assert main(["plan", str(write_suite(tmp_path, suite))]) == 2
     err = capsys.readouterr().err
     assert "datasets[0].split.kindd" in err and "did you mean 'kind'" in err and "allowed: alpha, kind" in err
+
+
+def _ids(jobs) -> dict[str, str]:
+    return {j.method_label: j.id for j in jobs}
+
+
+def test_set_reaches_only_the_methods_that_have_the_field(tmp_path):
+    path = write_suite(tmp_path, tiny_suite(methods=["fedavg", "fedprox", "fedacg"]))
+    plain = _ids(load_jobs(path)[1])
+    jobs = load_selected(path, sets=("method.server.lam=0.9",))[1]
+    by_label = {j.method_label: j for j in jobs}
+    assert by_label["FedACG"].config.method.param("server.lam") == 0.9
+    assert by_label["FedACG"].suite_point == {"method.server.lam": 0.9}
+    # the others are the suite's own jobs: same ids, no override in their row labels
+    assert _ids(jobs)["FedAvg"] == plain["FedAvg"] and _ids(jobs)["FedProx"] == plain["FedProx"]
+    assert by_label["FedAvg"].setting_label == "FedAvg"
+    # a client term's parameter reaches FedProx and FedACG (both have prox), not FedAvg
+    mu = {j.method_label: j for j in load_selected(path, sets=("method.client.prox.mu=0.5",))[1]}
+    assert [t.params.mu for t in mu["FedProx"].config.method.client] == [0.5]
+    assert mu["FedAvg"].id == plain["FedAvg"]
+
+
+def test_only_selects_before_the_overrides_are_validated(tmp_path, capsys):
+    path = write_suite(tmp_path, tiny_suite(methods=["fedavg", "fedavgm", "fedacg"]))
+    assert main(["plan", str(path), "--only", "FedAvg", "--set", "method.server.lam=0.9"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown parameter 'lam'" in err and "methods without it: FedAvg)" in err, err
+    # selected together with a method that has it, the same override is fine
+    assert len(load_selected(path, only=("FedAvg", "FedACG"), sets=("method.server.lam=0.9",))[1]) == 2
+
+
+def test_a_field_no_job_has_suggests_the_closest_of_any_method(tmp_path, capsys):
+    path = write_suite(tmp_path, tiny_suite(methods=["fedavg", "fedacg"]))  # FedAvg first: its server has no λ
+    assert main(["plan", str(path), "--set", "method.server.lamm=0.9"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean 'lam'" in err and "methods without it: FedACG, FedAvg" in err, err
+
+
+def test_scoped_set_matches_labels_as_only_does_and_wins_over_the_unscoped(tmp_path, capsys):
+    grid = {"preset": "fedacg", "grid": {"server.lam": [0.8, 0.9]}}
+    path = write_suite(tmp_path, tiny_suite(methods=["fedprox", grid]))
+    jobs = load_selected(path, sets=("method.client.prox.mu=0.2", "FedACG[lam=0.8]:method.client.prox.mu=0.3"))[1]
+    mu = {j.method_label: j.config.method.client[-1].params.mu for j in jobs}
+    assert mu == {"FedProx": 0.2, "FedACG[lam=0.8]": 0.3, "FedACG[lam=0.9]": 0.2}
+    scoped = load_selected(path, sets=("fedacg:method.client.prox.mu=0.5",))[1]  # the label without its grid
+    assert {j.method_label: j.config.method.client[-1].params.mu for j in scoped} == {
+        "FedProx": 0.001,  # the preset default, untouched
+        "FedACG[lam=0.8]": 0.5,
+        "FedACG[lam=0.9]": 0.5,
+    }
+    assert main(["plan", str(path), "--set", "FedProxx:method.client.prox.mu=0.1"]) == 2
+    err = capsys.readouterr().err
+    assert "'FedProxx' matches no selected job" in err and "did you mean 'FedProx'" in err, err
+    assert main(["plan", str(path), "--set", "FedProx:method.server.lam=0.5"]) == 2
+    assert "methods without it: FedProx)" in capsys.readouterr().err
+
+
+def test_values_may_hold_colons_and_equals_signs():
+    over = Overrides.parse(("dataset.label=a:b=c", "FedACG[lam=0.7]:local.lr=0.2"))
+    assert [(s.scope, s.path, s.value) for s in over.settings] == [
+        (None, "dataset.label", "a:b=c"),
+        ("FedACG[lam=0.7]", "local.lr", 0.2),
+    ]
+
+
+@pytest.mark.parametrize(
+    "path, present",
+    [
+        ("local.lr", True),
+        ("local.lrr", False),
+        ("participation.pool.size", True),
+        ("model.params.norm", True),  # a model's params are free-form
+        ("dataset.params.num_users", True),
+        ("dataset.params.num_user", False),
+        ("method.server.lam", False),  # FedProx's server rule is the average
+        ("method.server.global_lr", True),
+        ("method.client.prox.mu", True),
+        ("method.client.0.mu", True),
+        ("method.client.mlb.mu", False),
+        ("method.uplink.codec", True),
+    ],
+)
+def test_has_field_follows_the_jobs_own_schema(path, present):
+    from benchmark.suite.fields import has_field
+
+    job = expand(Suite(**tiny_suite(methods=["fedprox"])))[0]
+    assert has_field(job.config.model_dump(mode="json"), path) is present
+
+
+def test_the_issues_checks_on_the_quickstart(capsys):
+    from fedtest import REPO
+
+    quickstart = REPO / "suites" / "quickstart.yaml"
+    plain = _ids(load_jobs(quickstart)[1])
+    jobs = load_selected(quickstart, sets=("method.server.lam=0.9",))[1]
+    assert [getattr(j.config.method.server.params, "lam", None) for j in jobs] == [None, None, None, 0.9]
+    assert {m: i for m, i in _ids(jobs).items() if m != "FedACG"} == {m: i for m, i in plain.items() if m != "FedACG"}
+    assert main(["plan", str(quickstart), "--set", "method.server.lamm=0.9"]) == 2
+    assert "did you mean 'lam'" in capsys.readouterr().err
