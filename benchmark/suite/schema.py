@@ -108,12 +108,17 @@ class Contradicted(Strict):
 
 
 class Chosen(Strict):
-    """A setting the suite chose where the paper is silent."""
+    """A setting the paper does not state outright: what the suite runs, why, and on what footing."""
 
     setting: str = Field(description="dotted job-config path, e.g. local.clip_norm")
     value: Any
-    reason: str
+    reason: str = Field(description="why this value, and where it comes from (authors' code, a default, a measurement)")
     method: str | None = Field(None, description="the method label it applies to; None: every method")
+    status: Literal["chosen", "assumed", "not reproducible"] = Field(
+        "chosen",
+        description="chosen: the paper is silent or gives a set; assumed: our reading of an ambiguous or lost "
+        "passage; not reproducible: the suite cannot run what the paper did",
+    )
 
 
 class Reference(Strict):
@@ -129,6 +134,7 @@ class Reference(Strict):
     rows: dict[str, list[float | int | str | None]]
     contradicted: list[Contradicted] = Field(default_factory=list)
     stated: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    stated_where: str = Field("", description="the paper's table and lines the stated settings are read from")
     chosen: list[Chosen] = Field(default_factory=list)
 
     @field_validator("metrics")
