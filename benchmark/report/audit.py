@@ -50,7 +50,17 @@ def off_paper(suite: Suite, jobs: list[Job]) -> dict[tuple[int, str], str]:
     return {key: "; ".join(items) for key, items in off.items()}
 
 
-def job_value(job: Job, path: str):
+class SettingsCache(dict):
+    """job id -> settings_of(job), for one audit: a figure suite has tens of thousands of jobs,
+    each read for many paths."""
+
+    def of(self, job: Job) -> dict[str, object]:
+        if job.id not in self:
+            self[job.id] = settings_of(job)
+        return self[job.id]
+
+
+def job_value(job: Job, path: str, cache: SettingsCache | None = None):
     """The value a job runs for a dotted setting path (derived ones computed)."""
     c = job.config
     if path == "local.iterations":
@@ -59,7 +69,7 @@ def job_value(job: Job, path: str):
         p = c.participation
         base = p.pool.size if p.pool and p.relative_to == "pool" else c.num_clients
         return round(p.rate * base, 6) if p.mode == "bernoulli" else clients_per_round(p.rate, base)
-    return settings_of(job).get(path, IMPLICIT.get(path))
+    return (SettingsCache() if cache is None else cache).of(job).get(path, IMPLICIT.get(path))
 
 
 def settings_of(job: Job) -> dict[str, object]:
@@ -108,9 +118,12 @@ def _by_method(jobs: list[Job]) -> dict[tuple[int, str], list[Job]]:
     return groups
 
 
-def audit(suite: Suite, jobs: list[Job]) -> list[AuditRow]:
-    """Rows for every audited setting of `jobs` (the suite's jobs after the command line)."""
-    written = _by_method(expand(suite))  # the suite as written: what "swept" and "the suite's value" mean
+def audit(suite: Suite, jobs: list[Job], written: list[Job] | None = None) -> list[AuditRow]:
+    """Rows for every audited setting of `jobs` (the suite's jobs after the command line);
+    `written`: the suite's jobs without command-line overrides, when the caller has them."""
+    # the suite as written: what "swept" and "the suite's value" mean
+    written = _by_method(expand(suite) if written is None else written)
+    cache = SettingsCache()
     rows: list[AuditRow] = []
     for (d_index, label), m_jobs in _by_method(jobs).items():
         ref = suite.datasets[d_index].reference
@@ -118,15 +131,17 @@ def audit(suite: Suite, jobs: list[Job]) -> list[AuditRow]:
             continue
         suite_jobs = written.get((d_index, label), [])
         group = [
-            _row(ref.source, label, path, value, m_jobs, suite_jobs, "stated", ref.stated_where)
+            _row(ref.source, label, path, value, m_jobs, suite_jobs, "stated", ref.stated_where, cache)
             for path, value in {**ref.stated.get("all", {}), **ref.stated.get(label, {})}.items()
         ]
         group += [
-            _row(ref.source, label, c.setting, c.value, m_jobs, suite_jobs, c.status, c.reason)
+            _row(ref.source, label, c.setting, c.value, m_jobs, suite_jobs, c.status, c.reason, cache)
             for c in ref.chosen
             if c.method in (None, label) and c.setting not in NOT_SETTINGS
         ]
-        group += _drift(ref.source, label, m_jobs, suite_jobs, {r.setting for r in group})
+        known = {j.id for j in suite_jobs}  # a job the suite as written has runs exactly its settings
+        drifting = [j for j in m_jobs if j.id not in known]
+        group += _drift(ref.source, label, drifting, suite_jobs, {r.setting for r in group}, cache) if drifting else []
         for row in group:
             row.entry = d_index
         rows += group
@@ -139,16 +154,16 @@ def audit(suite: Suite, jobs: list[Job]) -> list[AuditRow]:
     return rows
 
 
-def _row(source, label, path, value, jobs, suite_jobs, status, reason) -> AuditRow:
+def _row(source, label, path, value, jobs, suite_jobs, status, reason, cache) -> AuditRow:
     relevant = [j for j in jobs if _applies(j, path)]
     if not relevant:
         return AuditRow(source, label, path, status, value, "n/a (not a parameter of this method)", True, reason)
-    runs = list(dict.fromkeys(json.dumps(job_value(j, path)) for j in relevant))
-    swept = list(dict.fromkeys(json.dumps(job_value(j, path)) for j in suite_jobs if _applies(j, path)))
+    runs = list(dict.fromkeys(json.dumps(job_value(j, path, cache)) for j in relevant))
+    swept = list(dict.fromkeys(json.dumps(job_value(j, path, cache)) for j in suite_jobs if _applies(j, path)))
     if len(swept) > 1:  # the suite's own grid sweeps it: any of its values is the suite's
         ok = set(runs) <= set(swept)
         return AuditRow(source, label, path, status, value, "swept: " + ", ".join(runs), ok, reason)
-    ok = all(_same(job_value(j, path), value) for j in relevant)
+    ok = all(_same(job_value(j, path, cache), value) for j in relevant)
     return AuditRow(source, label, path, status, value, ", ".join(runs), ok, reason)
 
 
@@ -160,15 +175,15 @@ def _numeric_first(text: str):
         return (1, 0.0, text)
 
 
-def _drift(source, label, jobs, suite_jobs, checked: set[str]) -> list[AuditRow]:
+def _drift(source, label, jobs, suite_jobs, checked: set[str], cache: SettingsCache) -> list[AuditRow]:
     """Settings no paper line covers that the jobs run differently from the suite as written."""
     suite_values: dict[str, set[str]] = {}
     for j in suite_jobs:
-        for path, value in settings_of(j).items():
+        for path, value in cache.of(j).items():
             suite_values.setdefault(path, set()).add(json.dumps(value))
     runs: dict[str, list[str]] = {}
     for j in jobs:
-        for path, value in settings_of(j).items():
+        for path, value in cache.of(j).items():
             text = json.dumps(value)
             if path not in checked | NOT_AUDITED and text not in suite_values.get(path, ()):
                 runs.setdefault(path, [])

@@ -250,6 +250,13 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
                     + "; ".join(f"{c.row} {c.metric}: {c.reason}" for c in ref.contradicted)
                 )
         notes += [f"{NOT_SCORED} {m}: not scored against the paper, the jobs ran {t}" for m, t in off.items()]
+        notes += [
+            f"assumed, not stated by the paper: {c.setting} = {c.value}"
+            + (f" ({c.method})" if c.method else "")
+            + f" — {c.reason}"
+            for c in (ref.chosen if ref else [])
+            if c.status == "assumed"
+        ]
         table = EntryTable(entry.label or entry.name, slug, title, columns, main_rows, notes)
         if entry_jobs.groupby("method").setting.nunique().max() > 1:
             table.notes.insert(0, rule)

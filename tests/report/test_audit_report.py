@@ -58,3 +58,20 @@ def test_a_setting_no_paper_line_covers_is_named_too(tmp_path):
     table, out = _report(tmp_path, ("local.lr=0.5",))
     assert table.iloc[0]["acc@2 (EMA, %)"] == "40.00 (paper 45.00 ‡)"
     assert "the jobs ran local.lr 0.05 -> 0.5" in (out / "report.md").read_text()
+
+
+def test_an_assumed_setting_is_shown_under_the_table(tmp_path):
+    suite = tiny_suite(methods=["fedavg"])
+    suite["datasets"][0]["reference"] = {
+        "source": "hand-made",
+        "metrics": ["acc@2"],
+        "rows": {"FedAvg": [45.0]},
+        "chosen": [{"setting": "participation.rate", "value": 0.5, "reason": "caption lost", "status": "assumed"}],
+    }
+    path = write_suite(tmp_path, suite)
+    _, jobs = load_jobs(path)
+    for job in jobs:
+        atomic_write_json(JobDir(tmp_path / "results", "tiny", job.id).summary, _summary(40.0))
+    assert main(["report", str(path), "--results-dir", str(tmp_path / "results"), "--no-tracking"]) == 0
+    md = (tmp_path / "results" / "tiny" / "report" / "report.md").read_text()
+    assert "assumed, not stated by the paper: participation.rate = 0.5 — caption lost" in md
