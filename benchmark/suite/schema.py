@@ -121,6 +121,19 @@ class Chosen(Strict):
     )
 
 
+class AuthorsRuns(Strict):
+    """Reference values from the authors' released runs of a FedAc-protocol figure (per dataset
+    entry, i.e. per K): for each method and number of workers M, their best final F(w) − F* over
+    η and that η. Carried in the suite so that a clone without the authors' files reports them."""
+
+    source: str = Field(description="the authors' file the values come from")
+    f_star: float = Field(description="F* the suboptimality is measured from (fedbench's Newton solve)")
+    best: dict[str, dict[int, tuple[float, float]]] = Field(description="method -> M -> (best final F − F*, its η)")
+    not_compared: dict[str, str] = Field(
+        default_factory=dict, description="method -> why its values are shown but never compared"
+    )
+
+
 class Reference(Strict):
     """A paper table's numbers for this dataset entry: row label -> values, one per metric.
 
@@ -136,6 +149,7 @@ class Reference(Strict):
     stated: dict[str, dict[str, Any]] = Field(default_factory=dict)
     stated_where: str = Field("", description="the paper's table and lines the stated settings are read from")
     chosen: list[Chosen] = Field(default_factory=list)
+    authors: AuthorsRuns | None = Field(None, description="the authors' released runs (FedAc figures)")
 
     @field_validator("metrics")
     @classmethod
