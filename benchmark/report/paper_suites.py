@@ -138,6 +138,18 @@ PRESET_REASONS = {  # where a preset default needs more than PRESET_DEFAULT says
     "(docs/methods.md)",
     "+ACG": "the +ACG rows state no λ/β: FedACG's own (preset default, docs/methods.md)",
 }
+# Which version of a paper a table's numbers are scored against (reference `source:` of FedACG's tables)
+NUMBERS_FROM = {
+    "final": "numbers as printed in the final paper (002)",
+    "iclr_draft": "numbers as printed in the ICLR draft (000), a table the final paper does not carry",
+}
+# Tables whose protocol another paper prints other numbers for (the other side is in ASSUMED)
+ALSO_PRINTED = {
+    f"fedagm.lowpart_1pct_100clients.{name}": "FedACG (002) Table 2's '100 clients' group prints other numbers for "
+    f"what may be this protocol (fedacg.lowpart_1pct.{name}_100clients, assumed there; FedAvg CIFAR-10 acc@1000 "
+    "78.13 there, 64.54 here)"
+    for name in ("cifar10", "cifar100")
+}
 # Settings read from an ambiguous or lost passage: (table id or paper, method or None) -> {path: reason}
 ASSUMED = {
     **{
@@ -456,6 +468,8 @@ def dataset_entry(table: dict, methods: dict[str, dict], row_chosen: list[dict])
             }
         )
     where = f"{table.get('source_table', '')} [{table.get('source_lines', '')}]; paper text {_paper_lines(table)}"
+    where += f"; {NUMBERS_FROM[table['source']]}" if table.get("source") in NUMBERS_FROM else ""
+    where += f"; {ALSO_PRINTED[table['id']]}" if table["id"] in ALSO_PRINTED else ""
     entry["reference"] = {**ref, "stated": said, "stated_where": where, "chosen": chosen}
     return entry
 
@@ -525,11 +539,17 @@ def header(group: str, tables: list[dict], suite: dict) -> str:
     chosen: dict[tuple, list[str]] = {}
     for e in entries:
         for c in e["reference"]["chosen"]:
-            key = (c["setting"], json.dumps(c["value"]), c.get("method"), c["reason"], c.get("status", "chosen"))
-            chosen.setdefault(key, []).append(e["label"])
-    for (setting, value, method, reason, status), where in chosen.items():
-        scope = ", ".join(filter(None, [method, "all tables" if len(where) == len(entries) else ", ".join(where)]))
+            key = (c["setting"], json.dumps(c["value"]), c["reason"], c.get("status", "chosen"))
+            scope = chosen.setdefault(key, {"methods": [], "tables": []})
+            scope["methods"] += [c["method"]] if c.get("method") and c["method"] not in scope["methods"] else []
+            scope["tables"] += [e["label"]] if e["label"] not in scope["tables"] else []
+    for (setting, value, reason, status), found in chosen.items():
+        where = "all tables" if len(found["tables"]) == len(entries) else ", ".join(found["tables"])
+        scope = ", ".join([*found["methods"], where])
         lines.append(f"{status.capitalize()} ({scope}): {setting} = {json.loads(value)} — {reason}")
+    for t in tables:
+        if t["id"] in ALSO_PRINTED:
+            lines.append(f"Other numbers ({t['id']}): {ALSO_PRINTED[t['id']]}")
     for t, e in zip(tables, entries):
         dropped = [m for m in t["metrics"] if not (is_metric(m) or sweep_column(m))]
         if dropped:
