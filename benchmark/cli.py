@@ -56,7 +56,7 @@ def _print_results(suite, jobs, summaries: dict, results_dir: Path) -> None:
     from benchmark.report.fedac_figure import fedac_report
     from benchmark.report.table import result_tables
 
-    rest = fedac_report(out, suite.name, jobs, summaries, results_dir)
+    rest = fedac_report(out, suite, jobs, summaries, results_dir)
     for table in result_tables(suite, rest, summaries, results_dir):
         out.print(table)
 

@@ -72,7 +72,7 @@ def comparison_summary(cells: dict) -> str:
         return ""
     compared = [c for c in shown if not c.not_compared]
     n = len(compared)
-    skipped = sorted({c.method for c in shown if c.not_compared})
+    skipped = sorted({f"{c.method}: {c.not_compared}" for c in shown if c.not_compared})
 
     def share(k: int) -> str:
         return f"{k} of {n} ({100 * k / n:.1f} %)" if n else "0 of 0"
@@ -85,7 +85,7 @@ def comparison_summary(cells: dict) -> str:
     ]
     return (
         f"authors vs fedbench (best final F − F* over η): {n} cells compared"
-        + (f" ({', '.join(skipped)} shown, not compared)" if skipped else "")
+        + (f" (shown, not compared: {'; '.join(skipped)})" if skipped else "")
         + f"; ratio within {CLOSE}x: {share(sum(c.within(CLOSE) for c in compared))}, "
         f"within {FAR}x: {share(sum(c.within(FAR) for c in compared))}; "
         f"authors' value within {CLOSE}x of fedbench's seed mean or inside its seed range: "

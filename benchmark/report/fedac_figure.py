@@ -80,8 +80,12 @@ def _fate(summary: dict | None) -> tuple[float | None, str]:
     return None, "diverged" if status in ("finished", "diverged") else status
 
 
-def collect(jobs: list[Job], summaries: dict[str, dict]) -> dict[tuple[str, int, int], Cell]:
-    """(method, M, K) -> Cell, over the FedAc-protocol jobs; an η's seeds are averaged."""
+def collect(
+    jobs: list[Job], summaries: dict[str, dict], unscored: dict[tuple[int, str], str] | None = None
+) -> dict[tuple[str, int, int], Cell]:
+    """(method, M, K) -> Cell, over the FedAc-protocol jobs; an η's seeds are averaged. `unscored`
+    (audit.off_paper): (entry, method) -> the settings run other than the suite's; such a cell's
+    authors' value is shown, not compared."""
     cells: dict[tuple[str, int, int], Cell] = defaultdict(Cell)
     for job in jobs:
         if not is_fedac_protocol(job):
@@ -91,7 +95,8 @@ def collect(jobs: list[Job], summaries: dict[str, dict]) -> dict[tuple[str, int,
         authors = c.dataset.reference.authors if c.dataset.reference else None
         if authors and cell.authors is None:
             cell.authors = authors.best.get(job.method_label, {}).get(c.num_clients)
-            cell.not_compared = authors.not_compared.get(job.method_label, "")
+            off = (unscored or {}).get((job.dataset_index, job.method_label), "")
+            cell.not_compared = authors.not_compared.get(job.method_label, "") or (off and f"ran {off}")
         lr = c.local.lr
         if lr not in cell.jobs:
             cell.lrs.append(lr)
@@ -254,13 +259,16 @@ def lost_summary(cells: dict[tuple[str, int, int], Cell]) -> str:
     )
 
 
-def fedac_report(console, suite_name: str, jobs: list[Job], summaries: dict[str, dict], results_dir: Path) -> list[Job]:
+def fedac_report(console, suite, jobs: list[Job], summaries: dict[str, dict], results_dir: Path) -> list[Job]:
     """Print the FedAc tables and write the figure for the suite's FedAc-protocol jobs (if any);
     returns the other jobs, for the ordinary tables."""
+    from benchmark.report.audit import off_paper
+
+    suite_name = suite.name
     ours = [j for j in jobs if is_fedac_protocol(j)]
     if not ours:
         return jobs
-    cells = collect(ours, summaries)
+    cells = collect(ours, summaries, off_paper(suite, ours))
     for table in fedac_tables(cells):
         console.print(table)
     console.print(fedac_note(cells))

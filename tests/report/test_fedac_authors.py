@@ -21,6 +21,7 @@ from benchmark.report.fedac_compare import comparison_summary, comparisons
 from benchmark.report.fedac_figure import Cell
 from benchmark.report.paper_settings import GenerationError
 from benchmark.suite.expand import load_jobs
+from benchmark.suite.overrides import Overrides
 from benchmark.suite.schema import Suite
 
 HEADER = "runid,dataset,alg,lambd,eta,M,K,T,local_batch,seed,record_intvl,final_loss,best_loss\n"
@@ -86,7 +87,7 @@ def test_the_comparison_and_its_summary_are_hand_computed():
     assert by_method["FedAc-I"].text == "1.10e+00 [1.00e+00, 1.20e+00] vs 2.00e+00 (0.05 ^): x1.82"
     assert by_method["FedAc-II"].text.endswith(": not compared")
     assert comparison_summary(cells) == (
-        "authors vs fedbench (best final F − F* over η): 3 cells compared (FedAc-II shown, not compared); "
+        "authors vs fedbench (best final F − F* over η): 3 cells compared (shown, not compared: FedAc-II: β differs); "
         "ratio within 1.5x: 1 of 3 (33.3 %), within 2.5x: 3 of 3 (100.0 %); authors' value within 1.5x of "
         "fedbench's seed mean or inside its seed range: 2 of 3 (66.7 %); '^' = the authors' best η lies outside "
         "the grid fedbench ran: 1 cells, 1 of them with fedbench's best η at its grid's edge"
@@ -139,3 +140,23 @@ def test_f_star_is_the_minimum_of_the_authors_objective():
     runs = pd.read_csv(REFERENCE / "fedac_authors" / "out_a9a_1e-03_summary.csv")
     fstar = fedac_authors.f_star(1e-3)
     assert fstar < runs.final_loss.min() < fstar + 1e-4
+
+
+def test_a_cell_run_with_another_setting_is_not_compared(tmp_path):
+    raw = shared_suite(["fedavg"], clients=4, lrs=[0.05, 0.2]).model_dump(exclude_none=True)
+    raw["datasets"][0]["reference"] = {
+        "source": "hand-made",
+        "metrics": [],
+        "rows": {},
+        "stated": {"all": {"rounds": 4}},
+        "authors": {"source": "hand-made.csv", "f_star": 0.3, "best": {"FedAvg": {4: [3e-3, 0.2]}}},
+    }
+    path = write_suite(tmp_path, raw)
+    jobs = load_jobs(path, Overrides.parse(rounds=2))[1]
+    fake_results(tmp_path / "results", jobs, [4e-3, 2e-3])
+    args = ["report", str(path), "--results-dir", str(tmp_path / "results"), "--rounds", "2"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "0 cells compared (shown, not compared: FedAvg: ran rounds 4 -> 2)" in " ".join(result.output.split())
+    md = (tmp_path / "results" / "fedac-batched" / "report" / "report.md").read_text()
+    assert "2.00e-03 vs 3.00e-03 (0.2): not compared" in md
