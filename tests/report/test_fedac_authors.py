@@ -94,15 +94,22 @@ def test_the_comparison_and_its_summary_are_hand_computed():
     )
 
 
-def test_report_prints_the_comparison_per_k_and_the_summary(tmp_path):
+def _suite_with_authors(tmp_path, **reference):
+    """FedAvg at M = 4, K = 3, η ∈ {0.05, 0.2}; the authors' value 3e-3 at η 0.2."""
     raw = shared_suite(["fedavg"], clients=4, lrs=[0.05, 0.2]).model_dump(exclude_none=True)
+    authors = {"source": "hand-made.csv", "f_star": 0.3, "best": {"FedAvg": {4: [3e-3, 0.2]}}}
     raw["datasets"][0]["reference"] = {
         "source": "hand-made",
         "metrics": [],
         "rows": {},
-        "authors": {"source": "hand-made.csv", "f_star": 0.3, "best": {"FedAvg": {4: [3e-3, 0.2]}}},
+        "authors": authors,
+        **reference,
     }
-    path = write_suite(tmp_path, raw)
+    return write_suite(tmp_path, raw)
+
+
+def test_report_prints_the_comparison_per_k_and_the_summary(tmp_path):
+    path = _suite_with_authors(tmp_path)
     jobs = load_jobs(path)[1]
     fake_results(tmp_path / "results", jobs, [4e-3, 2e-3])  # best η 0.2: 2e-3; authors 3e-3: ratio 1.5
     result = CliRunner().invoke(cli, ["report", str(path), "--results-dir", str(tmp_path / "results")])
@@ -143,15 +150,7 @@ def test_f_star_is_the_minimum_of_the_authors_objective():
 
 
 def test_a_cell_run_with_another_setting_is_not_compared(tmp_path):
-    raw = shared_suite(["fedavg"], clients=4, lrs=[0.05, 0.2]).model_dump(exclude_none=True)
-    raw["datasets"][0]["reference"] = {
-        "source": "hand-made",
-        "metrics": [],
-        "rows": {},
-        "stated": {"all": {"rounds": 4}},
-        "authors": {"source": "hand-made.csv", "f_star": 0.3, "best": {"FedAvg": {4: [3e-3, 0.2]}}},
-    }
-    path = write_suite(tmp_path, raw)
+    path = _suite_with_authors(tmp_path, stated={"all": {"rounds": 4}})
     jobs = load_jobs(path, Overrides.parse(rounds=2))[1]
     fake_results(tmp_path / "results", jobs, [4e-3, 2e-3])
     args = ["report", str(path), "--results-dir", str(tmp_path / "results"), "--rounds", "2"]
