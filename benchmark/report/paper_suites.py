@@ -138,6 +138,24 @@ PRESET_REASONS = {  # where a preset default needs more than PRESET_DEFAULT says
     "(docs/methods.md)",
     "+ACG": "the +ACG rows state no λ/β: FedACG's own (preset default, docs/methods.md)",
 }
+# FedACG 002:227 gives a set for these and does not report its pick: (method, path) -> (value, reason)
+FEDACG_SETS = {
+    ("FedAvgM", "method.server.beta"): (
+        0.4,
+        "002:227: β ∈ {0.4, 0.6, 0.8}, pick not reported; 0.4, the official code default",
+    ),
+    ("FedCM", "method.client.fedcm.alpha"): (
+        0.1,
+        "002:227: α ∈ {0.1, 0.3, 0.5}, pick not reported; 0.1, FedCM's own CIFAR-10 value (004:644)",
+    ),
+    **{
+        ("FedDyn", path): (
+            0.01,
+            "002:227: α ∈ {0.001, 0.01, 0.1}, pick not reported; 0.01, FedCM's FedDyn value (004:644)",
+        )
+        for path in ("method.server.alpha", "method.client.dyn.alpha")
+    },
+}
 # Which version of a paper a table's numbers are scored against (reference `source:` of FedACG's tables)
 NUMBERS_FROM = {
     "final": "numbers as printed in the final paper (002)",
@@ -349,8 +367,11 @@ def chosen_settings(table: dict, said: dict[str, dict], methods: dict[str, dict]
             acg = methods[label]["server"]["rule"] == "acg"
             decay = 0.995 if acg and s["dataset"] != "tiny_imagenet" else 0.998
             choose("local.lr_decay", decay, f"{DECAY_SET[paper]}; {FEDACG_CODE if acg else BASELINE_CODE}", label)
-        if "FedAvgM" in labels:
+        if "FedAvgM" in labels and paper != "fedacg":
             choose("method.server.beta", 0.4, "paper silent; official code default (ALGORITHMS.md)", "FedAvgM")
+        for (label, path), (value, reason) in (FEDACG_SETS if paper == "fedacg" else {}).items():
+            if label in labels:
+                choose(path, value, reason, label)
         if "FedACG" in labels:
             choose("method.server.lam", 0.85, "paper: λ ∈ {0.8, 0.85, 0.9}; 0.85 is best in its λ sweep", "FedACG")
             choose(
