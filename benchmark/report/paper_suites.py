@@ -369,6 +369,13 @@ def chosen_settings(table: dict, said: dict[str, dict], methods: dict[str, dict]
             choose("local.lr_decay", decay, f"{DECAY_SET[paper]}; {FEDACG_CODE if acg else BASELINE_CODE}", label)
         if "FedAvgM" in labels and paper != "fedacg":
             choose("method.server.beta", 0.4, "paper silent; official code default (ALGORITHMS.md)", "FedAvgM")
+        if paper == "fedacg" and not leaf:
+            choose(
+                "precision",
+                "fp32",
+                "no paper states it; FedACG's code trains with mixed precision (configs/config.yaml use_amp: True); "
+                "fedbench runs fp32 (precision: fp16 is the closer match, not measured here)",
+            )
         for (label, path), (value, reason) in (FEDACG_SETS if paper == "fedacg" else {}).items():
             if label in labels:
                 choose(path, value, reason, label)
