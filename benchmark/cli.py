@@ -56,7 +56,7 @@ def _print_results(suite, jobs, summaries: dict, results_dir: Path) -> None:
     from benchmark.report.fedac_figure import fedac_report
     from benchmark.report.table import result_tables
 
-    rest = fedac_report(out, suite.name, jobs, summaries, results_dir)
+    rest = fedac_report(out, suite, jobs, summaries, results_dir)
     for table in result_tables(suite, rest, summaries, results_dir):
         out.print(table)
 
@@ -299,17 +299,22 @@ def _print_audit(suite, jobs) -> None:
         raise UserError(f"{suite.name}: no dataset entry has reference.stated / reference.chosen to audit")
     for source in dict.fromkeys(r.source for r in rows):
         table = Table(title=f"{suite.name}: {source} — paper vs suite")
-        for col in ("method", "setting", "paper", "suite runs", "", "chosen where the paper is silent"):
+        for col in ("method", "setting", "status", "paper / suite", "runs", "", "where stated / why chosen"):
             table.add_column(col, overflow="fold")
         for r in (r for r in rows if r.source == source):
             mark = "ok" if r.ok else "[bold red]MISMATCH[/]"
-            table.add_row(r.method, r.setting, str(r.paper), r.runs, mark, r.reason)
+            table.add_row(r.method, r.setting, r.status, str(r.paper), r.runs, mark, escape(r.reason))
         out.print(table)
+    kinds = ", ".join(f"{sum(r.status == k for r in rows)} {k}" for k in dict.fromkeys(r.status for r in rows))
     bad = [r for r in rows if not r.ok]
     if bad:
-        err_console.print(f"[red]{len(bad)} mismatch(es) between the paper's stated settings and the suite[/]")
+        by_setting: dict[str, list[str]] = {}
+        for r in bad:
+            by_setting.setdefault(r.setting, []).append(f"{r.paper} -> {r.runs}")
+        named = "; ".join(f"{k} ({', '.join(dict.fromkeys(v))})" for k, v in by_setting.items())
+        err_console.print(escape(f"{len(bad)} mismatch(es) between the paper/suite and the jobs: {named}"))
         raise SystemExit(1)
-    out.print(f"{len(rows)} settings checked: the suite runs every stated and chosen value")
+    out.print(f"{len(rows)} settings checked ({kinds}): the jobs run every stated and decided value")
 
 
 @cli.command()

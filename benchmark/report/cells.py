@@ -92,14 +92,21 @@ def match_reference(labels: list[str], rows: dict) -> str | None:
     )
 
 
-def with_paper(cell: Cell, col: Column, ref, labels: list[str]) -> Cell:
-    """'measured (paper P, Δ D)' where the reference has this row and metric."""
+NOT_SCORED = "‡"  # the jobs ran a setting other than the paper's / the suite's: paper shown, no Δ
+
+
+def with_paper(cell: Cell, col: Column, ref, labels: list[str], off_paper: str = "") -> Cell:
+    """'measured (paper P, Δ D)' where the reference has this row and metric; 'measured (paper P ‡)'
+    without Δ when the jobs ran another setting (`off_paper` names it)."""
     if ref is None or col.key not in ref.metrics:
         return cell
     row = match_reference(labels, ref.rows)
     paper = ref.rows[row][ref.metrics.index(col.key)] if row else None
     if paper is None:
         return cell
+    if off_paper:
+        paper_text = number_text(paper, col.unit) if is_number(paper) else str(paper)
+        return Cell(f"{cell.text} (paper {paper_text} {NOT_SCORED})", cell.value, cell.best)
     dagger = " †" if ref.is_contradicted(row, col.key) else ""
     delta = ""
     if cell.value is not None and is_number(paper):

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from benchmark.metrics import parse_metric
-from benchmark.report.cells import Cell, Column, is_number, measured_cell, with_paper
+from benchmark.report.audit import off_paper
+from benchmark.report.cells import NOT_SCORED, Cell, Column, is_number, measured_cell, with_paper
 from benchmark.run.job_status import FINISHED
 
 
@@ -155,12 +156,13 @@ def mark_best(columns: list[Column], rows: list[Row]) -> None:
                 r.cells[col.key].best = True
 
 
-def _row(setting_jobs: pd.DataFrame, columns: list[Column], ref) -> Row:
+def _row(setting_jobs: pd.DataFrame, columns: list[Column], ref, off: dict[str, str] | None = None) -> Row:
     finished = setting_jobs[setting_jobs.status == FINISHED]
     first = setting_jobs.iloc[0]
     n = len(finished)
     labels = [first.setting, first.method_label, first.method]
-    cells = {c.key: with_paper(measured_cell(c, finished, setting_jobs), c, ref, labels) for c in columns}
+    unscored = (off or {}).get(first.method, "")
+    cells = {c.key: with_paper(measured_cell(c, finished, setting_jobs), c, ref, labels, unscored) for c in columns}
     return Row(
         first.method,
         first.setting,
@@ -237,10 +239,12 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
     """One EntryTable per dataset entry with jobs (and its sensitivity table where a grid has several
     settings); without `rounds_df` no bytes-to-target column where the suite names no rounds_to@X."""
     tables, slugs = [], set()
+    unscored = off_paper(suite, jobs)  # (entry, method) -> settings run other than the paper's
     for index, entry in enumerate(suite.datasets):
         entry_jobs = jobs_df[jobs_df.entry_index == index].copy()
         if entry_jobs.empty:
             continue
+        off = {method: text for (i, method), text in unscored.items() if i == index}
         e_jobs = [j for j in jobs if j.dataset_index == index]
         config = e_jobs[0].config
         convex = any(j.config.suboptimality for j in e_jobs)
@@ -251,7 +255,7 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
         on = "validation" if all(j.config.select.on == "validation" for j in e_jobs) else "test"
         rule = SELECTION_RULE_CONVEX if convex else SELECTION_RULE_VALIDATION if on == "validation" else SELECTION_RULE
         chosen = best_settings(entry_jobs, convex, on)
-        main_rows = [_row(entry_jobs[entry_jobs.setting == s], columns, ref) for s in chosen.values()]
+        main_rows = [_row(entry_jobs[entry_jobs.setting == s], columns, ref, off) for s in chosen.values()]
         mark_best(columns, main_rows)
         slug = _slug(entry.label or entry.name)
         slug = slug if slug not in slugs else f"{slug}_{index}"
@@ -276,11 +280,19 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
                     "† paper cell its own numbers contradict (not a target): "
                     + "; ".join(f"{c.row} {c.metric}: {c.reason}" for c in ref.contradicted)
                 )
+        notes += [f"{NOT_SCORED} {m}: not scored against the paper, the jobs ran {t}" for m, t in off.items()]
+        notes += [
+            f"assumed, not stated by the paper: {c.setting} = {c.value}"
+            + (f" ({c.method})" if c.method else "")
+            + f" — {c.reason}"
+            for c in (ref.chosen if ref else [])
+            if c.status == "assumed"
+        ]
         table = EntryTable(entry.label or entry.name, slug, title, columns, main_rows, notes)
         if entry_jobs.groupby("method").setting.nunique().max() > 1:
             table.notes.insert(0, rule)
             several = entry_jobs.groupby("method").setting.transform("nunique") > 1
-            rows = [_row(g, columns, ref) for _, g in entry_jobs[several].groupby("setting", sort=False)]
+            rows = [_row(g, columns, ref, off) for _, g in entry_jobs[several].groupby("setting", sort=False)]
             for r in rows:
                 r.chosen = r.setting in chosen.values()
             mark_best(columns, rows)

@@ -15,8 +15,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rich.markup import escape
 from rich.table import Table
 
+from benchmark.report.fedac_compare import authors_points, comparison_summary, comparison_tables
 from benchmark.suite.expand import Job
 
 FIGURE_NAME = "fedac_figure.png"
@@ -42,6 +44,8 @@ class Cell:
     finished: dict[float, list[float]] = field(default_factory=dict)  # η -> final F − F* of each finished seed
     lost: dict[float, list[str]] = field(default_factory=dict)  # η -> diverged / failed / not run, per lost seed
     jobs: dict[float, list[str]] = field(default_factory=dict)  # η -> job ids, one per seed
+    authors: tuple[float, float] | None = None  # the authors' best final F − F* over their η, and that η
+    not_compared: str = ""  # why the authors' value is shown but not compared
 
     @property
     def subopt(self) -> dict[float, float]:
@@ -76,14 +80,23 @@ def _fate(summary: dict | None) -> tuple[float | None, str]:
     return None, "diverged" if status in ("finished", "diverged") else status
 
 
-def collect(jobs: list[Job], summaries: dict[str, dict]) -> dict[tuple[str, int, int], Cell]:
-    """(method, M, K) -> Cell, over the FedAc-protocol jobs; an η's seeds are averaged."""
+def collect(
+    jobs: list[Job], summaries: dict[str, dict], unscored: dict[tuple[int, str], str] | None = None
+) -> dict[tuple[str, int, int], Cell]:
+    """(method, M, K) -> Cell, over the FedAc-protocol jobs; an η's seeds are averaged. `unscored`
+    (audit.off_paper): (entry, method) -> the settings run other than the suite's; such a cell's
+    authors' value is shown, not compared."""
     cells: dict[tuple[str, int, int], Cell] = defaultdict(Cell)
     for job in jobs:
         if not is_fedac_protocol(job):
             continue
         c = job.config
         cell = cells[job.method_label, c.num_clients, c.local.steps]
+        authors = c.dataset.reference.authors if c.dataset.reference else None
+        if authors and cell.authors is None:
+            cell.authors = authors.best.get(job.method_label, {}).get(c.num_clients)
+            off = (unscored or {}).get((job.dataset_index, job.method_label), "")
+            cell.not_compared = authors.not_compared.get(job.method_label, "") or (off and f"ran {off}")
         lr = c.local.lr
         if lr not in cell.jobs:
             cell.lrs.append(lr)
@@ -127,14 +140,14 @@ def fedac_entry_tables(cells: dict[tuple[str, int, int], Cell]) -> list:
                 f"K={k}", f"fedac_K{k}", f"K = {k}: best final F(w) − F* over η (that η)", columns, rows, kind="fedac"
             )
         )
-    return tables
+    return tables + comparison_tables(cells)
 
 
 def fedac_tables(cells: dict[tuple[str, int, int], Cell]) -> list[Table]:
     """The report tables for the terminal."""
     tables = []
     for t in fedac_entry_tables(cells):
-        table = Table(title=t.title)
+        table = Table(title=escape(t.title))
         table.add_column("method")
         for col in t.columns:
             table.add_column(col.header, justify="right")
@@ -168,7 +181,7 @@ def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path, title: str
     rows = math.ceil(len(intervals) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False, sharey=True)
     markers = "osD^vP*X"
-    any_lost = False
+    any_lost = any_authors = False
     for ax, k in zip(axes.flat, intervals):
         lost = []  # (M, colour) of cells where no η finished: drawn as × on the panel's top edge
         for i, method in enumerate(methods):
@@ -185,6 +198,10 @@ def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path, title: str
                     alpha=0.85,
                 )
             lost += [(m, f"C{i}") for m, cell in mine.items() if cell.best is None]
+            theirs = authors_points(cells, method, k)
+            if theirs:  # the authors' released runs: same colour and marker, hollow
+                any_authors = True
+                ax.scatter(*zip(*theirs), marker=markers[i % len(markers)], s=30, facecolors="none", edgecolors=f"C{i}")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         if lost:
@@ -208,6 +225,9 @@ def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path, title: str
     if any_lost:
         handles.append(plt.Line2D([], [], color="grey", marker="x", linestyle=""))
         labels.append("every η diverged or failed")
+    if any_authors:
+        handles.append(plt.Line2D([], [], color="grey", marker="o", markerfacecolor="none", linestyle=""))
+        labels.append("hollow: the authors' released runs")
     ncol = min(len(handles), 2 * cols)  # two entries per panel's width fit
     fig.legend(handles, labels, loc="lower center", ncol=ncol, frameon=False)
     fig.suptitle(title)
@@ -216,6 +236,11 @@ def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path, title: str
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def fedac_note(cells: dict[tuple[str, int, int], Cell]) -> str:
+    """What the tables leave out: runs lost to the choice of η, and the comparison with the authors."""
+    return "\n".join(filter(None, [lost_summary(cells), comparison_summary(cells)]))
 
 
 def lost_summary(cells: dict[tuple[str, int, int], Cell]) -> str:
@@ -234,16 +259,19 @@ def lost_summary(cells: dict[tuple[str, int, int], Cell]) -> str:
     )
 
 
-def fedac_report(console, suite_name: str, jobs: list[Job], summaries: dict[str, dict], results_dir: Path) -> list[Job]:
+def fedac_report(console, suite, jobs: list[Job], summaries: dict[str, dict], results_dir: Path) -> list[Job]:
     """Print the FedAc tables and write the figure for the suite's FedAc-protocol jobs (if any);
     returns the other jobs, for the ordinary tables."""
+    from benchmark.report.audit import off_paper
+
+    suite_name = suite.name
     ours = [j for j in jobs if is_fedac_protocol(j)]
     if not ours:
         return jobs
-    cells = collect(ours, summaries)
+    cells = collect(ours, summaries, off_paper(suite, ours))
     for table in fedac_tables(cells):
         console.print(table)
-    console.print(lost_summary(cells))
+    console.print(fedac_note(cells))
     if any(c.best for c in cells.values()):
         path = write_figure(
             cells,

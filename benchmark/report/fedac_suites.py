@@ -9,6 +9,9 @@ from pathlib import Path
 
 import yaml
 
+from benchmark.fl.method import resolve_method
+from benchmark.report.fedac_authors import RULES, authors_lrs, authors_reference
+
 T = 4096  # parallel runtime K·R of every job (the authors' code)
 EVAL_STEPS = 512  # F(w) is recorded every 512 steps and at the end
 # {1, 2, 5}·10^k from 1e-3 to 10 (Figure 1; Figure 2 stops at 5)
@@ -45,6 +48,7 @@ HEADER = """\
 
 
 CODE = "the authors' released code (the paper's appendix is not in our text)"
+APPENDIX = "the authors' released runs at this lambda (their appendix experiments; the appendix is not in our text)"
 # Figure 1's text tests M = 2^2..2^13; M = 1 and 2 are added (cells of seconds each) so that the
 # speed-up from a single worker can be read off; the header says so.
 BELOW_PAPER = {"fedac.fig1": [1, 2]}
@@ -54,24 +58,33 @@ BELOW_PAPER_NOTE = (
 )
 
 
-def reference(source: str, lam: float, k: int) -> dict:
-    """No numbers (the paper has figures only): what the paper states, and what the suite takes
-    from the authors' code, for `fedbench plan --audit`."""
+def reference(source: str, lam: float, k: int, in_text: bool = True) -> dict:
+    """No printed numbers (the paper has figures only): what the paper states, and what the suite
+    takes from the authors' code, for `fedbench plan --audit`. `in_text`: False for the appendix
+    runs, whose λ and grid come from the authors' files alone."""
+    stated = {"local.weight_decay": lam, "model.name": "binary_logistic"} if in_text else {}
+    stated.update({"local.steps": k, "participation.rate": 1.0})
+    chosen = [] if in_text else [("model.name", "binary_logistic")]
+    chosen += [
+        ("model.init", "normal"),
+        ("dataset.split.kind", "shared"),
+        ("local.batch_size", 1),
+        ("rounds", T // k),
+        ("local.clip_norm", None),
+    ]
+    if not in_text:
+        chosen.append(("local.weight_decay", lam))
     return {
         "source": source,
         "metrics": [],
         "rows": {},
-        "stated": {"all": {"local.weight_decay": lam, "local.steps": k, "participation.rate": 1.0}},
+        "stated": {"all": stated},
+        "stated_where": "003:255 (Section 5: l2-regularised logistic regression on a9a, lambda, M, K, the eta range)"
+        if in_text
+        else "",
         "chosen": [
-            {"setting": path, "value": value, "reason": CODE}
-            for path, value in (
-                ("model.name", "binary_logistic"),
-                ("model.init", "normal"),
-                ("dataset.split.kind", "shared"),
-                ("local.batch_size", 1),
-                ("rounds", T // k),
-                ("local.clip_norm", None),
-            )
+            {"setting": path, "value": value, "reason": CODE if in_text or path != "local.weight_decay" else APPENDIX}
+            for path, value in chosen
         ],
     }
 
@@ -85,9 +98,12 @@ def protocol_suite(
     description: str,
     lrs: list[float] | None = None,
     source: str | None = None,
+    authors: Path | None = None,
+    in_text: bool = True,
 ) -> dict:
-    """A suite of the FedAc protocol: one dataset entry per K (rounds T/K), M and η as grids."""
-    return {
+    """A suite of the FedAc protocol: one dataset entry per K (rounds T/K), M and η as grids;
+    with `authors` (the reference folder) each entry carries the authors' best-over-η values."""
+    suite = {
         "name": name,
         "description": description,
         "defaults": {
@@ -105,13 +121,19 @@ def protocol_suite(
                 "rounds": T // k,
                 "eval_every": max(1, EVAL_STEPS // k),
                 "local": {"steps": k, "epochs": None},
-                **({"reference": reference(source, lam, k)} if source else {}),
+                **({"reference": reference(source, lam, k, in_text)} if source else {}),
             }
             for k in intervals
         ],
         "methods": methods,
         "grid": {"num_clients": workers, "local.lr": lrs or LR_GRID},
     }
+    labels = [resolve_method({"preset": m}, m).label for m in methods]
+    for entry, k in zip(suite["datasets"], intervals):
+        values = authors_reference(authors, lam, labels, k, workers) if authors and source else None
+        if values:
+            entry["reference"]["authors"] = values
+    return suite
 
 
 def _powers(text: str) -> list[int]:
@@ -126,8 +148,26 @@ def _lr_grid(text: str) -> list[float]:
     return [v for v in [round(f * 10.0**e, 6) for e in range(-4, 3) for f in (1, 2, 5)] if lo <= v <= hi]
 
 
+AUTHORS_GRID_NOTE = (
+    "# The authors' grid: every eta their released runs used at this lambda ({lo:g} .. {hi:g}), in place of\n"
+    "# the paper's stated range, to show what the grid's edge changes (the paper's grid stays the default).\n"
+)
+APPENDIX_LAMBDA = 1e-2  # the authors' released runs at lambda = 1e-2 (their appendix experiments)
+
+
+def authors_header(reference: Path) -> str:
+    """The rules applied to the authors' files, for the header of a suite that carries their values."""
+    return (
+        "# Reference values: the authors' released runs ("
+        + str(reference.name)
+        + "/fedac_authors), rules:\n"
+        + "".join(f"# - {rule}\n" for rule in RULES)
+    )
+
+
 def fedac_suites(reference: Path) -> dict[str, tuple[str, dict]]:
-    """file stem -> (header, suite) for the FedAc figures in `reference` (fedac.yaml)."""
+    """file stem -> (header, suite) for the FedAc figures in `reference` (fedac.yaml), each with its
+    authors'-grid variant, and the authors' lambda = 1e-2 runs."""
     path = reference / "fedac.yaml"
     if not path.is_file():
         return {}
@@ -142,18 +182,39 @@ def fedac_suites(reference: Path) -> dict[str, tuple[str, dict]]:
             methods.insert(1, "fedac2")  # defined in the paper (Eq. 3.2), plotted beside FedAc-I here
         title = f"FedAc {exp['figure']}: {exp['task']} on {exp['dataset']}, lambda = {exp['l2_strength']} ({exp['id']})"
         extra = BELOW_PAPER.get(stem, [])
+        lam = float(exp["l2_strength"])
+        args = (lam, extra + _powers(exp["num_workers_M"]), _powers(exp["sync_interval_K"]), methods)
+        head = HEADER.format(title=title, T=T, eval=EVAL_STEPS)
+        head += BELOW_PAPER_NOTE.format(extra=", ".join(map(str, extra))) if extra else ""
+        head += authors_header(reference)
+        describe = f"{title}; paper: {exp['reported_outcome']}"
+        common = {"source": exp["id"], "authors": reference}
+        suite = protocol_suite(stem.replace("_", "-"), *args, describe, _lr_grid(exp["learning_rate_grid"]), **common)
+        suites[stem] = (head, suite)
+        lrs = authors_lrs(reference, lam)
+        if lrs:
+            variant = protocol_suite(
+                f"{stem}.authors-grid", *args, f"{describe} (the authors' eta grid)", lrs, **common
+            )
+            suites[f"{stem}.authors_grid"] = (head + AUTHORS_GRID_NOTE.format(lo=lrs[0], hi=lrs[-1]), variant)
+    lrs = authors_lrs(reference, APPENDIX_LAMBDA)
+    if lrs:
+        fig1 = suites["fedac.fig1"][1]
+        title = "FedAc appendix runs: lambda = 0.01 (the authors' released runs; the appendix is not in our text)"
         suite = protocol_suite(
-            stem.replace("_", "-"),
-            float(exp["l2_strength"]),
-            extra + _powers(exp["num_workers_M"]),
-            _powers(exp["sync_interval_K"]),
-            methods,
-            f"{title}; paper: {exp['reported_outcome']}",
-            _lr_grid(exp["learning_rate_grid"]),
-            exp["id"],
+            "fedac.appendix-lambda0.01",
+            APPENDIX_LAMBDA,
+            fig1["grid"]["num_clients"],
+            [e["local"]["steps"] for e in fig1["datasets"]],
+            ["fedavg", "fedac1", "mbsgd", "mbacsgd"],  # what the authors ran at this lambda
+            title,
+            lrs,
+            source="fedac.appendix.lambda_0.01",
+            authors=reference,
+            in_text=False,
         )
-        note = BELOW_PAPER_NOTE.format(extra=", ".join(map(str, extra))) if extra else ""
-        suites[stem] = (HEADER.format(title=title, T=T, eval=EVAL_STEPS) + note, suite)
+        head = HEADER.format(title=title, T=T, eval=EVAL_STEPS) + authors_header(reference)
+        suites["fedac.appendix_lambda0.01"] = (head, suite)
     return suites
 
 
@@ -164,9 +225,10 @@ SMALL_HEADER = HEADER.replace(
 )
 
 
-def small_suite() -> tuple[str, dict]:
+def small_suite(reference: Path | None = None) -> tuple[str, dict]:
     """Figure 1 on M ∈ {4, 64, 1024}, K ∈ {1, 16, 256}: minutes on 2 CPU cores;
-    tests/report/test_fedac_report.py (test_small_suite_reproduces_the_papers_conclusions) checks the paper's conclusions on its results."""
+    tests/report/test_fedac_report.py (test_small_suite_reproduces_the_papers_conclusions) checks the paper's
+    conclusions on its results. With `reference`, it carries the authors' values for its cells."""
     title = "FedAc Figure 1, small subset (M in {4, 64, 1024}, K in {1, 16, 256}, lambda = 1e-3)"
     suite = protocol_suite(
         "fedac-small",
@@ -176,14 +238,16 @@ def small_suite() -> tuple[str, dict]:
         ["fedac1", "fedac2", "fedavg", "mbsgd", "mbacsgd"],
         title,
         source="fedac.exp.linear_speedup",
+        authors=reference,
     )
-    return SMALL_HEADER.format(title=title, T=T, eval=EVAL_STEPS), suite
+    head = SMALL_HEADER.format(title=title, T=T, eval=EVAL_STEPS)
+    return head + (authors_header(reference) if reference else ""), suite
 
 
-if __name__ == "__main__":  # python -m benchmark.report.fedac_suites suites/fedac_small.yaml
+if __name__ == "__main__":  # python -m benchmark.report.fedac_suites suites/fedac_small.yaml [REFERENCE_DIR]
     import sys
 
     from benchmark.report.paper_suites import dump_suite
 
-    head, body = small_suite()
+    head, body = small_suite(Path(sys.argv[2]) if len(sys.argv) > 2 else None)
     Path(sys.argv[1]).write_text(head + dump_suite(body))

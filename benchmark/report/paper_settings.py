@@ -67,7 +67,8 @@ def _per_method(table: dict, key: str):
 # Paper-wide statements the tables' `setting:` blocks leave out, with where they are written.
 PAPER_TEXT = {
     "fedacg": (
-        "002:139 (clients drawn per round), 002:224-225 (Appendix: local setup), 000 Appendix A",
+        "002:139 (clients drawn per round), 002:224-225 (Appendix: local setup), 002:227 (baselines' "
+        "hyper-parameters), 000 Appendix A",
         {
             "all": {
                 "participation.mode": "fixed",
@@ -75,7 +76,12 @@ PAPER_TEXT = {
                 "local.weight_decay": 0.001,
                 "method.server.global_lr": 1.0,
             },
-            "FedAdam": {"method.server.global_lr": 0.01},
+            "FedAdam": {"method.server.global_lr": 0.01, "method.server.tau": 0.001},
+            "FedDC": {"method.client.feddc.alpha": 0.01},
+            "MOON": {"method.client.moon.mu": 1.0},
+            "FedProx": {"method.client.prox.mu": 0.001},
+            "FedNTD": {"method.client.ntd.beta": 0.3},
+            "FedDecorr": {"method.client.decorr.beta": 0.01},
         },
     ),
     "fedagm": (

@@ -166,12 +166,13 @@ def build_tables(
     suite, jobs, summaries: dict, results_root: Path, runs: pd.DataFrame
 ) -> tuple[list[EntryTable], list[EntryTable], str]:
     """(entry tables, FedAc tables, FedAc note) for the suite's jobs; `runs` is their jobs_frame."""
-    from benchmark.report.fedac_figure import collect, fedac_entry_tables, is_fedac_protocol, lost_summary
+    from benchmark.report.audit import off_paper
+    from benchmark.report.fedac_figure import collect, fedac_entry_tables, fedac_note, is_fedac_protocol
 
     fedac_jobs = [j for j in jobs if is_fedac_protocol(j)]
     rest = [j for j in jobs if j not in fedac_jobs]
-    cells = collect(fedac_jobs, summaries)
-    fedac, note = (fedac_entry_tables(cells), lost_summary(cells)) if cells else ([], "")
+    cells = collect(fedac_jobs, summaries, off_paper(suite, fedac_jobs))
+    fedac, note = (fedac_entry_tables(cells), fedac_note(cells)) if cells else ([], "")
     if not rest:
         return [], fedac, note
     rest_runs = runs[runs.job_id.isin({j.id for j in rest})]

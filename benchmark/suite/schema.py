@@ -130,12 +130,30 @@ class Contradicted(Strict):
 
 
 class Chosen(Strict):
-    """A setting the suite chose where the paper is silent."""
+    """A setting the paper does not state outright: what the suite runs, why, and on what footing."""
 
     setting: str = Field(description="dotted job-config path, e.g. local.clip_norm")
     value: Any
-    reason: str
+    reason: str = Field(description="why this value, and where it comes from (authors' code, a default, a measurement)")
     method: str | None = Field(None, description="the method label it applies to; None: every method")
+    status: Literal["chosen", "assumed", "not reproducible"] = Field(
+        "chosen",
+        description="chosen: the paper is silent or gives a set; assumed: our reading of an ambiguous or lost "
+        "passage; not reproducible: the suite cannot run what the paper did",
+    )
+
+
+class AuthorsRuns(Strict):
+    """Reference values from the authors' released runs of a FedAc-protocol figure (per dataset
+    entry, i.e. per K): for each method and number of workers M, their best final F(w) − F* over
+    η and that η. Carried in the suite so that a clone without the authors' files reports them."""
+
+    source: str = Field(description="the authors' file the values come from")
+    f_star: float = Field(description="F* the suboptimality is measured from (fedbench's Newton solve)")
+    best: dict[str, dict[int, tuple[float, float]]] = Field(description="method -> M -> (best final F − F*, its η)")
+    not_compared: dict[str, str] = Field(
+        default_factory=dict, description="method -> why its values are shown but never compared"
+    )
 
 
 class Reference(Strict):
@@ -153,12 +171,14 @@ class Reference(Strict):
     rows: dict[str, list[float | int | str | None]]
     contradicted: list[Contradicted] = Field(default_factory=list)
     stated: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    stated_where: str = Field("", description="the paper's table and lines the stated settings are read from")
     chosen: list[Chosen] = Field(default_factory=list)
     withheld: dict[str, str] = Field(
         default_factory=dict,
         exclude_if=lambda v: not v,
         description="row -> why its numbers are not shown: a suite extending this one changed their settings",
     )
+    authors: AuthorsRuns | None = Field(None, description="the authors' released runs (FedAc figures)")
 
     @field_validator("metrics")
     @classmethod

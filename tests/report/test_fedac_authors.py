@@ -1,0 +1,161 @@
+"""FedAc against the authors' released runs: their files read under the stated rules, the values
+carried in the suites, and the report's per-cell comparison and summary (hand-computed)."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pandas as pd
+import pytest
+import yaml
+from click.testing import CliRunner
+from engine.test_fedac_batched import shared_suite
+from fedtest import REPO, write_suite
+from report.test_fedac_report import fake_results
+from report.test_paper_suites import REFERENCE
+
+from benchmark.cli import cli
+from benchmark.report import fedac_authors
+from benchmark.report.fedac_compare import comparison_summary, comparisons
+from benchmark.report.fedac_figure import Cell
+from benchmark.report.paper_settings import GenerationError
+from benchmark.suite.expand import load_jobs
+from benchmark.suite.overrides import Overrides
+from benchmark.suite.schema import Suite
+
+HEADER = "runid,dataset,alg,lambd,eta,M,K,T,local_batch,seed,record_intvl,final_loss,best_loss\n"
+
+
+def _authors_file(tmp_path, rows: list[tuple]) -> None:
+    """rows: (alg, eta, M, K, final_loss) at lambda = 1e-3."""
+    folder = tmp_path / fedac_authors.FOLDER
+    folder.mkdir(exist_ok=True)
+    lines = [
+        f"r{i},a9a,{a},0.001,{eta},{m},{k},4096,1,1,512,{loss},{loss}" for i, (a, eta, m, k, loss) in enumerate(rows)
+    ]
+    (folder / "out_a9a_1e-03_summary.csv").write_text(HEADER + "\n".join(lines) + "\n")
+
+
+def test_the_authors_files_are_read_under_the_stated_rules(tmp_path, monkeypatch):
+    monkeypatch.setattr(fedac_authors, "f_star", lambda lam: 0.33)
+    _authors_file(
+        tmp_path,
+        [
+            (0, 0.1, 4, 1, 0.40),
+            (0, 0.2, 4, 1, 0.35),
+            (0, 0.2, 4, 1, 0.35),  # a duplicate that agrees counts once
+            (0, 0.5, 4, 1, "nan"),  # diverged: out of the choice
+            (1, 0.01, 4, 1, 0.34),
+            (1, 0.01, 4, 512, 0.331),  # K = 512: dropped
+            (2, 0.01, 4, 1, 0.36),
+            (3, 0.2, 4, 1, 0.30),  # MB-SGD: not a method of the suite below
+        ],
+    )
+    block = fedac_authors.authors_reference(tmp_path, 1e-3, ["FedAvg", "FedAc-I", "FedAc-II"], 1, [4])
+    assert block["f_star"] == 0.33 and block["source"] == "fedac_authors/out_a9a_1e-03_summary.csv"
+    assert block["best"] == {"FedAvg": {4: [0.02, 0.2]}, "FedAc-I": {4: [0.01, 0.01]}, "FedAc-II": {4: [0.03, 0.01]}}
+    assert list(block["not_compared"]) == ["FedAc-II"] and "2α²/(α − 1)" in block["not_compared"]["FedAc-II"]
+    assert fedac_authors.authors_reference(tmp_path, 1e-3, ["FedAc-I"], 512, [4])["best"] == {}
+    assert fedac_authors.authors_lrs(tmp_path, 1e-3) == [0.01, 0.1, 0.2, 0.5]
+
+
+def test_duplicated_rows_that_disagree_stop_the_generator(tmp_path):
+    _authors_file(tmp_path, [(0, 0.1, 4, 1, 0.40), (0, 0.1, 4, 1, 0.41)])
+    with pytest.raises(GenerationError, match=r"appears twice with final losses 0.4, 0.41"):
+        fedac_authors.read_runs(fedac_authors.summary_file(tmp_path, 1e-3))
+
+
+def _cell(finished: dict, authors: tuple, not_compared: str = "") -> Cell:
+    return Cell(lrs=sorted(finished), finished=finished, authors=authors, not_compared=not_compared)
+
+
+def test_the_comparison_and_its_summary_are_hand_computed():
+    cells = {
+        # best η 0.2 (mean 2.0 of 1, 3); authors 2.9: ratio 1.45, within 1.5x
+        ("FedAvg", 4, 1): _cell({0.1: [2.0, 4.0], 0.2: [1.0, 3.0]}, (2.9, 0.2)),
+        # mean 1.1, range [1.0, 1.2]; authors 2.0: ratio 1.82, within 2.5x only; their η 0.05 outside the grid
+        ("FedAc-I", 4, 1): _cell({0.1: [1.0, 1.2]}, (2.0, 0.05)),
+        # mean 2.5; authors 1.2: ratio 0.48 (2.08x below): within 2.5x only, but inside [1, 4]: agrees
+        ("MB-SGD", 4, 1): _cell({0.1: [1.0, 4.0]}, (1.2, 0.1)),
+        ("FedAc-II", 4, 1): _cell({0.1: [1.0, 1.0]}, (9.0, 0.1), "β differs"),
+    }
+    by_method = {c.method: c for c in comparisons(cells)}
+    assert math.isclose(by_method["FedAvg"].ratio, 1.45) and by_method["FedAvg"].agrees
+    assert (by_method["FedAc-I"].low, by_method["FedAc-I"].high) == (1.0, 1.2) and not by_method["FedAc-I"].agrees
+    assert by_method["MB-SGD"].agrees and not by_method["MB-SGD"].within(1.5)
+    assert by_method["FedAc-I"].text == "1.10e+00 [1.00e+00, 1.20e+00] vs 2.00e+00 (0.05 ^): x1.82"
+    assert by_method["FedAc-II"].text.endswith(": not compared")
+    assert comparison_summary(cells) == (
+        "authors vs fedbench (best final F − F* over η): 3 cells compared (shown, not compared: FedAc-II: β differs); "
+        "ratio within 1.5x: 1 of 3 (33.3 %), within 2.5x: 3 of 3 (100.0 %); authors' value within 1.5x of "
+        "fedbench's seed mean or inside its seed range: 2 of 3 (66.7 %); '^' = the authors' best η lies outside "
+        "the grid fedbench ran: 1 cells, 1 of them with fedbench's best η at its grid's edge"
+    )
+
+
+def _suite_with_authors(tmp_path, **reference):
+    """FedAvg at M = 4, K = 3, η ∈ {0.05, 0.2}; the authors' value 3e-3 at η 0.2."""
+    raw = shared_suite(["fedavg"], clients=4, lrs=[0.05, 0.2]).model_dump(mode="json", exclude_unset=True)
+    authors = {"source": "hand-made.csv", "f_star": 0.3, "best": {"FedAvg": {4: [3e-3, 0.2]}}}
+    raw["datasets"][0]["reference"] = {
+        "source": "hand-made",
+        "metrics": [],
+        "rows": {},
+        "authors": authors,
+        **reference,
+    }
+    return write_suite(tmp_path, raw)
+
+
+def test_report_prints_the_comparison_per_k_and_the_summary(tmp_path):
+    path = _suite_with_authors(tmp_path)
+    jobs = load_jobs(path)[1]
+    fake_results(tmp_path / "results", jobs, [4e-3, 2e-3])  # best η 0.2: 2e-3; authors 3e-3: ratio 1.5
+    result = CliRunner().invoke(cli, ["report", str(path), "--results-dir", str(tmp_path / "results")])
+    assert result.exit_code == 0, result.output
+    assert "ratio within 1.5x: 1 of 1 (100.0 %)" in " ".join(result.output.split())
+    md = (tmp_path / "results" / "fedac-batched" / "report" / "report.md").read_text()
+    assert "K = 3: fedbench seed mean [range] vs the authors' best final F(w) − F* (their η): ratio" in md
+    assert "2.00e-03 vs 3.00e-03 (0.2): x1.50" in md and "ratio within 1.5x: 1 of 1 (100.0 %)" in md
+
+
+@pytest.mark.skipif(not REFERENCE.is_dir(), reason="shared/reference is not beside the checkout")
+def test_figure_suites_carry_the_authors_best_over_eta():
+    """Recomputed here with pandas from the authors' file: min over η of final_loss − F* per cell."""
+    for name, lam in (("fedac.fig1", "1e-03"), ("fedac.fig2", "1e-04"), ("fedac.appendix_lambda0.01", "1e-02")):
+        suite = Suite(**yaml.safe_load((REPO / "suites" / "papers" / f"{name}.yaml").read_text()))
+        runs = pd.read_csv(REFERENCE / "fedac_authors" / f"out_a9a_{lam}_summary.csv")
+        for entry in suite.datasets:
+            k, authors = entry.local["steps"], entry.reference.authors
+            for method, by_m in authors.best.items():
+                alg = {v: a for a, v in fedac_authors.ALG.items()}[method]
+                for m, (value, eta) in by_m.items():
+                    mine = runs[(runs.alg == alg) & (runs.M == m) & (runs.K == k)].dropna(subset=["final_loss"])
+                    best = mine.loc[mine.final_loss.idxmin()]
+                    assert math.isclose(value, best.final_loss - authors.f_star, rel_tol=1e-5), (name, method, m, k)
+                    assert eta == best.eta
+    appendix = Suite(**yaml.safe_load((REPO / "suites/papers/fedac.appendix_lambda0.01.yaml").read_text()))
+    assert set(appendix.datasets[0].reference.authors.best) == {"FedAvg", "FedAc-I", "MB-SGD", "MB-AC-SGD"}
+
+
+@pytest.mark.skipif(not os.environ.get("FEDBENCH_DATA"), reason="FEDBENCH_DATA is not set (a9a needed)")
+def test_f_star_is_the_minimum_of_the_authors_objective():
+    """F* at λ = 1e-3 lies below every final loss the authors recorded, and not far below the best."""
+    if not REFERENCE.is_dir():
+        pytest.skip("shared/reference is not beside the checkout")
+    runs = pd.read_csv(REFERENCE / "fedac_authors" / "out_a9a_1e-03_summary.csv")
+    fstar = fedac_authors.f_star(1e-3)
+    assert fstar < runs.final_loss.min() < fstar + 1e-4
+
+
+def test_a_cell_run_with_another_setting_is_not_compared(tmp_path):
+    path = _suite_with_authors(tmp_path, stated={"all": {"rounds": 4}})
+    jobs = load_jobs(path, Overrides.parse(rounds=2))[1]
+    fake_results(tmp_path / "results", jobs, [4e-3, 2e-3])
+    args = ["report", str(path), "--results-dir", str(tmp_path / "results"), "--rounds", "2"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "0 cells compared (shown, not compared: FedAvg: ran rounds 4 -> 2)" in " ".join(result.output.split())
+    md = (tmp_path / "results" / "fedac-batched" / "report" / "report.md").read_text()
+    assert "2.00e-03 vs 3.00e-03 (0.2): not compared" in md
