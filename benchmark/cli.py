@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchmark.cli_data import data as _data_group
-from benchmark.cli_options import job_options, load_selected, verbosity_options
+from benchmark.cli_options import COUNT, Amount, job_options, load_selected, verbosity_options
 from benchmark.errors import UserError
 
 # Piped output (CI logs, files) gets wide tables instead of rich's 80-column default.
@@ -25,8 +25,6 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 def _threads(n: int | None) -> None:
     """Fix torch's CPU threads for every job; without --threads each job's model is probed (run/threads.py)."""
-    if n is not None and n < 1:
-        raise UserError("--threads must be at least 1")
     from benchmark.run.threads import request
 
     request(n)
@@ -34,7 +32,7 @@ def _threads(n: int | None) -> None:
 
 THREADS = click.option(
     "--threads",
-    type=int,
+    type=COUNT,
     default=None,
     help="CPU threads for torch (default: the fastest of 1, 2, 4, ... cores in a short probe per model)",
 )
@@ -76,7 +74,7 @@ def cli() -> None:
 @click.option("--no-tracking", is_flag=True, help="do not log to MLflow")
 @click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto")
 @job_options
-@click.option("--stop-after", type=int, default=None, help="stop every job after this many rounds (resumable)")
+@click.option("--stop-after", type=COUNT, default=None, help="stop every job after this many rounds (resumable)")
 @THREADS
 @click.option(
     "--executor",
@@ -87,9 +85,15 @@ def cli() -> None:
 )
 @click.option("--ray-address", default=None, help="Ray cluster to join (e.g. auto); default: start a local one")
 @click.option(
-    "--gpus-per-job", type=float, default=0.0, show_default=True, help="Ray: GPUs per job (0.25 = 4 jobs per GPU)"
+    "--gpus-per-job",
+    type=Amount(min=0),
+    default=0.0,
+    show_default=True,
+    help="Ray: GPUs per job (0.25 = 4 jobs per GPU)",
 )
-@click.option("--cpus-per-job", type=float, default=1.0, show_default=True, help="Ray: CPUs per job")
+@click.option(
+    "--cpus-per-job", type=Amount(min=0, min_open=True), default=1.0, show_default=True, help="Ray: CPUs per job"
+)
 @click.option(
     "--data-uri",
     "data_uris",
@@ -100,7 +104,7 @@ def cli() -> None:
 )
 @click.option(
     "--ship-max-mb",
-    type=click.FloatRange(min=0),
+    type=Amount(min=0),
     default=1024,
     show_default=True,
     help="Ray: largest dataset the driver ships to nodes that lack it (0: never)",
@@ -202,7 +206,9 @@ def open_tracker(suite_name: str, uri: str | None, results_dir: Path, suite_file
 @click.option(
     "--splits", is_flag=True, help="also load the data and print each split's client sizes and label histograms"
 )
-@click.option("--max-clients", type=int, default=20, show_default=True, help="with --splits: clients listed per split")
+@click.option(
+    "--max-clients", type=COUNT, default=20, show_default=True, help="with --splits: clients listed per split"
+)
 @click.option(
     "--figures",
     "figures_dir",
@@ -399,7 +405,7 @@ def status(suite_file: Path, results_dir: Path, only, sets, seeds, rounds) -> No
 @click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
 @click.option(
     "--tolerance",
-    type=float,
+    type=Amount(min=0),
     default=None,
     help="allowed change (accuracy points or rounds) for every metric; default: the per-metric "
     "tolerances of <baseline>.tolerance.json, else 0.5",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from benchmark.cli_options import SEED, Amount
 from benchmark.data.archive import ARCHIVE_SUFFIXES, Found, dataset_missing, peek_archives, root_text
 from benchmark.data.download import download
 from benchmark.data.source import DATA_ENV, DATASETS, DatasetSpec, data_root, load_dataset
@@ -88,17 +89,29 @@ def _fetch(spec: DatasetSpec, dest: Path) -> None:
     default=None,
     help="where downloads and built files go (default: the root); load them with root: DEST",
 )
-@click.option("--sf", type=float, default=1.0, show_default=True, help="shakespeare: LEAF sample fraction")
+@click.option(
+    "--sf",
+    type=Amount(min=0, min_open=True, max=1),
+    default=1.0,
+    show_default=True,
+    help="shakespeare: LEAF sample fraction",
+)
 @click.option(
     "-k",
     "min_samples",
-    type=int,
+    type=click.IntRange(min=0),
     default=0,
     show_default=True,
     help="shakespeare: LEAF -k, keeps users with more than K samples",
 )
-@click.option("--tf", type=float, default=0.9, show_default=True, help="shakespeare: LEAF train fraction")
-@click.option("--seed", type=int, default=0, show_default=True, help="shakespeare: sampling seed")
+@click.option(
+    "--tf",
+    type=Amount(min=0, max=1, min_open=True, max_open=True),
+    default=0.9,
+    show_default=True,
+    help="shakespeare: LEAF train fraction",
+)
+@click.option("--seed", type=SEED, default=0, show_default=True, help="shakespeare: sampling seed")
 @click.option(
     "--test-gap",
     type=click.IntRange(min=0),

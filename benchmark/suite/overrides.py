@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import yaml
-
 from benchmark.errors import UserError
+from benchmark.suite.safe_yaml import YamlRefused, parse_yaml
 
 
 @dataclass(frozen=True)
@@ -25,9 +24,9 @@ class Overrides:
             if not eq or not path.strip():
                 raise UserError(f"--set {item!r}: expected PATH=VALUE, e.g. --set local.lr=0.05")
             try:
-                values[path.strip()] = yaml.safe_load(text)
-            except yaml.YAMLError:
-                raise UserError(f"--set {item!r}: the value is not valid YAML") from None
+                values[path.strip()] = parse_yaml(text)
+            except YamlRefused as err:
+                raise UserError(f"--set {item!r}: the value is {err}") from None
         if rounds is not None:
             values["rounds"] = rounds
         seed_list = values.pop("seeds", None)
@@ -44,6 +43,8 @@ class Overrides:
 
     def source(self, path: str) -> str | None:
         """The override an error at `path` (a job-config path) comes from, as the user typed it."""
+        if path == "seed" and self.seeds is not None:
+            return "--seeds"
         for key in self.values:
             if path == key or path.startswith(key + ".") or key.startswith(path + "."):
                 return f"--set {key}" if key != "rounds" else "--rounds"

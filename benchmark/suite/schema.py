@@ -6,7 +6,7 @@ into the job id, so anything that changes the trajectory changes the id.
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
@@ -14,7 +14,12 @@ from benchmark.metrics import evaluated_round, parse_metric
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: a YAML `true` is no number and `"5"` no integer; no inf/nan where a float is expected
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+# numpy's and torch's seed range in common use; a larger seed overflowed deep inside a job
+Seed = Annotated[int, Field(ge=0, lt=2**32, description="0 <= seed < 2^32")]
 
 
 class LocalTraining(Strict):
@@ -72,7 +77,7 @@ class SplitConfig(Strict):
         "iid", description="shared: every client samples each batch with replacement from the whole training set"
     )
     alpha: float | None = Field(None, gt=0, description="Dirichlet concentration")
-    seed: int = Field(0, description="split seed (independent of the training seed)")
+    seed: Seed = Field(0, description="split seed (independent of the training seed)")
     select: Literal["first", "random"] = Field("first", description="natural splits: which users become clients")
     min_size: int = Field(10, ge=1, description="dirichlet_unbalanced: minimum client size")
 
@@ -210,7 +215,7 @@ class JobSettings(Strict):
 class Settings(JobSettings):
     """`defaults:` of a suite: the job settings plus the seeds to run each job with."""
 
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    seeds: list[Seed] = Field(default_factory=lambda: [0], min_length=1)
 
 
 SETTINGS_FIELDS = set(Settings.model_fields)
@@ -284,7 +289,7 @@ class JobConfig(JobSettings):
 
     dataset: DatasetEntry
     method: dict[str, Any]
-    seed: int
+    seed: Seed
 
     def evaluates(self, r: int) -> bool:
         """Whether round r (1-based) is evaluated: only where a metric needs it (metrics.evaluated_round)."""
