@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmark.data.archive import Found
-from benchmark.data.leaf import cached_leaf_source, leaf_location, leaf_source, load_leaf_users
+from benchmark.data.leaf import cached_leaf_source, integer_labels, leaf_location, leaf_source, load_leaf_users
 from benchmark.data.source import DATASETS, DatasetSpec, NoParams, SourceData
 from benchmark.lazy import torch
 
@@ -17,15 +17,11 @@ FEMNIST_HELP = (
 )
 
 
-def labels(y: list, user: str) -> torch.Tensor:
-    return torch.tensor(y, dtype=torch.long)
-
-
 def load_femnist(p: NoParams, root: Path | None) -> SourceData:
     def build() -> SourceData:
         users, train, test = load_leaf_users(root, "femnist")
         pixels = lambda x, u: torch.from_numpy(np.asarray(x, dtype=np.float32)).reshape(-1, 1, 28, 28)  # noqa: E731
-        return leaf_source(users, train, test, pixels, labels, 62, "image")
+        return leaf_source(users, train, test, pixels, integer_labels, 62, "image")
 
     return cached_leaf_source(root, "femnist", build)
 

@@ -34,7 +34,13 @@ def read_leaf_split(directory: Path) -> dict[str, dict]:
                 entry["x"].extend(data["x"])
                 entry["y"].extend(data["y"])
             warn_if_counts_disagree(shard, blob)
-        except (json.JSONDecodeError, KeyError, TypeError) as err:
+        except (
+            ValueError,
+            KeyError,
+            TypeError,
+            AttributeError,
+            RecursionError,
+        ) as err:  # not UTF-8, not JSON, not LEAF
             raise DatasetMissing(f"{shard} is not a LEAF JSON shard ({type(err).__name__}: {err})") from None
     return users
 
@@ -83,17 +89,31 @@ def load_leaf_users(root: Path | None, name: str) -> tuple[list[str], dict, dict
     return users, train, test
 
 
+def integer_labels(y: list, user: str) -> torch.Tensor:
+    """LEAF labels as int64; a float (3.5), bool or string label is an error, never truncated."""
+    if not isinstance(y, list):
+        raise ValueError(f"labels are {type(y).__name__}, not a list")
+    bad = next((i for i, v in enumerate(y) if type(v) is not int), None)  # bool is an int subclass
+    if bad is not None:
+        raise ValueError(f"label {y[bad]!r} (example {bad}) is not an integer")
+    return torch.tensor(y, dtype=torch.long)
+
+
 def stack_users(
     users: list[str], split: dict, to_x: Callable[[list, str], torch.Tensor], to_y: Callable[[list, str], torch.Tensor]
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Concatenate `users`' examples of one split: (x, y, user index of every example)."""
+    """Concatenate `users`' examples of one split: (x, y, user index of every example). Whatever
+    an encoder refuses (ragged or misshapen inputs, non-integer labels) names the shard and user."""
     xs, ys, us = [], [], []
     for k, u in enumerate(users):
-        xs.append(to_x(split[u]["x"], u))
-        ys.append(to_y(split[u]["y"], u))
+        try:
+            xs.append(to_x(split[u]["x"], u))
+            ys.append(to_y(split[u]["y"], u))
+            if len(xs[-1]) != len(ys[-1]):
+                raise ValueError(f"{len(xs[-1])} inputs but {len(ys[-1])} labels")
+        except (ValueError, TypeError, RuntimeError, OverflowError) as err:
+            raise DataInvalid(f"{split[u]['file']}: user {u!r}: {err}; fix or replace this shard") from None
         us.append(torch.full((len(ys[-1]),), k, dtype=torch.long))
-        if len(xs[-1]) != len(ys[-1]):
-            raise DatasetMissing(f"LEAF user {u!r} has {len(xs[-1])} inputs but {len(ys[-1])} labels")
     return torch.cat(xs), torch.cat(ys), torch.cat(us)
 
 
