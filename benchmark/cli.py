@@ -134,6 +134,7 @@ def run(
     """Run every unfinished job of SUITE_FILE; print measured vs paper numbers."""
     _threads(threads)
     from benchmark.run.executor_base import EXECUTORS, ClusterOptions
+    from benchmark.run.results import check_writable
     from benchmark.run.tracking import NullTracker
 
     runner = EXECUTORS.require(executor)(
@@ -142,6 +143,7 @@ def run(
     suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
     dev = runner.device(device)
     runner.check(jobs)
+    check_writable(results_dir / suite.name)
     progress = _progress(jobs, quiet, verbose)
     tracker = NullTracker() if no_tracking else open_tracker(suite.name, tracking_uri, results_dir, suite_file)
     status = "FAILED"
