@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import shlex
 import signal
 import sys
@@ -404,55 +405,92 @@ def status(suite_file: Path, results_dir: Path, only, sets, seeds, rounds) -> No
     default=None,
     help="baseline file (default: results/baselines/<suite>.json)",
 )
-@click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@click.option(
+    "--results-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="where the jobs run, kept (default: a new temporary folder, removed afterwards)",
+)
+@click.option(
+    "--reuse",
+    is_flag=True,
+    help="reuse the finished jobs in --results-dir that the current code produced (its code fingerprint); "
+    "others run again. Default: every job runs afresh",
+)
 @click.option(
     "--tolerance",
     type=Amount(min=0),
     default=None,
-    help="allowed change (accuracy points or rounds) for every metric; default: the per-metric "
-    "tolerances of <baseline>.tolerance.json, else 0.5",
+    help="the smallest tolerance for every metric (accuracy points / rounds); default 0.5 points, 1 round",
 )
-@click.option("--update", is_flag=True, help="write the baseline from the current results instead of checking")
-@click.option(
-    "--spread-seeds",
-    default=None,
-    metavar="S1,S2,..",
-    help="with --update: also run these seeds and write per-metric tolerances from their spread",
-)
+@click.option("--strict", is_flag=True, help="an improvement beyond the tolerance fails too")
+@click.option("--update", is_flag=True, help="write the baseline from these runs instead of checking")
+@click.option("--junit-xml", type=click.Path(path_type=Path), default=None, help="also write a JUnit XML report here")
+@click.option("--json", "as_json", is_flag=True, help="print the comparison as JSON instead of the table")
 @click.option("--no-tracking", is_flag=True, help="do not log the run to MLflow")
+@job_options
 @THREADS
 @verbosity_options
 def check(
     suite_file: Path,
     baseline,
-    results_dir: Path,
+    results_dir,
+    reuse: bool,
     tolerance,
+    strict: bool,
     update: bool,
-    spread_seeds,
+    junit_xml,
+    as_json: bool,
     no_tracking: bool,
+    only,
+    sets,
+    seeds,
+    rounds,
     threads,
     quiet: bool,
     verbose: bool,
 ) -> None:
-    """Run SUITE_FILE (skipping finished jobs) and compare with its baseline; exit 1 on a regression."""
+    """Run SUITE_FILE's jobs (at least 3 seeds each) and compare the means with the baseline's,
+    one-sided (docs/runs.md, "The regression gate"); exit 1 on a regression, 2 on bad input."""
     _threads(threads)
-    from benchmark.report.check import compare, load_tolerances, spread_tolerances, tolerance_path, write_baseline
+    from benchmark.report import check as gate
+
+    suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
+    gate.check_seeds(jobs)
+    path = baseline or Path("results") / "baselines" / f"{suite.name}.json"
+    expected = None if update else gate.load_baseline(path)
+    if expected is not None:
+        in_suite = {gate.group_of_job(j) for j in load_selected(suite_file, (), sets, seeds, rounds)[1]}
+        gate.check_matches(expected, {gate.group_of_job(j) for j in jobs}, in_suite, path)
+    with gate.check_folder(results_dir, reuse, suite.name, jobs) as folder:
+        summaries = _run_for_check(suite, suite_file, jobs, folder, no_tracking, quiet, verbose)
+    if update:
+        gate.write_baseline(path, [summaries[j.id] for j in jobs])
+        out.print(f"baseline written: {path} ({len(jobs)} jobs)", markup=False)
+        return
+    rows = gate.compare(expected, [summaries[j.id] for j in jobs], tolerance)
+    if junit_xml:
+        gate.write_junit(junit_xml, suite.name, rows, strict)
+    if as_json:
+        click.echo(json.dumps(gate.as_json(suite.name, path, rows, strict), indent=2))
+    else:
+        out.print(gate.table(suite.name, rows, strict))
+        out.print(gate.summary_line(rows, strict) + f" (baseline {path})", markup=False, highlight=False)
+    if any(r.failed(strict) for r in rows):
+        raise click.exceptions.Exit(1)
+
+
+def _run_for_check(suite, suite_file, jobs, folder: Path, no_tracking: bool, quiet: bool, verbose: bool) -> dict:
     from benchmark.run.executor import LocalExecutor
-    from benchmark.run.results import atomic_write_json
     from benchmark.run.tracking import NullTracker
 
-    if spread_seeds and not update:
-        raise UserError("--spread-seeds measures tolerances for a new baseline: use it with --update")
-    suite, jobs = load_selected(suite_file)
-    spread_jobs = load_selected(suite_file, seeds=spread_seeds)[1] if spread_seeds else []
-    every = jobs + [j for j in spread_jobs if j.id not in {k.id for k in jobs}]
     local = LocalExecutor()
-    local.check(every)
-    tracker = NullTracker() if no_tracking else open_tracker(suite.name, None, results_dir, suite_file)
+    local.check(jobs)
+    tracker = NullTracker() if no_tracking else open_tracker(suite.name, None, folder, suite_file)
     status = "FAILED"
     try:
         summaries = local.run(
-            every, suite.name, results_dir, local.device("auto"), tracker, _progress(every, quiet, verbose), None
+            jobs, suite.name, folder, local.device("auto"), tracker, _progress(jobs, quiet, verbose), None
         )
         status = "FINISHED"
     except KeyboardInterrupt:
@@ -460,23 +498,7 @@ def check(
         raise
     finally:
         tracker.close(status)
-    path = baseline or Path("results") / "baselines" / f"{suite.name}.json"
-    if update:
-        write_baseline(path, [summaries[j.id] for j in jobs])
-        out.print(f"baseline written: {path}")
-        if spread_jobs:
-            atomic_write_json(tolerance_path(path), spread_tolerances([summaries[j.id] for j in spread_jobs]))
-            out.print(f"tolerances from the spread over seeds {spread_seeds} written: {tolerance_path(path)}")
-        return
-    if tolerance is None:
-        tolerance = load_tolerances(path) or 0.5
-    findings = compare(path, [summaries[j.id] for j in jobs], tolerance)
-    for f in findings:
-        out.print(f"[red]regression[/red] {escape(str(f))}")
-    if findings:
-        raise click.exceptions.Exit(1)
-    within = "the per-metric tolerances of " + str(tolerance_path(path)) if isinstance(tolerance, dict) else tolerance
-    out.print(f"[green]no regression[/green]: {len(jobs)} jobs within {within} of {path}")
+    return summaries
 
 
 cli.add_command(_data_group)

@@ -16,6 +16,7 @@ from pathlib import Path
 from benchmark.engine.setup import data_fingerprint
 from benchmark.errors import UserError
 from benchmark.run.batched import BatchedJobs
+from benchmark.run.code_fingerprint import code_fingerprint
 from benchmark.run.executor_base import EXECUTORS, Executor
 from benchmark.run.job_runner import run_job
 from benchmark.run.locks import job_lock
@@ -27,7 +28,16 @@ from benchmark.suite.expand import Job
 
 
 def failed_summary(job: Job, suite: str, error: str, trace: str = "") -> dict:
-    return FailedSummary(job.id, suite, job.dataset_label, job.method_label, job.config.seed, error, trace).to_json()
+    return FailedSummary(
+        job.id,
+        suite,
+        job.dataset_label,
+        job.method_label,
+        job.config.seed,
+        error,
+        trace,
+        code_fingerprint=code_fingerprint(),
+    ).to_json()
 
 
 def reusable_summary(job: Job, jobdir: JobDir) -> dict | None:

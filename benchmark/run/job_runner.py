@@ -23,6 +23,7 @@ from benchmark.run.callbacks import (
     Tracking,
     save_checkpoint,
 )
+from benchmark.run.code_fingerprint import code_fingerprint
 from benchmark.run.records import Divergence, JobSummary, RoundRecord
 from benchmark.run.results import JobDir, atomic_torch_save, atomic_write_json
 from benchmark.run.status import DIVERGED, FINISHED, STOPPED
@@ -137,6 +138,7 @@ def job_summary(
         execution_probe=sim.execution_probe,
         local_step=low_rank_step.record(sim.local_step) or None,
         threads=threads,
+        code_fingerprint=code_fingerprint(),
     )
     last = records[-1] if records else None
     if diverged:  # no accuracy: what a NaN model "scores" is the argmax of NaN logits

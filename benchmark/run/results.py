@@ -161,11 +161,7 @@ class JobDir:
         recorded = summary.get("data_fingerprint")
         if not recorded or recorded == fingerprint or summary.get("status") not in TERMINAL:
             return
-        aside, n = self.path.with_name(f"{self.path.name}.data-{recorded}"), 1
-        while aside.exists():
-            n += 1
-            aside = self.path.with_name(f"{self.path.name}.data-{recorded}-{n}")
-        os.replace(self.path, aside)
+        aside = self.set_aside(f"data-{recorded}")
         log.warning(
             "results of job %s were computed on other data (fingerprint %s, now %s): moved to %s; "
             "running the job again",
@@ -174,6 +170,16 @@ class JobDir:
             fingerprint,
             aside,
         )
+
+    def set_aside(self, tag: str) -> Path:
+        """Move the job's folder to `<job-id>.<tag>/` (or `-2`, `-3`, ... beside an earlier one):
+        kept, never reused. Call it holding the job's lock."""
+        aside, n = self.path.with_name(f"{self.path.name}.{tag}"), 1
+        while aside.exists():
+            n += 1
+            aside = self.path.with_name(f"{self.path.name}.{tag}-{n}")
+        os.replace(self.path, aside)
+        return aside
 
     def read_metrics(self) -> list[dict]:
         """The records up to the first line that is not a complete JSON record (a file cut
