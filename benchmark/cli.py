@@ -454,7 +454,12 @@ def check(
     one-sided (docs/runs.md, "The regression gate"); exit 1 on a regression, 2 on bad input."""
     _threads(threads)
     from benchmark.report import check as gate
+    from benchmark.report import check_output
 
+    if update and (only or sets or rounds):
+        raise UserError(
+            "--update writes the suite's own baseline: every job, the suite's settings (no --only/--set/--rounds)"
+        )
     suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
     gate.check_seeds(jobs)
     path = baseline or Path("results") / "baselines" / f"{suite.name}.json"
@@ -470,11 +475,11 @@ def check(
         return
     rows = gate.compare(expected, [summaries[j.id] for j in jobs], tolerance)
     if junit_xml:
-        gate.write_junit(junit_xml, suite.name, rows, strict)
+        check_output.write_junit(junit_xml, suite.name, rows, strict)
     if as_json:
-        click.echo(json.dumps(gate.as_json(suite.name, path, rows, strict), indent=2))
+        click.echo(json.dumps(check_output.as_json(suite.name, path, rows, strict), indent=2))
     else:
-        out.print(gate.table(suite.name, rows, strict))
+        out.print(check_output.table(suite.name, rows, strict))
         out.print(gate.summary_line(rows, strict) + f" (baseline {path})", markup=False, highlight=False)
     if any(r.failed(strict) for r in rows):
         raise click.exceptions.Exit(1)
