@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 from fedtest import tiny_suite
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from benchmark.cli import main
@@ -78,6 +78,7 @@ def fedbench(*args: str) -> tuple[int, str]:
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
         code = main(list(args))
     assert time.perf_counter() - start < SECONDS, args
+    event(f"{args[0]}: exit {code}")  # the outcome mix: pytest --hypothesis-show-statistics
     return code, err.getvalue()
 
 
