@@ -45,20 +45,11 @@ def assert_same_results(jobdir: JobDir, reference: JobDir) -> None:
     assert not jobdir.checkpoint.exists()
 
 
-# (file, which of its renames): checkpoints at rounds 2 and 4, metrics flushed with each and at the end,
-# then the model and the summary. A subprocess each (~4 s here): two of the five run with -m slow.
-SLOW = pytest.mark.slow
-
-
+# (file, which of its renames): checkpoints at rounds 2 and 4, metrics flushed with each and at the
+# end, then the model and the summary; a subprocess each (~1.5 s on an idle machine)
 @pytest.mark.parametrize(
     "name, nth",
-    [
-        ("checkpoint.pt", 2),
-        ("metrics.jsonl", 3),
-        ("summary.json", 1),
-        pytest.param("metrics.jsonl", 1, marks=SLOW),
-        pytest.param("final_model.pt", 1, marks=SLOW),
-    ],
+    [("checkpoint.pt", 2), ("metrics.jsonl", 1), ("metrics.jsonl", 3), ("final_model.pt", 1), ("summary.json", 1)],
 )
 def test_a_kill_at_each_write_point_resumes_to_the_straight_results(tmp_path, straight, name, nth):
     suite, reference = straight
