@@ -558,6 +558,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt as err:
         return _interrupted(err, argv)
+    except OSError as err:  # a full disk or lost permission where no command handled it (Ray driver, report)
+        from benchmark.run.results import environment_error, is_environment_error
+
+        if not is_environment_error(err):
+            raise
+        err_console.print(
+            f"[bold red]error:[/bold red] {escape(str(environment_error(err, 'go on')))}", highlight=False
+        )
+        return 2
     return 0
 
 

@@ -107,3 +107,15 @@ def test_a_results_dir_that_cannot_be_written_is_exit_2_with_path_and_reason(
     assert main(["run", str(suite), "--no-tracking", "--results-dir", str(target)]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert "Traceback" not in err and f"cannot write results: {target / 'tiny'}" in err and expected in err, err
+
+
+def test_an_environment_error_no_command_handled_is_exit_2_not_a_traceback(tmp_path, straight, monkeypatch, capsys):
+    suite, _ = straight
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(tmp_path / "r"))
+
+    monkeypatch.setattr("benchmark.cli.load_selected", read_only)  # as if the first touch of the disk failed
+    assert main(["plan", str(suite)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "cannot go on: " + str(tmp_path / "r") in err and "Read-only file system (EROFS)" in err
