@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import shlex
 import signal
 import sys
@@ -15,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchmark.cli_data import data as _data_group
-from benchmark.cli_options import job_options, load_selected, verbosity_options
+from benchmark.cli_options import COUNT, Amount, job_options, load_selected, verbosity_options
 from benchmark.errors import UserError
 
 # Piped output (CI logs, files) gets wide tables instead of rich's 80-column default.
@@ -25,8 +26,6 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 def _threads(n: int | None) -> None:
     """Fix torch's CPU threads for every job; without --threads each job's model is probed (run/threads.py)."""
-    if n is not None and n < 1:
-        raise UserError("--threads must be at least 1")
     from benchmark.run.threads import request
 
     request(n)
@@ -34,7 +33,7 @@ def _threads(n: int | None) -> None:
 
 THREADS = click.option(
     "--threads",
-    type=int,
+    type=COUNT,
     default=None,
     help="CPU threads for torch (default: the fastest of 1, 2, 4, ... cores in a short probe per model)",
 )
@@ -76,7 +75,7 @@ def cli() -> None:
 @click.option("--no-tracking", is_flag=True, help="do not log to MLflow")
 @click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto")
 @job_options
-@click.option("--stop-after", type=int, default=None, help="stop every job after this many rounds (resumable)")
+@click.option("--stop-after", type=COUNT, default=None, help="stop every job after this many rounds (resumable)")
 @THREADS
 @click.option(
     "--executor",
@@ -87,9 +86,15 @@ def cli() -> None:
 )
 @click.option("--ray-address", default=None, help="Ray cluster to join (e.g. auto); default: start a local one")
 @click.option(
-    "--gpus-per-job", type=float, default=0.0, show_default=True, help="Ray: GPUs per job (0.25 = 4 jobs per GPU)"
+    "--gpus-per-job",
+    type=Amount(min=0),
+    default=0.0,
+    show_default=True,
+    help="Ray: GPUs per job (0.25 = 4 jobs per GPU)",
 )
-@click.option("--cpus-per-job", type=float, default=1.0, show_default=True, help="Ray: CPUs per job")
+@click.option(
+    "--cpus-per-job", type=Amount(min=0, min_open=True), default=1.0, show_default=True, help="Ray: CPUs per job"
+)
 @click.option(
     "--data-uri",
     "data_uris",
@@ -100,7 +105,7 @@ def cli() -> None:
 )
 @click.option(
     "--ship-max-mb",
-    type=click.FloatRange(min=0),
+    type=Amount(min=0),
     default=1024,
     show_default=True,
     help="Ray: largest dataset the driver ships to nodes that lack it (0: never)",
@@ -130,6 +135,7 @@ def run(
     """Run every unfinished job of SUITE_FILE; print measured vs paper numbers."""
     _threads(threads)
     from benchmark.run.executor_base import EXECUTORS, ClusterOptions
+    from benchmark.run.results import check_writable
     from benchmark.run.tracking import NullTracker
 
     suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)  # first: its plugins may add executors
@@ -138,6 +144,7 @@ def run(
     )
     dev = runner.device(device)
     runner.check(jobs)
+    check_writable(results_dir / suite.name)
     progress = _progress(jobs, quiet, verbose)
     tracker = NullTracker() if no_tracking else open_tracker(suite.name, tracking_uri, results_dir, suite_file)
     status = "FAILED"
@@ -202,7 +209,9 @@ def open_tracker(suite_name: str, uri: str | None, results_dir: Path, suite_file
 @click.option(
     "--splits", is_flag=True, help="also load the data and print each split's client sizes and label histograms"
 )
-@click.option("--max-clients", type=int, default=20, show_default=True, help="with --splits: clients listed per split")
+@click.option(
+    "--max-clients", type=COUNT, default=20, show_default=True, help="with --splits: clients listed per split"
+)
 @click.option(
     "--figures",
     "figures_dir",
@@ -424,55 +433,97 @@ def status(suite_file: Path, results_dir: Path, only, sets, seeds, rounds) -> No
     default=None,
     help="baseline file (default: results/baselines/<suite>.json)",
 )
-@click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@click.option(
+    "--results-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="where the jobs run, kept (default: a new temporary folder, removed afterwards)",
+)
+@click.option(
+    "--reuse",
+    is_flag=True,
+    help="reuse the finished jobs in --results-dir that the current code produced (its code fingerprint); "
+    "others run again. Default: every job runs afresh",
+)
 @click.option(
     "--tolerance",
-    type=float,
+    type=Amount(min=0),
     default=None,
-    help="allowed change (accuracy points or rounds) for every metric; default: the per-metric "
-    "tolerances of <baseline>.tolerance.json, else 0.5",
+    help="the smallest tolerance for every metric (accuracy points / rounds); default 0.5 points, 1 round",
 )
-@click.option("--update", is_flag=True, help="write the baseline from the current results instead of checking")
-@click.option(
-    "--spread-seeds",
-    default=None,
-    metavar="S1,S2,..",
-    help="with --update: also run these seeds and write per-metric tolerances from their spread",
-)
+@click.option("--strict", is_flag=True, help="an improvement beyond the tolerance fails too")
+@click.option("--update", is_flag=True, help="write the baseline from these runs instead of checking")
+@click.option("--junit-xml", type=click.Path(path_type=Path), default=None, help="also write a JUnit XML report here")
+@click.option("--json", "as_json", is_flag=True, help="print the comparison as JSON instead of the table")
 @click.option("--no-tracking", is_flag=True, help="do not log the run to MLflow")
+@job_options
 @THREADS
 @verbosity_options
 def check(
     suite_file: Path,
     baseline,
-    results_dir: Path,
+    results_dir,
+    reuse: bool,
     tolerance,
+    strict: bool,
     update: bool,
-    spread_seeds,
+    junit_xml,
+    as_json: bool,
     no_tracking: bool,
+    only,
+    sets,
+    seeds,
+    rounds,
     threads,
     quiet: bool,
     verbose: bool,
 ) -> None:
-    """Run SUITE_FILE (skipping finished jobs) and compare with its baseline; exit 1 on a regression."""
+    """Run SUITE_FILE's jobs (at least 3 seeds each) and compare the means with the baseline's,
+    one-sided (docs/runs.md, "The regression gate"); exit 1 on a regression, 2 on bad input."""
     _threads(threads)
-    from benchmark.report.check import compare, load_tolerances, spread_tolerances, tolerance_path, write_baseline
+    from benchmark.report import check as gate
+    from benchmark.report import check_output
+
+    if update and (only or sets or rounds):
+        raise UserError(
+            "--update writes the suite's own baseline: every job, the suite's settings (no --only/--set/--rounds)"
+        )
+    suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
+    gate.check_seeds(jobs)
+    path = baseline or Path("results") / "baselines" / f"{suite.name}.json"
+    expected = None if update else gate.load_baseline(path)
+    if expected is not None:
+        in_suite = {gate.group_of_job(j) for j in load_selected(suite_file, (), sets, seeds, rounds)[1]}
+        gate.check_matches(expected, {gate.group_of_job(j) for j in jobs}, in_suite, path)
+    with gate.check_folder(results_dir, reuse, suite.name, jobs) as folder:
+        summaries = _run_for_check(suite, suite_file, jobs, folder, no_tracking, quiet, verbose)
+    if update:
+        gate.write_baseline(path, [summaries[j.id] for j in jobs])
+        out.print(f"baseline written: {path} ({len(jobs)} jobs)", markup=False)
+        return
+    rows = gate.compare(expected, [summaries[j.id] for j in jobs], tolerance)
+    if junit_xml:
+        check_output.write_junit(junit_xml, suite.name, rows, strict)
+    if as_json:
+        click.echo(json.dumps(check_output.as_json(suite.name, path, rows, strict), indent=2))
+    else:
+        out.print(check_output.table(suite.name, rows, strict))
+        out.print(gate.summary_line(rows, strict) + f" (baseline {path})", markup=False, highlight=False)
+    if any(r.failed(strict) for r in rows):
+        raise click.exceptions.Exit(1)
+
+
+def _run_for_check(suite, suite_file, jobs, folder: Path, no_tracking: bool, quiet: bool, verbose: bool) -> dict:
     from benchmark.run.executor import LocalExecutor
-    from benchmark.run.results import atomic_write_json
     from benchmark.run.tracking import NullTracker
 
-    if spread_seeds and not update:
-        raise UserError("--spread-seeds measures tolerances for a new baseline: use it with --update")
-    suite, jobs = load_selected(suite_file)
-    spread_jobs = load_selected(suite_file, seeds=spread_seeds)[1] if spread_seeds else []
-    every = jobs + [j for j in spread_jobs if j.id not in {k.id for k in jobs}]
     local = LocalExecutor()
-    local.check(every)
-    tracker = NullTracker() if no_tracking else open_tracker(suite.name, None, results_dir, suite_file)
+    local.check(jobs)
+    tracker = NullTracker() if no_tracking else open_tracker(suite.name, None, folder, suite_file)
     status = "FAILED"
     try:
         summaries = local.run(
-            every, suite.name, results_dir, local.device("auto"), tracker, _progress(every, quiet, verbose), None
+            jobs, suite.name, folder, local.device("auto"), tracker, _progress(jobs, quiet, verbose), None
         )
         status = "FINISHED"
     except KeyboardInterrupt:
@@ -480,23 +531,7 @@ def check(
         raise
     finally:
         tracker.close(status)
-    path = baseline or Path("results") / "baselines" / f"{suite.name}.json"
-    if update:
-        write_baseline(path, [summaries[j.id] for j in jobs])
-        out.print(f"baseline written: {path}")
-        if spread_jobs:
-            atomic_write_json(tolerance_path(path), spread_tolerances([summaries[j.id] for j in spread_jobs]))
-            out.print(f"tolerances from the spread over seeds {spread_seeds} written: {tolerance_path(path)}")
-        return
-    if tolerance is None:
-        tolerance = load_tolerances(path) or 0.5
-    findings = compare(path, [summaries[j.id] for j in jobs], tolerance)
-    for f in findings:
-        out.print(f"[red]regression[/red] {escape(str(f))}")
-    if findings:
-        raise click.exceptions.Exit(1)
-    within = "the per-metric tolerances of " + str(tolerance_path(path)) if isinstance(tolerance, dict) else tolerance
-    out.print(f"[green]no regression[/green]: {len(jobs)} jobs within {within} of {path}")
+    return summaries
 
 
 cli.add_command(_data_group)
@@ -551,6 +586,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt as err:
         return _interrupted(err, argv)
+    except OSError as err:  # a full disk or lost permission where no command handled it (Ray driver, report)
+        from benchmark.run.results import environment_error, is_environment_error
+
+        if not is_environment_error(err):
+            raise
+        err_console.print(
+            f"[bold red]error:[/bold red] {escape(str(environment_error(err, 'go on')))}", highlight=False
+        )
+        return 2
     return 0
 
 

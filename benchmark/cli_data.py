@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from benchmark.cli_options import SEED, Amount
 from benchmark.data.archive import ARCHIVE_SUFFIXES, Found, dataset_missing, peek_archives, root_text
 from benchmark.data.download import download
 from benchmark.data.source import DATA_ENV, DATASETS, DatasetSpec, data_root, load_dataset
@@ -102,11 +103,15 @@ def _leaf_option(flag: str, name: str, kind, default, text: str):
     help="where downloads and built files go (default: the root); load them with root: DEST",
 )
 @_leaf_option("-s", "sampling", click.Choice(["niid", "iid"]), "niid", "LEAF -s: sample users whole or pool samples")
-@_leaf_option("--sf", "fraction", float, 1.0, "LEAF --sf: fraction of the samples kept")
+@_leaf_option("--sf", "fraction", Amount(min=0, min_open=True, max=1), 1.0, "LEAF --sf: fraction of the samples kept")
 @_leaf_option(
-    "--iu", "iid_users", float, None, "femnist/celeba -s iid: users per shard as a fraction of its users (0.01)"
+    "--iu",
+    "iid_users",
+    Amount(min=0, min_open=True, max=1),
+    None,
+    "femnist/celeba -s iid: users per shard as a fraction of its users (0.01)",
 )
-@_leaf_option("-k", "min_samples", int, 0, "LEAF -k: users with fewer samples are dropped")
+@_leaf_option("-k", "min_samples", click.IntRange(min=0), 0, "LEAF -k: users with fewer samples are dropped")
 @_leaf_option(
     "-t",
     "split",
@@ -115,8 +120,10 @@ def _leaf_option(flag: str, name: str, kind, default, text: str):
     "LEAF -t: split each user's samples, or the users "
     "(fedbench's natural split needs sample; shakespeare: sample only)",
 )
-@_leaf_option("--tf", "train_fraction", float, 0.9, "LEAF --tf: train fraction")
-@_leaf_option("--seed", "seed", int, 0, "sampling and split seed")
+@_leaf_option(
+    "--tf", "train_fraction", Amount(min=0, max=1, min_open=True, max_open=True), 0.9, "LEAF --tf: train fraction"
+)
+@_leaf_option("--seed", "seed", SEED, 0, "sampling and split seed")
 @click.option(
     "--test-gap",
     type=click.IntRange(min=0),

@@ -4,9 +4,25 @@ command-line overrides and exact job selection. Import-light: click and the stan
 from __future__ import annotations
 
 import functools
+import math
 from pathlib import Path
 
 import click
+
+COUNT = click.IntRange(min=1)  # rounds, threads, clients listed: at least one
+SEED = click.IntRange(min=0, max=2**32 - 1)  # as a suite's seeds
+
+
+class Amount(click.FloatRange):
+    """A finite float within a range (click's FloatRange lets nan and inf through)."""
+
+    name = "finite float"
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 def _stacked(*options):
@@ -38,7 +54,7 @@ job_options = _stacked(
     ),
     click.option("--seeds", default=None, metavar="S1,S2,..", help="run these seeds instead of the suite's"),
     click.option(
-        "--rounds", type=int, default=None, help="rounds per job instead of the suite's (same as --set rounds=N)"
+        "--rounds", type=COUNT, default=None, help="rounds per job instead of the suite's (same as --set rounds=N)"
     ),
 )
 

@@ -15,7 +15,8 @@ from benchmark.suggest import allowed_names
 class StrictParams(BaseModel):
     """Base for every component's and dataset's parameters: unknown keys are errors, not silently ignored."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a YAML `true` is no number and `"5"` no integer; no inf/nan where a float is expected
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class Identity(enum.Enum):

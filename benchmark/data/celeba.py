@@ -18,7 +18,7 @@ from pydantic import Field
 from benchmark.data.archive import Found, dataset_missing, locate, root_text
 from benchmark.data.cache import cache_key, cached_tensors, files_fingerprint
 from benchmark.data.images import decode_images, split_tensors
-from benchmark.data.leaf import leaf_source, load_leaf_users
+from benchmark.data.leaf import integer_labels, leaf_source, load_leaf_users
 from benchmark.data.leaf_hf import HubTable, LeafRouteParams, hub_source, route
 from benchmark.data.source import DATASETS, DatasetSpec, RawBuild, SourceData
 from benchmark.errors import DatasetMissing
@@ -62,7 +62,7 @@ def _images(users: list[str], split: dict, img_dir: Path, size: int, tag: str):
 
 
 def _binary(y: list, user: str) -> torch.Tensor:
-    t = torch.tensor(y, dtype=torch.long)
+    t = integer_labels(y, user)
     if ((t != 0) & (t != 1)).any():
         raise DatasetMissing(f"celeba user {user!r}: labels must be 0/1 (smiling), found {sorted(set(y))[:5]}")
     return t

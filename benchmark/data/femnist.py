@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmark.data.archive import Found
-from benchmark.data.leaf import cached_leaf_source, leaf_source, load_leaf_users
+from benchmark.data.leaf import cached_leaf_source, integer_array, leaf_source, load_leaf_users
 from benchmark.data.leaf_hf import HubTable, LeafRouteParams, hub_source, route
 from benchmark.data.source import DATASETS, DatasetSpec, RawBuild, SourceData
 from benchmark.lazy import torch
@@ -29,7 +29,7 @@ FEMNIST_HELP = (
 
 
 def leaf_pixels(x: list, y: list, user: str) -> tuple[np.ndarray, np.ndarray]:
-    return np.asarray(x, dtype=np.float32).reshape(-1, 1, 28, 28), np.asarray(y, dtype=np.int64)
+    return np.asarray(x, dtype=np.float32).reshape(-1, 1, 28, 28), integer_array(y)
 
 
 def hub_pixels(images: list, labels: list) -> tuple[np.ndarray, np.ndarray]:

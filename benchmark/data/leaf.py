@@ -38,14 +38,23 @@ def read_leaf_split(directory: Path, encode: Encode | None = None) -> dict[str, 
             warn_if_counts_disagree(shard, blob)
             for user in blob["users"]:
                 data = blob["user_data"][user]
-                x, y = (data["x"], data["y"]) if encode is None else encode(data["x"], data["y"], user)
+                x, y = (data["x"], data["y"]) if encode is None else encoded(encode, data, shard, user)
                 entry = pieces.setdefault(user, {"x": [], "y": [], "file": shard})
                 entry["x"].append(x)
                 entry["y"].append(y)
-        except (json.JSONDecodeError, KeyError, TypeError) as err:
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:  # not UTF-8, JSON, LEAF
             raise DatasetMissing(f"{shard} is not a LEAF JSON shard ({type(err).__name__}: {err})") from None
         del blob  # before the next shard is parsed
     return {u: merge(e, encode is not None) for u, e in pieces.items()}
+
+
+def encoded(encode: Encode, data: dict, shard: Path, user: str) -> tuple[np.ndarray, np.ndarray]:
+    """One user's examples of one shard as arrays; what the encoder refuses (ragged or misshapen inputs,
+    non-integer labels) names the shard and the user."""
+    try:
+        return encode(data["x"], data["y"], user)
+    except (ValueError, TypeError, OverflowError) as err:
+        raise DataInvalid(f"{shard}: user {user!r}: {err}; fix or replace this shard") from None
 
 
 def merge(entry: dict, arrays: bool) -> dict:
@@ -107,18 +116,32 @@ def load_leaf_users(root: Path | None, name: str, encode: Encode | None = None) 
     return users, train, test
 
 
+def integer_array(y: list) -> np.ndarray:
+    """LEAF labels as int64; a float (3.5), bool or string label is an error, never truncated."""
+    if not isinstance(y, list):
+        raise ValueError(f"labels are {type(y).__name__}, not a list")
+    bad = next((i for i, v in enumerate(y) if type(v) is not int), None)  # bool is an int subclass
+    if bad is not None:
+        raise ValueError(f"label {y[bad]!r} (example {bad}) is not an integer")
+    return np.asarray(y, dtype=np.int64)
+
+
+def integer_labels(y: list, user: str) -> torch.Tensor:
+    return torch.from_numpy(integer_array(y))
+
+
 def stack_users(
     users: list[str], split: dict, to_x: Callable[[list, str], torch.Tensor], to_y: Callable[[list, str], torch.Tensor]
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Concatenate `users`' examples of one split: (x, y, user index of every example). Each user's
     x is copied into one preallocated tensor and then dropped from `split`, so the inputs are held
     about once, not twice (full FEMNIST's are 2.4 GB as float32)."""
-    ys = [to_y(split[u]["y"], u) for u in users]
+    ys = [_named(to_y, split, u, "y") for u in users]
     out, pos = None, 0
     for u, y in zip(users, ys):
-        x = to_x(split[u]["x"], u)
+        x = _named(to_x, split, u, "x")
         if len(x) != len(y):
-            raise DatasetMissing(f"LEAF user {u!r} has {len(x)} inputs but {len(y)} labels")
+            raise DataInvalid(f"{split[u]['file']}: user {u!r}: {len(x)} inputs but {len(y)} labels")
         if out is None:
             out = torch.empty((sum(len(t) for t in ys), *x.shape[1:]), dtype=x.dtype)
         out[pos : pos + len(x)] = x
@@ -126,6 +149,13 @@ def stack_users(
         split[u]["x"] = None  # the copy is in `out`
     counts = torch.tensor([len(y) for y in ys])
     return out, torch.cat(ys), torch.repeat_interleave(torch.arange(len(users)), counts)
+
+
+def _named(convert: Callable, split: dict, user: str, key: str) -> torch.Tensor:
+    try:
+        return convert(split[user][key], user)
+    except (ValueError, TypeError, RuntimeError, OverflowError) as err:
+        raise DataInvalid(f"{split[user]['file']}: user {user!r}: {err}; fix or replace this shard") from None
 
 
 def leaf_source(

@@ -1,53 +1,60 @@
-"""Regression check: compare a suite's summaries with a curated baseline file.
+"""The regression gate behind `fedbench check`: a suite's results against a curated baseline.
 
-Baselines are keyed by (dataset label, method label, seed), not by job id, so a change of
-defaults that alters ids is still compared (and shows up as a regression if numbers move).
+The baseline (results/baselines/<suite>.json) holds each seed's values:
+{"<dataset> / <method> / seed <s>": {metric: value}}, at least MIN_SEEDS seeds per (dataset,
+method). It is keyed by labels, not job ids, so a change of defaults that alters ids is still
+compared, and `--set`/`--seeds` runs are compared with the suite's baseline.
 
-Tolerances: one number for every metric (`--tolerance`), or per metric from the seed-to-seed
-spread measured when the baseline was written (`--update --spread-seeds 0,1,2,3,4`), recorded
-beside the baseline in `<suite>.tolerance.json` with the values it came from. A change that only
-reshuffles randomness moves a result like another seed would; a tolerance of K standard
-deviations of that spread lets such changes pass and catches a broken method.
+The test, per (dataset, method) and metric: the mean over the seeds run now against the
+baseline's mean, with Welch's t-test, one-sided (only a change for the worse fails): the
+tolerance is the (1 - ALPHA) quantile of Student's t with Welch-Satterthwaite degrees of freedom
+times the standard error of the difference of the means, sqrt(s_b²/n_b + s_n²/n_n), and never
+less than the metric's FLOOR (cross-machine float noise; one round for rounds_to, whose tolerance
+is rounded up to whole rounds). A change larger than the tolerance for the better is "improved"
+(a failure too with `strict`). Different seeds than the baseline's ("a reshuffle") are another
+sample of the same distribution, which the test allows for.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import math
+import shutil
 import statistics
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchmark.errors import UserError
-from benchmark.run.results import atomic_write_json
+from benchmark.run.code_fingerprint import code_fingerprint
+from benchmark.run.locks import job_lock
+from benchmark.run.results import JobDir, atomic_write_json, check_writable
 
-SPREAD_K = 3.0  # tolerance = K x the largest seed-to-seed standard deviation over the suite's methods
-SPREAD_FLOOR = 0.5  # never tighter than this (accuracy points or rounds): cross-machine float noise
+log = logging.getLogger(__name__)
+
+MIN_SEEDS = 3
+ALPHA = 0.01  # one-sided, per comparison (docs/runs.md: "The regression gate")
+FLOOR = {"acc": 0.5, "rounds": 1.0}  # accuracy points / rounds
+REGRESSION, IMPROVED, WITHIN = "regression", "improved", "within tolerance"
+SEP = " / seed "
 
 
 def key(summary: dict) -> str:
-    return f"{summary['dataset']} / {summary['method']} / seed {summary['seed']}"
+    return f"{group(summary)}{SEP}{summary['seed']}"
 
 
 def group(summary: dict) -> str:
     return f"{summary['dataset']} / {summary['method']}"
 
 
-def tolerance_path(baseline: Path) -> Path:
-    return baseline.with_name(baseline.stem + ".tolerance.json")
+def group_of_job(job) -> str:
+    return f"{job.dataset_label} / {job.method_label}"
 
 
-@dataclass
-class Finding:
-    key: str
-    metric: str
-    baseline: object
-    measured: object
-    tolerance: float | None = None
-
-    def __str__(self) -> str:
-        within = f", tolerance {self.tolerance:g}" if self.tolerance is not None else ""
-        return f"{self.key}: {self.metric} = {self.measured} (baseline {self.baseline}{within})"
+def higher_is_better(metric: str) -> bool:
+    return not metric.startswith("rounds_to")
 
 
 def comparable(summary: dict) -> dict:
@@ -56,65 +63,211 @@ def comparable(summary: dict) -> dict:
     return values
 
 
+def as_number(value) -> float | None:
+    """A metric's value as a number: rounds_to's ">R" (not reached within R rounds) counts as R + 1."""
+    if isinstance(value, str) and value.startswith(">") and value[1:].isdigit():
+        return int(value[1:]) + 1.0
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+# ---------------------------------------------------------------- baseline file
+
+
 def write_baseline(path: Path, summaries: list[dict]) -> None:
-    atomic_write_json(path, {key(s): comparable(s) for s in summaries if s.get("status") == "finished"})
-
-
-def spread_tolerances(summaries: list[dict]) -> dict:
-    """Per metric: K x the largest standard deviation over seeds of any method (at least the floor)."""
-    values: dict[str, dict[str, list]] = {}
+    """Every seed's values; refused unless every job finished and each (dataset, method) has MIN_SEEDS seeds."""
+    unfinished = [key(s) for s in summaries if s.get("status") != "finished"]
+    if unfinished:
+        raise UserError(f"not writing a baseline from jobs that did not finish: {', '.join(unfinished)}")
+    seeds: dict[str, set] = {}
     for s in summaries:
-        if s.get("status") == "finished":
-            for metric, v in comparable(s).items():
-                if isinstance(v, (int, float)):
-                    values.setdefault(group(s), {}).setdefault(metric, []).append(v)
-    stds = {g: {m: statistics.stdev(vs) for m, vs in ms.items() if len(vs) >= 2} for g, ms in values.items()}
-    metrics = {m for ms in stds.values() for m in ms}
-    if not metrics:
-        raise UserError("measuring the seed spread needs at least two finished seeds per method")
-    tolerance = {
-        m: max(SPREAD_FLOOR, math.ceil(SPREAD_K * max(g[m] for g in stds.values() if m in g) * 100) / 100)
-        for m in sorted(metrics)
-    }
-    return {
-        "rule": f"tolerance = max({SPREAD_FLOOR}, {SPREAD_K:g} x the largest seed-to-seed standard deviation "
-        "over the suite's methods)",
-        "seeds": sorted({s["seed"] for s in summaries if s.get("status") == "finished"}),
-        "tolerance": tolerance,
-        "std": stds,
-        "values": values,
-    }
+        seeds.setdefault(group(s), set()).add(s["seed"])
+    short = [g for g, ss in seeds.items() if len(ss) < MIN_SEEDS]
+    if short:
+        raise UserError(f"a baseline needs at least {MIN_SEEDS} seeds per method; {', '.join(short)} have fewer")
+    atomic_write_json(path, {key(s): comparable(s) for s in summaries})
 
 
-def load_tolerances(baseline: Path) -> dict[str, float] | None:
-    path = tolerance_path(baseline)
-    if not path.exists():
-        return None
-    try:
-        return {m: float(t) for m, t in json.loads(path.read_text())["tolerance"].items()}
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as err:
-        raise UserError(
-            f"{path}: not a tolerance file ({type(err).__name__}: {err}); rewrite it with "
-            "`fedbench check SUITE --update --spread-seeds 0,1,2,3,4`"
-        ) from None
-
-
-def compare(path: Path, summaries: list[dict], tolerance: float | dict[str, float]) -> list[Finding]:
-    """Findings where a metric moved by more than its tolerance (accuracy points / rounds), or is missing."""
-    if not path.exists():
+def load_baseline(path: Path) -> dict[str, dict[str, list[float]]]:
+    """group -> metric -> the seeds' values; UserError (exit 2) for anything the gate cannot trust."""
+    if not path.is_file():
         raise UserError(f"no baseline at {path}; create it with `fedbench check SUITE --update`")
-    baseline = json.loads(path.read_text())
-    measured = {key(s): s for s in summaries}
-    findings = []
-    for k, expected in baseline.items():
-        if k not in measured or measured[k].get("status") != "finished":
-            findings.append(Finding(k, "status", "finished", measured.get(k, {}).get("status", "missing")))
+    try:
+        raw = json.loads(path.read_text())
+    except (ValueError, OSError) as err:
+        raise UserError(f"{path}: not a baseline file ({err})") from None
+    if not isinstance(raw, dict) or not raw:
+        raise UserError(
+            f"{path}: an empty baseline compares nothing; regenerate it with `fedbench check SUITE --update`"
+        )
+    groups: dict[str, dict[str, list[float]]] = {}
+    for k, values in raw.items():
+        name, sep, seed = k.rpartition(SEP)
+        if not sep or not seed.isdigit() or not isinstance(values, dict) or not values:
+            raise UserError(f"{path}: entry {k!r} is not '<dataset> / <method> / seed <n>' with metric values")
+        for metric, value in values.items():
+            number = as_number(value)
+            if number is None:
+                raise UserError(f"{path}: {k}: {metric} = {value!r} is not a finite number")
+            groups.setdefault(name, {}).setdefault(metric, []).append(number)
+    for name, metrics in groups.items():
+        n = min(len(v) for v in metrics.values())
+        if n < MIN_SEEDS or len({len(v) for v in metrics.values()}) > 1:
+            raise UserError(
+                f"{path}: {name} has {n} seed(s) with every metric; the gate compares means over at least "
+                f"{MIN_SEEDS} seeds: regenerate it with `fedbench check SUITE --update --seeds 0,1,2`"
+            )
+    return groups
+
+
+def check_matches(baseline: dict, selected: set[str], in_suite: set[str], path: Path) -> None:
+    """Exit 2 unless every selected (dataset, method) is in the baseline and every baseline entry
+    is in the suite (a narrower `--only` selection compares a subset; a stale entry is an error)."""
+    lacking = sorted(selected - set(baseline))
+    stale = sorted(set(baseline) - in_suite)
+    if lacking or stale:
+        parts = [f"the baseline lacks {', '.join(lacking)}"] if lacking else []
+        parts += [f"the suite has no {', '.join(stale)}"] if stale else []
+        raise UserError(
+            f"{path} does not match the suite: {'; '.join(parts)}. Regenerate it deliberately with "
+            "`fedbench check SUITE --update`"
+        )
+
+
+# ---------------------------------------------------------------- the comparison
+
+
+@dataclass
+class Row:
+    group: str
+    metric: str
+    baseline: float | None  # mean over the baseline's seeds
+    now: float | None  # mean over the seeds run now
+    delta: float | None  # now - baseline
+    tolerance: float | None
+    verdict: str
+    n_baseline: int
+    n_now: int
+
+    def failed(self, strict: bool) -> bool:
+        return self.verdict not in (WITHIN, IMPROVED) or (strict and self.verdict == IMPROVED)
+
+
+def tolerance(metric: str, base: list[float], now: list[float], floor: float | None = None) -> float:
+    """max(floor, t_{1-ALPHA, Welch df} x the standard error of the difference of the means)."""
+    from scipy.stats import t
+
+    rounds = not higher_is_better(metric)
+    floor = FLOOR["rounds" if rounds else "acc"] if floor is None else floor
+    vb, vn = statistics.variance(base) / len(base), statistics.variance(now) / len(now)
+    se = math.sqrt(vb + vn)
+    allowed = floor
+    if se > 0:
+        df = se**4 / (vb**2 / (len(base) - 1) + vn**2 / (len(now) - 1))
+        allowed = max(floor, float(t.ppf(1 - ALPHA, df)) * se)
+    return float(math.ceil(allowed)) if rounds else allowed
+
+
+def compare(baseline: dict, summaries: list[dict], floor: float | None = None) -> list[Row]:
+    """A row per (dataset, method) of `summaries` and metric of its baseline."""
+    measured: dict[str, list[dict]] = {}
+    for s in summaries:
+        measured.setdefault(group(s), []).append(s)
+    rows = []
+    for name, runs in measured.items():
+        bad = sorted({s.get("status", "missing") for s in runs} - {"finished"})
+        if bad:
+            rows.append(Row(name, "status", None, None, None, None, "/".join(bad), 0, len(runs)))
             continue
-        got = comparable(measured[k])
-        for metric, want in expected.items():
-            have = got.get(metric)
-            allowed = tolerance.get(metric, SPREAD_FLOOR) if isinstance(tolerance, dict) else tolerance
-            numeric = isinstance(want, (int, float)) and isinstance(have, (int, float))
-            if (numeric and abs(have - want) > allowed) or (not numeric and have != want):
-                findings.append(Finding(k, metric, want, have, allowed if numeric else None))
-    return findings
+        for metric, base in baseline[name].items():
+            now = [as_number(comparable(s).get(metric)) for s in runs]
+            if any(v is None for v in now):
+                rows.append(Row(name, metric, statistics.mean(base), None, None, None, "missing", len(base), 0))
+                continue
+            allowed = tolerance(metric, base, now, floor)
+            delta = statistics.mean(now) - statistics.mean(base)
+            better = delta if higher_is_better(metric) else -delta
+            verdict = REGRESSION if better < -allowed else IMPROVED if better > allowed else WITHIN
+            rows.append(
+                Row(
+                    name,
+                    metric,
+                    statistics.mean(base),
+                    statistics.mean(now),
+                    delta,
+                    allowed,
+                    verdict,
+                    len(base),
+                    len(now),
+                )
+            )
+    return rows
+
+
+def summary_line(rows: list[Row], strict: bool) -> str:
+    failed = sum(r.failed(strict) for r in rows)
+    improved = sum(r.verdict == IMPROVED for r in rows)
+    within = sum(r.verdict == WITHIN for r in rows)
+    parts = [f"{failed} regression{'s' * (failed != 1)}"]
+    parts += [f"{improved} improved" + (" (failing: --strict)" if strict and improved else "")] if improved else []
+    return ", ".join(parts + [f"{within} within tolerance"])
+
+
+# ---------------------------------------------------------------- what the gate runs
+
+
+def check_seeds(jobs) -> None:
+    """At least MIN_SEEDS seeds per (dataset, method), and one setting per seed (no suite grid)."""
+    seeds: dict[str, list[int]] = {}
+    for j in jobs:
+        seeds.setdefault(group_of_job(j), []).append(j.config.seed)
+    for name, ss in seeds.items():
+        if len(set(ss)) < MIN_SEEDS:
+            raise UserError(
+                f"{name}: {len(set(ss))} seed(s); the gate compares means over at least {MIN_SEEDS} seeds: "
+                f"set the suite's defaults.seeds or pass --seeds 0,1,2"
+            )
+        if len(set(ss)) < len(ss):
+            raise UserError(
+                f"{name}: several settings per seed (a suite grid); the gate compares one setting per method"
+            )
+
+
+@contextlib.contextmanager
+def check_folder(results_dir: Path | None, reuse: bool, suite: str, jobs):
+    """The results folder the gate runs in: a new temporary one (removed afterwards), or
+    `results_dir`, where jobs already present are an error unless `reuse`; then a job is reused
+    only if the current code produced it, else set aside to `<job-id>.code-<fingerprint>/`."""
+    if results_dir is None:
+        if reuse:
+            raise UserError("--reuse reuses the jobs of --results-dir: give the folder")
+        folder = Path(tempfile.mkdtemp(prefix="fedbench-check-"))
+        try:
+            yield folder
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return
+    check_writable(results_dir / suite)
+    current = code_fingerprint()
+    for job in jobs:
+        jobdir = JobDir(results_dir, suite, job.id)
+        if not jobdir.path.exists():
+            continue
+        if not reuse:
+            raise UserError(
+                f"{jobdir.path} exists: check runs every job afresh; pass --reuse to reuse the jobs the "
+                "current code produced, or give another --results-dir"
+            )
+        with job_lock(results_dir, suite, job.id):
+            produced_by = (jobdir.read_summary() or {}).get("code_fingerprint")
+            if produced_by != current:
+                aside = jobdir.set_aside(f"code-{produced_by or 'unknown'}")
+                log.warning(
+                    "job %s: results of other code (%s, now %s) moved to %s; it runs again",
+                    job.id,
+                    produced_by,
+                    current,
+                    aside,
+                )
+    yield results_dir

@@ -16,18 +16,28 @@ from pathlib import Path
 from benchmark.engine.setup import data_fingerprint
 from benchmark.errors import UserError
 from benchmark.run.batched import BatchedJobs
+from benchmark.run.code_fingerprint import code_fingerprint
 from benchmark.run.executor_base import EXECUTORS, Executor
 from benchmark.run.job_runner import run_job
 from benchmark.run.locks import job_lock
 from benchmark.run.progress import LogProgress, log
 from benchmark.run.records import FailedSummary
-from benchmark.run.results import JobDir, atomic_write_json
+from benchmark.run.results import JobDir, atomic_write_json, environment_error, is_environment_error
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
 
 
 def failed_summary(job: Job, suite: str, error: str, trace: str = "") -> dict:
-    return FailedSummary(job.id, suite, job.dataset_label, job.method_label, job.config.seed, error, trace).to_json()
+    return FailedSummary(
+        job.id,
+        suite,
+        job.dataset_label,
+        job.method_label,
+        job.config.seed,
+        error,
+        trace,
+        code_fingerprint=code_fingerprint(),
+    ).to_json()
 
 
 def reusable_summary(job: Job, jobdir: JobDir) -> dict | None:
@@ -60,6 +70,7 @@ def run_jobs(
                 return False
             try:  # re-read under the lock: the other process may have finished it meanwhile
                 if not (done := done or reusable_summary(job, jobdir)):
+                    jobdir.remove_stale_temps()
                     jobdir.set_aside_other_data(data_fingerprint(job.config))
                 if done:
                     summaries[job.id] = done
@@ -103,8 +114,13 @@ def run_or_record_failure(
     except UserError:
         raise
     except Exception as err:  # a crashing job must not take the suite (or its results) down
+        if is_environment_error(err):  # a full disk or lost permissions: stop, resume later as after a kill
+            raise environment_error(err, f"write the results of job {job.id}") from None
         summary = failed_summary(job, suite, f"{type(err).__name__}: {err}", traceback.format_exc())
-        atomic_write_json(jobdir.summary, summary)
+        try:
+            atomic_write_json(jobdir.summary, summary)
+        except OSError as write_err:
+            raise environment_error(write_err, f"record that job {job.id} failed ({err})") from None
         tracker.end_job(summary, [jobdir.summary])
         return summary
 

@@ -69,12 +69,25 @@ class Executor(ABC):
         return torch_device(requested)
 
     def check(self, jobs: list[Job]) -> None:
-        """Before the first job starts: load and check every dataset the jobs need, so a missing
+        """Before the first job starts: load and check every dataset the jobs need and split it
+        as each job will (num_clients above the users, a split that cannot be drawn), so a missing
         or broken one is one error now, not a failure after hours of other jobs."""
-        from benchmark.engine.setup import data_fingerprint
+        from benchmark.engine.setup import data_fingerprint, federated_data
 
-        for job in jobs:  # cached per dataset: each is loaded once
+        splits = set()
+        for job in jobs:  # cached per dataset and per split: each is loaded and drawn once
             data_fingerprint(job.config)
+            c = job.config
+            split = (
+                c.dataset.name,
+                repr(c.dataset.params),
+                c.dataset.root,
+                c.dataset.split.model_dump_json(),
+                c.num_clients,
+            )
+            if split not in splits:
+                splits.add(split)
+                federated_data(c)
 
     @abstractmethod
     def run(

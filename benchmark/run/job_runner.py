@@ -22,6 +22,7 @@ from benchmark.run.callbacks import (
     Tracking,
     save_checkpoint,
 )
+from benchmark.run.code_fingerprint import code_fingerprint
 from benchmark.run.job_status import DIVERGED, FINISHED, STOPPED
 from benchmark.run.records import Divergence, JobSummary, RoundRecord
 from benchmark.run.results import JobDir, atomic_torch_save, atomic_write_json
@@ -154,6 +155,7 @@ def job_summary(
         execution_probe=sim.execution.probe,
         local_step=sim.execution.local_step or None,
         threads=threads,
+        code_fingerprint=code_fingerprint(),
     )
     last = records[-1] if records else None
     if diverged:  # no accuracy: what a NaN model "scores" is the argmax of NaN logits

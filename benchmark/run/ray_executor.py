@@ -231,6 +231,7 @@ class Driver:
         if not lock.acquire(blocking=wait):
             return False
         self.locks[job.id] = lock
+        self.jobdir(job).remove_stale_temps()
         return True
 
     def release(self, job: Job) -> None:

@@ -56,6 +56,7 @@ class FailedSummary:
     error: str
     traceback: str = ""
     status: str = FAILED
+    code_fingerprint: str | None = None  # run/code_fingerprint.py
 
     def to_json(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -97,6 +98,7 @@ class JobSummary:
     execution_probe: dict | None = None
     # per trainer that ran, which local step produced the numbers: {"step": "fused" | "plain", "why"} (engine/low_rank_step.py)
     local_step: dict | None = None
+    code_fingerprint: str | None = None  # the code that produced it (run/code_fingerprint.py)
     diverged: Divergence | None = None
 
     def to_json(self) -> dict:

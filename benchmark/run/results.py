@@ -5,13 +5,17 @@ with the permissions a plain `open()` would give (umask), and JSON strictly (no 
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
 
+from benchmark.errors import UserError
 from benchmark.lazy import torch
 from benchmark.run.job_status import FINISHED, TERMINAL
 
@@ -38,14 +42,16 @@ def _temp_beside(path: Path) -> tuple[int, str]:
     return fd, tmp
 
 
-def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
-    """`durable`: on disk before the rename (fsync), so a crash leaves the old file or the new
+@contextlib.contextmanager
+def _atomic_file(path: Path, durable: bool = True):
+    """A binary file that replaces `path` when the block ends, or is removed if it fails.
+    `durable`: on disk before the rename (fsync), so a crash leaves the old file or the new
     one; off for files that mean nothing after a crash (a heartbeat), where readers only need
     never to see half a file."""
     fd, tmp = _temp_beside(path)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
             f.flush()
             if durable:
                 os.fsync(f.fileno())
@@ -53,6 +59,11 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
+    with _atomic_file(path, durable) as f:
+        f.write(data)
 
 
 def strict_json(obj, **kwargs) -> str:
@@ -65,14 +76,44 @@ def atomic_write_json(path: Path, obj, durable: bool = True) -> None:
 
 
 def atomic_torch_save(path: Path, obj) -> None:
-    fd, tmp = _temp_beside(path)
-    os.close(fd)
+    # through a Python file: a full disk is then an OSError (ENOSPC) naming the file, where
+    # torch.save(obj, name) reports "unexpected pos 960 vs 854"
+    with _atomic_file(path) as f:
+        torch.save(obj, f)
+
+
+# A write failing with one of these means the machine, not the job, is at fault: the run stops
+# with exit 2 (no "failed" job is recorded) and a later run resumes as after a kill.
+ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO, errno.ENOTDIR}
+
+
+def is_environment_error(err: BaseException) -> bool:
+    return isinstance(err, OSError) and err.errno in ENVIRONMENT_ERRNOS
+
+
+def environment_error(err: OSError, doing: str) -> UserError:
+    """What to tell the user when writing results fails for a reason outside the job."""
+    code = errno.errorcode.get(err.errno or 0, "")
+    where = f" {err.filename}:" if err.filename else ""
+    fix = "free space" if err.errno in (errno.ENOSPC, errno.EDQUOT) else "fix the path or its permissions"
+    return UserError(
+        f"cannot {doing}:{where} {err.strerror or err}{f' ({code})' if code else ''}. {fix.capitalize()}, then "
+        "run the same command again: finished jobs are kept, unfinished ones resume from their last checkpoint"
+    )
+
+
+def check_writable(folder: Path) -> None:
+    """Before anything runs: `folder` (the suite's results folder) can be created and written to."""
     try:
-        torch.save(obj, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder) as probe:
+            probe.write(b"fedbench")
+    except OSError as err:
+        raise environment_error(err, "write results") from None
+
+
+# `.<file name>.<8 random characters>`: what `_temp_beside` (tempfile.mkstemp) names its temp files
+TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}$")
 
 
 class JobDir:
@@ -120,11 +161,7 @@ class JobDir:
         recorded = summary.get("data_fingerprint")
         if not recorded or recorded == fingerprint or summary.get("status") not in TERMINAL:
             return
-        aside, n = self.path.with_name(f"{self.path.name}.data-{recorded}"), 1
-        while aside.exists():
-            n += 1
-            aside = self.path.with_name(f"{self.path.name}.data-{recorded}-{n}")
-        os.replace(self.path, aside)
+        aside = self.set_aside(f"data-{recorded}")
         log.warning(
             "results of job %s were computed on other data (fingerprint %s, now %s): moved to %s; "
             "running the job again",
@@ -133,6 +170,16 @@ class JobDir:
             fingerprint,
             aside,
         )
+
+    def set_aside(self, tag: str) -> Path:
+        """Move the job's folder to `<job-id>.<tag>/` (or `-2`, `-3`, ... beside an earlier one):
+        kept, never reused. Call it holding the job's lock."""
+        aside, n = self.path.with_name(f"{self.path.name}.{tag}"), 1
+        while aside.exists():
+            n += 1
+            aside = self.path.with_name(f"{self.path.name}.{tag}-{n}")
+        os.replace(self.path, aside)
+        return aside
 
     def read_metrics(self) -> list[dict]:
         """The records up to the first line that is not a complete JSON record (a file cut
@@ -185,6 +232,15 @@ class JobDir:
             why,
             aside.name,
         )
+
+    def remove_stale_temps(self) -> None:
+        """Temp files of writes a killed process never finished; call it holding the job's lock
+        (so no live process is writing them)."""
+        if not self.path.is_dir():
+            return
+        for temp in (p for p in self.path.rglob(".*") if TEMP_NAME.match(p.name) and p.is_file()):
+            temp.unlink(missing_ok=True)
+            log.info("removed %s, left by a write that was interrupted", temp)
 
     def discard_checkpoint(self) -> None:
         """Remove resume material (memmap client state can be large)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-import yaml
 from pydantic import ValidationError
 
 from benchmark.errors import SuiteError, UserError
@@ -13,6 +12,7 @@ from benchmark.params import pydantic_problems
 from benchmark.plugins import import_suite_plugins
 from benchmark.registry import load_installed
 from benchmark.suite.extends import merge_suites
+from benchmark.suite.safe_yaml import YamlRefused, decode, parse_yaml
 from benchmark.suite.schema import Suite
 
 
@@ -33,11 +33,11 @@ def read_yaml(path: Path) -> object:
     if not path.is_file():
         raise missing_suite(path)
     try:
-        return yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise SuiteError(str(path), [("", f"not valid YAML: {where}{getattr(err, 'problem', err)}")]) from None
+        return parse_yaml(decode(path.read_bytes()))
+    except YamlRefused as err:
+        raise SuiteError(str(path), [("", str(err))]) from None
+    except OSError as err:
+        raise UserError(f"{path}: cannot be read ({err.strerror or err})") from None
 
 
 def read_suite(path: Path, seen: tuple[Path, ...] = ()) -> dict:
@@ -66,6 +66,6 @@ def load_suite(path: str | Path) -> Suite:
     load_installed()  # fedbench's own names and the installed plugins' first, so a clash names the suite's plugin
     import_suite_plugins(raw, str(path))  # then the suite is validated against what they register
     try:
-        return Suite(**raw)
+        return Suite.model_validate(raw)
     except ValidationError as err:
         raise SuiteError(str(path), pydantic_problems(err, model=Suite)) from None

@@ -9,9 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import yaml
-
 from benchmark.errors import UserError
+from benchmark.suite.safe_yaml import YamlRefused, parse_yaml
 
 # PATH=VALUE, else NAME:PATH=VALUE. A name may hold '=' (FedACG[lam=0.7]) but no ':'; a value may hold either.
 SETTING = re.compile(r"(?P<path>[A-Za-z_][\w.]*)=(?P<value>.*)", flags=re.S)
@@ -46,9 +45,9 @@ class Overrides:
                     "or --set FedACG:method.server.lam=0.9"
                 )
             try:
-                value = yaml.safe_load(match["value"])
-            except yaml.YAMLError:
-                raise UserError(f"--set {item!r}: the value is not valid YAML") from None
+                value = parse_yaml(match["value"])
+            except YamlRefused as err:
+                raise UserError(f"--set {item!r}: the value is {err}") from None
             settings.append(Setting(match["path"], value, match.groupdict().get("scope")))
         if rounds is not None:
             settings.append(Setting("rounds", rounds, flag="--rounds"))
@@ -63,9 +62,24 @@ class Overrides:
             not isinstance(seed_list, list) or not seed_list or not all(isinstance(s, int) for s in seed_list)
         ):
             raise UserError(f"seeds override {seed_list!r}: expected a non-empty list of integers")
+        if seed_list is not None:
+            _check_seeds(seed_list, "--seeds" if seeds is not None else "--set seeds")
         return cls(tuple(settings), tuple(seed_list) if seed_list is not None else None)
 
     @property
     def values(self) -> dict:
         """Path -> value of the settings for every job (for a job, see expand's scoped application)."""
         return {s.path: s.value for s in self.settings if s.scope is None}
+
+
+def _check_seeds(seeds: list[int], flag: str) -> None:
+    """Each seed in the range a suite's `seeds:` accepts, the error naming the option."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from benchmark.suite.schema import Seed
+
+    for seed in seeds:
+        try:
+            TypeAdapter(Seed).validate_python(seed)
+        except ValidationError as err:
+            raise UserError(f"{flag}: seed {seed}: {err.errors()[0]['msg']}") from None

@@ -8,7 +8,7 @@ or what it reports, is NEVER part of it.
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
@@ -19,7 +19,12 @@ from benchmark.params import Identity, declared
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: a YAML `true` is no number and `"5"` no integer; no inf/nan where a float is expected
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+# numpy's and torch's seed range in common use; a larger seed overflowed deep inside a job
+Seed = Annotated[int, Field(ge=0, lt=2**32, description="0 <= seed < 2^32")]
 
 
 class LocalTraining(Strict):
@@ -80,7 +85,7 @@ class SplitConfig(Strict):
         "iid", description="shared: every client samples each batch with replacement from the whole training set"
     )
     alpha: float | None = Field(None, gt=0, description="Dirichlet concentration")
-    seed: int = Field(0, description="split seed (independent of the training seed)")
+    seed: Seed = Field(0, description="split seed (independent of the training seed)")
     select: Literal["first", "random"] = Field("first", description="natural splits: which users become clients")
     min_size: int = Field(10, ge=1, description="dirichlet_unbalanced: minimum client size")
 
@@ -150,7 +155,10 @@ class AuthorsRuns(Strict):
 
     source: str = Field(description="the authors' file the values come from")
     f_star: float = Field(description="F* the suboptimality is measured from (fedbench's Newton solve)")
-    best: dict[str, dict[int, tuple[float, float]]] = Field(description="method -> M -> (best final F − F*, its η)")
+    # a pair as YAML writes it (a list: strict validation takes no list for a tuple)
+    best: dict[str, dict[int, Annotated[list[float], Field(min_length=2, max_length=2)]]] = Field(
+        description="method -> M -> [best final F − F*, its η]"
+    )
     not_compared: dict[str, str] = Field(
         default_factory=dict, description="method -> why its values are shown but never compared"
     )
@@ -274,7 +282,7 @@ class JobSettings(Strict):
 class Settings(JobSettings):
     """`defaults:` of a suite: the job settings plus the seeds to run each job with."""
 
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    seeds: list[Seed] = Field(default_factory=lambda: [0], min_length=1)
 
 
 SETTINGS_FIELDS = set(Settings.model_fields)
@@ -369,7 +377,7 @@ class JobConfig(JobSettings):
 
     dataset: DatasetEntry
     method: MethodSpec
-    seed: int
+    seed: Seed
 
     def evaluates(self, r: int) -> bool:
         """Whether round r (1-based) is evaluated: only where a metric needs it (metrics.evaluated_round)."""

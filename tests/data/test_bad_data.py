@@ -57,6 +57,33 @@ def test_a_label_out_of_range_names_its_shard_and_exits_2_before_any_job(tmp_pat
     assert not (tmp_path / "r").exists()  # checked before the first (synthetic) job started
 
 
+@pytest.mark.parametrize(
+    "test_user, expected",
+    [
+        ({"x": [[0.5] * 784] * 2, "y": [3.5, 1]}, "label 3.5 (example 0) is not an integer"),  # was truncated to 3
+        ({"x": [[0.5] * 784] * 2, "y": [True, 1]}, "label True (example 0) is not an integer"),
+        ({"x": [[0.5] * 784, [0.5] * 783], "y": [1, 1]}, "u0"),  # ragged inputs
+        ({"x": [[0.5] * 784] * 3, "y": [1, 1]}, "3 inputs but 2 labels"),
+    ],
+)
+def test_a_malformed_leaf_user_names_its_shard_and_user(tmp_path, capsys, test_user, expected):
+    write_leaf(tmp_path, "femnist", femnist_users([0, 1, 2]), {"u0": test_user})
+    assert main(["plan", str(femnist_suite(tmp_path, tmp_path)), "--splits"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "Traceback" not in err and "all_data_0_test.json: user 'u0'" in err and expected in err, err
+
+
+def test_more_clients_than_users_is_refused_before_any_job_writes(tmp_path, capsys):
+    write_leaf(tmp_path, "femnist", femnist_users([0, 1, 2]), femnist_users([3, 1]))
+    suite = femnist_suite(tmp_path, tmp_path, extra_datasets=({"name": "synthetic", "num_clients": 4},))
+    assert (
+        main(["run", str(suite), "--no-tracking", "--results-dir", str(tmp_path / "r"), "--set", "num_clients=2"]) == 2
+    )
+    err = " ".join(capsys.readouterr().err.split())
+    assert "num_clients = 2 but the dataset has only 1 users" in err and "femnist" in err
+    assert not (tmp_path / "r").exists()  # the synthetic job, first in the suite, did not start
+
+
 def test_source_problems_say_what_is_wrong():
     x, y = torch.zeros(3, 2), torch.tensor([0, 1, 1])
     ok = SourceData(x, y, x, y, 2, "vector")

@@ -130,7 +130,7 @@ def test_prepare_refuses_options_femnist_does_not_take(tmp_path, capsys):
     assert main(["data", "prepare", "femnist", "--root", str(tmp_path), "--test-gap", "3"]) == 2
     assert "--test-gap applies to shakespeare only" in capsys.readouterr().err
     assert main(["data", "prepare", "femnist", "--root", str(tmp_path), "--sf", "0"]) == 2
-    assert "--sf must be in (0, 1]" in capsys.readouterr().err
+    assert "Invalid value for '--sf': 0.0 is not in the range 0<x<=1" in capsys.readouterr().err
 
 
 def test_iid_deals_the_pooled_images_to_new_users(tmp_path):

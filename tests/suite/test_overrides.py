@@ -53,7 +53,13 @@ def test_seeds_and_method_override_through_the_cli(tmp_path, capsys):
         (["--set", "dataset.params.num_user=3"], ["--set dataset.params.num_user", "did you mean 'num_users'"]),
         (["--set", "dataset.name=femnistt"], ["--set dataset.name", "did you mean 'femnist'"]),
         (["--seeds", "0,x"], ["--seeds", "comma-separated integers"]),
-        (["--rounds", "0"], ["--rounds", "greater than or equal to 1"]),
+        (["--rounds", "0"], ["--rounds", "0 is not in the range x>=1"]),
+        (["--set", "local.lr=.inf"], ["--set local.lr", "finite number"]),
+        (["--set", "local.batch_size=true"], ["--set local.batch_size", "valid integer"]),  # no bool for int
+        (["--set", "local.lr=.nan"], ["--set local.lr", "finite number"]),
+        (["--seeds", "0,-1"], ["--seeds", "greater than or equal to 0"]),
+        (["--seeds", str(2**70)], ["--seeds", "less than 4294967296"]),
+        (["--set", "rounds=&a [*a]"], ["--set 'rounds=&a [*a]'", "alias *a refers to no complete anchor"]),
         (["--only", "FedAvgg"], ["--only 'FedAvgg' matches no job", "did you mean 'FedAvg'"]),
     ],
 )

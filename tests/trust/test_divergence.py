@@ -11,6 +11,7 @@ from fedtest import job_config, tiny_simulation, tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.engine.simulation import Diverged
+from benchmark.errors import UserError
 from benchmark.report.check import write_baseline
 from benchmark.run.job_status import methods_all_diverged
 from benchmark.run.results import JobDir
@@ -76,6 +77,7 @@ def test_every_job_of_a_method_diverged_exits_1(tmp_path, capsys):
 def test_diverged_jobs_never_enter_baselines(tmp_path):
     finished = {"status": "finished", "dataset": "d", "method": "m", "seed": 0, "final_acc": 50.0, "metrics": {}}
     diverged = {**finished, "seed": 1, "status": "diverged", "diverged_at_round": 3, "final_acc": None}
-    write_baseline(tmp_path / "b.json", [finished, diverged])
-    assert list(json.loads((tmp_path / "b.json").read_text())) == ["d / m / seed 0"]
+    with pytest.raises(UserError, match="not writing a baseline from jobs that did not finish: d / m / seed 1"):
+        write_baseline(tmp_path / "b.json", [finished, diverged])
+    assert not (tmp_path / "b.json").exists()
     assert methods_all_diverged([("m", diverged), ("m", finished), ("n", diverged)]) == ["n"]
