@@ -27,6 +27,12 @@ class Figure:
     title: str
     path: Path
 
+    @property
+    def pdf(self) -> Path | None:
+        """The vector copy beside the PNG (figures.save_figure), where there is one."""
+        pdf = self.path.with_suffix(".pdf")
+        return pdf if pdf.exists() else None
+
     def data_uri(self) -> str:
         return "data:image/png;base64," + base64.b64encode(self.path.read_bytes()).decode()
 
@@ -251,6 +257,7 @@ def build_tables(
 
 def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, out: Path) -> None:
     """The plot of the table's sensitivity rows, under the sensitivity table (where one can be drawn)."""
+    from benchmark.report.figures import method_styles
     from benchmark.report.sensitivity_figure import sensitivity_figure, sensitivity_points
 
     convex = any(c.key == "final_subopt" for c in table.columns)
@@ -263,13 +270,18 @@ def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, out: Pat
     path = sensitivity_figure(
         data,
         {r.method: r.setting for r in table.rows},
-        f"{table.entry}: sensitivity",
         ylabel,
         out / "figures" / f"sensitivity-{table.slug}.png",
+        method_styles(runs.method),
         log_y=convex,
     )
     if path:
-        table.sensitivity.figure = Figure(f"{table.entry}: {ylabel} against each grid parameter", path)
+        table.sensitivity.figure = Figure(
+            f"{table.entry}: {ylabel} against each grid parameter, mean ± std over the finished seeds; "
+            "a method's other grid parameters are held at the setting its table shows (named above each panel); "
+            "×: a setting with no finished seed",
+            path,
+        )
 
 
 def write_report(suite, jobs, summaries: dict, results_root, figures: list[Figure] = ()) -> list[Path]:
