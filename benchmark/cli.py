@@ -152,7 +152,9 @@ def run(
     tracker = NullTracker() if no_tracking else open_tracker(suite.name, tracking_uri, results_dir, suite_file)
     status = "FAILED"
     try:
+        tracker.heal(jobs)  # results/ is the source of truth: finished jobs missing in MLflow are mirrored
         summaries = runner.run(jobs, suite.name, results_dir, dev, tracker, progress, stop_after)
+        tracker.summarise(suite, jobs)
         status = "FINISHED"
     except KeyboardInterrupt:
         status = "KILLED"
@@ -420,6 +422,34 @@ def _attach_report(suite_name: str, files: list[Path], uri: str | None) -> None:
             f"note: no MLflow run of suite {suite_name!r} to attach the report to (--no-tracking skips this)",
             markup=False,
         )
+
+
+@cli.command()
+@click.argument("suite_file", type=click.Path(path_type=Path))
+@click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@click.option(
+    "--tracking-uri", default=None, help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)"
+)
+@job_options
+def sync(suite_file: Path, results_dir: Path, tracking_uri, only, sets, seeds, rounds) -> None:
+    """Mirror SUITE_FILE's results on disk to MLflow (never runs a job): every finished job whose run
+    is missing, KILLED or incomplete is mirrored again, and the suite run gets its headline numbers.
+    Every seed on disk is included; jobs run with --set/--rounds need the same options."""
+    from benchmark.report.on_disk import jobs_with_seeds_on_disk
+
+    suite, jobs = jobs_with_seeds_on_disk(suite_file, results_dir, only, sets, seeds, rounds)
+    tracker = open_tracker(suite.name, tracking_uri, results_dir, suite_file)
+    if tracker.uri is None:
+        raise UserError(f"MLflow store {tracking_uri or 'default'} cannot be used; nothing was mirrored")
+    try:
+        healed = tracker.heal(jobs)
+        tracker.summarise(suite, jobs)
+    finally:
+        tracker.close("FINISHED")
+    if tracker.offline:
+        raise UserError(f"MLflow store {tracker.uri} stopped answering; rerun `fedbench sync` when it is back")
+    out.print(f"MLflow {tracker.uri}: {healed or 0} job(s) mirrored, {len(jobs)} checked", markup=False)
+    _note_unselected(suite.name, {j.id for j in jobs}, results_dir)
 
 
 @cli.command()

@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchmark.errors import UserError
+from benchmark.run.status import FINISHED
 from benchmark.suite.expand import Job
 from benchmark.suite.schema import Suite
 
@@ -23,10 +24,11 @@ BORDER = 3  # a column's separator and padding in rich's default box
 
 
 def _priority(t, header: str) -> int:
-    """Lower shows first: the suite's smoothed accuracies, the final accuracy, the paired difference
-    to the baseline, rounds to a target, the status, then raw accuracies, bytes and wall time."""
+    """Lower shows first: the status where a job did not finish (it flags what the numbers miss), the
+    suite's smoothed accuracies, the final accuracy, the paired difference to the baseline, rounds to
+    a target, the status of an all-finished table, then raw accuracies, bytes and wall time."""
     if header == "status":
-        return 4
+        return -1 if any(r.status != FINISHED for r in t.rows) else 4
     col = next(c for c in t.columns if c.header == header)
     if col.key.endswith("-vs-baseline"):
         return 2

@@ -109,16 +109,17 @@ def resume_point(job: Job, jobdir: JobDir, sim: Simulation) -> list[RoundRecord]
 
 class Stamp(RoundCallback):
     """Stamps each record with when it was measured and the training seconds so far, carried
-    across resumes (a replay brings its own wall_s)."""
+    across resumes (a replay brings its own wall_s); `tracked()`: seconds spent in MLflow calls
+    since the job started, which are not training."""
 
-    def __init__(self, records: list[RoundRecord]):
+    def __init__(self, records: list[RoundRecord], tracked: Callable[[], float] = lambda: 0.0):
         self.trained_before = (records[-1].wall_s or 0.0) if records else 0.0
-        self.since = time.monotonic()
+        self.since, self.tracked = time.monotonic(), tracked
 
     def on_eval(self, rec):
         rec.time = round(time.time(), 3)
         if rec.wall_s is None:
-            rec.wall_s = round(self.trained_before + time.monotonic() - self.since, 3)
+            rec.wall_s = round(self.trained_before + time.monotonic() - self.since - self.tracked(), 3)
 
 
 def job_summary(
@@ -174,7 +175,11 @@ def run_job(
     `on_eval(record)` is called per evaluated round, `on_checkpoint(round)` after each checkpoint is
     written (the Ray executor ships it); `callbacks` are called after the job's own."""
     tracker = tracker or NullTracker()
-    start = time.time()
+    start, tracked_before = time.time(), tracker.seconds
+
+    def tracked() -> float:  # MLflow time (an outage's timeouts included) is no training time
+        return tracker.seconds - tracked_before
+
     config = job_config_json(job, suite)
     atomic_write_json(jobdir.config, config)
     tracker.start_job(job, config)  # first, so a job that fails while building still has its run
@@ -196,7 +201,7 @@ def run_job(
     )
     effects = Callbacks(
         [
-            Stamp(resumed),
+            Stamp(resumed, tracked),
             metrics,
             Tracking(tracker, jobdir),
             HeartbeatFile(jobdir.heartbeat, c.rounds, sim.progress.round),
@@ -240,7 +245,7 @@ def run_job(
         atomic_torch_save(jobdir.model, sim.final_state_dict())
     elif summary.status == STOPPED:  # stopped early on purpose: keep a checkpoint to resume from
         save_checkpoint(jobdir, sim)
-    summary.wall_time_s = round(time.time() - start, 3)
+    summary.wall_time_s = round(time.time() - start - tracked(), 3)
     atomic_write_json(jobdir.summary, summary.to_json())
     if summary.status != STOPPED:  # resume material is no longer needed (memmap client state can be large)
         jobdir.discard_checkpoint()
