@@ -353,7 +353,7 @@ def report(
     picked = tuple(c.strip() for c in columns.split(",") if c.strip()) if columns else ()
     if not as_json:
         _print_results(suite, jobs, summaries, results_dir, picked, wide)
-    _note_unselected(suite.name, {j.id for j in jobs}, results_dir)
+    _note_unselected(suite, jobs, results_dir)
     convergence = report_figures(suite, jobs, results_dir)
     figures = [
         Figure(
@@ -392,18 +392,24 @@ def report(
         )
 
 
-def _note_unselected(suite_name: str, selected: set[str], results_dir: Path) -> None:
+def _note_unselected(suite, jobs: list, results_dir: Path) -> None:
     """Jobs on disk this selection leaves out (run with --set/--rounds, or by an earlier suite
-    version) would silently be missing: say how many, and how to include them."""
-    from benchmark.report.on_disk import others_on_disk
+    version) would silently be missing: say how many, and the options that show them."""
+    from benchmark.report.on_disk import options_text, override_groups
 
-    if others := others_on_disk(suite_name, selected, results_dir):
-        err_console.print(
-            f"note: {others} other job(s) in {results_dir / suite_name} are not shown "
-            "(other --set/--rounds values, --seeds or suite settings); pass the --set/--rounds they "
-            "were run with to show them",
-            markup=False,
-        )
+    groups = override_groups(suite.name, jobs, results_dir)
+    if not groups:
+        return
+    how = [
+        f"{len(ids)} with `{options_text(sets)}`" if sets else f"{len(ids)} from other suite settings"
+        for sets, ids in groups.items()
+    ]
+    err_console.print(
+        f"note: {sum(map(len, groups.values()))} other job(s) in {results_dir / suite.name} are not shown: "
+        + "; ".join(how)
+        + " (pass those options to show them)",
+        markup=False,
+    )
 
 
 def _attach_report(suite_name: str, files: list[Path], uri: str | None) -> None:
@@ -449,7 +455,7 @@ def sync(suite_file: Path, results_dir: Path, tracking_uri, only, sets, seeds, r
     if tracker.offline:
         raise UserError(f"MLflow store {tracker.uri} stopped answering; rerun `fedbench sync` when it is back")
     out.print(f"MLflow {tracker.uri}: {healed or 0} job(s) mirrored, {len(jobs)} checked", markup=False)
-    _note_unselected(suite.name, {j.id for j in jobs}, results_dir)
+    _note_unselected(suite, jobs, results_dir)
 
 
 @cli.command()
@@ -471,7 +477,7 @@ def status(suite_file: Path, results_dir: Path, only, sets, seeds, rounds, as_js
     else:
         out.print(status_table(suite.name, statuses))
         out.print(status_line(statuses), highlight=False)
-    _note_unselected(suite.name, {j.id for j in jobs}, results_dir)
+    _note_unselected(suite, jobs, results_dir)
 
 
 @cli.command()

@@ -31,7 +31,10 @@ def test_status_and_report_read_every_seed_on_disk(tmp_path, capsys):
     assert main(["status", str(path), "--results-dir", results, "--json", "--set", "local.lr=0.1"]) == 0
     out, err = capsys.readouterr()
     assert {j["state"] for j in json.loads(out)["jobs"]} == {"pending"}
-    assert "6 other job(s)" in " ".join(err.split())
+    assert "6 other job(s)" in " ".join(err.split()) and "6 with `--set local.lr=0.05`" in " ".join(err.split())
+    assert main(["status", str(path), "--results-dir", results, "--json", "--rounds", "2"]) == 0
+    out, err = capsys.readouterr()
+    assert "6 with `--rounds 4`" in " ".join(err.split())
 
     assert main(["report", str(path), *base, "--json"]) == 0
     report = _json(capsys)
