@@ -23,6 +23,7 @@ from benchmark.run.callbacks import (
     Tracking,
     save_checkpoint,
 )
+from benchmark.run.environment import environment
 from benchmark.run.records import Divergence, JobSummary, RoundRecord
 from benchmark.run.results import JobDir, atomic_torch_save, atomic_write_json
 from benchmark.run.status import DIVERGED, FINISHED, STOPPED
@@ -246,6 +247,7 @@ def run_job(
     elif summary.status == STOPPED:  # stopped early on purpose: keep a checkpoint to resume from
         save_checkpoint(jobdir, sim)
     summary.wall_time_s = round(time.time() - start - tracked(), 3)
+    summary.environment = environment(device)
     atomic_write_json(jobdir.summary, summary.to_json())
     if summary.status != STOPPED:  # resume material is no longer needed (memmap client state can be large)
         jobdir.discard_checkpoint()

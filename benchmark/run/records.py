@@ -91,6 +91,7 @@ class JobSummary:
     execution_probe: dict | None = None
     # per trainer that ran, which local step produced the numbers: {"step": "fused" | "plain", "why"} (engine/low_rank_step.py)
     local_step: dict | None = None
+    environment: dict | None = None  # versions, device, threads, determinism flags (run/environment.py)
     diverged: Divergence | None = None
 
     def to_json(self) -> dict:

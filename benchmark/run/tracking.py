@@ -76,30 +76,16 @@ def bounded_client(uri: str):
 def provenance_tags() -> dict[str, str]:
     """Code and environment of this process: git commit (MLflow's own tag), package versions."""
     import platform
-    import subprocess
-    from importlib.metadata import PackageNotFoundError, version
+
+    from benchmark.run.environment import git_commit, package_version
 
     tags = {"fedbench.python": platform.python_version()}
     for package in ("fedbench", "torch", "mlflow", "numpy"):
-        try:
-            tags[f"fedbench.version.{package}"] = version(package)
-        except PackageNotFoundError:
-            pass
-    here = Path(__file__).resolve().parent
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=here,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return tags
-    if commit.returncode == 0:
-        tags["mlflow.source.git.commit"] = commit.stdout.strip()
-        tags["fedbench.git_dirty"] = str(bool(dirty.stdout.strip())).lower()
+        if found := package_version(package):
+            tags[f"fedbench.version.{package}"] = found
+    if git := git_commit():
+        tags["mlflow.source.git.commit"] = git[0]
+        tags["fedbench.git_dirty"] = str(git[1]).lower()
     return tags
 
 
@@ -327,7 +313,8 @@ class MlflowTracker(NullTracker):
         """Parent run: params = the settings every job of the selection shares (a value the run
         already has from an earlier invocation is kept: MLflow params are immutable), metrics =
         per dataset and method the table's headline (final EMA accuracy, or F − F*, of the setting
-        the table shows, mean over finished seeds) as `final_ema_acc/<dataset>/<method>`."""
+        the table shows, mean over finished seeds) as `<dataset>/<method>/final_ema_acc`
+        (MLflow charts group by the part before the first `/` and truncate long titles: the method shows)."""
         from mlflow.entities import Metric, Param
 
         from benchmark.run.mlflow_mirror import flatten, metric_key
@@ -399,7 +386,7 @@ def headline_numbers(suite, jobs, results_root: Path) -> list[tuple[str, float]]
         for method, setting in best_settings(entry, convex).items():
             values = entry[(entry.setting == setting) & (entry.status == FINISHED)][key].dropna()
             if len(values):
-                numbers.append((f"{key}/{entry.entry.iloc[0]}/{method}", float(values.mean())))
+                numbers.append((f"{entry.entry.iloc[0]}/{method}/{key}", float(values.mean())))
     return numbers
 
 

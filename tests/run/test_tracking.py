@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
@@ -118,7 +119,7 @@ def test_runs_carry_tags_unique_names_named_term_params_and_final_metrics(tmp_pa
         for m in ("FedAvg", "FedACG")
     }
     for method, values in finals.items():  # one seed: the better lr's final EMA accuracy
-        assert parent.data.metrics[f"final_ema_acc/synthetic/{method}"] == max(values)
+        assert parent.data.metrics[f"synthetic/{method}/final_ema_acc"] == max(values)
     for child in children:
         tags, params, metrics = child.data.tags, child.data.params, child.data.metrics
         summary = json.loads((results / "tiny" / tags["fedbench.job_id"] / "summary.json").read_text())
@@ -135,6 +136,10 @@ def test_runs_carry_tags_unique_names_named_term_params_and_final_metrics(tmp_pa
         [dataset] = child.inputs.dataset_inputs
         assert (dataset.dataset.name, dataset.dataset.digest) == ("synthetic", summary["data_fingerprint"])
         assert metrics["summary.acc_at_2"] == summary["metrics"]["acc@2"]
+        env = summary["environment"]  # where the job ran, in summary.json and as tags
+        assert env["torch"] == torch.__version__ and env["device"] == "cpu" and env["threads"] >= 1
+        assert {"cuda", "cudnn", "git_commit", "deterministic_algorithms"} <= set(env)
+        assert tags["fedbench.env.torch"] == torch.__version__ and tags["fedbench.env.device"] == "cpu"
         if tags["fedbench.method"] == "FedACG":
             assert params["method.client.prox.mu"] == "0.01"  # keyed by the term's name, not its position
         assert metrics["final_acc"] == summary["final_acc"] and metrics["wall_time_s"] == summary["wall_time_s"]
