@@ -87,6 +87,11 @@ def test_report_files_from_hand_made_results(tmp_path, capsys):
     assert "**46.50 ± 0.71 (paper 50.00, Δ −3.50)**" in md  # the best acc@2 of the main table
     tex = (out / "tables" / "synthetic.tex").read_text()
     assert r"\textbf{46.50 $\pm$ 0.71 (paper 50.00, $\Delta$ $-$3.50)}" in tex and r"\toprule" in tex
+    # ready to \input: centred, captioned, labelled; statuses as footnotes, not a column
+    assert r"\centering" in tex and r"\caption{synthetic" in tex and r"\label{tab:synthetic}" in tex
+    assert "status" not in tex and r"FedProx$^{a}$" in tex and r"$^{a}$ not run" in tex
+    sensitivity_tex = (out / "tables" / "synthetic.sensitivity.tex").read_text()
+    assert r"$^{a}$ finished 1, diverged@3 1" in sensitivity_tex
     html = (out / "report.html").read_text()
     assert '<td id="synthetic-3-1" class="best" title="jobs ' in html and 'id="job-' in html
     runs = pd.read_csv(out / "runs.csv")
