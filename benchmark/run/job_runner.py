@@ -176,10 +176,12 @@ def run_job(
     `on_eval(record)` is called per evaluated round, `on_checkpoint(round)` after each checkpoint is
     written (the Ray executor ships it); `callbacks` are called after the job's own."""
     tracker = tracker or NullTracker()
-    start, tracked_before = time.time(), tracker.seconds
+    # a tracker that times its calls (NullTracker's `seconds`) has them left out of the wall time;
+    # a relay of calls to elsewhere (the Ray worker's) spends none here
+    start, tracked_before = time.time(), getattr(tracker, "seconds", 0.0)
 
     def tracked() -> float:  # MLflow time (an outage's timeouts included) is no training time
-        return tracker.seconds - tracked_before
+        return getattr(tracker, "seconds", 0.0) - tracked_before
 
     config = job_config_json(job, suite)
     atomic_write_json(jobdir.config, config)
