@@ -314,7 +314,8 @@ class MlflowTracker(NullTracker):
         already has from an earlier invocation is kept: MLflow params are immutable), metrics =
         per dataset and method the table's headline (final EMA accuracy, or F − F*, of the setting
         the table shows, mean over finished seeds) as `<dataset>/<method>/final_ema_acc`
-        (MLflow charts group by the part before the first `/` and truncate long titles: the method shows)."""
+        (MLflow charts group by the part before the first `/` and truncate long titles: the method shows),
+        inputs = each dataset the jobs trained on (so the runs table's Dataset column is filled)."""
         from mlflow.entities import Metric, Param
 
         from benchmark.run.mlflow_mirror import flatten, metric_key
@@ -328,6 +329,9 @@ class MlflowTracker(NullTracker):
         params = [Param(k[:250], v) for k, v in {"suite": suite.name, **shared}.items() if k[:250] not in have]
         for i in range(0, len(params), 100):
             self.client.log_batch(self.parent, params=params[i : i + 100])
+        summaries = [s for j in jobs if (s := self._jobdir(j.id).read_summary())]
+        for dataset in {(s.get("dataset"), s.get("data_fingerprint")): s for s in summaries}.values():
+            self.mirror.log_dataset(self.parent, dataset)  # MLflow keeps one input per (name, digest)
         now = int(time.time() * 1000)
         metrics = [Metric(metric_key(k), v, now, 0) for k, v in headline_numbers(suite, jobs, self.results_root)]
         if metrics:

@@ -114,6 +114,7 @@ def test_runs_carry_tags_unique_names_named_term_params_and_final_metrics(tmp_pa
     # the parent shows something in MLflow's default views: shared settings and each method's headline
     assert parent.data.params["suite"] == "tiny" and parent.data.params["rounds"] == "3"
     assert "local.lr" not in parent.data.params  # the grid varies it
+    assert [d.dataset.name for d in parent.inputs.dataset_inputs] == ["synthetic"]  # one input for its 4 jobs
     finals = {
         m: [c.data.metrics["final_ema_acc"] for c in children if c.data.tags["fedbench.method"] == m]
         for m in ("FedAvg", "FedACG")
