@@ -154,7 +154,7 @@ def run(
     try:
         tracker.heal(jobs)  # results/ is the source of truth: finished jobs missing in MLflow are mirrored
         summaries = runner.run(jobs, suite.name, results_dir, dev, tracker, progress, stop_after)
-        tracker.summarise(suite, jobs)
+        _summarise(tracker, suite, jobs, results_dir)
         status = "FINISHED"
     except KeyboardInterrupt:
         status = "KILLED"
@@ -171,10 +171,18 @@ def run(
     exit_for_statuses(jobs, summaries)
 
 
+def _summarise(tracker, suite, jobs, results_dir: Path) -> None:
+    """The suite's MLflow run gets the tables' headline numbers (none to compute without tracking)."""
+    if tracker.uri:
+        from benchmark.report.entry_tables import headline_numbers
+
+        tracker.summarise(suite, jobs, headline_numbers(suite, jobs, results_dir))
+
+
 def exit_for_statuses(jobs, summaries: dict[str, dict]) -> None:
     """Failed jobs: exit 2. Diverged jobs are results (an lr sweep may diverge at its largest
     value): exit 0, unless every job of a method on a dataset diverged (exit 1)."""
-    from benchmark.run.status import DIVERGED, FAILED, methods_all_diverged
+    from benchmark.run.job_status import DIVERGED, FAILED, methods_all_diverged
 
     failed = [s for s in summaries.values() if s.get("status") == FAILED]
     diverged = [s for s in summaries.values() if s.get("status") == DIVERGED]
@@ -229,9 +237,26 @@ def open_tracker(suite_name: str, uri: str | None, results_dir: Path, suite_file
     help="instead of the job table: each setting the paper states vs the value the suite runs, and the "
     "settings chosen where the paper is silent; exit 1 on a mismatch",
 )
+@click.option(
+    "--budget",
+    is_flag=True,
+    help="instead of the job table: each job's client-steps and samples (exact, from the splits and the "
+    "participation draws) and its time at step rates measured on --device",
+)
+@click.option("--device", default="auto", show_default=True, help="with --budget: where the step rates are measured")
 @job_options
 def plan(
-    suite_file: Path, splits: bool, max_clients: int, figures_dir, audit_only: bool, only, sets, seeds, rounds
+    suite_file: Path,
+    splits: bool,
+    max_clients: int,
+    figures_dir,
+    audit_only: bool,
+    budget: bool,
+    device: str,
+    only,
+    sets,
+    seeds,
+    rounds,
 ) -> None:
     """Print the expanded job table without running anything."""
     if figures_dir and not splits:
@@ -239,6 +264,12 @@ def plan(
     suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
     if audit_only:
         _print_audit(suite, jobs)
+        return
+    if budget:
+        from benchmark.report.budget import budget_table
+        from benchmark.run.executor_base import torch_device
+
+        out.print(budget_table(suite.name, jobs, torch_device(device)))
         return
     if splits:
         from benchmark.report.splits import split_tables
@@ -257,12 +288,12 @@ def plan(
         c = j.config
         split = c.dataset.split.kind + (f"(α={c.dataset.split.alpha})" if c.dataset.split.alpha else "")
         # unset (None) parameters mean "the default": not key, left out
-        hyper = [f"{k}={v}" for k, v in c.method["server"].items() if k != "rule" and v is not None]
+        hyper = [f"{k}={v}" for k, v in c.method.server.params.model_dump().items() if v is not None]
         hyper += [
-            f"{t['term']}.{k}={v}" for t in c.method["client"] for k, v in t.items() if k != "term" and v is not None
+            f"{t.name}.{k}={v}" for t in c.method.client for k, v in t.params.model_dump().items() if v is not None
         ]
-        if c.method["uplink"]["codec"] != "identity":
-            hyper.append("uplink=" + c.method["uplink"]["codec"])
+        if c.method.uplink.name != "identity":
+            hyper.append("uplink=" + c.method.uplink.name)
         local = f"lr={c.local.lr} B={c.local.batch_size} " + (
             f"E={c.local.epochs}" if c.local.epochs else f"K={c.local.steps}"
         )
@@ -337,12 +368,14 @@ def report(
     results/<suite>/report/: report.md, report.html, tables/*.csv and *.tex, runs.csv. Every seed
     with a result on disk is reported; --seeds narrows."""
     from benchmark.report.fedac_figure import figure_path
-    from benchmark.report.figures import report_figures
+    from benchmark.report.figures import Figure, report_figures
     from benchmark.report.on_disk import jobs_with_seeds_on_disk, left_out_of_previous_report
-    from benchmark.report.report_files import Figure, write_report
+    from benchmark.report.report_files import write_report
     from benchmark.run.results import JobDir
 
-    suite, jobs = jobs_with_seeds_on_disk(suite_file, results_dir, only, sets, seeds, rounds)
+    suite, jobs = jobs_with_seeds_on_disk(
+        lambda s: load_selected(suite_file, only, sets, s, rounds), results_dir, seeds
+    )
     summaries = {j.id: s for j in jobs if (s := JobDir(results_dir, suite.name, j.id).read_summary())}
     if not summaries:
         raise UserError(
@@ -443,13 +476,15 @@ def sync(suite_file: Path, results_dir: Path, tracking_uri, only, sets, seeds, r
     Every seed on disk is included; jobs run with --set/--rounds need the same options."""
     from benchmark.report.on_disk import jobs_with_seeds_on_disk
 
-    suite, jobs = jobs_with_seeds_on_disk(suite_file, results_dir, only, sets, seeds, rounds)
+    suite, jobs = jobs_with_seeds_on_disk(
+        lambda s: load_selected(suite_file, only, sets, s, rounds), results_dir, seeds
+    )
     tracker = open_tracker(suite.name, tracking_uri, results_dir, suite_file)
     if tracker.uri is None:
         raise UserError(f"MLflow store {tracking_uri or 'default'} cannot be used; nothing was mirrored")
     try:
         healed = tracker.heal(jobs)
-        tracker.summarise(suite, jobs)
+        _summarise(tracker, suite, jobs, results_dir)
     finally:
         tracker.close("FINISHED")
     if tracker.offline:
@@ -470,7 +505,9 @@ def status(suite_file: Path, results_dir: Path, only, sets, seeds, rounds, as_js
     from benchmark.report.on_disk import jobs_with_seeds_on_disk
     from benchmark.report.status import status_line, status_records, status_table, suite_status
 
-    suite, jobs = jobs_with_seeds_on_disk(suite_file, results_dir, only, sets, seeds, rounds)
+    suite, jobs = jobs_with_seeds_on_disk(
+        lambda s: load_selected(suite_file, only, sets, s, rounds), results_dir, seeds
+    )
     statuses = suite_status(jobs, suite.name, results_dir)
     if as_json:
         _print_json({"suite": suite.name, "jobs": status_records(statuses)})

@@ -41,7 +41,8 @@ def ls(root: Path | None) -> None:
     root = _root(root)
     click.echo(f"data root: {root if root else f'${DATA_ENV} is unset (pass --root)'}")
     for name in DATASETS.names():
-        probe = DATASETS.get(name).probe
+        spec = DATASETS.get(name)
+        probe = spec.probe
         if probe is None:
             click.echo(f"{name:14s} generated   (no files needed)")
             continue
@@ -49,6 +50,10 @@ def ls(root: Path | None) -> None:
             with peek_archives():
                 where = probe(root)
         except DatasetMissing as err:
+            raw = spec.raw_build.find(root) if spec.raw_build else None
+            if raw is not None:
+                click.echo(f"{name:14s} buildable   from {raw}: `fedbench data prepare {name}` builds it")
+                continue
             click.echo(f"{name:14s} missing\n" + "\n".join(f"    {line.strip()}" for line in str(err).splitlines()))
             continue
         if isinstance(where, Found):
@@ -59,9 +64,12 @@ def ls(root: Path | None) -> None:
                 if where.origin.name.endswith(ARCHIVE_SUFFIXES)
                 else "file"
             )
+            route = f"{where.route}, " if where.route else ""
+            raw = spec.raw_build.find(root) if spec.raw_build else None
             click.echo(
-                f"{name:14s} found       {where.origin} ({kind}, {_human(_size(where.origin))}, "
+                f"{name:14s} found       {where.origin} ({route}{kind}, {_human(_size(where.origin))}, "
                 f"checksum {where.checksum()[:16]})"
+                + (f"; `fedbench data prepare {name}` would rebuild it from {raw}" if raw else "")
             )
         else:
             click.echo(f"{name:14s} online      Hugging Face hub id {where}")
@@ -77,6 +85,11 @@ def _fetch(spec: DatasetSpec, dest: Path) -> None:
         download(url, target)
 
 
+def _leaf_option(flag: str, name: str, kind, default, text: str):
+    """An option of the LEAF builds (femnist, celeba, shakespeare), named as in LEAF's preprocess.sh."""
+    return click.option(flag, name, type=kind, default=default, show_default=True, help=f"LEAF builds: {text}")
+
+
 @data.command("prepare")
 @click.argument("name")
 @click.option(
@@ -88,17 +101,22 @@ def _fetch(spec: DatasetSpec, dest: Path) -> None:
     default=None,
     help="where downloads and built files go (default: the root); load them with root: DEST",
 )
-@click.option("--sf", type=float, default=1.0, show_default=True, help="shakespeare: LEAF sample fraction")
-@click.option(
-    "-k",
-    "min_samples",
-    type=int,
-    default=0,
-    show_default=True,
-    help="shakespeare: LEAF -k, keeps users with more than K samples",
+@_leaf_option("-s", "sampling", click.Choice(["niid", "iid"]), "niid", "LEAF -s: sample users whole or pool samples")
+@_leaf_option("--sf", "fraction", float, 1.0, "LEAF --sf: fraction of the samples kept")
+@_leaf_option(
+    "--iu", "iid_users", float, None, "femnist/celeba -s iid: users per shard as a fraction of its users (0.01)"
 )
-@click.option("--tf", type=float, default=0.9, show_default=True, help="shakespeare: LEAF train fraction")
-@click.option("--seed", type=int, default=0, show_default=True, help="shakespeare: sampling seed")
+@_leaf_option("-k", "min_samples", int, 0, "LEAF -k: users with fewer samples are dropped")
+@_leaf_option(
+    "-t",
+    "split",
+    click.Choice(["sample", "user"]),
+    "sample",
+    "LEAF -t: split each user's samples, or the users "
+    "(fedbench's natural split needs sample; shakespeare: sample only)",
+)
+@_leaf_option("--tf", "train_fraction", float, 0.9, "LEAF --tf: train fraction")
+@_leaf_option("--seed", "seed", int, 0, "sampling and split seed")
 @click.option(
     "--test-gap",
     type=click.IntRange(min=0),
@@ -106,33 +124,25 @@ def _fetch(spec: DatasetSpec, dest: Path) -> None:
     help="shakespeare: windows skipped between a user's train and test samples (default 79, LEAF's: "
     "no test window overlaps a training window; 0 = adjacent)",
 )
-def prepare(
-    name: str,
-    root: Path | None,
-    dest: Path | None,
-    sf: float,
-    min_samples: int,
-    tf: float,
-    seed: int,
-    test_gap: int | None,
-) -> None:
+def prepare(name: str, root: Path | None, dest: Path | None, **options) -> None:
     """Make dataset NAME loadable: download it (where a URL exists) or build it from local raw
-    files (Shakespeare: always rebuilt from the raw text when the root has it, with the options
-    given), then decode it once into the tensor cache."""
+    files (FEMNIST from NIST SD19, CelebA from its official files, Shakespeare from the raw text:
+    always rebuilt when the root has them, with the options given), then decode it once into the
+    tensor cache."""
     spec = DATASETS.require(name)
     root = _root(root)
     dest = dest or root
     present = spec.probe is None
     raw = spec.raw_build.find(root) if spec.raw_build else None
-    if raw is not None:  # built from the raw files whenever the root has them, with the options given
-        click.echo(f"building {name} from {raw} into {dest}")
-        options = {"fraction": sf, "min_samples": min_samples, "train_fraction": tf, "seed": seed, "test_gap": test_gap}
-        stats = spec.raw_build.build(raw, dest, options)
-        click.echo(", ".join(f"{key} {value}" for key, value in stats.items()))
-    elif spec.probe is not None:
+    if raw is None and spec.probe is not None:
         try:
-            spec.probe(root)
+            where = spec.probe(root)
             present = True
+            if spec.raw_build:  # e.g. LEAF's FEMNIST sample: say how the full set would be built instead
+                click.echo(
+                    f"{name}: using {getattr(where, 'origin', where)}; with {spec.raw_build.needs} in the root, "
+                    f"`fedbench data prepare {name}` builds it from them instead"
+                )
         except DatasetMissing as missing:
             if dest is None:
                 raise UserError(
@@ -140,12 +150,22 @@ def prepare(
                 ) from None
             if spec.downloads:
                 _fetch(spec, dest)
+                raw = spec.raw_build.find(dest) if spec.raw_build else None
             elif spec.raw_build:
                 raise dataset_missing(
                     f"{name}: no raw files to build from: put {spec.raw_build.needs} in {root_text(root)}", root
                 ) from None
             else:
                 raise
+    if raw is not None:  # built from the raw files whenever the root has them, with the options given
+        click.echo(f"building {name} from {raw} into {dest}")
+        options["iid"] = options.pop("sampling") == "iid"
+        try:
+            stats = spec.raw_build.build(raw, dest, options)
+        except ValueError as err:  # options the builder cannot take
+            raise UserError(f"{name}: {err}") from None
+        click.echo(", ".join(f"{key} {value}" for key, value in stats.items()))
+        present = False
     load_root = root if present else dest
     started = time.perf_counter()
     src = load_dataset(name, {}, load_root)

@@ -1,4 +1,5 @@
-"""torch bound on first use, so `fedbench --help`, `plan` and `status` never import it (1.2 s).
+"""torch bound on first use, so `fedbench --help`, `plan` and `status` never import it (most of
+their start-up time otherwise: benchmarks/README.md, `startup_imports.py`).
 
 The modules that validation imports (benchmark.fl, benchmark.data, the foundation) need torch
 only inside their functions: they write `from benchmark.lazy import torch` (or `nn`, `F`)

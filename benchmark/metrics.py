@@ -19,14 +19,6 @@ def ema_update(previous: float | None, value: float, decay: float = EMA_DECAY) -
     return value if previous is None else decay * previous + (1 - decay) * value
 
 
-def ema_series(values: list[float], decay: float = EMA_DECAY) -> list[float]:
-    out, prev = [], None
-    for v in values:
-        prev = ema_update(prev, v, decay)
-        out.append(prev)
-    return out
-
-
 METRIC_RE = re.compile(r"(acc|acc_raw)@(\d+)|(rounds_to)@(\d+(?:\.\d+)?)")
 METRIC_GRAMMAR = "acc@R, acc_raw@R or rounds_to@X"
 

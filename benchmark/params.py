@@ -1,11 +1,13 @@
-"""Foundations shared by every layer: the strict parameter base and the one formatter that
-turns pydantic errors into (YAML path, message) pairs."""
+"""Foundations shared by every layer: the strict parameter base, the declaration of which fields
+are a job's identity, and the one formatter that turns pydantic errors into (YAML path, message) pairs."""
 
 from __future__ import annotations
 
+import enum
 import typing
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.fields import FieldInfo
 
 from benchmark.suggest import allowed_names
 
@@ -14,6 +16,52 @@ class StrictParams(BaseModel):
     """Base for every component's and dataset's parameters: unknown keys are errors, not silently ignored."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Identity(enum.Enum):
+    """Whether a field is part of a job's identity: its id (so where its results are found) and
+    which jobs the FedAc engine batches together. Every field is ALWAYS unless declared otherwise."""
+
+    ALWAYS = "identity"  # it can change the trajectory
+    NEVER = "not identity"  # how and where a job runs, or what it reports: in config.json, never in the id
+    # added after jobs existed: left out of every dump (so of the id) at its default, so their ids stand
+    UNLESS_DEFAULT = "identity unless default"
+
+
+def declared(default=..., *, identity: Identity, default_factory=None, **kwargs) -> typing.Any:
+    """A pydantic Field with its identity class (no default: required)."""
+    if identity is Identity.UNLESS_DEFAULT:
+        at_default = default_factory() if default_factory else default
+        kwargs["exclude_if"] = lambda value: value == at_default
+    given = {"default_factory": default_factory} if default_factory else {"default": default}
+    return Field(**given, json_schema_extra={"identity": identity.value}, **kwargs)
+
+
+def identity_of(field: FieldInfo) -> Identity:
+    extra = field.json_schema_extra
+    return Identity(extra.get("identity", Identity.ALWAYS.value)) if isinstance(extra, dict) else Identity.ALWAYS
+
+
+def identity_dump(model: BaseModel) -> dict:
+    """The model's JSON dump without its NEVER fields (UNLESS_DEFAULT ones at their default are not
+    dumped at all): what identifies a job."""
+    data = model.model_dump(mode="json")
+    _drop_never(model, data)
+    return data
+
+
+def _drop_never(model: BaseModel, node: dict) -> None:
+    for name, field in type(model).model_fields.items():
+        if identity_of(field) is Identity.NEVER:
+            node.pop(name, None)
+            continue
+        value = getattr(model, name)
+        if isinstance(value, BaseModel):  # a part's params are dumped flat into the part itself
+            _drop_never(value, node[name] if isinstance(node.get(name), dict) else node)
+        elif isinstance(value, list) and isinstance(node.get(name), list):
+            for item, item_node in zip(value, node[name]):
+                if isinstance(item, BaseModel):
+                    _drop_never(item, item_node)
 
 
 def format_loc(loc) -> str:
@@ -26,25 +74,33 @@ def format_loc(loc) -> str:
     return out
 
 
-def _model_in(annotation) -> type[BaseModel] | None:
+def model_in(annotation) -> type[BaseModel] | None:
     """The pydantic model inside an annotation such as `Participation | None` or `list[X]`."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     for arg in typing.get_args(annotation):
-        if found := _model_in(arg):
+        if found := model_in(arg):
             return found
     return None
 
 
 def fields_at(model: type[BaseModel] | None, loc) -> list[str]:
     """Field names of the (nested) model that `loc` points into; [] when not a model."""
+    key_next = False  # a mapping of models (name -> model): the next part is a key, not a field
     for part in loc:
         if model is None:
             return []
-        if isinstance(part, str):
+        if key_next:
+            key_next = False
+        elif isinstance(part, str):
             field = model.model_fields.get(part)
-            model = _model_in(field.annotation) if field else None
+            model = model_in(field.annotation) if field else None
+            key_next = field is not None and _is_mapping(field.annotation)
     return list(model.model_fields) if model else []
+
+
+def _is_mapping(annotation) -> bool:
+    return typing.get_origin(annotation) is dict or any(_is_mapping(a) for a in typing.get_args(annotation))
 
 
 def pydantic_problems(

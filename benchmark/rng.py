@@ -22,7 +22,6 @@ class Stream(enum.IntEnum):
     AUGMENT = 5
     CODEC = 6
     INIT = 7
-    DATA = 8
 
 
 def derive_seed(seed: int, stream: Stream, *keys: int) -> int:

@@ -5,7 +5,7 @@ step (no Python per worker), float32, FedAc-I for one learning rate. fedbench ru
 paper's whole 13-level lr grid as one batch (engine/fedac_batched.py) through the real job
 path, results files included; its time per job is the batch's time / 13, or a whole Figure-1 cell's (5 methods x 13 lr, two batches) / 65.
 
-    PYTHONPATH=$PWD FEDBENCH_DATA=../shared/data python benchmarks/fedac_speed.py [--grid]
+    PYTHONPATH=$PWD FEDBENCH_DATA=/path/to/data python benchmarks/fedac_speed.py [--grid]
 
 Prints seconds per job and the ratio loop / fedbench at (M, K) = (64, 64) and (1024, 64),
 T = 4096, one thread each, interleaved (A, B, A, B) with medians; the peak RSS of the

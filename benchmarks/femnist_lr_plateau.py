@@ -5,7 +5,7 @@ The FedACG paper states no local lr / batch size for its FEMNIST table; this mea
 engine: SGD, weight decay 1e-3, clip 10, batch 10, on the pooled training data; prints the mean
 loss over each 50 steps next to the label entropy (the plateau value).
 
-    FEDBENCH_DATA=/work/shared/data python benchmarks/femnist_lr_plateau.py --lr 0.1 0.03 0.01
+    FEDBENCH_DATA=/path/to/data python benchmarks/femnist_lr_plateau.py --lr 0.1 0.03 0.01
 
 Recorded (femnist-leaf-sample: 105 writers, 14,708 examples; label entropy 3.353; 2 shared CPU
 cores; loss = mean over the 50 steps ending at the step):

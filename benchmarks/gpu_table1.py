@@ -79,8 +79,6 @@ def main() -> None:
     clients = partition(src, job.num_clients, job.dataset.split)
     data = FederatedData(src, clients, image_preprocessor(src, job), "random")
     model = build_model(job.model.name, src.input_shape, src.num_classes, job.model.params, job.model.init, job.seed)
-    sim = Simulation(job, data, model, args.device)
-
     per_client = [job.local.epochs * math.ceil(len(c) / job.local.batch_size) for c in clients]
     full_steps = sum(per_client) / len(per_client) * max(1, round(job.participation.rate * job.num_clients))
     measured_steps = full_steps
@@ -89,21 +87,22 @@ def main() -> None:
             job.local.model_copy(update={"steps": args.local_steps, "epochs": None}) if args.local_steps else job.local
         )
         rate = (args.clients / job.num_clients) if args.clients else job.participation.rate
-        sim.job = job.model_copy(
+        job = job.model_copy(
             update={"local": local, "participation": job.participation.model_copy(update={"rate": rate})}
         )
         per = args.local_steps or sum(per_client) / len(per_client)
         measured_steps = per * max(1, round(rate * job.num_clients))
 
+    sim = Simulation(job, data, model, args.device)  # the trainers read the (cut-down) job's settings
     train, evals = [], []
     for t in range(args.rounds + 1):
-        sync(sim.device)
+        sync(sim.setup.device)
         t0 = time.perf_counter()
         sim.run_round(t)
-        sync(sim.device)
+        sync(sim.setup.device)
         t1 = time.perf_counter()
         sim.evaluate()
-        sync(sim.device)
+        sync(sim.setup.device)
         if t:  # round 0 warms up
             train.append(t1 - t0)
             evals.append(time.perf_counter() - t1)
@@ -112,8 +111,8 @@ def main() -> None:
     evaluated = sum(job.evaluates(r) for r in range(1, job.rounds + 1))
     total_h = (job.rounds * train_s + evaluated * eval_s) / 3600
     name = (
-        torch.cuda.get_device_name(sim.device)
-        if sim.device.type == "cuda"
+        torch.cuda.get_device_name(sim.setup.device)
+        if sim.setup.device.type == "cuda"
         else f"CPU, {torch.get_num_threads()} threads"
     )
     print(f"device: {name}; torch {torch.__version__}; job {jobs[0].id} ({args.only}), compile={args.compile}")

@@ -38,11 +38,11 @@ SETTINGS = {
 def fedbench_arm(model, batches, local: LocalTraining):
     spec = ParamSpec.of(model)
     forward, start = make_forward(model, spec), flat_params(model)
-    low_rank = low_rank_step.choose("sequential", model, spec, [])  # as engine/client_round does
+    low_rank = low_rank_step.choose("sequential", model, spec, [])  # as the sequential trainer does (engine/trainers/)
     low_rank = low_rank if isinstance(low_rank, low_rank_step.FusedStep) else None
 
     def run():
-        rnd = RoundInfo(round=0, lr=local.lr, num_clients=1, spec=spec)
+        rnd = RoundInfo(round=0, schedule=local.lr_schedule, num_clients=1, spec=spec)
         ctx = ClientContext(
             client_id=0,
             rnd=rnd,

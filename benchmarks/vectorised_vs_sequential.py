@@ -21,10 +21,9 @@ import torch
 from torch import nn
 
 from benchmark.data.source import SourceData
-from benchmark.engine import low_rank_step
 from benchmark.engine.fed_data import FederatedData, default_preprocess
 from benchmark.engine.simulation import Simulation
-from benchmark.engine.trainers import TRAINERS
+from benchmark.engine.trainers.base import ExecutionRecord
 from benchmark.fl.method import resolve_method
 from benchmark.models.registry import build_model
 from benchmark.suite.schema import DatasetEntry, JobConfig, LocalTraining, ModelConfig, Participation
@@ -109,15 +108,17 @@ def sync(device: torch.device) -> None:
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
-def train_round(sim: Simulation, mode: str, clock=time.perf_counter) -> tuple[float, torch.Tensor]:
-    """(seconds for one round of all the simulation's clients, their final parameters (M, P))."""
-    chosen, rnd = list(range(sim.data.num_clients)), sim.round_info(0)
-    received = sim.method.server.broadcast(sim.progress.theta, sim.progress.server_state, rnd)  # e.g. SCAFFOLD's c too
-    sync(sim.device)
+def train_round(sim: Simulation, clock=time.perf_counter) -> tuple[float, torch.Tensor, ExecutionRecord]:
+    """(seconds for one round of all the simulation's clients by its trainer, their final parameters
+    (M, P), the trainer's record)."""
+    setup = sim.setup
+    chosen, rnd = list(range(setup.data.num_clients)), sim.round_info(0)
+    received = setup.method.server.broadcast(sim.progress.theta, sim.progress.server_state, rnd)  # e.g. SCAFFOLD's c
+    sync(setup.device)
     start = clock()
-    outcomes = TRAINERS[mode](sim, chosen, rnd, received)
-    sync(sim.device)
-    return clock() - start, torch.stack([o.final for o in outcomes])
+    trained = sim.trainer.train(chosen, rnd, received, ExecutionRecord())
+    sync(setup.device)
+    return clock() - start, torch.stack([o.final for o in trained.outcomes]), trained.record
 
 
 def compare(sims: dict[str, Simulation], repeats: int, clock=time.perf_counter) -> dict:
@@ -130,25 +131,27 @@ def compare(sims: dict[str, Simulation], repeats: int, clock=time.perf_counter) 
     times: dict[str, list[float]] = {mode: [] for mode in sims}
     peaks: dict[str, int | None] = {}
     finals: dict[str, torch.Tensor] = {}
+    records: dict[str, ExecutionRecord] = {}
     for mode, sim in sims.items():  # warm-up (kernels, allocator), then the peak of one round
-        train_round(sim, mode)
-        if sim.device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(sim.device)
-            train_round(sim, mode)
-        peaks[mode] = torch.cuda.max_memory_allocated(sim.device) if sim.device.type == "cuda" else None
+        train_round(sim)
+        device = sim.setup.device
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+            train_round(sim)
+        peaks[mode] = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
     for _ in range(repeats):
         for mode, sim in sims.items():
-            seconds, finals[mode] = train_round(sim, mode, clock)
+            seconds, finals[mode], records[mode] = train_round(sim, clock)
             times[mode].append(seconds)
-    out = {mode: (statistics.median(times[mode]), peaks[mode], finals[mode]) for mode in sims}
+    out = {mode: (statistics.median(times[mode]), peaks[mode], finals[mode], records[mode]) for mode in sims}
     out["ratio"] = statistics.median(s / v for s, v in zip(times["sequential"], times["vectorised"]))
     return out
 
 
-def steps_taken(sims: dict[str, Simulation]) -> str:
+def steps_taken(records: dict[str, ExecutionRecord]) -> str:
     """Which local step each mode took (after training: one that declined counts as plain):
     "fused" (engine/low_rank_step.py) or "plain"."""
-    return "/".join(low_rank_step.record(sims[mode].local_step)[mode]["step"] for mode in ("sequential", "vectorised"))
+    return "/".join(records[mode].local_step[mode]["step"] for mode in ("sequential", "vectorised"))
 
 
 def main() -> None:
@@ -195,11 +198,11 @@ def main() -> None:
                 for mode in ("sequential", "vectorised")
             }
             result = compare(sims, args.repeats, CLOCKS[args.clock])
-            (t_seq, p_seq, w_seq), (t_vec, p_vec, w_vec) = result["sequential"], result["vectorised"]
+            (t_seq, p_seq, w_seq, r_seq), (t_vec, p_vec, w_vec, r_vec) = result["sequential"], result["vectorised"]
             rate = m * args.steps
             line = (
-                f"{name:<20}{sims['sequential'].spec.total:>10}{m:>4}{rate / t_seq:>13.0f}{rate / t_vec:>13.0f}"
-                f"{result['ratio']:>7.2f}{(w_seq - w_vec).abs().max().item():>10.1e}{steps_taken(sims):>15}"
+                f"{name:<20}{sims['sequential'].setup.spec.total:>10}{m:>4}{rate / t_seq:>13.0f}{rate / t_vec:>13.0f}"
+                f"{result['ratio']:>7.2f}{(w_seq - w_vec).abs().max().item():>10.1e}{steps_taken({'sequential': r_seq, 'vectorised': r_vec}):>15}"
             )
             print(line + (f"{p_seq / 2**20:>14.0f}{p_vec / 2**20:>14.0f}" if mem else ""), flush=True)
     print(f"load {os.getloadavg()[0]:.1f} at the end")

@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     sp.add_argument("--out", type=Path, required=True, help="writes OUT/data/{train,test}/*.json")
     sp.add_argument("--iid", action="store_true", help="LEAF -s iid (default niid)")
     sp.add_argument("--sf", type=float, default=1.0, help="LEAF --sf: fraction of the data sampled")
-    sp.add_argument("-k", type=int, default=0, help="LEAF -k: keep users with more than K samples")
+    sp.add_argument("-k", type=int, default=0, help="LEAF -k: keep users with at least K samples")
     sp.add_argument("--tf", type=float, default=0.9, help="LEAF --tf: train fraction of each user's samples")
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--test-gap", type=int, default=None, help="windows between train and test (default 79, LEAF's)")

@@ -4,7 +4,7 @@ Pipeline (LEAF's gen_all_data, sample, remove_users and split_data steps): users
 character) with at least one window; samples = every 80-character window of a user's text with the
 next character as target; sampling (niid: whole users in random order until `fraction` of all
 samples is reached, the last one cut to the remainder; iid: `fraction` of all samples pooled and
-dealt to `iid_users` users); users with `min_samples` samples or fewer dropped (LEAF keeps `> k`);
+dealt to `iid_users` users); users with fewer than `min_samples` samples dropped (LEAF keeps `>= k`);
 each user with two or more samples split by position: the first max(1, int(train_fraction * n))
 for training, the test windows from `test_gap` windows later (LEAF: seq_len - 1 = 79, so no test
 window overlaps a training window); users left without test windows are dropped.
@@ -94,7 +94,7 @@ def build(raw: Path, out: Path, opts: BuildOptions) -> dict[str, int]:
     earlier shards there; returns counts."""
     texts = {u: t for u, t in users_text(read_raw(raw)).items() if len(t) > opts.seq_len}
     sampled = sample_users(texts, opts)
-    kept = {u: d for u, d in sampled.items() if len(d[1]) > opts.min_samples}
+    kept = {u: d for u, d in sampled.items() if len(d[1]) >= opts.min_samples}
     splits = {"train": {}, "test": {}}
     for user, (x, y) in kept.items():
         train, test = split_user(x, y, opts)

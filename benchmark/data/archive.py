@@ -44,6 +44,7 @@ class Found:
     relative: str = ""
     archive_sha256: str | None = None
     also: tuple[Path, ...] = ()  # further files the dataset reads (a9a's test split), for staging
+    route: str = ""  # which of a dataset's formats this is, where it has several (`fedbench data ls`)
 
     @property
     def path(self) -> Path:

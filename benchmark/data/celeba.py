@@ -1,34 +1,45 @@
 """LEAF CelebA: smiling or not, one client per celebrity.
 
-`<root>/celeba/data/{train,test}/*.json` (x = image file names, y = 0/1) and the images in
-`<root>/celeba/data/raw/img_align_celeba/`, as LEAF's preprocessing leaves them. Images are
-resized to `image_size` (84x84 as in LEAF) and cached as uint8 tensors.
+Routes (`format`): `leaf`, `<root>/celeba/data/{train,test}/*.json` (x = image file names, y = 0/1)
+as LEAF's preprocessing or `fedbench data prepare celeba` writes it, with the images in
+`<root>/celeba/data/raw/img_align_celeba/` (LEAF's place) or the official `<root>/img_align_celeba/`
+or `<root>/img_align_celeba.zip`; `hf`, Flower's flwrlabs/celeba table (`image`, `celeb_id`,
+`Smiling`). Images are resized to `image_size` (84x84 as in LEAF) and cached as uint8 tensors.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 from pydantic import Field
 
-from benchmark.data.archive import Found
+from benchmark.data.archive import Found, dataset_missing, locate, root_text
 from benchmark.data.cache import cache_key, cached_tensors, files_fingerprint
 from benchmark.data.images import decode_images, split_tensors
-from benchmark.data.leaf import leaf_location, leaf_source, load_leaf_users
-from benchmark.data.source import DATASETS, DatasetSpec, SourceData
+from benchmark.data.leaf import leaf_source, load_leaf_users
+from benchmark.data.leaf_hf import HubTable, LeafRouteParams, hub_source, route
+from benchmark.data.source import DATASETS, DatasetSpec, RawBuild, SourceData
 from benchmark.errors import DatasetMissing
 from benchmark.lazy import torch
-from benchmark.params import StrictParams
+from leaf_data.celeba import ATTRIBUTE, MIN_IMAGES, raw_folder
 
 IMAGES = "raw/img_align_celeba"
+OFFICIAL_IMAGES = ("img_align_celeba", ["img_align_celeba.zip"])  # folder, or the zip holding it (locate's arguments)
+CELEBA_PAGE = "https://mmlab.ie.cuhk.edu.hk/projects/CelebA.html"
+OFFICIAL_FILES = (
+    f"img_align_celeba.zip (or its unzipped img_align_celeba/), list_attr_celeba.txt and identity_CelebA.txt, "
+    f"downloaded by hand from {CELEBA_PAGE} (no direct URL: 'Align&Cropped Images' and 'Anno' in its Google "
+    "Drive or Baidu folders)"
+)
 HELP = (
-    "Build CelebA with LEAF (data/celeba: put img_align_celeba/ and list_attr_celeba.txt, identity_CelebA.txt "
-    "in data/raw/, then ./preprocess.sh -s niid --sf 1.0 -k 5 -t sample) and copy its data/ folder, raw images "
-    "included, to <root>/celeba/data/."
+    f"Put {OFFICIAL_FILES} in the data root and run `fedbench data prepare celeba -k 5` (LEAF's FedACG setting); "
+    "or use Flower's table: params {format: hf, hf_id: flwrlabs/celeba}."
 )
 
 
-class CelebaParams(StrictParams):
+class CelebaParams(LeafRouteParams):
     image_size: int = Field(84, ge=8, le=512)
 
 
@@ -57,14 +68,43 @@ def _binary(y: list, user: str) -> torch.Tensor:
     return t
 
 
-def load_celeba(p: CelebaParams, root: Path | None) -> SourceData:
-    users, train, test = load_leaf_users(root, "celeba")
-    base = leaf_location(root, "celeba")
-    img_dir = base.path / IMAGES
-    if not img_dir.is_dir():
-        raise DatasetMissing(
-            f"celeba: the images are missing: expected celeba/data/{IMAGES}/*.jpg in {base.origin.parent.parent}.\n  {HELP}"
+def image_folder(root: Path | None, leaf_data: Found) -> Path:
+    """The images: LEAF's data/raw/img_align_celeba/ (or the zip there), else the official folder or
+    zip in the root."""
+    found = locate(leaf_data.path / "raw", *OFFICIAL_IMAGES) or locate(root, *OFFICIAL_IMAGES)
+    if found is None:
+        raise dataset_missing(
+            f"celeba: the images are missing: expected celeba/data/{IMAGES}/*.jpg, or img_align_celeba/ or "
+            f"img_align_celeba.zip, in {root_text(root)}.\n  {HELP}",
+            root,
         )
+    return found.path
+
+
+def resized(size: int):
+    """A batch of the hub table: (uint8 NCHW images resized to size x size, 0/1 Smiling labels)."""
+
+    def encode(images: list, labels: list) -> tuple[np.ndarray, np.ndarray]:
+        from PIL import Image
+
+        x = np.stack([np.asarray(img.convert("RGB").resize((size, size), Image.Resampling.LANCZOS)) for img in images])
+        y = np.asarray([int(v) for v in labels], dtype=np.int64)
+        return x.transpose(0, 3, 1, 2).copy(), np.where(y < 0, 0, y)  # bool, 0/1 or -1/1 attributes
+
+    return encode
+
+
+def hub_table(size: int) -> HubTable:
+    return HubTable("celeba", "flwrlabs/celeba", "celeb_id", "image", ATTRIBUTE, resized(size), min_samples=MIN_IMAGES)
+
+
+def load_celeba(p: CelebaParams, root: Path | None) -> SourceData:
+    hub = hub_table(p.image_size)
+    fmt, where = route(hub, p, root)
+    if fmt == "hf":
+        return hub_source(hub, where, p.hf_split_seed, 2, "image", tag=p.image_size)
+    users, train, test = load_leaf_users(root, "celeba")
+    img_dir = image_folder(root, where)
     train_imgs, train_x = _images(users, train, img_dir, p.image_size, "train")
     _, test_x = _images(users, test, img_dir, p.image_size, "test")
     return leaf_source(
@@ -81,8 +121,23 @@ def load_celeba(p: CelebaParams, root: Path | None) -> SourceData:
     )
 
 
-def probe_celeba(root: Path | None) -> Found:
-    return leaf_location(root, "celeba")
+def probe_celeba(root: Path | None) -> Found | str:
+    """Where CelebA is; LEAF JSON whose images are the root's official folder or zip names them in
+    `also`, so a Ray node is sent both."""
+    fmt, where = route(hub_table(84), CelebaParams(), root)
+    if fmt == "leaf" and where.origin.is_dir() and locate(where.origin / "raw", *OFFICIAL_IMAGES) is None:
+        if images := locate(root, *OFFICIAL_IMAGES):
+            return replace(where, also=(images.origin,))
+    return where
 
 
-DATASETS.register(DatasetSpec("celeba", load_celeba, HELP, CelebaParams, probe_celeba))
+def build_from_official(raw: Path, dest: Path, options: dict) -> dict:
+    """LEAF's CelebA preprocessing of the official annotation files into dest/celeba/data."""
+    from leaf_data.celeba import build
+    from leaf_data.sampling import LeafOptions
+
+    return build(raw, dest / "celeba", LeafOptions.from_prepare(options))
+
+
+RAW_BUILD = RawBuild(raw_folder, build_from_official, OFFICIAL_FILES)
+DATASETS.register(DatasetSpec("celeba", load_celeba, HELP, CelebaParams, probe_celeba, raw_build=RAW_BUILD))

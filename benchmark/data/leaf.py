@@ -12,31 +12,52 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from benchmark.data.archive import Found, locate
 from benchmark.data.cache import cache_key, cached_tensors
 from benchmark.data.source import SourceData, require_dir
 from benchmark.errors import DataInvalid, DatasetMissing
 from benchmark.lazy import torch
 
+# (x, y, user) of one shard's user -> (x, y) as arrays; applied as each shard is read, so the JSON's
+# Python objects (a float object per FEMNIST pixel) live for one shard at a time
+Encode = Callable[[list, list, str], tuple[np.ndarray, np.ndarray]]
 
-def read_leaf_split(directory: Path) -> dict[str, dict]:
-    """user -> {"x": [...], "y": [...]} merged over every JSON shard in `directory`."""
+
+def read_leaf_split(directory: Path, encode: Encode | None = None) -> dict[str, dict]:
+    """user -> {"x", "y", "file"} merged over every JSON shard in `directory`: lists, or with
+    `encode` arrays concatenated over the user's shards."""
     shards = sorted(directory.glob("*.json"))
     if not shards:
         raise DatasetMissing(f"no LEAF JSON shards (*.json) in {directory}")
-    users: dict[str, dict] = {}
+    pieces: dict[str, dict] = {}
     for shard in shards:
         try:
             blob = json.loads(shard.read_text())
+            warn_if_counts_disagree(shard, blob)
             for user in blob["users"]:
                 data = blob["user_data"][user]
-                entry = users.setdefault(user, {"x": [], "y": [], "file": shard})
-                entry["x"].extend(data["x"])
-                entry["y"].extend(data["y"])
-            warn_if_counts_disagree(shard, blob)
+                x, y = (data["x"], data["y"]) if encode is None else encode(data["x"], data["y"], user)
+                entry = pieces.setdefault(user, {"x": [], "y": [], "file": shard})
+                entry["x"].append(x)
+                entry["y"].append(y)
         except (json.JSONDecodeError, KeyError, TypeError) as err:
             raise DatasetMissing(f"{shard} is not a LEAF JSON shard ({type(err).__name__}: {err})") from None
-    return users
+        del blob  # before the next shard is parsed
+    return {u: merge(e, encode is not None) for u, e in pieces.items()}
+
+
+def merge(entry: dict, arrays: bool) -> dict:
+    """One user's pieces (one per shard it appears in) joined; each piece is dropped once joined."""
+    out = {"file": entry["file"]}
+    for key in ("x", "y"):
+        parts = entry.pop(key)
+        if len(parts) == 1:
+            out[key] = parts[0]
+        else:
+            out[key] = np.concatenate(parts) if arrays else [v for part in parts for v in part]
+    return out
 
 
 def warn_if_counts_disagree(shard: Path, blob: dict) -> None:
@@ -73,28 +94,38 @@ def leaf_dirs(root: Path | None, name: str) -> tuple[Path, Path]:
     return require_dir(base / "train", name, "data/train/*.json"), require_dir(base / "test", name, "data/test/*.json")
 
 
-def load_leaf_users(root: Path | None, name: str) -> tuple[list[str], dict, dict]:
+def load_leaf_users(root: Path | None, name: str, encode: Encode | None = None) -> tuple[list[str], dict, dict]:
     """(users with both train and test data in first-seen order, train users, test users)."""
     train_dir, test_dir = leaf_dirs(root, name)
-    train, test = read_leaf_split(train_dir), read_leaf_split(test_dir)
+    train, test = read_leaf_split(train_dir, encode), read_leaf_split(test_dir, encode)
     users = [u for u in train if u in test]
     if not users:
-        raise DatasetMissing(f"{name}: no user has both train and test data under {train_dir.parent}")
+        raise DatasetMissing(
+            f"{name}: no user has both train and test data under {train_dir.parent}; fedbench's clients need "
+            "both (a LEAF build split by user, -t user, has none: rebuild with -t sample)"
+        )
     return users, train, test
 
 
 def stack_users(
     users: list[str], split: dict, to_x: Callable[[list, str], torch.Tensor], to_y: Callable[[list, str], torch.Tensor]
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Concatenate `users`' examples of one split: (x, y, user index of every example)."""
-    xs, ys, us = [], [], []
-    for k, u in enumerate(users):
-        xs.append(to_x(split[u]["x"], u))
-        ys.append(to_y(split[u]["y"], u))
-        us.append(torch.full((len(ys[-1]),), k, dtype=torch.long))
-        if len(xs[-1]) != len(ys[-1]):
-            raise DatasetMissing(f"LEAF user {u!r} has {len(xs[-1])} inputs but {len(ys[-1])} labels")
-    return torch.cat(xs), torch.cat(ys), torch.cat(us)
+    """Concatenate `users`' examples of one split: (x, y, user index of every example). Each user's
+    x is copied into one preallocated tensor and then dropped from `split`, so the inputs are held
+    about once, not twice (full FEMNIST's are 2.4 GB as float32)."""
+    ys = [to_y(split[u]["y"], u) for u in users]
+    out, pos = None, 0
+    for u, y in zip(users, ys):
+        x = to_x(split[u]["x"], u)
+        if len(x) != len(y):
+            raise DatasetMissing(f"LEAF user {u!r} has {len(x)} inputs but {len(y)} labels")
+        if out is None:
+            out = torch.empty((sum(len(t) for t in ys), *x.shape[1:]), dtype=x.dtype)
+        out[pos : pos + len(x)] = x
+        pos += len(x)
+        split[u]["x"] = None  # the copy is in `out`
+    counts = torch.tensor([len(y) for y in ys])
+    return out, torch.cat(ys), torch.repeat_interleave(torch.arange(len(users)), counts)
 
 
 def leaf_source(

@@ -41,7 +41,7 @@ def pool_members(seed: int, rnd: int, num_clients: int, pool) -> np.ndarray:
 
 
 def pool_entrants(seed: int, rnd: int, num_clients: int, pool) -> list[int]:
-    """Clients that join the pool at round `rnd` (they start from empty state, ALGORITHMS.md)."""
+    """Clients that join the pool at round `rnd` (they start from empty state: docs/algorithms.md)."""
     if rnd == 0 or rnd % pool.every:
         return []
     previous = pool_members(seed, rnd - 1, num_clients, pool)
@@ -49,7 +49,7 @@ def pool_entrants(seed: int, rnd: int, num_clients: int, pool) -> list[int]:
 
 
 def sample_clients(seed: int, rnd: int, num_clients: int, cfg) -> list[int]:
-    """Sorted client ids participating in round `rnd` (ALGORITHMS.md, Client participation).
+    """Sorted client ids participating in round `rnd` (docs/algorithms.md, "Client participation").
 
     Fixed mode: M = round(rate·N), or round(rate·C) with `relative_to: pool` (FedACG's dynamic
     client set: 4% of the 250-client pool = 10 per round).

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 
 from benchmark.data.archive import Found
-from benchmark.data.leaf import cached_leaf_source, leaf_location, leaf_source, load_leaf_users
+from benchmark.data.leaf import cached_leaf_source, leaf_source, load_leaf_users
+from benchmark.data.leaf_hf import HubTable, LeafRouteParams, hub_source, route
 from benchmark.data.source import DATASETS, DatasetSpec, RawBuild, SourceData
 from benchmark.errors import DatasetMissing
 from benchmark.lazy import torch
-from benchmark.params import StrictParams
 
 # the alphabet of LEAF's language utilities; index = token id
 VOCAB = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
@@ -31,7 +31,7 @@ SHAKESPEARE_HELP = (
 )
 
 
-class ShakespeareParams(StrictParams):
+class ShakespeareParams(LeafRouteParams):
     pass
 
 
@@ -51,7 +51,19 @@ def encode(texts: list[str], user: str, length: int) -> torch.Tensor:
     return torch.from_numpy(ids.reshape(len(texts), length))
 
 
+def hub_windows(x: list, y: list) -> tuple[np.ndarray, np.ndarray]:
+    """A batch of flwrlabs/shakespeare (80-character windows, next characters) as token ids."""
+    return encode(x, "flwrlabs/shakespeare", SEQ_LEN).numpy(), encode(y, "flwrlabs/shakespeare", 1).numpy()[:, 0]
+
+
+HUB = HubTable("shakespeare", "flwrlabs/shakespeare", "character_id", "x", "y", hub_windows, positional=True)
+
+
 def load_shakespeare(p: ShakespeareParams, root: Path | None) -> SourceData:
+    fmt, where = route(HUB, p, root)
+    if fmt == "hf":
+        return hub_source(HUB, where, p.hf_split_seed, len(VOCAB), "sequence")
+
     def build() -> SourceData:
         users, train, test = load_leaf_users(root, "shakespeare")
         return leaf_source(
@@ -67,8 +79,8 @@ def load_shakespeare(p: ShakespeareParams, root: Path | None) -> SourceData:
     return cached_leaf_source(root, "shakespeare", build)
 
 
-def probe_shakespeare(root: Path | None) -> Found:
-    return leaf_location(root, "shakespeare")
+def probe_shakespeare(root: Path | None) -> Found | str:
+    return route(HUB, ShakespeareParams(), root)[1]
 
 
 def raw_text(root: Path | None) -> Path | None:
@@ -77,10 +89,15 @@ def raw_text(root: Path | None) -> Path | None:
 
 def build_from_text(raw: Path, dest: Path, options: dict) -> dict:
     """LEAF's preprocessing of the raw text into dest/shakespeare/data (leaf_data/shakespeare.py);
-    `options` are BuildOptions' fields (`fedbench data prepare shakespeare --sf/-k/--tf/...`)."""
+    `options` are `fedbench data prepare`'s (-s, --sf, -k, --tf, --seed, --test-gap; iid deals to 100 users)."""
     from leaf_data.shakespeare import BuildOptions, build
 
-    return build(raw, dest / "shakespeare", BuildOptions(**options))
+    if options.get("split", "sample") != "sample":
+        raise ValueError("the Shakespeare build splits each user's windows by position: use -t sample")
+    if options.get("iid_users") is not None:
+        raise ValueError("--iu applies to femnist and celeba (the Shakespeare iid build deals to 100 users)")
+    fields = ("iid", "fraction", "min_samples", "train_fraction", "seed", "test_gap")
+    return build(raw, dest / "shakespeare", BuildOptions(**{k: options[k] for k in fields if k in options}))
 
 
 # a LEAF archive next to the raw text (e.g. a sample) is not what `data prepare` builds: the text wins

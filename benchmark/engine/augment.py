@@ -1,4 +1,4 @@
-"""Training-time image augmentation, batched on the device (DESIGN.md: no per-sample Python).
+"""Training-time image augmentation, batched on the device: no per-sample Python.
 
 Each transform is one tensor program for the whole batch; its per-image draws (crop offsets,
 flip flags, angles) come from the generator FederatedData derives from (seed, round, client),

@@ -12,7 +12,7 @@ and only the parametrised functionals are rewritten, by a TorchFunctionMode:
 
 torch.func.vmap reaches the same numbers but decomposes convolutions and GroupNorm into hundreds
 of small ops per step, which made it slower than training clients one by one on CPU. On CPU a
-grouped convolution costs about what C separate ones do (measured within ±20%), so CNNs gain
+grouped convolution costs about what C separate ones do (benchmarks/README.md), so CNNs gain
 little there; the win is in the overhead of small models.
 
 A model qualifies when every module owning parameters is an nn.Linear, nn.Conv2d or nn.GroupNorm
@@ -44,8 +44,8 @@ def keep_freed_memory() -> None:
     """Stop glibc handing (C, P)-sized temporaries back to the kernel on every free.
 
     Each step allocates several model-sized tensors per client; allocated by mmap (or trimmed
-    off the heap) they page-fault afresh every step, which cost more than the arithmetic (a
-    10 MB temporary: 2.5 ms vs 0.8 ms in place). Freed memory then stays with the process, for
+    off the heap) they page-fault afresh every step, which cost more than the arithmetic
+    (measured: benchmarks/README.md, Measurements behind code comments). Freed memory then stays with the process, for
     reuse. A no-op where glibc's mallopt is unavailable.
     """
     try:
@@ -93,8 +93,9 @@ class _LinearOutputGradient(torch.autograd.Function):
     """The client-batched linear whose backward hands the output's gradient (C, N, out) to the
     caller (`slot["out_grad"]`) instead of forming the weight's: engine/low_rank_step.py applies
     it to the weights itself. The input's gradient comes as Dy·W, the layout MKL runs fastest
-    (Wᵀ·Dyᵀ took 1.6x as long for the FEMNIST CNN's fc1). `anchor` (a scalar that requires grad)
-    makes autograd run this backward even where nothing else before it needs a gradient."""
+    (Wᵀ·Dyᵀ was slower on the FEMNIST CNN's fc1: benchmarks/README.md, Measurements behind code
+    comments). `anchor` (a scalar that requires grad) makes autograd run this backward even where
+    nothing else before it needs a gradient."""
 
     @staticmethod
     def forward(ctx, rows, weight, bias, slot, anchor):
@@ -137,9 +138,10 @@ def _conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def _group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
     """GroupNorm never mixes samples, so each client's slice through the native kernel is exactly
-    per-client GroupNorm. (One call without affine plus a broadcast per-client affine was 2x
-    slower on CPU: the affine's backward reduces over non-contiguous dims; so was one grouped
-    call on the channel-folded layout, through the two transposing copies.)"""
+    per-client GroupNorm. (One call without affine plus a broadcast per-client affine was slower
+    on CPU: the affine's backward reduces over non-contiguous dims; so was one grouped call on the
+    channel-folded layout, through the two transposing copies; benchmarks/README.md, Measurements
+    behind code comments.)"""
     clients = weight.shape[0]
     return torch.cat(
         [

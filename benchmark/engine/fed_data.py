@@ -127,6 +127,7 @@ class FederatedData:
         out = []
         for pos, epoch in self.batch_positions(seed, rnd, client, local):
             rows = idx[pos.to(idx.device)]
-            x = self.src.train_x.index_select(0, rows)  # the rows of train_x[rows], 2-3x faster on CPU
+            # the rows of train_x[rows], faster on CPU (benchmarks/README.md)
+            x = self.src.train_x.index_select(0, rows)
             out.append(Batch(self.preprocess(x, True, gen), self.src.train_y[rows], epoch))
         return out

@@ -88,15 +88,16 @@ class Recursion:
 
     @classmethod
     def of_job(cls, job: JobConfig, steps: int) -> Recursion:
-        lam, eta = job.local.weight_decay, job.local.lr
-        term = next((t for t in job.method["client"] if t["term"] == "fedac"), None)
+        lam, eta = job.local.weight_decay, job.local.lr_schedule.round_lr(0)  # no decay: batch_key admits d = 1 only
+        term = job.method.term("fedac")
         if term is None:
             return cls(
                 torch.tensor([[[1.0, 0.0], [0.0, 1 - eta * lam]]], dtype=torch.float64),
                 torch.tensor([[0.0, eta]], dtype=torch.float64),
                 torch.tensor([[0.0, 1.0]], dtype=torch.float64),
             )
-        c = coefficients(term["variant"], eta, term["mu"] if term["mu"] is not None else lam, steps)
+        p = term.params
+        c = coefficients(p.variant, eta, p.mu if p.mu is not None else lam, steps)
         r = [1 / c.beta, 1 - 1 / c.beta]
         pull = 1 / c.alpha - c.gamma * lam  # FedAc-I (μ = λ): 0, w forgets the point
         T = [[1 - 1 / c.alpha + pull * r[0], pull * r[1]], [(1 - eta * lam) * r[0], (1 - eta * lam) * r[1]]]
@@ -331,7 +332,7 @@ class LocalSteps:
 
 def pad_jobs(t: torch.Tensor) -> torch.Tensor:
     """t (..., B) with idle jobs (zeros) up to a multiple of LANES, contiguous: the kernels' vector
-    loops over jobs then have no scalar remainder, which can cost them half their speed (39 jobs)."""
+    loops over jobs then have no scalar remainder, which slowed them markedly (benchmarks/README.md)."""
     return F.pad(t, (0, -t.shape[-1] % LANES)).contiguous()
 
 

@@ -6,6 +6,8 @@ the FedAc protocol's jobs (fedac_figure.py) without importing either.
 
 from __future__ import annotations
 
+from benchmark.fl.spec import MethodSpec
+from benchmark.params import identity_dump
 from benchmark.suite.schema import JobConfig
 
 
@@ -25,32 +27,27 @@ def batch_key(job: JobConfig) -> str | None:
         and local.clip_norm is None
         and local.lr_decay == 1.0
         and job.precision == "fp32"
-        and method["uplink"]["codec"] == method["downlink"]["codec"] == "identity"
+        and method.uplink.name == method.downlink.name == "identity"
         and server_kind(method) is not None
     )
     if not eligible:
         return None
-    data = job.model_dump(
-        mode="json", exclude={"execution", "vmap_chunk", "client_state", "checkpoint_every", "method", "metrics"}
-    )
-    data["local"].pop("lr")
-    data["dataset"].pop("label", None)
-    data["dataset"].pop("reference", None)
+    data = identity_dump(job)  # what may differ inside a batch is taken out: its method and lr
+    del data["method"], data["local"]["lr"]
     data["one_step"] = one_step_rounds(job)
     return canonical_json(data)
 
 
-def server_kind(method: dict) -> str | None:
+def server_kind(method: MethodSpec) -> str | None:
     """ "average" (FedAvg, MB-SGD) or "fedac" (every FedAc variant, MB-AC-SGD); None: another method."""
-    terms = [t["term"] for t in method["client"]]
-    server = method["server"]
-    if server["rule"] == "average" and server.get("global_lr") == 1.0 and set(terms) <= {"minibatch"}:
+    terms, rule = method.term_names, method.server.name
+    if rule == "average" and method.server.params.global_lr == 1.0 and set(terms) <= {"minibatch"}:
         return "average"
-    if server["rule"] == "fedac" and terms.count("fedac") == 1 and set(terms) <= {"fedac", "minibatch"}:
+    if rule == "fedac" and terms.count("fedac") == 1 and set(terms) <= {"fedac", "minibatch"}:
         return "fedac"
     return None
 
 
 def one_step_rounds(job: JobConfig) -> bool:
     """Every worker takes one step per round: the minibatch methods, or K = 1."""
-    return job.local.steps == 1 or any(t["term"] == "minibatch" for t in job.method["client"])
+    return job.local.steps == 1 or job.method.term("minibatch") is not None

@@ -1,6 +1,6 @@
 """One client's local training, written on a flat parameter vector with functional_call.
 
-Step (ALGORITHMS.md): loss = w_ce·CE(adjusted logits) + Σ term losses;
+Step (docs/algorithms.md, Local training): loss = w_ce·CE(adjusted logits) + Σ term losses;
 g = clip(∇loss, clip_norm) + weight_decay·w; g = term.direction(g) for each term; w ← w − η g.
 (The gradient is taken at gradient_point(w), which is w unless a term moves it; take_step_ is
 w − η g unless a term takes the step itself: FedAc.)
@@ -87,11 +87,6 @@ def row_norms(g: torch.Tensor) -> torch.Tensor:
     if whole < n:
         parts.append(g[..., whole:].norm(dim=-1, keepdim=True))
     return torch.cat(parts, -1).double().norm(dim=-1, keepdim=True).to(g.dtype)
-
-
-def step_lr(round_lr: float, epoch: int, local: LocalTraining) -> float:
-    """The lr of a step in local epoch `epoch` (decayed within the round when intra_round_decay)."""
-    return round_lr * (local.lr_decay**epoch if local.intra_round_decay else 1.0)
 
 
 def ce_weight_of(ctx: ClientContext, terms: list[ClientTerm]) -> float:
@@ -200,21 +195,21 @@ def overrides(term: ClientTerm, *hooks: str) -> bool:
     return any(getattr(cls, h) is not getattr(ClientTerm, h) for h in hooks)
 
 
-def set_step_budget(ctx: ClientContext, epochs: list[int], local: LocalTraining) -> None:
+def set_step_budget(ctx: ClientContext, epochs: list[int]) -> None:
     """K and Σ_k η_k (from each step's epoch), which SCAFFOLD's and FedCM's per-step normalisations divide by."""
     ctx.steps = len(epochs)
-    ctx.lr_sum = sum(step_lr(ctx.rnd.lr, e, local) for e in epochs)
+    ctx.lr_sum = sum(ctx.rnd.step_lr(e) for e in epochs)
 
 
 def train_client(
     ctx: ClientContext, terms: list[ClientTerm], batches: list[Batch], local: LocalTraining, low_rank=None
 ):
     """Returns (w_K, mean training loss over the steps). `low_rank`: engine/low_rank_step's fused
-    step where it applies and pays (low_rank_step.for_job), else None; where it declines (returns
+    step where it applies and pays (the trainer's LocalStepChoice), else None; where it declines (returns
     None, w untouched) the plain step takes over."""
     for term in terms:
         batches = term.regroup(batches)
-    set_step_budget(ctx, [b.epoch for b in batches], local)
+    set_step_budget(ctx, [b.epoch for b in batches])
     for term in terms:
         term.begin(ctx)
     needs_features = any(t.needs_features for t in terms)
@@ -227,7 +222,7 @@ def train_client(
     ce_weights = torch.tensor([ce_weight], device=w.device) if low_rank is not None else None  # one client's (C,)
     for batch in batches:
         if low_rank is not None:  # the same step as sgd_step_'s, its linear weight gradients never formed
-            lr = step_lr(ctx.rnd.lr, batch.epoch, local)
+            lr = ctx.rnd.step_lr(batch.epoch)
             loss = low_rank(
                 w.unsqueeze(0), batch.x.unsqueeze(0), batch.y.unsqueeze(0), ce_weights, local, lr, ctx.start
             )
@@ -241,7 +236,7 @@ def train_client(
         loss = step_loss(ctx, terms, point, batch.x, batch.y, ce_weight, needs_features)
         (grad,) = torch.autograd.grad(loss, point)  # frees the graph, so w may change in place
         point.requires_grad_(False)
-        lr = step_lr(ctx.rnd.lr, batch.epoch, local)
+        lr = ctx.rnd.step_lr(batch.epoch)
         with torch.no_grad():
             if fused:
                 sgd_step_(w, grad, local, lr)

@@ -13,13 +13,13 @@ gradient Σ_n D_c[n] and ‖D_cᵀ X_c‖²_F = ⟨X_c X_cᵀ, D_c D_cᵀ⟩_F (
 linear weights are then read once by the forward and once by the update: on the FEMNIST CNN's
 fc1 (6.4 M parameters) that replaces about eight model-sized passes by three.
 
-The same step as local.sgd_step_ (ALGORITHMS.md: w ← w − η(clip(∇loss) + λw)), up to float
+The same step as local.sgd_step_ (docs/algorithms.md: w ← w − η(clip(∇loss) + λw)), up to float
 rounding; it applies only when nothing else shapes the step: no client term that adjusts the
 logits, adds a loss, rewrites the direction or moves the step (FedAvg, FedAvgM, FedAdam, FedPAQ),
 except the proximal term (FedProx, FedACG, FedAGM), whose gradient ρ(w − x_i) is folded in: the
 small parameters' gradients get it added, a weight block's gradient is DᵀX + ρM (M = W − x_i, one
 model-sized temporary) and its square ‖DᵀX‖² + 2ρ⟨D, XMᵀ⟩ + ρ²‖M‖², so the clip still acts on
-the whole ∇loss as ALGORITHMS.md says. Further: fp32, no compile, and a model
+the whole ∇loss as docs/algorithms.md says. Further: fp32, no compile, and a model
 client_batched supports with at least one nn.Linear (`why_not`). `execution: vectorised` takes
 it for all C clients at once; sequential training takes it with C = 1 where the linear layers
 are large enough for it to pay (`sequential_why_not`). Otherwise both take the general path.
@@ -31,7 +31,8 @@ Where not (or where the client-batched forward fails or returns misshapen logits
 declines, w untouched, and the job takes the general path from then on (`FusedStep.declined`).
 Parameters the loss never reaches (a head used only for features, a layer whose output is
 dropped, an unused convolution) get a zero gradient, then weight decay, as in the plain step.
-Which step a job's trainers took, and why, is in its summary.json (`local_step`, `record`).
+Which step a job's trainers took, and why, is in its summary.json (`local_step`: FusedStep.record,
+kept per trainer by engine/trainers/base.py's LocalStepChoice).
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ from benchmark.suite.schema import LocalTraining
 # hooks that put something besides the weighted cross-entropy into the gradient or the step
 SHAPES_STEP = ("adjust_logits", "loss", "direction", "grad_point", "step", "regroup")
 # One client at a time the fused step pays only where model-sized passes outweigh its per-call
-# overhead (the client-batched dispatch, Gram matrices): FEMNIST CNN (6.5 M linear weights, B = 10-20)
-# 1.4x the steps/s of the plain step, the FEMNIST-shaped logistic (48 k) 0.66x; one CPU thread.
+# overhead (the client-batched dispatch, Gram matrices): it was faster than the plain step on the
+# FEMNIST CNN (6.5 M linear weights) and slower on the FEMNIST-shaped logistic (48 k); the figures
+# are in benchmarks/README.md, Measurements behind code comments (benchmarks/local_step_speed.py).
 ONE_CLIENT_MIN_LINEAR = 1_000_000
 
 
@@ -94,27 +96,6 @@ def choose(
     the plain step runs instead."""
     why = (sequential_why_not if trainer == "sequential" else why_not)(model, terms, precision, compile)
     return why or FusedStep(model, spec, prox_coefficient(terms))
-
-
-def for_job(sim, trainer: str) -> FusedStep | None:
-    """The fused step `trainer` ("sequential" | "vectorised") takes in `sim`'s job, or None: decided
-    once per job and kept in sim.local_step[trainer] (a FusedStep, or why the plain step runs), so
-    a step that declined stays declined; summary.json reports it (`record`)."""
-    chosen = sim.local_step.get(trainer)
-    if chosen is None:
-        job = sim.job
-        chosen = sim.local_step[trainer] = choose(
-            trainer, sim.model, sim.spec, sim.method.terms, job.precision, job.compile
-        )
-    return chosen if isinstance(chosen, FusedStep) and chosen.declined is None else None
-
-
-def record(local_step: dict) -> dict:
-    """sim.local_step as summary.json states it: trainer -> {"step": "fused" | "plain", "why"}."""
-    return {
-        trainer: chosen.record() if isinstance(chosen, FusedStep) else {"step": "plain", "why": chosen}
-        for trainer, chosen in local_step.items()
-    }
 
 
 def _grouped(calls: list[dict]) -> tuple[list[tuple], list[tuple]]:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import torch
 from torch import nn
@@ -15,12 +16,12 @@ from torch import nn
 from benchmark.data.participation import pool_entrants, sample_clients
 from benchmark.engine.convex import RegularisedLogistic
 from benchmark.engine.fed_data import FederatedData
-from benchmark.engine.local import compiled, evaluate, make_forward
-from benchmark.engine.trainers import TRAINERS
+from benchmark.engine.local import evaluate
+from benchmark.engine.trainers.base import ExecutionRecord
+from benchmark.engine.trainers.by_execution import trainer_for
+from benchmark.engine.training_setup import TrainingSetup
 from benchmark.fl.base import RoundInfo, Uploads
-from benchmark.fl.flat import ParamSpec, flat_params
-from benchmark.fl.method import Method
-from benchmark.fl.state import make_client_store
+from benchmark.fl.flat import flat_params
 from benchmark.metrics import ema_update
 from benchmark.rng import Stream, generator
 from benchmark.suite.schema import JobConfig
@@ -48,28 +49,60 @@ class Diverged(Exception):
         self.what = what
 
 
+OnEval = Callable[[dict], None] | None  # called with each evaluated round's metric record
+OnRound = Callable[[int], None] | None  # called with each completed round's number
+
+
+@runtime_checkable
+class JobRounds(Protocol):
+    """What the job runner (run/job_runner.py) drives: a Simulation, or a job whose rounds were
+    computed elsewhere and are replayed (run/batched.py's ReplaySimulation: the batched FedAc engine)."""
+
+    job: JobConfig
+    progress: Progress  # rounds completed, bytes sent (a replay keeps no parameters: theta None)
+    execution: ExecutionRecord  # how the rounds were trained, for summary.json
+
+    @property
+    def setup(self) -> TrainingSetup | None:
+        """What its trainers read; None for a replay (nothing is trained here)."""
+        ...
+
+    @property
+    def data_fingerprint(self) -> str: ...
+
+    def state_dict(self) -> dict: ...
+
+    def misfit(self, state) -> str | None:
+        """Why `state` (a checkpoint's) cannot be loaded, or None."""
+        ...
+
+    def load_state_dict(self, state: dict) -> None: ...
+
+    def run(self, on_eval: OnEval = None, on_round: OnRound = None, stop_after: int | None = None) -> list[dict]:
+        """Run the remaining rounds (up to `stop_after`); returns the evaluated rounds' metric records."""
+        ...
+
+    def final_state_dict(self) -> dict[str, torch.Tensor]: ...
+
+
 class Simulation:
+    """One job's rounds: the server rule and codecs around a trainer (engine/trainers/) that trains
+    each round's clients and returns how it did (`execution`, for summary.json and checkpoints)."""
+
     def __init__(
         self, job: JobConfig, data: FederatedData, model: nn.Module, device: str = "cpu", state_dir: Path | None = None
     ):
         self.job = job
-        self.device = torch.device(device)
-        self.data = data.to(self.device)
-        self.model = model.to(self.device)
-        self.spec = ParamSpec.of(self.model)
-        self.forward = make_forward(self.model, self.spec, job.precision)
-        if job.compile:
-            self.forward = compiled(self.forward, self.device)
-        self.method = Method.build(job.method)
-        self.clients = make_client_store(job.client_state, data.num_clients, state_dir)
-        self.sizes = self.data.sizes()
-        # the trainer in use ("auto": None until the first round's probe chose), and that probe
-        self.execution: str | None = None if job.execution == "auto" else job.execution
-        self.execution_probe: dict | None = None
-        # per trainer, the local step it takes (engine/low_rank_step.for_job): a FusedStep or why the plain one
-        self.local_step: dict = {}
-        theta = flat_params(self.model).to(self.device)
-        self.progress = Progress(theta=theta, server_state=self.method.server.init_state(theta))
+        self.setup = TrainingSetup.for_job(job, data, model, device, state_dir)
+        self.trainer = trainer_for(job.execution, self.setup)
+        # how the rounds were trained so far ("auto": chosen is None until the first round's probe chose)
+        self.execution = ExecutionRecord(chosen=None if job.execution == "auto" else job.execution)
+        theta = flat_params(self.setup.model).to(self.setup.device)
+        self.progress = Progress(theta=theta, server_state=self.setup.method.server.init_state(theta))
+
+    @property
+    def data_fingerprint(self) -> str:
+        return self.setup.data.fingerprint
 
     # -- resume ---------------------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -81,10 +114,10 @@ class Simulation:
             "ema": p.ema,
             "bytes_down": p.bytes_down,
             "bytes_up": p.bytes_up,
-            "clients": self.clients.state_dict(),
+            "clients": self.setup.clients.state_dict(),
             # `execution: auto`'s choice: a resumed job keeps the trainer its probe chose (probing
             # again could choose the other, whose rounding differs, and resume would not be exact)
-            "execution": {"mode": self.execution, "probe": self.execution_probe},
+            "execution": {"mode": self.execution.chosen, "probe": self.execution.probe},
         }
 
     STATE_KEYS = frozenset({"round", "theta", "server_state", "ema", "bytes_down", "bytes_up", "clients", "execution"})
@@ -100,62 +133,63 @@ class Simulation:
         return None
 
     def load_state_dict(self, s: dict) -> None:
+        device = self.setup.device
         self.progress = Progress(
             round=s["round"],
-            theta=s["theta"].to(self.device),
-            server_state={k: v.to(self.device) for k, v in s["server_state"].items()},
+            theta=s["theta"].to(device),
+            server_state={k: v.to(device) for k, v in s["server_state"].items()},
             ema=s["ema"],
             bytes_down=s["bytes_down"],
             bytes_up=s["bytes_up"],
         )
-        self.clients.load_state_dict(s["clients"])
+        self.setup.clients.load_state_dict(s["clients"])
         if self.job.execution == "auto" and s.get("execution", {}).get("mode") is not None:
-            self.execution, self.execution_probe = s["execution"]["mode"], s["execution"]["probe"]
+            self.execution = ExecutionRecord(s["execution"]["mode"], s["execution"]["probe"])
 
     # -- one round ------------------------------------------------------------------------
     def round_info(self, t: int) -> RoundInfo:
-        lr = self.job.local.lr * self.job.local.lr_decay**t
         return RoundInfo(
             round=t,
-            lr=lr,
-            num_clients=self.data.num_clients,
-            spec=self.spec,
-            base_lr=self.job.local.lr,
+            schedule=self.job.local.lr_schedule,
+            num_clients=self.setup.data.num_clients,
+            spec=self.setup.spec,
             weight_decay=self.job.local.weight_decay,
         )
 
     def run_round(self, t: int) -> float:
         """Advance from round t to t+1; returns the participants' weighted mean training loss."""
-        job, p, m = self.job, self.progress, self.method
+        job, p, setup = self.job, self.progress, self.setup
+        m, num_clients = setup.method, setup.data.num_clients
         rnd = self.round_info(t)
         pool = job.participation.pool
         if pool is not None and pool.reset_state:
-            for cid in pool_entrants(job.seed, t, self.data.num_clients, pool):
-                self.clients.drop(cid)
-        chosen = sample_clients(job.seed, t, self.data.num_clients, job.participation)
+            for cid in pool_entrants(job.seed, t, num_clients, pool):
+                setup.clients.drop(cid)
+        chosen = sample_clients(job.seed, t, num_clients, job.participation)
         sent = m.server.broadcast(p.theta, p.server_state, rnd)
         received, down_bytes = {}, 0
         for name, tensor in sent.items():  # one broadcast, delivered to every participant
-            received[name], nbytes = m.downlink.transmit(tensor, self.spec, generator(job.seed, Stream.CODEC, t, -1))
+            received[name], nbytes = m.downlink.transmit(tensor, setup.spec, generator(job.seed, Stream.CODEC, t, -1))
             down_bytes += nbytes * len(chosen)
 
-        outcomes = TRAINERS[job.execution](self, chosen, rnd, received)
+        trained = self.trainer.train(chosen, rnd, received, self.execution)
+        self.execution, outcomes = trained.record, trained.outcomes
         messages: dict[str, list[torch.Tensor]] = {}
         up_bytes = 0
         for o in outcomes:
-            self.clients.put(o.client_id, o.state)
+            setup.clients.put(o.client_id, o.state)
             gen = generator(job.seed, Stream.CODEC, t, o.client_id)
             for name, vec in {"delta": o.final - o.start, **o.messages}.items():
-                decoded, nbytes = m.uplink.transmit(vec, self.spec, gen)
+                decoded, nbytes = m.uplink.transmit(vec, setup.spec, gen)
                 messages.setdefault(name, []).append(decoded)
                 up_bytes += nbytes
         losses = [o.loss for o in outcomes]
 
-        n = self.sizes[chosen].to(self.device, torch.float32)
+        n = setup.sizes[chosen].to(setup.device, torch.float32)
         up = Uploads(
             chosen,
             n,
-            torch.tensor([o.lr_sum for o in outcomes], dtype=torch.float32, device=self.device),
+            torch.tensor([o.lr_sum for o in outcomes], dtype=torch.float32, device=setup.device),
             {k: torch.stack(v) for k, v in messages.items()},
         )
         p.theta, p.server_state = m.server.update(p.theta, p.server_state, received, up, rnd)
@@ -164,23 +198,18 @@ class Simulation:
 
     def eval_params(self) -> torch.Tensor:
         """The model evaluation reports on: θ, or what the server rule names (FedAc: averaged w_ag)."""
-        return self.method.server.eval_params(self.progress.theta, self.progress.server_state)
+        return self.setup.method.server.eval_params(self.progress.theta, self.progress.server_state)
 
     def evaluate(self) -> tuple[float, float]:
-        src = self.data.src
-        return evaluate(self.forward, self.eval_params(), src.test_x, src.test_y, self.data.preprocess)
+        data = self.setup.data
+        return evaluate(self.setup.forward, self.eval_params(), data.src.test_x, data.src.test_y, data.preprocess)
 
     @cached_property
     def objective(self) -> RegularisedLogistic:
         """F of `suboptimality: true` jobs: the federation's ℓ2-regularised training objective."""
-        return RegularisedLogistic.of_federation(self.data, self.spec, self.job.local.weight_decay)
+        return RegularisedLogistic.of_federation(self.setup.data, self.setup.spec, self.job.local.weight_decay)
 
-    def run(
-        self,
-        on_eval: Callable[[dict], None] | None = None,
-        on_round: Callable[[int], None] | None = None,
-        stop_after: int | None = None,
-    ) -> list[dict]:
+    def run(self, on_eval: OnEval = None, on_round: OnRound = None, stop_after: int | None = None) -> list[dict]:
         """Run the remaining rounds; returns the metric records of the evaluated rounds."""
         job, records = self.job, []
         last = job.rounds if stop_after is None else min(job.rounds, stop_after)
@@ -216,4 +245,4 @@ class Simulation:
 
     def final_state_dict(self) -> dict[str, torch.Tensor]:
         """The model the metrics were measured on (θ; FedAc's averaged w_ag)."""
-        return {k: v.detach().cpu().clone() for k, v in self.spec.unflatten(self.eval_params()).items()}
+        return {k: v.detach().cpu().clone() for k, v in self.setup.spec.unflatten(self.eval_params()).items()}

@@ -10,16 +10,14 @@ term shapes the step (FedAvg, FedAvgM, FedAdam, FedPAQ; and the proximal term of
 FedAGM), engine/low_rank_step.py's fused step
 replaces gradient and update: the linear layers' weight gradients are applied without being formed.
 
-Same contract and same numbers as `train_sequential` (up to float reduction order): the step
-math is `engine/local.py`'s (objective, descent direction, rewrite_direction, step_lr), each
-client gets the batches of its own (seed, round, client) stream, and terms' begin / ce_weight /
-direction / finish run per client on that client's real context. Per-client tensors the loss
+The same numbers as the sequential trainer (up to float reduction order): the step
+math is `engine/local.py`'s (objective, descent direction, rewrite_direction), the lr the round's
+schedule's, each client gets the batches of its own (seed, round, client) stream, and terms' begin /
+ce_weight / direction / finish run per client on that client's real context. Per-client tensors the loss
 reads (a term's `scratch_inputs`, set by its begin) are stacked and sliced by vmap.
 
-A round is vectorisable when every chosen client takes the same number of steps with the same
-batch size at each step (balanced splits) and every client term is `vmappable`. Otherwise the
-job fails with `NotVectorisable`, never silently falling back to sequential training
-(`execution: auto` checks first, with `blocker`, and trains such rounds sequentially).
+Which rounds can train this way, and the chunking by `vmap_chunk`, are the vectorised trainer's
+(engine/trainers/vectorised.py); this module is its arithmetic.
 """
 
 from __future__ import annotations
@@ -29,8 +27,7 @@ from collections.abc import Callable, Iterator
 import torch
 from torch.func import grad_and_value, vmap
 
-from benchmark.engine import client_batched, low_rank_step
-from benchmark.engine.client_round import ClientOutcome, make_context
+from benchmark.engine import client_batched
 from benchmark.engine.fed_data import as_is
 from benchmark.engine.local import (
     ce_weight_of,
@@ -41,86 +38,24 @@ from benchmark.engine.local import (
     set_step_budget,
     sgd_step_,
     step_loss,
-    step_lr,
 )
-from benchmark.errors import UserError
+from benchmark.engine.low_rank_step import FusedStep
+from benchmark.engine.trainers.base import ClientOutcome
+from benchmark.engine.training_setup import Positions, TrainingSetup
 from benchmark.fl.base import ClientContext, ClientTerm, ForwardOut, RoundInfo
-from benchmark.suite.schema import LocalTraining
-
-ADVICE = (
-    "set `execution: sequential` (or `auto`, which trains such rounds sequentially) for this job "
-    "(in the suite's defaults or its dataset entry)"
-)
-
-
-class NotVectorisable(UserError):
-    """A job asked for `execution: vectorised` but its rounds cannot be trained under vmap."""
-
-
-def check_terms(terms: list[ClientTerm]) -> None:
-    blocked = [t.name for t in terms if not t.vmappable]
-    if blocked:
-        raise NotVectorisable(
-            f"execution: vectorised: client term(s) {', '.join(map(repr, blocked))} are not vmappable "
-            f"(their loss reads per-client data or is not a pure tensor function); {ADVICE}"
-        )
-
-
-def _plan(sizes: list[int], epochs: list[int], local: LocalTraining) -> tuple:
-    """What must agree across clients: batch size per step (and epoch per step when it sets the lr)."""
-    return (tuple(sizes), tuple(epochs)) if local.intra_round_decay else (tuple(sizes),)
-
-
-def _positions_plan(steps: list[tuple[torch.Tensor, int]], local: LocalTraining) -> tuple:
-    return _plan([len(p) for p, _ in steps], [e for _, e in steps], local)
-
-
-def round_positions(sim, chosen: list[int], rnd: RoundInfo) -> list[list[tuple[torch.Tensor, int]]]:
-    """Each chosen client's data.batch_positions in round `rnd`."""
-    return [sim.data.batch_positions(sim.job.seed, rnd.round, cid, sim.job.local) for cid in chosen]
-
-
-def blocker(sim, rnd: RoundInfo, positions: list[list[tuple[torch.Tensor, int]]]) -> str | None:
-    """Why the clients of `positions` (round_positions) cannot train vectorised in this round, or
-    None. Decided from the terms and the batch positions alone (no batch gathered, no term begun),
-    so a caller can still go sequential."""
-    try:
-        check_terms(sim.method.terms)
-    except NotVectorisable as e:
-        return str(e)
-    plans = {_positions_plan(steps, sim.job.local) for steps in positions}
-    return None if len(plans) <= 1 else f"round {rnd.round}: clients take different local steps or batch sizes"
-
-
-def _describe(cid: int, steps: list[tuple[torch.Tensor, int]]) -> str:
-    return f"client {cid}: {len(steps)} steps, batch sizes {sorted({len(p) for p, _ in steps})}"
-
-
-def check_plans(
-    chosen: list[int], positions: list[list[tuple[torch.Tensor, int]]], local: LocalTraining, rnd: int
-) -> None:
-    """`positions`: each client's data.batch_positions."""
-    first = _positions_plan(positions[0], local)
-    for cid, steps in zip(chosen, positions):
-        if _positions_plan(steps, local) != first:
-            raise NotVectorisable(
-                f"execution: vectorised needs every client of a round to take the same local steps with the "
-                f"same batch sizes{' and epochs' if local.intra_round_decay else ''}; in round {rnd} "
-                f"{_describe(chosen[0], positions[0])} but {_describe(cid, steps)} (unbalanced split?); {ADVICE}"
-            )
 
 
 def _step_inputs(
-    sim, chosen: list[int], rnd: RoundInfo, positions: list
+    setup: TrainingSetup, chosen: list[int], rnd: RoundInfo, positions: list[Positions]
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """(x (C, B, ...), y (C, B)) per local step, step by step: each client's batches of data.client_batches.
 
     Where the preprocessing is the identity (vectors, tokens: no per-client augmentation stream),
-    a step's batches are gathered at once (one index per step, not one per client plus a stack:
-    a quarter of a FEMNIST-shaped logistic step at 50 clients)."""
-    data, job = sim.data, sim.job
+    a step's batches are gathered at once (one index per step, not one per client plus a stack,
+    which took a large share of a small model's step: benchmarks/README.md)."""
+    data = setup.data
     if data.preprocess is not as_is:
-        batches = [data.client_batches(job.seed, rnd.round, cid, job.local) for cid in chosen]
+        batches = [setup.client_batches(rnd.round, cid) for cid in chosen]
         for step in zip(*batches):
             yield torch.stack([b.x for b in step]), torch.stack([b.y for b in step])
         return
@@ -132,7 +67,7 @@ def _step_inputs(
         starts = torch.tensor([0] + [len(i) for i in owned[:-1]], device=joined.device).cumsum(0).unsqueeze(1)
     for step in zip(*positions):
         rows = joined[torch.stack([p for p, _ in step]).to(joined.device) + starts]  # (C, B)
-        x = data.src.train_x.index_select(0, rows.flatten())  # 3x the speed of train_x[rows] on CPU
+        x = data.src.train_x.index_select(0, rows.flatten())  # faster than train_x[rows] on CPU (benchmarks/README.md)
         yield x.view(*rows.shape, *x.shape[1:]), data.src.train_y[rows]
 
 
@@ -208,32 +143,36 @@ def _client_batched_gradient(template: ClientContext, terms: list[ClientTerm]) -
 
 
 @torch.no_grad()  # torch.func.grad still differentiates inside; this only keeps W out of autograd
-def _train_together(
-    sim, chosen: list[int], rnd: RoundInfo, received: dict, positions: list | None = None
+def train_together(
+    setup: TrainingSetup,
+    chosen: list[int],
+    rnd: RoundInfo,
+    received: dict[str, torch.Tensor],
+    positions: list[Positions],
+    fused: FusedStep | None,
 ) -> list[ClientOutcome]:
-    terms, local = sim.method.terms, sim.job.local
-    positions = positions or round_positions(sim, chosen, rnd)
-    check_plans(chosen, positions, local, rnd.round)
+    """Train `chosen` at once; every client takes the same steps (the trainer checked `positions`).
+    `fused`: engine/low_rank_step's step where it applies, else None (the general path)."""
+    terms, local = setup.method.terms, setup.local
     epochs, count = [e for _, e in positions[0]], len(chosen)
-    ctxs = [make_context(sim, cid, rnd, received) for cid in chosen]
+    ctxs = [setup.client_context(cid, rnd, received) for cid in chosen]
     for ctx in ctxs:
-        set_step_budget(ctx, epochs, local)
+        set_step_budget(ctx, epochs)
         for term in terms:
             term.begin(ctx)
-    ce_weights = torch.tensor([ce_weight_of(ctx, terms) for ctx in ctxs], device=sim.device)
+    ce_weights = torch.tensor([ce_weight_of(ctx, terms) for ctx in ctxs], device=setup.device)
     scratch = stack_scratch_inputs(ctxs, terms)
     # one broadcast reaches every client: expanded views, no copies (a per-client start would be stacked)
     per_client = {k: v.expand(count, *v.shape) for k, v in received.items()}
-    fused = low_rank_step.for_job(sim, "vectorised")
-    make_gradient = _client_batched_gradient if client_batched.supports(sim.model) else _vmapped_gradient
+    make_gradient = _client_batched_gradient if client_batched.supports(setup.model) else _vmapped_gradient
     gradient = make_gradient(ctxs[0], terms)
     rewriters = [t for t in terms if overrides(t, "direction")]
 
     w = per_client["model"].clone(memory_format=torch.contiguous_format)
     decay = torch.empty_like(w) if rewriters and local.weight_decay else None
     losses = []
-    for (x, y), epoch in zip(_step_inputs(sim, chosen, rnd, positions), epochs):
-        lr = step_lr(rnd.lr, epoch, local)
+    for (x, y), epoch in zip(_step_inputs(setup, chosen, rnd, positions), epochs):
+        lr = rnd.step_lr(epoch)
         if fused:  # no term shapes the step: the linear layers' gradients go straight into w
             loss = fused(w, x, y, ce_weights, local, lr, received["model"])
             if loss is not None:
@@ -255,29 +194,3 @@ def _train_together(
             term.finish(ctx, w[i])
         outcomes.append(ClientOutcome(cid, ctx.start, w[i], ctx.messages, ctx.state, ctx.lr_sum, mean_losses[i]))
     return outcomes
-
-
-def train_vectorised(
-    sim,
-    chosen: list[int],
-    rnd: RoundInfo,
-    received: dict,
-    max_clients_per_vmap: int | None = None,
-    positions: list | None = None,
-) -> list[ClientOutcome]:
-    """Train `chosen` under vmap, at most `max_clients_per_vmap` at a time (bounds memory);
-    `positions`: their round_positions where the caller has them already."""
-    check_terms(sim.method.terms)
-    client_batched.keep_freed_memory()
-    chunk = max_clients_per_vmap or len(chosen)
-    outcomes: list[ClientOutcome] = []
-    for i in range(0, len(chosen), chunk):
-        outcomes += _train_together(sim, chosen[i : i + chunk], rnd, received, positions and positions[i : i + chunk])
-    return outcomes
-
-
-def train_vectorised_job(
-    sim, chosen: list[int], rnd: RoundInfo, received: dict, positions: list | None = None
-) -> list[ClientOutcome]:
-    """The `execution: vectorised` trainer: chunks of the job's `vmap_chunk` clients (None: all at once)."""
-    return train_vectorised(sim, chosen, rnd, received, sim.job.vmap_chunk, positions)

@@ -8,6 +8,7 @@ from benchmark.fl.base import RoundInfo, ServerRule, StrictParams, Uploads
 from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import SERVER_RULES
 from benchmark.lazy import torch
+from benchmark.params import Identity, declared
 
 
 class AdamParams(StrictParams):
@@ -15,10 +16,9 @@ class AdamParams(StrictParams):
     beta1: float = Field(0.9, ge=0, lt=1)
     beta2: float = Field(0.99, ge=0, lt=1)
     tau: float = Field(1e-3, gt=0, description="adaptivity τ; also v₀ = τ²")
-    # left out of the canonical dump when off, so existing FedAdam jobs keep their ids
-    per_step: bool = Field(
+    per_step: bool = declared(
         False,
-        exclude_if=lambda on: not on,
+        identity=Identity.UNLESS_DEFAULT,
         description="FedCM's convention: Adam runs on the per-step pseudo-gradient Δ̄/(ηK) and the step is "
         "multiplied by ηK (η_g = 1 then means 'move as far as the clients did'); ηK = Σ_k η_k of this round",
     )

@@ -4,7 +4,7 @@ Each part is a small class with a pydantic `Params` model (validated from YAML) 
 tensor logic on flat parameter vectors. A method is one server rule + a list of client
 terms + an uplink and a downlink codec; presets (`presets.py`) only name compositions.
 
-Local step convention (ALGORITHMS.md): g = clip(∇ loss, clip_norm) + weight_decay · w,
+Local step convention (docs/algorithms.md, "Local training"): g = clip(∇ loss, clip_norm) + weight_decay · w,
 then every client term may rewrite the direction (SCAFFOLD, FedCM), then w ← w − η g.
 A term may move the point the gradient is taken at and take the step itself (FedAc's
 `grad_point` / `step`); every other method leaves both at their defaults.
@@ -25,16 +25,45 @@ from benchmark.lazy import torch
 from benchmark.params import StrictParams
 
 
+@dataclass(frozen=True)
+class LrSchedule:
+    """The local learning rate of every step: η_0 d^t in round t, times d^epoch inside the round
+    with intra-round decay (the official FedACG code's). The one place the formula lives."""
+
+    base: float  # η_0
+    decay: float = 1.0  # d
+    intra_round: bool = False
+
+    def round_lr(self, t: int) -> float:
+        return self.base * self.decay**t
+
+    def step_lr(self, t: int, epoch: int) -> float:
+        """The lr of a step in local epoch `epoch` of round t."""
+        return self.round_lr(t) * (self.decay**epoch if self.intra_round else 1.0)
+
+
 @dataclass
 class RoundInfo:
     """What every part may know about the current round."""
 
     round: int
-    lr: float  # local learning rate of this round (after round decay)
+    schedule: LrSchedule
     num_clients: int  # N: all clients of the federation
     spec: ParamSpec
-    base_lr: float | None = None  # η_0 before any decay (FedDC's drift scale); None: use lr
     weight_decay: float = 0.0  # local.weight_decay λ (FedAc's strong convexity μ unless set)
+
+    @property
+    def lr(self) -> float:
+        """This round's local learning rate (after round decay)."""
+        return self.schedule.round_lr(self.round)
+
+    @property
+    def base_lr(self) -> float:
+        """η_0 before any decay (FedDC's drift scale)."""
+        return self.schedule.base
+
+    def step_lr(self, epoch: int) -> float:
+        return self.schedule.step_lr(self.round, epoch)
 
 
 @dataclass

@@ -5,7 +5,7 @@ With ω̃_i = n_i N / Σn and α_i = α/ω̃_i, the client minimises
     CE + (α_i/2)‖w − (θ − h_i)‖² + ⟨w, G/ω̃_i − G_i⟩
 and afterwards, with Δ = w − θ: h_i ← h_i + Δ, G_i⁺ = G_i − G/ω̃_i − Δ/(K η_0).
 Uplink: Δ and ω̃_i (G_i⁺ − G_i) (2 messages). The client rule reads G, so G is broadcast with θ
-(2 messages down; ALGORITHMS.md's table counts 1 — that table ignores the G it uses).
+(2 messages down: a count of 1 would leave out the G it reads; docs/algorithms.md, "Departures from the papers").
 Server: G ← G + (1/N) Σ_S ω̃_i (G_i⁺ − G_i) ; θ ← mean_S(w_i) + mean_{all N}(h_i), where the
 mean of all h_i is tracked from the uploaded Δ (h_i moves by exactly Δ_i; h_i starts at 0).
 """
@@ -77,9 +77,8 @@ class FedDCTerm(ClientTerm):
     def finish(self, ctx: ClientContext, w):
         wt = self.relative_weight(ctx)
         delta = w - ctx.start
-        lr0 = ctx.rnd.base_lr if ctx.rnd.base_lr is not None else ctx.rnd.lr
         g_i = state_or_zeros(ctx.state, self.G, w)
-        g_new = g_i - ctx.received[GLOBAL_GRAD] / wt - delta / (ctx.steps * lr0)
+        g_new = g_i - ctx.received[GLOBAL_GRAD] / wt - delta / (ctx.steps * ctx.rnd.base_lr)
         ctx.state[self.H] = state_or_zeros(ctx.state, self.H, w) + delta
         ctx.state[self.G] = g_new
         ctx.messages[GRAD_DELTA] = wt * (g_new - g_i)

@@ -50,7 +50,8 @@ class ParamSpec:
         """Named views into `flat` (last dimension); leading batch dimensions are kept.
 
         One `split` rather than a slice per tensor: the backward of many slices materialises a
-        full-size zero gradient per parameter tensor (13x slower for ResNet-18 on CPU).
+        full-size zero gradient per parameter tensor, which dominated ResNet-18's backward on CPU
+        (benchmarks/README.md, "Measurements behind code comments").
         """
         lead = flat.shape[:-1]
         pieces = flat.split(self.numels, dim=-1)

@@ -49,7 +49,7 @@ class NtdParams(StrictParams):
     beta: float = Field(0.3, ge=0, le=1, description="weight of the not-true distillation")
     temperature: float = Field(1.0, gt=0)
     ce_weight: Literal["one_minus_beta", "one"] = Field(
-        "one_minus_beta", description="(1−β)·CE as in ALGORITHMS.md, or 1·CE (CE + β·KL)"
+        "one_minus_beta", description="(1−β)·CE (docs/algorithms.md), or 1·CE (CE + β·KL)"
     )
 
 

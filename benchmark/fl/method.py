@@ -1,10 +1,11 @@
-"""Resolve a suite's method entry into a canonical composition, and build it into objects.
+"""Resolve a suite's method entry into a validated MethodSpec (fl/spec.py), and build it into objects.
 
 A method entry is a preset name (`fedacg`, `fedmlb+acg`), or a mapping:
     {preset: fedacg, label: ..., server: {lam: 0.9}, client: {prox: {mu: 0.001}}}   # overrides
     {label: mine, server: {rule: acg, lam: 0.85}, client: [{term: prox, mu: 0.01}], uplink: {codec: qsgd}}
-The canonical form lists every parameter with its default filled in, so a job's id changes
-whenever anything that affects training changes.
+The spec holds every parameter with its default filled in, so a job's id changes whenever
+anything that affects training changes. Parameters are validated here, once; `Method.build`
+takes them as they are.
 """
 
 from __future__ import annotations
@@ -17,11 +18,9 @@ from pydantic import ValidationError
 from benchmark.fl.base import ClientTerm, Codec, ServerRule
 from benchmark.fl.pairing import pairing_problems, share_params
 from benchmark.fl.presets import preset
-from benchmark.fl.registry import CLIENT_TERMS, CODECS, SERVER_RULES, Registry
+from benchmark.fl.spec import CodecSpec, MethodEntry, MethodSpec, PartSpec, ServerSpec, TermSpec
 from benchmark.params import pydantic_problems
 from benchmark.suggest import allowed_names
-
-ENTRY_KEYS = {"preset", "label", "server", "client", "uplink", "downlink"}
 
 
 class MethodProblems(Exception):
@@ -30,31 +29,23 @@ class MethodProblems(Exception):
         super().__init__("; ".join(f"{p}: {m}" for p, m in problems))
 
 
-def _resolve_component(spec: dict, key: str, registry: Registry, path: str, problems: list) -> dict | None:
-    if not isinstance(spec, dict):
-        problems.append((path, f"expected a mapping with '{key}:', got {type(spec).__name__}"))
-        return None
-    name = spec.get(key)
-    if name not in registry:
-        problems.append(
-            (f"{path}.{key}", f"unknown {registry.kind} {name!r}; " + allowed_names(name, registry.names()))
-        )
-        return None
-    params = {k: v for k, v in spec.items() if k != key}
+def _resolve_component(spec: dict, part: type[PartSpec], path: str, problems: list) -> PartSpec | None:
+    name = spec.get(part.KEY)
     try:
-        model = registry.get(name).Params(**params)
-    except ValidationError as err:
-        problems.extend(pydantic_problems(err, path, registry.get(name).Params, "parameter"))
+        params = part.registered(name).Params
+    except ValueError as err:
+        problems.append((f"{path}.{part.KEY}", str(err)))
         return None
-    return {key: name, **model.model_dump(mode="json")}
+    try:
+        return part(name=name, params=params(**{k: v for k, v in spec.items() if k != part.KEY}))
+    except ValidationError as err:
+        problems.extend(pydantic_problems(err, path, params, "parameter"))
+        return None
 
 
-def _merge_client_overrides(base: list[dict], overrides, path: str, problems: list) -> list[dict]:
+def _merge_client_overrides(base: list[dict], overrides: list | dict, path: str, problems: list) -> list[dict]:
     if isinstance(overrides, list):
         return copy.deepcopy(overrides)
-    if not isinstance(overrides, dict):
-        problems.append((path, "expected a list of terms (replaces) or a mapping term -> parameters (overrides)"))
-        return base
     out = copy.deepcopy(base)
     by_name = {t["term"]: t for t in out}
     for term, params in overrides.items():
@@ -63,61 +54,57 @@ def _merge_client_overrides(base: list[dict], overrides, path: str, problems: li
                 (f"{path}.{term}", f"this method has no client term {term!r}; " + allowed_names(term, by_name))
             )
             continue
-        if not isinstance(params, dict):
-            problems.append((f"{path}.{term}", "expected a mapping of parameters"))
-            continue
         by_name[term].update(params)
     return out
 
 
-def _touched(spec, key: str) -> set[str]:
+def _touched(spec: dict, key: str) -> set[str]:
     """Parameter names a user's component mapping sets (all but its kind key)."""
-    return set(spec) - {key} if isinstance(spec, dict) else set()
+    return set(spec) - {key}
 
 
-def resolve_method(entry, path: str) -> dict:
-    """Canonical composition for a suite's method entry; raises MethodProblems with YAML paths."""
+def resolve_method(entry, path: str, touched: set[str] | None = None) -> MethodSpec:
+    """The MethodSpec of a suite's method entry; raises MethodProblems with YAML paths.
+
+    `touched`: the method-relative paths the user set ("server.alpha", "client.dyn.alpha"), where
+    the caller knows them better than the entry does (a grid point laid over a resolved method);
+    by default the ones the entry itself sets. A shared hyper-parameter follows them (fl/pairing.py)."""
     problems: list[tuple[str, str]] = []
-    touched: set[str] = set()  # method-relative paths the entry sets itself (fl/pairing.share_params)
-    if isinstance(entry, str):
-        entry = {"preset": entry}
-    if not isinstance(entry, dict):
-        raise MethodProblems([(path, "expected a preset name or a mapping")])
-    unknown = set(entry) - ENTRY_KEYS
-    if unknown:
-        raise MethodProblems(
-            [(f"{path}.{k}", f"unknown key {k!r}; " + allowed_names(k, ENTRY_KEYS)) for k in sorted(unknown)]
-        )
+    given = touched
+    touched = set()
+    if isinstance(entry, MethodSpec):
+        entry = entry.model_dump(mode="json")
+    try:
+        entry = MethodEntry.model_validate(entry)  # a suite's own entries are validated already (kept as they are)
+    except ValidationError as err:
+        raise MethodProblems(pydantic_problems(err, path, MethodEntry, "key")) from None
 
-    if "preset" in entry:
+    if entry.preset is not None:
         try:
-            comp = preset(str(entry["preset"]))
+            comp = preset(entry.preset)
         except KeyError as err:
             raise MethodProblems([(f"{path}.preset", err.args[0])]) from None
-        server = entry.get("server", {})
-        if not isinstance(server, dict):
-            problems.append((f"{path}.server", "expected a mapping of server parameters"))
-        else:
-            comp["server"].update(server)
-            touched |= {f"server.{k}" for k in server}
-        if "client" in entry:
-            comp["client"] = _merge_client_overrides(comp["client"], entry["client"], f"{path}.client", problems)
-            client = entry["client"]
-            pairs = client.items() if isinstance(client, dict) else ((i, t) for i, t in enumerate(client))
+        comp["server"].update(entry.server or {})
+        touched |= {f"server.{k}" for k in entry.server or {}}
+        if entry.client is not None:
+            comp["client"] = _merge_client_overrides(comp["client"], entry.client, f"{path}.client", problems)
+            client = entry.client
+            pairs = client.items() if isinstance(client, dict) else enumerate(client)
             touched |= {f"client.{term}.{k}" for term, params in pairs for k in _touched(params, "term")}
         for link in ("uplink", "downlink"):
-            if link in entry:
-                comp[link] = {**(comp[link] if "codec" not in entry[link] else {}), **entry[link]}
-        comp["label"] = entry.get("label", comp["label"])
+            given_link = getattr(entry, link)
+            if given_link is not None:
+                comp[link] = {**(comp[link] if "codec" not in given_link else {}), **given_link}
+        comp["label"] = entry.label if entry.label is not None else comp["label"]
     else:
-        if "server" not in entry:
+        if entry.server is None:
             raise MethodProblems([(path, "a method needs 'preset:' or an explicit 'server:' (with 'rule:')")])
         comp = {
-            "label": entry.get("label"),
-            "server": entry["server"],
-            "client": entry.get("client", []),
-            "uplink": entry.get("uplink", {"codec": "identity"}),
-            "downlink": entry.get("downlink", {"codec": "identity"}),
+            "label": entry.label,
+            "server": entry.server,
+            "client": entry.client or [],
+            "uplink": entry.uplink or {"codec": "identity"},
+            "downlink": entry.downlink or {"codec": "identity"},
         }
         if not comp["label"]:
             problems.append((f"{path}.label", "an explicit composition needs a label (the name shown in tables)"))
@@ -125,22 +112,23 @@ def resolve_method(entry, path: str) -> dict:
         if isinstance(comp["client"], list):
             touched |= {f"client.{i}.{k}" for i, t in enumerate(comp["client"]) for k in _touched(t, "term")}
 
-    out = {"label": comp["label"]}
-    out["server"] = _resolve_component(comp["server"], "rule", SERVER_RULES, f"{path}.server", problems)
+    server = _resolve_component(comp["server"], ServerSpec, f"{path}.server", problems)
     if not isinstance(comp["client"], list):
         problems.append((f"{path}.client", "expected a list of client terms"))
         comp["client"] = []
-    out["client"] = [
-        _resolve_component(t, "term", CLIENT_TERMS, f"{path}.client[{i}]", problems)
-        for i, t in enumerate(comp["client"])
-    ]
-    for link in ("uplink", "downlink"):
-        out[link] = _resolve_component(comp[link], "codec", CODECS, f"{path}.{link}", problems)
-    if not problems:
-        problems = pairing_problems(out, path) or share_params(out, touched, path)
+    client = [_resolve_component(t, TermSpec, f"{path}.client[{i}]", problems) for i, t in enumerate(comp["client"])]
+    links = {
+        link: _resolve_component(comp[link], CodecSpec, f"{path}.{link}", problems) for link in ("uplink", "downlink")
+    }
     if problems:
         raise MethodProblems(problems)
-    return out
+    method = MethodSpec(label=comp["label"], server=server, client=client, **links)
+    problems = pairing_problems(method, path)
+    if not problems:
+        method, problems = share_params(method, touched if given is None else given, path)
+    if problems:
+        raise MethodProblems(problems)
+    return method
 
 
 @dataclass
@@ -152,15 +140,11 @@ class Method:
     downlink: Codec
 
     @classmethod
-    def build(cls, canonical: dict) -> Method:
-        def make(registry: Registry, spec: dict, key: str):
-            klass = registry.get(spec[key])
-            return klass(klass.Params(**{k: v for k, v in spec.items() if k != key}))
-
+    def build(cls, spec: MethodSpec) -> Method:
         return cls(
-            label=canonical["label"],
-            server=make(SERVER_RULES, canonical["server"], "rule"),
-            terms=[make(CLIENT_TERMS, t, "term") for t in canonical["client"]],
-            uplink=make(CODECS, canonical["uplink"], "codec"),
-            downlink=make(CODECS, canonical["downlink"], "codec"),
+            label=spec.label,
+            server=spec.server.build(),
+            terms=[t.build() for t in spec.client],
+            uplink=spec.uplink.build(),
+            downlink=spec.downlink.build(),
         )

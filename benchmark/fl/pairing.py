@@ -9,17 +9,18 @@ the suite is validated, instead of a KeyError in round 0 or a run that silently 
 from __future__ import annotations
 
 from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
+from benchmark.fl.spec import MethodSpec
 
 
 def _names(items) -> str:
     return ", ".join(repr(i) for i in items)
 
 
-def pairing_problems(method: dict, path: str) -> list[tuple[str, str]]:
-    """Problems of a canonical composition {server: {rule}, client: [{term}, ...]}."""
-    rule_name = method["server"]["rule"]
+def pairing_problems(method: MethodSpec, path: str) -> list[tuple[str, str]]:
+    """Problems of a method's server rule and client terms together."""
+    rule_name = method.server.name
     rule = SERVER_RULES.get(rule_name)
-    terms = [(i, CLIENT_TERMS.get(t["term"])) for i, t in enumerate(method["client"])]
+    terms = [(i, CLIENT_TERMS.get(t.name)) for i, t in enumerate(method.client)]
     term_names = {t.name for _, t in terms}
     problems = []
     missing = [name for name in rule.requires_terms if name not in term_names]
@@ -65,42 +66,44 @@ def pairing_problems(method: dict, path: str) -> list[tuple[str, str]]:
     return problems
 
 
-def share_params(method: dict, touched: set[str], path: str) -> list[tuple[str, str]]:
-    """Make a hyper-parameter shared by the server rule and its client term one value.
+def share_params(method: MethodSpec, touched: set[str], path: str) -> tuple[MethodSpec, list[tuple[str, str]]]:
+    """The method with each hyper-parameter its server rule shares with a client term made one value.
 
     `touched` holds the method-relative paths the user set ("server.alpha", "client.dyn.alpha" or
     "client.0.alpha"): a value set in one place is copied to the other; two different values set
-    in both places are an error. Mutates `method`.
+    in both places are a problem.
     """
-    rule = SERVER_RULES.get(method["server"]["rule"])
+    rule = SERVER_RULES.get(method.server.name)
+    server, client = method.server, list(method.client)
     problems = []
     for name in rule.shared_params:
-        for i, term in enumerate(method["client"]):
-            if term.get("term") not in rule.requires_terms or name not in term:
+        for i, term in enumerate(client):
+            if term.name not in rule.requires_terms or name not in type(term.params).model_fields:
                 continue
+            server_value, term_value = getattr(server.params, name), getattr(term.params, name)
             server_set = f"server.{name}" in touched
-            term_set = bool({f"client.{i}.{name}", f"client.{term['term']}.{name}"} & touched)
-            if server_set and term_set and method["server"][name] != term[name]:
+            term_set = bool({f"client.{i}.{name}", f"client.{term.name}.{name}"} & touched)
+            if server_set and term_set and server_value != term_value:
                 problems.append(
                     (
                         f"{path}.client[{i}].{name}",
                         f"{name} is one hyper-parameter of server rule "
-                        f"{rule.name!r} and client term {term['term']!r}: set it once, at {path}.server.{name} "
-                        f"(given {method['server'][name]} there and {term[name]} here)",
+                        f"{rule.name!r} and client term {term.name!r}: set it once, at {path}.server.{name} "
+                        f"(given {server_value} there and {term_value} here)",
                     )
                 )
-            elif term_set:
-                method["server"][name] = term[name]
+            elif term_set:  # the same quantity, validated on the other side already
+                server = server.with_params(**{name: term_value})
             else:
-                term[name] = method["server"][name]
-    return problems
+                client[i] = term.with_params(**{name: server_value})
+    return method.model_copy(update={"server": server, "client": client}), problems
 
 
-def model_problems(method: dict, model: str, traits: frozenset[str], path: str) -> list[tuple[str, str]]:
+def model_problems(method: MethodSpec, model: str, traits: frozenset[str], path: str) -> list[tuple[str, str]]:
     """Client terms that need a model trait `model` lacks (MOON on a model without a hidden layer)."""
     problems = []
-    for i, spec in enumerate(method["client"]):
-        term = CLIENT_TERMS.get(spec["term"])
+    for i, spec in enumerate(method.client):
+        term = CLIENT_TERMS.get(spec.name)
         needed = set(term.model_traits) | ({"features"} if term.needs_features else set())
         lacking = sorted(needed - traits)
         if lacking:

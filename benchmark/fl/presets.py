@@ -1,7 +1,7 @@
 """Presets: names for compositions of server rule + client terms + codecs.
 
 A preset is plain data. `X+ACG` composes any client-side preset X with the FedACG server rule
-and FedACG's regulariser toward the lookahead point (ALGORITHMS.md, "Composed variants").
+and FedACG's regulariser toward the lookahead point (docs/algorithms.md, "Compositions").
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ def register_modifier(key: str, label: str, **parts) -> None:
 
 
 def preset_names() -> list[str]:
+    """Every registered preset name."""
     discover()
     return sorted(PRESETS)
 

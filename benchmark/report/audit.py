@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import BaseModel
+
 from benchmark.data.participation import clients_per_round
 from benchmark.report.paper_settings import iterations_of
 from benchmark.suite.expand import Job
-from benchmark.suite.schema import Suite
+from benchmark.suite.schema import JobConfig, Suite
 
 IMPLICIT = {"method.server.global_lr": 1.0}  # a rule without a server lr moves to the clients' average
 
@@ -37,16 +39,26 @@ def job_value(job: Job, path: str):
         p = c.participation
         base = p.pool.size if p.pool and p.relative_to == "pool" else c.num_clients
         return round(p.rate * base, 6) if p.mode == "bernoulli" else clients_per_round(p.rate, base)
-    keys = path.split(".")
-    if keys[0] == "method" and keys[1] == "client":
-        term = next((t for t in c.method["client"] if t["term"] == keys[2]), None)
-        return term.get(keys[3]) if term else None
-    node = c.model_dump(mode="json")
-    for k in keys:
-        if not isinstance(node, dict) or k not in node:
-            return IMPLICIT.get(path)
-        node = node[k]
-    return node
+    try:
+        return setting(c, path)
+    except KeyError:
+        return IMPLICIT.get(path)
+
+
+def setting(config: JobConfig, path: str):
+    """The value a job runs for a field path, read from the typed config: also a field that its
+    identity class leaves out of dumps at its default (schema.py); KeyError when there is none."""
+    if path.startswith("method."):
+        return config.method.param(path.removeprefix("method."))
+    node = config
+    for key in path.split("."):
+        if isinstance(node, BaseModel) and key in type(node).model_fields:
+            node = getattr(node, key)
+        elif isinstance(node, dict) and key in node:
+            node = node[key]
+        else:
+            raise KeyError(path)
+    return node.model_dump(mode="json") if isinstance(node, BaseModel) else node
 
 
 def _same(a, b) -> bool:
@@ -61,11 +73,12 @@ def _swept(job: Job, path: str) -> bool:
 
 def _applies(job: Job, path: str) -> bool:
     """A method parameter stated for every method applies only to methods that have it."""
-    keys = path.split(".")
-    if keys[:2] == ["method", "client"]:
-        return any(t["term"] == keys[2] for t in job.config.method["client"])
-    if keys[:2] == ["method", "server"] and path not in IMPLICIT:
-        return keys[2] in job.config.method["server"]
+    if not path.startswith("method.") or path in IMPLICIT:
+        return True
+    try:
+        setting(job.config, path)
+    except KeyError:
+        return False
     return True
 
 

@@ -4,7 +4,7 @@ setting. Each cell is mean ± std over the finished seeds (n in the row), the pa
 Δ beside it where the suite carries one, and the best of each column marked. Rows remember
 their job ids, so every cell can be traced to the jobs behind it.
 
-Only finished jobs give numbers (run/status.py); diverged, failed, stopped, running and not-run
+Only finished jobs give numbers (run/job_status.py); diverged, failed, stopped, running and not-run
 jobs are counted and shown as such, never averaged in.
 """
 
@@ -18,7 +18,7 @@ import pandas as pd
 
 from benchmark.metrics import parse_metric
 from benchmark.report.cells import Cell, Column, is_number, measured_cell, with_paper
-from benchmark.run.status import FINISHED
+from benchmark.run.job_status import FINISHED
 
 
 @dataclass
@@ -294,3 +294,20 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
             )
         tables.append(table)
     return tables
+
+
+def headline_numbers(suite, jobs, results_root) -> list[tuple[str, float]]:
+    """(name, value) per dataset entry and method: the final EMA accuracy (convex: final F − F*) of
+    the setting the report's table shows, mean over its finished seeds."""
+    from benchmark.report.frames import jobs_frame
+
+    frame = jobs_frame(suite, jobs, results_root)
+    numbers = []
+    for index, entry in frame.groupby("entry_index", sort=False):
+        convex = any(j.config.suboptimality for j in jobs if j.dataset_index == index)
+        key = "final_subopt" if convex else "final_ema_acc"
+        for method, setting in best_settings(entry, convex).items():
+            values = entry[(entry.setting == setting) & (entry.status == FINISHED)][key].dropna()
+            if len(values):
+                numbers.append((f"{entry.entry.iloc[0]}/{method}/{key}", float(values.mean())))
+    return numbers

@@ -14,10 +14,12 @@ global backend switch, no figure registry to leak. matplotlib is imported inside
 
 from __future__ import annotations
 
+import base64
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
-from benchmark.run.status import DIVERGED
+from benchmark.run.job_status import DIVERGED
 
 BAND_LABEL = "band: min–max over seeds"
 DIVERGED_LABEL = "×: last finite round of a diverged run"
@@ -34,6 +36,23 @@ MAX_CLIENTS_SHOWN = 100
 MAX_CLASSES_STACKED = 20  # more classes than distinguishable colours: a heat map instead of stacked bars
 DPI = 150
 FORMATS = (".png", ".pdf")  # PNG for the HTML report, PDF (vector) for a paper
+
+
+@dataclass
+class Figure:
+    """A figure of the report: its caption and its PNG (a PDF beside it where save_figure wrote one)."""
+
+    title: str
+    path: Path
+
+    @property
+    def pdf(self) -> Path | None:
+        """The vector copy beside the PNG (figures.save_figure), where there is one."""
+        pdf = self.path.with_suffix(".pdf")
+        return pdf if pdf.exists() else None
+
+    def data_uri(self) -> str:
+        return "data:image/png;base64," + base64.b64encode(self.path.read_bytes()).decode()
 
 
 def method_styles(methods) -> dict[str, dict]:
@@ -164,16 +183,13 @@ def convergence_figure(rounds, styles: dict[str, dict], y: str = "ema_acc"):
     return fig
 
 
-def convergence_figures(frame, out_dir, metrics: dict | None = None) -> list[Path]:
-    """A PNG (and PDF) per dataset entry of `frame` (rounds_frame's columns) under `out_dir`, named
-    after the entry; a method looks the same in all of them. Entries without rounds get no file."""
-    return [path for _, _, path in _write_convergence(frame, out_dir, metrics or {})]
-
-
-def _write_convergence(frame, out_dir, metrics: dict) -> list[tuple[str, str, Path]]:
-    """(entry, y column, PNG path) per entry of `frame`; `metrics` maps an entry (its index where
-    the frame has an `entry_index` column, which keeps apart two entries sharing a label, else its
-    label) to the y column, ema_acc by default."""
+def write_convergence_figures(frame, out_dir, metrics: dict | None = None) -> list[tuple[str, str, Path]]:
+    """A PNG (and PDF) per dataset entry of `frame` (rounds_frame's columns) under `out_dir`, as
+    (entry, y column, path); a method looks the same in all of them, entries without rounds get no
+    file, and an optional `entry_index` column keeps apart two entries that share a label. `metrics`
+    maps an entry (its index where the frame has `entry_index`, else its label) to the y column,
+    ema_acc by default."""
+    metrics = metrics or {}
     out_dir = Path(out_dir)
     styles = method_styles(frame.method)
     keys = ["entry_index", "entry"] if "entry_index" in frame else ["entry"]  # two entries may share a label
@@ -286,7 +302,6 @@ def report_figures(suite, jobs, results_dir) -> list:
     from benchmark.report.entry_tables import best_settings
     from benchmark.report.fedac_figure import is_fedac_protocol
     from benchmark.report.frames import jobs_frame, rounds_frame
-    from benchmark.report.report_files import Figure
 
     jobs = [j for j in jobs if not is_fedac_protocol(j)]
     runs = jobs_frame(suite, jobs, results_dir)
@@ -312,5 +327,5 @@ def report_figures(suite, jobs, results_dir) -> list:
             ),
             path,
         )
-        for entry, y, path in _write_convergence(frame, out_dir, metrics)
+        for entry, y, path in write_convergence_figures(frame, out_dir, metrics)
     ]

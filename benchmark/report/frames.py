@@ -4,7 +4,7 @@
 `rounds_frame`: one row per evaluated round per job (accuracy, EMA accuracy, cumulative bytes
 and training seconds), with the job's labels and status beside each row.
 
-Status is the summary's (finished / diverged / failed / stopped, see run/status.py), else
+Status is the summary's (finished / diverged / failed / stopped, see run/job_status.py), else
 `running` while a live process holds the job's heartbeat, else `not run` (possibly with rounds
 from an interrupted run in metrics.jsonl).
 """

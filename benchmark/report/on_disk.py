@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmark.cli_options import load_selected
-from benchmark.run.status import TERMINAL
+from benchmark.run.job_status import TERMINAL
 
 
 def _seeds_on_disk(suite_dir: Path) -> set[int]:
@@ -33,17 +32,18 @@ def _has_result(suite_dir: Path, job_id: str) -> bool:
         return False
 
 
-def jobs_with_seeds_on_disk(suite_file: Path, results_dir: Path, only=(), sets=(), seeds=None, rounds=None):
-    """(suite, jobs): the selection, and without `seeds` also the same jobs at every other seed that
-    has a result on disk (appended after the suite's own jobs, in expansion order)."""
-    suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
+def jobs_with_seeds_on_disk(load, results_dir: Path, seeds: str | None = None):
+    """(suite, jobs): `load(seeds)` (the command's selection, seeds as `--seeds` text or None), and
+    without `seeds` also the same jobs at every other seed that has a result on disk (appended after
+    the suite's own jobs, in expansion order)."""
+    suite, jobs = load(seeds)
     if seeds is not None:
         return suite, jobs
     suite_dir = Path(results_dir) / suite.name
     every_seed = {j.config.seed for j in jobs} | _seeds_on_disk(suite_dir)
     if every_seed <= {j.config.seed for j in jobs}:
         return suite, jobs
-    _, widened = load_selected(suite_file, only, sets, ",".join(map(str, sorted(every_seed))), rounds)
+    _, widened = load(",".join(map(str, sorted(every_seed))))
     known = {j.id for j in jobs}
     extra = [j for j in widened if j.id not in known and _has_result(suite_dir, j.id)]
     return suite, jobs + extra

@@ -1,6 +1,7 @@
-"""Generate runnable suites from the papers' reference tables (shared/reference/*.yaml).
+"""Generate runnable suites from the papers' transcribed result tables (REFERENCE_DIR/<paper>.yaml,
+kept outside the repository with the papers' text they cite by line).
 
-    python -m benchmark.report.paper_suites /work/shared/reference suites/papers
+    python -m benchmark.report.paper_suites REFERENCE_DIR suites/papers
 
 One suite per paper table group (e.g. `fedacg.moderate_dir0.3` = CIFAR-10, CIFAR-100 and
 Tiny-ImageNet columns), one dataset entry per reference table. Each entry is built from what the
@@ -23,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from benchmark.fl.method import resolve_method
+from benchmark.fl.spec import MethodSpec
 from benchmark.metrics import is_metric, parse_metric
 from benchmark.report.fedac_suites import fedac_suites
 from benchmark.report.paper_settings import (
@@ -241,19 +243,19 @@ def method_entries(tables: list[dict]) -> tuple[list, dict[str, dict], list[dict
     return list({json.dumps(m, sort_keys=True): m for m in methods}.values()), labels, chosen
 
 
-def _has_components(method: dict, wanted: list[bool]) -> bool:
+def _has_components(method: MethodSpec, wanted: list[bool]) -> bool:
     """FedACG's ablation check marks (server momentum, lookahead, local regulariser) vs a composition."""
-    rule = method["server"]["rule"]
-    reg = any(t["term"] == "prox" and t["mu"] > 0 for t in method["client"])
+    rule = method.server.name
+    reg = any(t.name == "prox" and t.params.mu > 0 for t in method.client)
     return [rule in ("momentum", "acg"), rule == "acg", reg] == wanted
 
 
-def check_components(table: dict, methods: dict[str, dict]) -> None:
+def check_components(table: dict, methods: dict[str, MethodSpec]) -> None:
     for row, wanted in table.get("components", {}).items():
         if not _has_components(methods[row], wanted):
             raise GenerationError(
                 f"{table['id']}: row {row!r} is marked {wanted} (momentum, lookahead, local reg) "
-                f"but runs {methods[row]['server']['rule']} with {methods[row]['client']}"
+                f"but runs {methods[row].server.name} with {methods[row].term_names}"
             )
 
 
@@ -275,7 +277,9 @@ def chosen_settings(table: dict, said: dict[str, dict], labels: set[str]) -> lis
             )
     else:
         choose(
-            "local.clip_norm", 10.0, "the paper clips gradients without a value; ALGORITHMS.md / official code: norm 10"
+            "local.clip_norm",
+            10.0,
+            "the paper clips gradients without a value; docs/algorithms.md / official code: norm 10",
         )
         decay = 0.998 if s["dataset"] == "tiny_imagenet" else 0.995
         choose(
@@ -286,13 +290,13 @@ def chosen_settings(table: dict, said: dict[str, dict], labels: set[str]) -> lis
             else f"paper: selected from {{0.995, 0.998, 1}}; {FEDACG_CODE}",
         )
         if "FedAvgM" in labels:
-            choose("method.server.beta", 0.4, "paper silent; official code default (ALGORITHMS.md)", "FedAvgM")
+            choose("method.server.beta", 0.4, "paper silent; official code default (docs/algorithms.md)", "FedAvgM")
         if "FedACG" in labels:
             choose("method.server.lam", 0.85, "paper: λ ∈ {0.8, 0.85, 0.9}; 0.85 is best in its λ sweep", "FedACG")
             choose(
                 "method.client.prox.mu", 0.01, "paper: β ∈ {0.1, 0.01, 0.001}; 0.01 is best in its β sweep", "FedACG"
             )
-    choose("method.*", "preset defaults", "hyper-parameters the paper does not state follow ALGORITHMS.md")
+    choose("method.*", "preset defaults", "hyper-parameters the paper does not state follow docs/algorithms.md")
     if leaf:
         choose("local.epochs", 5, "LEAF tables state no local budget; the paper's E = 5 of its other experiments")
         choose("local.batch_size", 10, "LEAF tables state no batch size; LEAF's own default (10)")
@@ -311,12 +315,12 @@ def chosen_settings(table: dict, said: dict[str, dict], labels: set[str]) -> lis
 MISSING = object()
 
 
-def method_param(method: dict, path: str):
-    """A canonical method's `method.server.P` / `method.client.TERM.P`, or MISSING."""
-    keys = path.split(".")
-    if keys[1] == "server":
-        return method["server"].get(keys[2], MISSING)
-    return next((t[keys[3]] for t in method["client"] if t["term"] == keys[2] and keys[3] in t), MISSING)
+def method_param(method: MethodSpec, path: str):
+    """A method's `method.server.P` / `method.client.TERM.P`, or MISSING."""
+    try:
+        return method.param(path.removeprefix("method."))
+    except KeyError:
+        return MISSING
 
 
 def _apply(path: str, value, entry: dict, override: dict) -> None:
@@ -341,10 +345,10 @@ def _apply(path: str, value, entry: dict, override: dict) -> None:
 NOT_SETTINGS = {"method", "method.*"}  # chosen compositions / preset defaults: recorded, not applied
 
 
-def dataset_entry(table: dict, methods: dict[str, dict], row_chosen: list[dict]) -> dict:
+def dataset_entry(table: dict, methods: dict[str, MethodSpec], row_chosen: list[dict]) -> dict:
     s = table["setting"]
     name, model, augment, _ = DATASET[s["dataset"]]
-    labels = {r: m["label"] for r, m in methods.items()}
+    labels = {r: m.label for r, m in methods.items()}
     check_components(table, methods)
     said = stated(table, labels)
     chosen = chosen_settings(table, said, set(labels.values())) + [
@@ -361,8 +365,8 @@ def dataset_entry(table: dict, methods: dict[str, dict], row_chosen: list[dict])
             _apply(path, value, entry, entry)
             continue
         for m in methods.values():  # a paper-wide method parameter: every method that has it
-            if method_param(m, path) not in (MISSING, value) and path not in said.get(m["label"], {}):
-                _apply(path, value, entry, overrides.setdefault(m["label"], {}))
+            if method_param(m, path) not in (MISSING, value) and path not in said.get(m.label, {}):
+                _apply(path, value, entry, overrides.setdefault(m.label, {}))
     for c in chosen:
         if c["setting"] not in NOT_SETTINGS and not c.get("method"):
             _apply(c["setting"], c["value"], entry, entry)
@@ -406,7 +410,7 @@ def _check_per_round(table: dict, entry: dict) -> None:
 def header(group: str, tables: list[dict], suite: dict) -> str:
     """Comment block: tables and lines followed, choices where the paper is silent, inconsistencies."""
     lines = [
-        "Generated by `python -m benchmark.report.paper_suites` from shared/reference; edit the generator.",
+        "Generated by `python -m benchmark.report.paper_suites` from the papers' transcribed tables; edit the generator.",
         f"Reproduces {group}:",
     ]
     for t in tables:
@@ -488,7 +492,7 @@ def extra_tables(tables_by_id: dict[str, dict]) -> dict[str, list[dict]]:
             notes=[
                 (
                     "The table is missing from both versions: the setting is chosen (the paper's large-scale "
-                    "Dir(0.3) setting, used by its ablations), 4-bit QSGD uplink (ALGORITHMS.md default)."
+                    "Dir(0.3) setting, used by its ablations), 4-bit QSGD uplink (docs/algorithms.md default)."
                 )
             ],
             rows={"FedPAQ": [None] * len(base["metrics"]), "FedPAQ+ACG": [None] * len(base["metrics"])},

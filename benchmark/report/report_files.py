@@ -4,37 +4,21 @@ table tables/<name>.csv and .tex, plus runs.csv (one row per job)."""
 
 from __future__ import annotations
 
-import base64
 import datetime
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from benchmark.report.entry_tables import LEGEND, EntryTable, entry_tables
+from benchmark.report.figures import Figure
 from benchmark.report.frames import jobs_frame, rounds_frame
+from benchmark.run.job_status import FINISHED
 from benchmark.run.results import atomic_write_bytes, strict_json
-from benchmark.run.status import FINISHED
 
 TEMPLATES = Path(__file__).parent / "templates"
 RUN_COLUMNS = ["job_id", "entry", "method", "setting", "settings", "seed", "status"]
-
-
-@dataclass
-class Figure:
-    title: str
-    path: Path
-
-    @property
-    def pdf(self) -> Path | None:
-        """The vector copy beside the PNG (figures.save_figure), where there is one."""
-        pdf = self.path.with_suffix(".pdf")
-        return pdf if pdf.exists() else None
-
-    def data_uri(self) -> str:
-        return "data:image/png;base64," + base64.b64encode(self.path.read_bytes()).decode()
 
 
 def _md_escape(text) -> str:

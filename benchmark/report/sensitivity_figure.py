@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmark.run.status import FINISHED
+from benchmark.run.job_status import FINISHED
 
 LOST_LABEL = "no finished seed"
 

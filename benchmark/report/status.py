@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from rich.table import Table
 
 from benchmark.run.heartbeat import is_alive, read_heartbeat, seconds_per_round
+from benchmark.run.job_status import DIVERGED, FAILED, FINISHED, STOPPED
 from benchmark.run.progress import duration
 from benchmark.run.results import JobDir
-from benchmark.run.status import DIVERGED, FAILED, FINISHED, STOPPED
 from benchmark.suite.expand import Job
 
 STATES = ("done", "running", "failed", "diverged", "pending")

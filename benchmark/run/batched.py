@@ -10,46 +10,42 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from dataclasses import dataclass
 
 from benchmark.engine.convex import BinaryLogistic
 from benchmark.engine.fedac_batched import ENGINE, PER_DATASET, Outcome, run_batch
 from benchmark.engine.fedac_jobs import batch_key
-from benchmark.engine.simulation import Diverged
+from benchmark.engine.simulation import Diverged, OnEval, OnRound, Progress
+from benchmark.engine.trainers.base import ExecutionRecord
 from benchmark.suite.expand import Job
 
 
-@dataclass
-class ReplayProgress:
-    round: int = 0
-    bytes_down: int = 0
-    bytes_up: int = 0
-
-
-@dataclass
-class ReplayData:
-    fingerprint: str
-
-
 class ReplaySimulation:
-    """What run_job needs of a Simulation, answered from one job's precomputed Outcome."""
+    """One job's share of a batched FedAc computation (its precomputed Outcome), replayed through
+    run_job as the job's rounds (engine/simulation.JobRounds)."""
+
+    setup = None  # nothing is trained here
 
     def __init__(self, job: Job, outcome: Outcome):
         from benchmark.engine.setup import data_fingerprint
 
         self.job, self.outcome = job.config, outcome
-        self.progress = ReplayProgress()
-        self.data = ReplayData(data_fingerprint(job.config))
-        self.execution, self.execution_probe = ENGINE, None  # summary.json: which trainer ran it
-        self.local_step: dict = {}  # its own FedAc kernel: neither local step of engine/low_rank_step.py
+        self.progress = Progress()
+        self.data_fingerprint = data_fingerprint(job.config)
+        # its own FedAc kernel: neither trainer nor local step of engine/trainers/
+        self.execution = ExecutionRecord(chosen=ENGINE)
 
     def state_dict(self) -> dict:
         return {"round": self.progress.round, "engine": ENGINE}
 
+    def misfit(self, state) -> str | None:
+        if not isinstance(state, dict) or state.get("engine") != ENGINE or not isinstance(state.get("round"), int):
+            return f"expected a checkpoint of the {ENGINE} engine: its round"
+        return None
+
     def load_state_dict(self, state: dict) -> None:
         self.progress.round = state["round"]  # records up to here are on disk already
 
-    def run(self, on_eval=None, on_round=None, stop_after: int | None = None) -> list[dict]:
+    def run(self, on_eval: OnEval = None, on_round: OnRound = None, stop_after: int | None = None) -> list[dict]:
         if self.outcome.error is not None:
             raise self.outcome.error
         start = self.progress.round
@@ -61,7 +57,9 @@ class ReplaySimulation:
         for rec in records:
             if on_eval:
                 on_eval(rec)
-        self.progress = ReplayProgress(last, last * self.outcome.round_bytes, last * self.outcome.round_bytes)
+        self.progress = Progress(
+            last, bytes_down=last * self.outcome.round_bytes, bytes_up=last * self.outcome.round_bytes
+        )
         if on_round:
             for r in range(start + 1, last + 1):
                 on_round(r)

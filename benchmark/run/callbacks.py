@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from benchmark.run.heartbeat import Heartbeat
 from benchmark.run.records import RoundRecord
 from benchmark.run.results import JobDir, atomic_torch_save
+
+if TYPE_CHECKING:  # for annotations only: the modules that run jobs import the engine
+    from benchmark.engine.simulation import JobRounds
 
 FLUSH_EVERY = 50  # evaluated rounds between metrics.jsonl / MLflow flushes (checkpoints flush too)
 
@@ -128,8 +132,8 @@ class EachEval(RoundCallback):
         self.fn(rec.to_json())
 
 
-def save_checkpoint(jobdir: JobDir, sim) -> None:
-    atomic_torch_save(jobdir.checkpoint, {"simulation": sim.state_dict(), "data_fingerprint": sim.data.fingerprint})
+def save_checkpoint(jobdir: JobDir, sim: JobRounds) -> None:
+    atomic_torch_save(jobdir.checkpoint, {"simulation": sim.state_dict(), "data_fingerprint": sim.data_fingerprint})
 
 
 class Checkpoints(RoundCallback):
@@ -140,7 +144,7 @@ class Checkpoints(RoundCallback):
     def __init__(
         self,
         jobdir: JobDir,
-        sim,
+        sim: JobRounds,
         job_rounds: int,
         every: int,
         minutes: float,

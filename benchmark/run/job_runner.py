@@ -9,9 +9,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from benchmark.engine import low_rank_step
 from benchmark.engine.setup import build_simulation
-from benchmark.engine.simulation import Diverged, Simulation
+from benchmark.engine.simulation import Diverged, JobRounds
 from benchmark.metrics import summarise
 from benchmark.run.callbacks import (
     Callbacks,
@@ -24,9 +23,9 @@ from benchmark.run.callbacks import (
     save_checkpoint,
 )
 from benchmark.run.environment import environment
+from benchmark.run.job_status import DIVERGED, FINISHED, STOPPED
 from benchmark.run.records import Divergence, JobSummary, RoundRecord
 from benchmark.run.results import JobDir, atomic_torch_save, atomic_write_json
-from benchmark.run.status import DIVERGED, FINISHED, STOPPED
 from benchmark.run.threads import settle
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
@@ -74,7 +73,7 @@ def eval_rounds(job: Job, upto: int) -> list[int]:
     return [r for r in range(1, upto + 1) if job.config.evaluates(r)]
 
 
-def resume_point(job: Job, jobdir: JobDir, sim: Simulation) -> list[RoundRecord]:
+def resume_point(job: Job, jobdir: JobDir, sim: JobRounds) -> list[RoundRecord]:
     """Load the checkpoint into `sim` and return the metric records up to it; a checkpoint whose
     metrics are incomplete (a truncated metrics.jsonl) cannot be continued: restart, saying so."""
     checkpoint = jobdir.load_checkpoint()
@@ -84,12 +83,12 @@ def resume_point(job: Job, jobdir: JobDir, sim: Simulation) -> list[RoundRecord]
         jobdir.set_aside_checkpoint(f"it does not fit this job: {problem}")
         return []
     at = checkpoint["simulation"]["round"]
-    if checkpoint.get("data_fingerprint", sim.data.fingerprint) != sim.data.fingerprint:
+    if checkpoint.get("data_fingerprint", sim.data_fingerprint) != sim.data_fingerprint:
         log.warning(
             "%s was written on other data (fingerprint %s, now %s); restarting job %s from round 0",
             jobdir.checkpoint,
             checkpoint["data_fingerprint"],
-            sim.data.fingerprint,
+            sim.data_fingerprint,
             job.id,
         )
         jobdir.checkpoint.unlink()
@@ -124,7 +123,12 @@ class Stamp(RoundCallback):
 
 
 def job_summary(
-    job: Job, suite: str, sim, records: list[RoundRecord], diverged: Diverged | None, threads: dict | None = None
+    job: Job,
+    suite: str,
+    sim: JobRounds,
+    records: list[RoundRecord],
+    diverged: Diverged | None,
+    threads: dict | None = None,
 ) -> JobSummary:
     about = dict(
         job_id=job.id,
@@ -132,12 +136,12 @@ def job_summary(
         dataset=job.dataset_label,
         method=job.method_label,
         seed=job.config.seed,
-        data_fingerprint=sim.data.fingerprint,
+        data_fingerprint=sim.data_fingerprint,
         bytes_down=sim.progress.bytes_down,
         bytes_up=sim.progress.bytes_up,
-        execution=sim.execution,
-        execution_probe=sim.execution_probe,
-        local_step=low_rank_step.record(sim.local_step) or None,
+        execution=sim.execution.chosen,
+        execution_probe=sim.execution.probe,
+        local_step=sim.execution.local_step or None,
         threads=threads,
     )
     last = records[-1] if records else None
@@ -186,7 +190,9 @@ def run_job(
     config = job_config_json(job, suite)
     atomic_write_json(jobdir.config, config)
     tracker.start_job(job, config)  # first, so a job that fails while building still has its run
-    sim = (simulation_for and simulation_for(job)) or build_simulation(job.config, device, jobdir.path / "client_state")
+    sim: JobRounds = (simulation_for and simulation_for(job)) or build_simulation(
+        job.config, device, jobdir.path / "client_state"
+    )
     threads = settle(sim)
     resumed = resume_point(job, jobdir, sim)
     metrics = MetricsFile(jobdir)

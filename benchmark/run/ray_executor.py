@@ -27,12 +27,12 @@ from benchmark.errors import DatasetMissing, UserError
 from benchmark.run.executor import failed_summary
 from benchmark.run.executor_base import EXECUTORS, Executor
 from benchmark.run.job_runner import job_config_json
+from benchmark.run.job_status import TERMINAL
 from benchmark.run.locks import FileLock, job_lock
 from benchmark.run.progress import LogProgress, log
 from benchmark.run.ray_worker import code_runtime_env, run_remote_job
 from benchmark.run.results import RESUME_FILES, JobDir, atomic_write_json
 from benchmark.run.staging import DEFAULT_SHIP_MAX_MB, MB, Offer, make_offers, parse_uri_options
-from benchmark.run.status import TERMINAL
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
 
@@ -121,10 +121,19 @@ class Driver:
         self.pending[ref] = run
 
     def drain(self) -> None:
+        # the kinds of message run/ray_worker.py's Relay sends
+        handlers = {
+            "where": self.on_where,
+            "start": self.on_start,
+            "staged": self.on_staged,
+            "records": self.on_records,
+            "rounds": self.on_rounds,
+            "checkpoint": self.on_checkpoint,
+        }
         count = self.queue.qsize()
         messages = self.queue.get_nowait_batch(count) if count else []
         for kind, job_id, payload in messages:
-            getattr(self, f"on_{kind}")(self.runs[job_id], payload)
+            handlers[kind](self.runs[job_id], payload)
 
     def on_where(self, run: JobRun, payload: dict) -> None:
         run.placements.append(payload)

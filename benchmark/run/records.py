@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from benchmark.run.status import FAILED
+from benchmark.run.job_status import FAILED
 
 
 @dataclass

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from benchmark.lazy import torch
-from benchmark.run.status import FINISHED, TERMINAL
+from benchmark.run.job_status import FINISHED, TERMINAL
 
 log = logging.getLogger(__name__)
 # What a job needs to resume elsewhere, in the order to write it (checkpoint.pt, which points

@@ -1,13 +1,14 @@
 """How many CPU threads torch trains a job with: `--threads N` when given, else a short probe.
 
-torch's default (one thread per core) was up to 13x slower than one thread on a busy 2-core
+torch's default (one thread per core) can be many times slower than one thread on a busy
 machine, and the best count depends on the model and the machine, so it is measured: a few
 forward-backward steps of the job's model on one of its batches at 1, 2, 4, ... threads (up to
 the cores this process may use); more threads must be 10 % faster to be chosen (they cost the
 jobs beside it). A model whose one-thread step is shorter than SHORT_STEP keeps one thread untried:
-its step is per-operation overhead, which threads don't shorten, and a probe that caught an idle
-moment made a quickstart run 10x slower (117 s) once the shared machine was busy again. One probe per model, input and batch size per process. The count and what
-chose it go into the job's summary.json ("threads").
+its step is per-operation overhead, which threads don't shorten, and a probe that catches an idle
+moment can pick a count that is much slower once a shared machine is busy again. One probe per
+model, input and batch size per process. The count and what chose it go into the job's
+summary.json ("threads"). Measurements: benchmarks/README.md, "Measurements behind code comments".
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ import time
 import torch
 import torch.nn.functional as F
 
-from benchmark.engine.simulation import Simulation
+from benchmark.engine.simulation import JobRounds
+from benchmark.engine.training_setup import TrainingSetup
+from benchmark.suite.schema import JobConfig
 
 GAIN = 0.9  # a larger count must take at most this fraction of the best smaller count's time
 SHORT_STEP = 0.01  # seconds: a forward-backward step this short stays at one thread
 # The batched FedAc engine's work is a one-thread numba kernel plus a few torch ops per round, which
-# ran slower with 2 threads (M = 2048, K = 1: 24.3 s wall and 30.4 s CPU against 13.9 s / 13.7 s).
+# a second thread only slows down (benchmarks/README.md, "Measurements behind code comments").
 BATCHED_ENGINE = {"count": 1, "chosen_by": "batched engine (one thread)"}
 _requested: dict = {}  # {"count": N, "chosen_by": "--threads"} once a command line or Ray task fixed it
 _probed: dict[str, int] = {}
@@ -50,18 +53,19 @@ def candidates(cores: int) -> list[int]:
     return out + [cores]
 
 
-def settle(sim) -> dict:
+def settle(sim: JobRounds) -> dict:
     """Set torch's thread count for `sim`'s job; returns what to record: {"count", "chosen_by"}."""
     if _requested:
         torch.set_num_threads(_requested["count"])
         return dict(_requested)
-    if not isinstance(sim, Simulation):  # a replayed batched FedAc cell, computed at this count
+    setup = sim.setup
+    if setup is None:  # a replayed batched FedAc cell, computed at this count
         return for_batched_engine()
-    if sim.device.type != "cpu":
+    if setup.device.type != "cpu":
         return {"count": torch.get_num_threads(), "chosen_by": "torch default (GPU job)"}
-    key = _probe_key(sim)
+    key = _probe_key(sim.job, setup)
     if key not in _probed:
-        _probed[key] = probe(sim)
+        _probed[key] = probe(setup, sim.progress.theta)
     torch.set_num_threads(_probed[key])
     return {"count": _probed[key], "chosen_by": "probe"}
 
@@ -73,23 +77,27 @@ def for_batched_engine() -> dict:
     return chosen
 
 
-def _probe_key(sim) -> str:
-    c = sim.job
+def _probe_key(job: JobConfig, setup: TrainingSetup) -> str:
     return json.dumps(
-        [c.model.model_dump(mode="json"), list(sim.data.src.train_x.shape[1:]), c.local.batch_size, c.precision],
+        [
+            job.model.model_dump(mode="json"),
+            list(setup.data.src.train_x.shape[1:]),
+            job.local.batch_size,
+            job.precision,
+        ],
         sort_keys=True,
     )
 
 
-def probe(sim) -> int:
-    """The fastest thread count for a forward-backward step of `sim`'s model on its largest client's first batch."""
-    cid = int(sim.sizes.argmax())
-    batch = sim.data.client_batches(sim.job.seed, 0, cid, sim.job.local)[0]
-    w = sim.progress.theta.detach().clone().requires_grad_(True)
+def probe(setup: TrainingSetup, theta: torch.Tensor) -> int:
+    """The fastest thread count for a forward-backward step of the model at `theta` on its largest
+    client's first batch."""
+    batch = setup.client_batches(0, int(setup.sizes.argmax()))[0]
+    w = theta.detach().clone().requires_grad_(True)
 
     def step() -> float:
         t0 = time.perf_counter()
-        torch.autograd.grad(F.cross_entropy(sim.forward(w, batch.x), batch.y), w)
+        torch.autograd.grad(F.cross_entropy(setup.forward(w, batch.x), batch.y), w)
         return time.perf_counter() - t0
 
     best, best_time = 1, float("inf")

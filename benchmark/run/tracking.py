@@ -100,8 +100,8 @@ class NullTracker:
     def start_job(self, job, config: dict) -> None: ...
     def log_records(self, records: list[dict], job_id: str | None = None) -> None: ...
     def end_job(self, summary: dict, files: list[Path]) -> None: ...
-    def summarise(self, suite, jobs) -> None:
-        """The suite's headline numbers on its parent run."""
+    def summarise(self, suite, jobs, headline: list[tuple[str, float]]) -> None:
+        """The suite's shared settings and `headline` numbers (name, value) on its parent run."""
 
     def attach(self, files: list[Path], artifact_path: str | None = None) -> None:
         """Files for the suite's parent run (the suite file, the report's tables and figures)."""
@@ -309,12 +309,12 @@ class MlflowTracker(NullTracker):
         self.mirror.mirror(child.job, jobdir, summary, files)
 
     @tracking_may_fail
-    def summarise(self, suite, jobs) -> None:
+    def summarise(self, suite, jobs, headline: list[tuple[str, float]]) -> None:
         """Parent run: params = the settings every job of the selection shares (a value the run
         already has from an earlier invocation is kept: MLflow params are immutable), metrics =
-        per dataset and method the table's headline (final EMA accuracy, or F − F*, of the setting
-        the table shows, mean over finished seeds) as `<dataset>/<method>/final_ema_acc`
-        (MLflow charts group by the part before the first `/` and truncate long titles: the method shows),
+        `headline` (report.entry_tables.headline_numbers: per dataset and method the table's final
+        EMA accuracy as `<dataset>/<method>/final_ema_acc`; MLflow charts group by the part before
+        the first `/` and truncate long titles, so the method shows),
         inputs = each dataset the jobs trained on (so the runs table's Dataset column is filled)."""
         from mlflow.entities import Metric, Param
 
@@ -333,7 +333,7 @@ class MlflowTracker(NullTracker):
         for dataset in {(s.get("dataset"), s.get("data_fingerprint")): s for s in summaries}.values():
             self.mirror.log_dataset(self.parent, dataset)  # MLflow keeps one input per (name, digest)
         now = int(time.time() * 1000)
-        metrics = [Metric(metric_key(k), v, now, 0) for k, v in headline_numbers(suite, jobs, self.results_root)]
+        metrics = [Metric(metric_key(k), v, now, 0) for k, v in headline]
         if metrics:
             self.client.log_batch(self.parent, metrics=metrics)
 
@@ -373,25 +373,6 @@ class MlflowTracker(NullTracker):
     @tracking_may_fail
     def _end_parent(self, status: str) -> None:
         self.client.set_terminated(self.parent, status)
-
-
-def headline_numbers(suite, jobs, results_root: Path) -> list[tuple[str, float]]:
-    """(name, value) per dataset entry and method: the final EMA accuracy (convex: final F − F*) of
-    the setting the report's table shows, mean over its finished seeds."""
-    from benchmark.report.entry_tables import best_settings
-    from benchmark.report.frames import jobs_frame
-    from benchmark.run.status import FINISHED
-
-    frame = jobs_frame(suite, jobs, results_root)
-    numbers = []
-    for index, entry in frame.groupby("entry_index", sort=False):
-        convex = any(j.config.suboptimality for j in jobs if j.dataset_index == index)
-        key = "final_subopt" if convex else "final_ema_acc"
-        for method, setting in best_settings(entry, convex).items():
-            values = entry[(entry.setting == setting) & (entry.status == FINISHED)][key].dropna()
-            if len(values):
-                numbers.append((f"{entry.entry.iloc[0]}/{method}/{key}", float(values.mean())))
-    return numbers
 
 
 def attach_to_suite_run(

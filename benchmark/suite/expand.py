@@ -17,30 +17,13 @@ from pydantic import ValidationError
 
 from benchmark.errors import SuiteError
 from benchmark.fl.method import MethodProblems, resolve_method
-from benchmark.fl.pairing import model_problems, share_params
-from benchmark.params import pydantic_problems
+from benchmark.fl.pairing import model_problems
+from benchmark.fl.spec import MethodSpec
+from benchmark.params import identity_dump, pydantic_problems
 from benchmark.suggest import allowed_names
 from benchmark.suite.load import load_suite
 from benchmark.suite.overrides import Overrides
-from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, Settings, Suite
-
-# Fields that never change a trajectory: kept in config.json, left out of the job id. A dataset
-# entry carries every setting as an optional override, so an execution setting is listed twice.
-NOT_HASHED = {
-    ("dataset", "label"),
-    ("dataset", "reference"),
-    ("dataset", "root"),
-    ("dataset", "uri"),
-    ("method", "label"),
-    ("metrics",),
-    ("checkpoint_every",),
-    ("checkpoint_minutes",),
-    ("execution",),
-    ("client_state",),
-    ("vmap_chunk",),
-    ("compile",),
-    ("dataset", "compile"),
-}
+from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, MethodOverride, Settings, Suite
 
 
 @dataclass(frozen=True)
@@ -58,7 +41,7 @@ class Job:
 
     @property
     def method_label(self) -> str:
-        return self.config.method["label"]
+        return self.config.method.label
 
     @property
     def dataset_label(self) -> str:
@@ -88,13 +71,8 @@ def canonical_json(obj) -> str:
 
 
 def job_id(config: JobConfig) -> str:
-    data = config.model_dump(mode="json")
-    for path in NOT_HASHED:
-        node = data
-        for key in path[:-1]:
-            node = node[key]
-        node.pop(path[-1], None)
-    return hashlib.sha256(canonical_json(data).encode()).hexdigest()[:12]
+    """A short hash of what identifies the job (the fields schema.py declares part of its identity)."""
+    return hashlib.sha256(canonical_json(identity_dump(config)).encode()).hexdigest()[:12]
 
 
 def set_path(target: dict, dotted: str, value) -> None:
@@ -133,11 +111,7 @@ def _grid_points(grid: dict[str, list]) -> list[dict]:
 def _settings_for(suite: Suite, index: int, problems: list) -> Settings | None:
     entry = suite.datasets[index]
     overrides = {k: v for k, v in entry.model_dump(exclude_none=True).items() if k in SETTINGS_FIELDS}
-    try:
-        base = Settings(**suite.defaults).model_dump()
-    except ValidationError as err:
-        problems.extend(pydantic_problems(err, "defaults", Settings))
-        return None
+    base = suite.defaults.model_dump()
     try:
         merged = deep_merge(base, overrides)
         merged["local"] = merge_local(base["local"], overrides.get("local", {}))
@@ -147,72 +121,53 @@ def _settings_for(suite: Suite, index: int, problems: list) -> Settings | None:
         return None
 
 
-def _methods(suite: Suite, problems: list) -> list[tuple[dict, dict]]:
-    """(canonical method, its own grid) per entry of `methods:`."""
+def _methods(suite: Suite, problems: list) -> list[tuple[MethodSpec, dict]]:
+    """(method, its own grid) per entry of `methods:`."""
     out = []
     for i, entry in enumerate(suite.methods):
-        grid = {}
-        if isinstance(entry, dict) and "grid" in entry:
-            entry = dict(entry)
-            grid = entry.pop("grid")
-            if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
-                problems.append((f"methods[{i}].grid", "expected a mapping of parameter path -> non-empty list"))
-                grid = {}
         try:
-            out.append((resolve_method(entry, f"methods[{i}]"), grid))
+            out.append((resolve_method(entry, f"methods[{i}]"), entry.grid))
         except MethodProblems as err:
             problems.extend(err.problems)
     return out
 
 
-def _method_variant(method: dict, grid_point: dict, index: int) -> dict:
-    variant = copy.deepcopy(method)
-    for key, value in grid_point.items():
+def _method_variant(method: MethodSpec, grid_point: dict, index: int) -> MethodSpec:
+    if not grid_point:
+        return method
+    label = method.label + "[" + ",".join(f"{k.split('.')[-1]}={v}" for k, v in grid_point.items()) + "]"
+    return _with_values(method, {**grid_point, "label": label}, f"methods[{index}]")
+
+
+def _with_values(method: MethodSpec, values: dict, path: str) -> MethodSpec:
+    """The method with these method-relative paths (`server.lam`, `client.prox.mu`) set, resolved again;
+    a shared hyper-parameter follows the side they set."""
+    variant = method.model_dump(mode="json")
+    for key, value in values.items():
         set_path(variant, key, value)
-    _share(variant, set(grid_point), f"methods[{index}]")
-    if grid_point:
-        variant["label"] = (
-            method["label"] + "[" + ",".join(f"{k.split('.')[-1]}={v}" for k, v in grid_point.items()) + "]"
-        )
-    return resolve_method(variant, f"methods[{index}]")
+    return resolve_method(variant, path, set(values))
 
 
-OVERRIDE_KEYS = {"local", "server", "client"}
-
-
-def _check_overrides(suite: Suite, methods: list[tuple[dict, dict]], problems: list) -> None:
-    labels = {m["label"] for m, _ in methods}
+def _check_overrides(suite: Suite, methods: list[tuple[MethodSpec, dict]], problems: list) -> None:
+    labels = {m.label for m, _ in methods}
     for i, entry in enumerate(suite.datasets):
-        for label, over in entry.method_overrides.items():
+        for label in entry.method_overrides:
             where = f"datasets[{i}].method_overrides.{label}"
             if label not in labels:
                 problems.append((where, f"no method labelled {label!r}; methods: {', '.join(sorted(labels))}"))
-            elif not isinstance(over, dict) or set(over) - OVERRIDE_KEYS:
-                problems.append((where, f"expected a mapping with keys among {', '.join(sorted(OVERRIDE_KEYS))}"))
 
 
-def _overridden(method: dict, over: dict, path: str) -> dict:
+def _overridden(method: MethodSpec, over: MethodOverride, path: str) -> MethodSpec:
     """The method with this dataset entry's `server:` / `client:` (term -> params) overrides."""
-    if not over.keys() & {"server", "client"}:
+    values = {f"server.{k}": v for k, v in over.server.items()}
+    values |= {f"client.{t}.{k}": v for t, params in over.client.items() for k, v in params.items()}
+    if not values:
         return method
-    variant = copy.deepcopy(method)
-    variant["server"].update(over.get("server", {}))
-    terms = {t["term"]: t for t in variant["client"]}
-    for term, params in over.get("client", {}).items():
-        if term not in terms:
-            raise MethodProblems([(f"{path}.client.{term}", f"this method has no client term {term!r}")])
-        terms[term].update(params)
-    touched = {f"server.{k}" for k in over.get("server", {})}
-    touched |= {f"client.{t}.{k}" for t, params in over.get("client", {}).items() for k in params}
-    _share(variant, touched, path)
-    return resolve_method(variant, path)
-
-
-def _share(method: dict, touched: set[str], path: str) -> None:
-    """A shared hyper-parameter changed on one side of a resolved method follows on the other."""
-    problems = share_params(method, touched, path)
-    if problems:
-        raise MethodProblems(problems)
+    for term in over.client:
+        if method.term(term) is None:
+            names = allowed_names(term, method.term_names)
+            raise MethodProblems([(f"{path}.client.{term}", f"this method has no client term {term!r}; {names}")])
+    return _with_values(method, values, path)
 
 
 def _check_names(suite: Suite, settings: list[Settings | None], problems: list) -> None:
@@ -252,6 +207,9 @@ def _located(found: list[tuple[str, str]], s_point: dict, overrides: Overrides) 
 
 def _job_config(raw: dict, s_point: dict, overrides: Overrides, file: str) -> JobConfig:
     """Apply a suite-grid point, then the command-line overrides, and validate the job."""
+    method_keys = {k.removeprefix("method.") for k in [*s_point, *overrides.values] if k.startswith("method.")}
+    if method_keys:  # set on the flat form, then validated again as a whole
+        raw["method"] = raw["method"].model_dump(mode="json")
     for key, value in [*s_point.items(), *overrides.values.items()]:
         try:
             set_path(raw, key, value)
@@ -260,12 +218,9 @@ def _job_config(raw: dict, s_point: dict, overrides: Overrides, file: str) -> Jo
                 file, [(overrides.source(key) if key in overrides.values else f"grid.{key}", err.args[0])]
             ) from None
     try:
-        method_keys = {k.removeprefix("method.") for k in [*s_point, *overrides.values] if k.startswith("method.")}
         if method_keys:
-            _share(raw["method"], method_keys, "method")
+            raw["method"] = resolve_method(raw["method"], "method", method_keys)
         config = JobConfig(**raw)
-        if method_keys:
-            config.method = resolve_method(config.method, "method")
     except (ValidationError, MethodProblems) as err:
         found = err.problems if isinstance(err, MethodProblems) else pydantic_problems(err, model=JobConfig)
         raise SuiteError(file, _located(found, s_point, overrides)) from None
@@ -311,9 +266,9 @@ def expand(suite: Suite, file: str = "<suite>", overrides: Overrides | None = No
     for d_index, (entry, base) in enumerate(zip(suite.datasets, settings)):
         metrics = list(dict.fromkeys(base.metrics + (entry.reference.metrics if entry.reference else [])))
         for m_index, (method, method_grid) in enumerate(methods):
-            over = entry.method_overrides.get(method["label"], {})
+            over = entry.method_overrides.get(method.label, MethodOverride())
             try:
-                method = _overridden(method, over, f"datasets[{d_index}].method_overrides.{method['label']}")
+                method = _overridden(method, over, f"datasets[{d_index}].method_overrides.{method.label}")
             except MethodProblems as err:
                 raise SuiteError(file, err.problems) from None
             for m_point in _grid_points(method_grid):
@@ -325,7 +280,7 @@ def expand(suite: Suite, file: str = "<suite>", overrides: Overrides | None = No
                 for s_point in _grid_points(suite.grid):
                     for seed in overrides.seeds or base.seeds:
                         raw = base.model_dump(exclude={"seeds"})
-                        raw["local"] = merge_local(raw["local"], over.get("local", {}))
+                        raw["local"] = merge_local(raw["local"], over.local)
                         dataset = entry.model_dump(exclude=SETTINGS_FIELDS | {"method_overrides"})
                         raw.update(dataset=dataset, method=variant, seed=seed, metrics=metrics)
                         config = _job_config(raw, s_point, overrides, file)

@@ -1,7 +1,9 @@
 """The suite file format (pydantic). A suite = defaults + datasets + methods (+ grid, reference).
 
-`JobConfig` is one fully resolved job; its canonical JSON (minus execution-only fields) is hashed
-into the job id, so anything that changes the trajectory changes the id.
+`JobConfig` is one fully resolved job; its canonical JSON is hashed into the job id, so anything
+that changes the trajectory changes the id. Each field's part in that identity is declared here
+with it (`declared(..., identity=...)`, params.Identity): what only says how or where a job runs,
+or what it reports, is NEVER part of it.
 """
 
 from __future__ import annotations
@@ -10,7 +12,10 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
+from benchmark.fl.base import LrSchedule
+from benchmark.fl.spec import MethodEntry, MethodSpec
 from benchmark.metrics import evaluated_round, parse_metric
+from benchmark.params import Identity, declared
 
 
 class Strict(BaseModel):
@@ -35,6 +40,10 @@ class LocalTraining(Strict):
             raise ValueError("give exactly one of local.epochs or local.steps")
         return self
 
+    @property
+    def lr_schedule(self) -> LrSchedule:
+        return LrSchedule(self.lr, self.lr_decay, self.intra_round_decay)
+
 
 class PoolConfig(Strict):
     """Dynamic client pool (FedACG Table 3)."""
@@ -53,10 +62,9 @@ class Participation(Strict):
     mode: Literal["fixed", "bernoulli"] = "fixed"
     rate: float = Field(0.1, gt=0, le=1, description="fixed: M = round(rate·N) per round; bernoulli: P(active)")
     pool: PoolConfig | None = None
-    # left out of the dump (so of the job id) at its default: existing jobs keep their ids
-    relative_to: Literal["all", "pool"] = Field(
+    relative_to: Literal["all", "pool"] = declared(
         "all",
-        exclude_if=lambda v: v == "all",
+        identity=Identity.UNLESS_DEFAULT,
         description="with a pool, fixed mode: M = round(rate·N) (all) or round(rate·pool size) (pool)",
     )
 
@@ -124,7 +132,9 @@ class Reference(Strict):
     silent. `fedbench plan --audit` checks the jobs against both.
     """
 
-    source: str = Field(description="where the numbers come from, e.g. a table id of shared/reference")
+    source: str = Field(
+        description="where the numbers come from: the transcribed table's id, e.g. fedacg.moderate_dir0.3.cifar10"
+    )
     metrics: list[str]
     rows: dict[str, list[float | int | str | None]]
     contradicted: list[Contradicted] = Field(default_factory=list)
@@ -164,34 +174,44 @@ class JobSettings(Strict):
     participation: Participation = Field(default_factory=Participation)
     local: LocalTraining = Field(default_factory=LocalTraining)
     model: ModelConfig = Field(default_factory=ModelConfig)
-    metrics: list[str] = Field(default_factory=list, description="extra acc@R / acc_raw@R / rounds_to@X to report")
-    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
-    checkpoint_every: int = Field(0, ge=0, description="rounds between resume checkpoints; 0 = none")
-    checkpoint_minutes: float = Field(
-        5.0, ge=0, description="also write a resume checkpoint when this many minutes passed since the last; 0 = off"
+    metrics: list[str] = declared(
+        default_factory=list, identity=Identity.NEVER, description="extra acc@R / acc_raw@R / rounds_to@X to report"
     )
-    execution: Literal["sequential", "vectorised", "auto"] = Field(
+    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    checkpoint_every: int = declared(
+        0, identity=Identity.NEVER, ge=0, description="rounds between resume checkpoints; 0 = none"
+    )
+    checkpoint_minutes: float = declared(
+        5.0,
+        identity=Identity.NEVER,
+        ge=0,
+        description="also write a resume checkpoint when this many minutes passed since the last; 0 = off",
+    )
+    execution: Literal["sequential", "vectorised", "auto"] = declared(
         "sequential",
+        identity=Identity.NEVER,
         description="train a round's clients one by one, or together (client-batched kernels / "
         "torch.func.vmap; same numbers), or auto: the first round times both and the job keeps the faster",
     )
-    client_state: Literal["memory", "memmap"] = Field(
-        "memory", description="where per-client state lives: host memory, or memory-mapped files in the job's folder"
+    client_state: Literal["memory", "memmap"] = declared(
+        "memory",
+        identity=Identity.NEVER,
+        description="where per-client state lives: host memory, or memory-mapped files in the job's folder",
     )
-    vmap_chunk: int | None = Field(
+    vmap_chunk: int | None = declared(
         None,
+        identity=Identity.NEVER,
         ge=1,
         description="execution: vectorised trains at most this many clients per vmap call (bounds memory); None: all",
     )
-    compile: bool = Field(
+    compile: bool = declared(
         False,
-        exclude_if=lambda on: not on,
+        identity=Identity.NEVER,
         description="torch.compile the model's forward and backward (CUDA: with CUDA graphs); sequential execution only",
     )
-    # left out of the dump (so of the job id) when off: existing jobs keep their ids
-    suboptimality: bool = Field(
+    suboptimality: bool = declared(
         False,
-        exclude_if=lambda on: not on,
+        identity=Identity.UNLESS_DEFAULT,
         description="convex jobs (logistic model): record subopt = F(w) − F* of the evaluated model each eval",
     )
 
@@ -216,23 +236,34 @@ class Settings(JobSettings):
 SETTINGS_FIELDS = set(Settings.model_fields)
 
 
+class MethodOverride(Strict):
+    """A dataset entry's settings for one of the suite's methods (a paper table that trains its methods
+    differently); `server:` and `client:` are checked when laid over the method (fl/method.py)."""
+
+    local: dict[str, Any] = Field(default_factory=dict, description="local-training settings, merged over the entry's")
+    server: dict[str, Any] = Field(default_factory=dict, description="server rule parameters")
+    client: dict[str, dict[str, Any]] = Field(default_factory=dict, description="client term -> parameters")
+
+
 class DatasetEntry(Strict):
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
-    root: str | None = Field(None, description="where the files are; default $FEDBENCH_DATA")
-    uri: str | None = Field(
+    root: str | None = declared(
+        None, identity=Identity.NEVER, description="where the files are; default $FEDBENCH_DATA"
+    )
+    uri: str | None = declared(
         None,
-        exclude_if=lambda v: v is None,
+        identity=Identity.NEVER,
         description="Ray: where nodes without the files fetch them (file://, https://, "
         "fsspec; #sha256=<hex> pins them)",
     )
     split: SplitConfig = Field(default_factory=SplitConfig)
     augment: AugmentConfig = Field(default_factory=AugmentConfig)
-    label: str | None = None
-    reference: Reference | None = None
-    method_overrides: dict[str, dict[str, Any]] = Field(
+    label: str | None = declared(None, identity=Identity.NEVER)
+    reference: Reference | None = declared(None, identity=Identity.NEVER)
+    method_overrides: dict[str, MethodOverride] = declared(
         default_factory=dict,
-        exclude_if=lambda v: not v,
+        identity=Identity.UNLESS_DEFAULT,
         description="per method label (as in `methods:`): `local:` settings and `server:`/`client:` parameters "
         "for this dataset entry only (a paper table that trains its methods differently)",
     )
@@ -249,26 +280,32 @@ class DatasetEntry(Strict):
     # and every Settings field, optional, merged over `defaults:` (added below)
 
 
-def _override(annotation):
+# A dataset entry's copy of a setting is null in every job (expand merges it into the setting) and
+# hashed as null, as since job ids began; the copy of `compile`, added later, is left out instead.
+COPY_IDENTITY = {"compile": Identity.NEVER}
+
+
+def _override(name: str, annotation):
     """A dataset entry's form of a setting: optional; nested settings are partial mappings (merged)."""
     nested = any(isinstance(a, type) and issubclass(a, BaseModel) for a in (annotation, *get_args(annotation)))
-    return (dict[str, Any] | None if nested else annotation | None, None)
+    kind = dict[str, Any] | None if nested else annotation | None
+    return (kind, declared(None, identity=COPY_IDENTITY.get(name, Identity.ALWAYS)))
 
 
 DatasetEntry = create_model(
     "DatasetEntry",
     __base__=DatasetEntry,
     __doc__=DatasetEntry.__doc__,
-    **{name: _override(f.annotation) for name, f in Settings.model_fields.items()},
+    **{name: _override(name, f.annotation) for name, f in Settings.model_fields.items()},
 )
 
 
 class Suite(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="results/<name>/ and the MLflow experiment")
     description: str = ""
-    defaults: dict[str, Any] = Field(default_factory=dict)
+    defaults: Settings = Field(default_factory=Settings)
     datasets: list[DatasetEntry] = Field(min_length=1)
-    methods: list[Any] = Field(min_length=1)
+    methods: list[MethodEntry] = Field(min_length=1)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
 
     @field_validator("name")
@@ -280,10 +317,10 @@ class Suite(Strict):
 
 
 class JobConfig(JobSettings):
-    """One resolved job. `label`, `reference` and execution fields are not part of the id."""
+    """One resolved job; its id hashes `identity_dump` of it (params.py)."""
 
     dataset: DatasetEntry
-    method: dict[str, Any]
+    method: MethodSpec
     seed: int
 
     def evaluates(self, r: int) -> bool:

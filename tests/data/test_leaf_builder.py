@@ -155,13 +155,13 @@ def test_sample_split_follows_leafs_split_data():
     assert sizes(100)[1] == []  # 90 train; the test would start at 169
 
 
-def test_min_samples_keeps_users_with_more_than_k(tmp_path):
+def test_min_samples_keeps_users_with_at_least_k(tmp_path):
     raw = tmp_path / "works.txt"
     raw.write_text(RAW)
     hero = len(users_text(RAW)["A_TINY_PLAY_HERO"]) - SEQ_LEN
     opts = dict(train_fraction=0.5, test_gap=0)
-    assert build(raw, tmp_path / "a", BuildOptions(min_samples=hero - 1, **opts))["users_kept"] == 1  # HERO alone
-    assert build(raw, tmp_path / "b", BuildOptions(min_samples=hero, **opts))["users_kept"] == 0  # LEAF: > k
+    assert build(raw, tmp_path / "a", BuildOptions(min_samples=hero, **opts))["users_kept"] == 1  # HERO alone
+    assert build(raw, tmp_path / "b", BuildOptions(min_samples=hero + 1, **opts))["users_kept"] == 0  # LEAF: >= k
 
 
 def test_niid_sampling_cuts_the_last_user_to_the_remainder():

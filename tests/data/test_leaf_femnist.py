@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from fedtest import write_suite
+from fedtest import REPO, write_suite
 
 from benchmark.cli import main
 from benchmark.data.source import load_dataset
@@ -111,3 +111,11 @@ def test_a_num_samples_header_that_disagrees_with_the_records_is_reported(femnis
     with pytest.warns(UserWarning, match="num_samples says 9 examples but the shard holds 4"):
         src = load_dataset("femnist", {}, femnist_root)
     assert len(src.test_y) == 4
+
+
+@pytest.mark.realdata
+def test_the_leaf_paper_suite_on_the_shipped_sample_says_it_has_too_few_writers(data_root, real_cache, capsys):
+    """FedACG's LEAF table needs 2,000 FEMNIST writers; LEAF's shipped sample has 105."""
+    suite = REPO / "suites" / "papers" / "fedacg.leaf.yaml"
+    assert main(["plan", str(suite), "--splits"]) == 2
+    assert "num_clients = 2000 but the dataset has only 105 users" in capsys.readouterr().err

@@ -20,7 +20,7 @@ def test_femnist_sample_counts(data_root, real_cache):
 def test_shakespeare_sample_counts(data_root, real_cache):
     src = load_dataset("shakespeare", {}, data_root)
     assert len(src.user_names) == 10 and len(src.train_y) == 41_990
-    # the sample's test JSON holds 3,881 records although its num_samples header (and data/README.md) say 4,671
+    # the sample's test JSON holds 3,881 records although its num_samples header (and the data folder's README) say 4,671
     assert len(src.test_y) == 3_881 and src.train_x.shape[1] == 80
 
 

@@ -11,7 +11,9 @@ from fedtest import tiny_suite, write_suite
 from test_vectorised import Opaque
 from vec_support import ATOL, make_jobs, run, with_term
 
-from benchmark.engine import auto_execution
+from benchmark.engine.trainers import auto
+from benchmark.engine.trainers.sequential import SequentialTrainer
+from benchmark.engine.trainers.vectorised import VectorisedTrainer
 from benchmark.run.job_runner import run_job
 from benchmark.run.results import JobDir
 from benchmark.suite.expand import load_jobs
@@ -20,19 +22,28 @@ FEDPROX = {"preset": "fedprox", "client": {"prox": {"mu": 0.01}}}
 
 
 def fake_timings(monkeypatch, seconds: dict[str, float]) -> list[str]:
-    """Make the probe see `seconds` per call of each trainer; returns the trainers run, in order."""
+    """Make the probe see `seconds` per call of each trainer; returns the trainers run, in order
+    (by the names of the functions they were before they became classes)."""
     ran = []
-    real = auto_execution._timed
+    real = auto.timed
 
-    def timed(trainer, sim, chosen, rnd, received):
-        outcomes, _ = real(trainer, sim, chosen, rnd, received)
-        mode = "sequential" if trainer is auto_execution.train_sequential else "vectorised"
-        return outcomes, seconds[mode] * len(chosen)
+    def timed(train, device, chosen, *args):
+        trained, _ = real(train, device, chosen, *args)
+        return trained, seconds[train.__self__.name] * len(chosen)
 
-    for name in ("train_sequential", "train_vectorised_job"):
-        trainer = getattr(auto_execution, name)
-        monkeypatch.setattr(auto_execution, name, lambda *a, _t=trainer, _n=name: ran.append(_n) or _t(*a))
-    monkeypatch.setattr(auto_execution, "_timed", timed)
+    class Sequential(SequentialTrainer):
+        def train(self, *args):
+            ran.append("train_sequential")
+            return super().train(*args)
+
+    class Vectorised(VectorisedTrainer):
+        def train_drawn(self, *args):
+            ran.append("train_vectorised_job")
+            return super().train_drawn(*args)
+
+    monkeypatch.setattr(auto, "SequentialTrainer", Sequential)
+    monkeypatch.setattr(auto, "VectorisedTrainer", Vectorised)
+    monkeypatch.setattr(auto, "timed", timed)
     return ran
 
 
@@ -45,8 +56,8 @@ def test_the_probe_chooses_the_faster_and_later_rounds_use_it(monkeypatch, faste
     )
     sim, records = run(job.config, "auto")
     seq, seq_records = run(job.config, "sequential")
-    assert sim.execution == faster
-    assert sim.execution_probe["clients"] == {"sequential": 2, "vectorised": 2}
+    assert sim.execution.chosen == faster
+    assert sim.execution.probe["clients"] == {"sequential": 2, "vectorised": 2}
     assert (
         ran
         == ["train_sequential", "train_vectorised_job"] + [f"train_{faster}" + ("_job" * (faster == "vectorised"))] * 2
@@ -58,18 +69,18 @@ def test_the_probe_chooses_the_faster_and_later_rounds_use_it(monkeypatch, faste
 def test_rounds_that_cannot_be_vectorised_train_sequentially_with_the_reason():
     (job,) = make_jobs(["fedavg"])
     sim, _ = run(job.config, "auto", with_term(Opaque(None)))
-    assert sim.execution == "sequential" and "'opaque' are not vmappable" in sim.execution_probe["reason"]
+    assert sim.execution.chosen == "sequential" and "'opaque' are not vmappable" in sim.execution.probe["reason"]
     (unbalanced,) = make_jobs(
         ["fedavg"], split={"kind": "natural"}, max_samples=400, participation={"mode": "fixed", "rate": 1.0}
     )
     sim, _ = run(unbalanced.config, "auto")
-    assert sim.execution == "sequential" and "different local steps" in sim.execution_probe["reason"]
+    assert sim.execution.chosen == "sequential" and "different local steps" in sim.execution.probe["reason"]
 
 
 def test_too_few_clients_a_round_stay_sequential():
     (job,) = make_jobs(["fedavg"], participation={"mode": "fixed", "rate": 0.3})
     sim, _ = run(job.config, "auto")
-    assert sim.execution == "sequential" and "3 clients a round" in sim.execution_probe["reason"]
+    assert sim.execution.chosen == "sequential" and "3 clients a round" in sim.execution.probe["reason"]
 
 
 @pytest.mark.parametrize("execution", ["auto", "sequential", "vectorised"])

@@ -9,12 +9,10 @@ from __future__ import annotations
 import pytest
 import torch
 from torch import nn
-from vec_support import assert_same, image_simulation, make_jobs
+from vec_support import assert_same, image_simulation, make_jobs, sequential_outcomes, vectorised_outcomes
 
 from benchmark.engine import client_batched
-from benchmark.engine.client_round import train_sequential
 from benchmark.engine.local import make_forward
-from benchmark.engine.vectorised import train_vectorised
 from benchmark.fl.flat import ParamSpec, flat_params
 from benchmark.models.registry import build_model, known_models
 
@@ -77,7 +75,9 @@ def test_femnist_cnn_round_matches_sequential(norm):
         model=lambda: build_model("femnist_cnn", (1, 8, 8), 4, {"norm": norm}, "default", seed=0),
     )
     chosen, rnd, received = [0, 3, 5, 7], sim.round_info(0), {"model": sim.progress.theta}
-    for seq, vec in zip(train_sequential(sim, chosen, rnd, received), train_vectorised(sim, chosen, rnd, received)):
+    for seq, vec in zip(
+        sequential_outcomes(sim, chosen, rnd, received), vectorised_outcomes(sim, chosen, rnd, received)
+    ):
         torch.testing.assert_close(vec.final, seq.final, atol=1e-12, rtol=0)
         assert vec.loss == pytest.approx(seq.loss, abs=1e-6)  # make_forward returns float32 logits
 

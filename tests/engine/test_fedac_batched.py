@@ -103,7 +103,9 @@ def test_only_the_fedac_protocol_is_batched():
     assert batch_key(job.config) is not None
     other = job.config.model_copy(update={"local": job.config.local.model_copy(update={"clip_norm": 10.0})})
     assert batch_key(other) is None
-    assert batch_key(job.config.model_copy(update={"method": {**job.config.method, "client": []}})) is None
+    assert (
+        batch_key(job.config.model_copy(update={"method": job.config.method.model_copy(update={"client": []})})) is None
+    )
     seeds = expand(shared_suite("fedac1", seeds=[0, 1]))
     assert len({batch_key(j.config) for j in seeds}) == 2, "batches group lr values, not seeds"
 
@@ -187,3 +189,15 @@ def test_sparse_scores_equal_the_dense_product(dtype):
         scores = rows.scores(w)
         assert scores.dtype == dtype
         torch.testing.assert_close(scores, x.to(dtype) @ w)
+
+
+def test_a_batched_job_stopped_early_resumes_to_the_numbers_of_a_straight_run(tmp_path):
+    """Its checkpoint is the replay's (round, engine): the resumed job replays the rest."""
+    jobs = expand(shared_suite("fedac1", lrs=[0.05]))
+    (job,) = jobs
+    straight = JobDir(tmp_path, "straight", job.id)
+    run_job(job, "fast", straight, simulation_for=BatchedJobs(jobs).simulation_for)
+    d = JobDir(tmp_path, "stopped", job.id)
+    assert run_job(job, "fast", d, stop_after=2, simulation_for=BatchedJobs(jobs).simulation_for)["status"] == "stopped"
+    assert run_job(job, "fast", d, simulation_for=BatchedJobs(jobs).simulation_for)["status"] == "finished"
+    assert measured(d.read_metrics()) == measured(straight.read_metrics())

@@ -46,7 +46,7 @@ def test_in_place_step_gives_the_out_of_place_numbers(clip_norm, weight_decay, f
     start = flat_params(model)
     batches = [Batch(torch.randn(8, 12), torch.randint(0, 5, (8,)), 0) for _ in range(6)]
     local = LocalTraining(steps=6, batch_size=8, lr=0.3, weight_decay=weight_decay, clip_norm=clip_norm)
-    rnd = RoundInfo(round=0, lr=local.lr, num_clients=1, spec=spec)
+    rnd = RoundInfo(round=0, schedule=local.lr_schedule, num_clients=1, spec=spec)
     ctx = ClientContext(
         client_id=0,
         rnd=rnd,

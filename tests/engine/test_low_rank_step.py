@@ -92,7 +92,7 @@ def test_shared_and_bias_free_linear_layers_match_sequential(fused_calls):
 @pytest.mark.parametrize("job", make_jobs(GENERAL), ids=lambda j: j.method_label)
 def test_methods_whose_terms_shape_the_step_take_the_general_path(job):
     sim = build_simulation(job.config)
-    assert low_rank_step.why_not(sim.model, sim.method.terms) is not None
+    assert low_rank_step.why_not(sim.setup.model, sim.setup.method.terms) is not None
 
 
 def test_an_ineligible_method_falls_back_and_still_matches(fused_calls):
@@ -105,9 +105,11 @@ def test_an_ineligible_method_falls_back_and_still_matches(fused_calls):
 def test_reduced_precision_and_compile_take_the_general_path(update):
     (job,) = make_jobs(["fedavg"])
     sim = build_simulation(job.config)
-    assert low_rank_step.why_not(sim.model, sim.method.terms) is None
+    assert low_rank_step.why_not(sim.setup.model, sim.setup.method.terms) is None
     assert (
-        low_rank_step.why_not(sim.model, sim.method.terms, **{"precision": "fp32", "compile": False, **update})
+        low_rank_step.why_not(
+            sim.setup.model, sim.setup.method.terms, **{"precision": "fp32", "compile": False, **update}
+        )
         is not None
     )
 
@@ -127,7 +129,7 @@ def test_sequential_fused_step_matches_the_plain_step(job, fused_calls, monkeypa
 def test_sequential_fused_step_only_where_linear_layers_are_large():
     (job,) = make_jobs(["fedavg"])
     sim = build_simulation(job.config)
-    assert isinstance(low_rank_step.choose("sequential", sim.model, sim.spec, sim.method.terms), str)
+    assert isinstance(low_rank_step.choose("sequential", sim.setup.model, sim.setup.spec, sim.setup.method.terms), str)
     cnn = build_model("femnist_cnn", (1, 28, 28), 62, {}, "default", seed=0)
     assert isinstance(low_rank_step.choose("sequential", cnn, ParamSpec.of(cnn), []), low_rank_step.FusedStep)
 
@@ -155,10 +157,10 @@ def test_batches_gathered_at_once_are_each_clients_own(split):
     (job,) = make_jobs(["fedavg"], split=split, local=local)
     sim = build_simulation(job.config)
     chosen, rnd = [1, 4, 6], sim.round_info(0)
-    positions = [sim.data.batch_positions(job.config.seed, 0, cid, job.config.local) for cid in chosen]
-    stacked = list(vectorised._step_inputs(sim, chosen, rnd, positions))
+    positions = [sim.setup.data.batch_positions(job.config.seed, 0, cid, job.config.local) for cid in chosen]
+    stacked = list(vectorised._step_inputs(sim.setup, chosen, rnd, positions))
     for i, cid in enumerate(chosen):
-        own = sim.data.client_batches(job.config.seed, 0, cid, job.config.local)
+        own = sim.setup.data.client_batches(job.config.seed, 0, cid, job.config.local)
         assert len(own) == len(stacked)
         for batch, (x, y) in zip(own, stacked):
             assert torch.equal(batch.x, x[i]) and torch.equal(batch.y, y[i])
@@ -232,7 +234,7 @@ class Matmul(Cosine):
 
 
 def step_taken(sim, trainer: str) -> dict:
-    return low_rank_step.record(sim.local_step)[trainer]
+    return sim.execution.local_step[trainer]
 
 
 @pytest.mark.parametrize("method", ["fedavg", PROX], ids=["fedavg", "fedprox"])

@@ -30,14 +30,14 @@ def batches_seen(method: str) -> list[tuple[int, int, torch.Tensor, torch.Tensor
     data = FederatedData(src, [torch.arange(i * 10, (i + 1) * 10) for i in range(4)], PREPROCESSORS["image"](src, job))
     sim = Simulation(job, data, build_model("logistic", src.input_shape, 4, {}, "default", 0))
     seen = []
-    original = sim.data.client_batches
+    original = sim.setup.data.client_batches
 
     def record(seed, rnd, client, local):
         out = original(seed, rnd, client, local)
         seen.extend((rnd, client, b.x, b.y) for b in out)
         return out
 
-    sim.data.client_batches = record
+    sim.setup.data.client_batches = record
     sim.run()
     return seen
 

@@ -12,12 +12,20 @@ from __future__ import annotations
 
 import pytest
 import torch
-from vec_support import ATOL, assert_same, image_simulation, make_jobs, run, with_term
+from vec_support import (
+    ATOL,
+    assert_same,
+    image_simulation,
+    make_jobs,
+    run,
+    sequential_outcomes,
+    vectorised_outcomes,
+    with_term,
+)
 
-from benchmark.engine.client_round import train_sequential
 from benchmark.engine.setup import build_simulation
-from benchmark.engine.trainers import TRAINERS
-from benchmark.engine.vectorised import NotVectorisable, train_vectorised, train_vectorised_job
+from benchmark.engine.trainers.by_execution import trainer_for
+from benchmark.engine.trainers.vectorised import NotVectorisable, VectorisedTrainer
 from benchmark.fl.base import ClientTerm
 
 METHODS = ["fedavg", {"preset": "fedprox", "client": {"prox": {"mu": 0.01}}}, "fedavgm", "fedacg"]
@@ -34,8 +42,8 @@ def test_intra_round_decay_two_epochs_and_chunking_match_sequential():
     chunked = build_simulation(job.config)
     rnd, chosen = chunked.round_info(0), [0, 3, 5]
     received = {"model": chunked.progress.theta}
-    whole = train_vectorised(chunked, chosen, rnd, received)
-    pieces = train_vectorised(chunked, chosen, rnd, received, max_clients_per_vmap=2)
+    whole = vectorised_outcomes(chunked, chosen, rnd, received)
+    pieces = vectorised_outcomes(chunked, chosen, rnd, received, vmap_chunk=2)
     assert [o.client_id for o in pieces] == chosen
     for a, b in zip(whole, pieces):
         torch.testing.assert_close(a.final, b.final, atol=ATOL, rtol=0)
@@ -53,7 +61,9 @@ def test_float64_agrees_to_rounding_so_float32_gaps_are_reduction_order():
     sim = image_simulation(job.config, torch.float64)
     chosen, rnd, received = [0, 3, 5, 7], sim.round_info(0), {"model": sim.progress.theta}
     assert received["model"].dtype == torch.float64
-    for seq, vec in zip(train_sequential(sim, chosen, rnd, received), train_vectorised(sim, chosen, rnd, received)):
+    for seq, vec in zip(
+        sequential_outcomes(sim, chosen, rnd, received), vectorised_outcomes(sim, chosen, rnd, received)
+    ):
         torch.testing.assert_close(vec.final, seq.final, atol=1e-12, rtol=0)
         assert vec.loss == pytest.approx(seq.loss, abs=1e-6)  # make_forward returns float32 logits
 
@@ -86,7 +96,7 @@ class ScaledStep(ClientTerm):
 def test_terms_begin_ce_weight_direction_finish_are_respected_per_client():
     (job,) = make_jobs(["fedavg"])
     _, vec = assert_same(job.config, with_term(ScaledStep(None)))  # client states compared there
-    assert len(vec.clients) > 0
+    assert len(vec.setup.clients) > 0
 
 
 class Opaque(ClientTerm):
@@ -108,7 +118,8 @@ def test_unbalanced_clients_are_refused_not_run_sequentially():
 
 
 def test_registered_as_an_execution_mode():
-    assert TRAINERS["vectorised"] is train_vectorised_job
+    (job,) = make_jobs(["fedavg"])
+    assert isinstance(trainer_for("vectorised", build_simulation(job.config).setup), VectorisedTrainer)
 
 
 def test_vmap_chunk_is_execution_only():

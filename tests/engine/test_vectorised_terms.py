@@ -23,7 +23,7 @@ SKEWED = {"kind": "dirichlet", "alpha": 0.1}
 
 
 def parts(method) -> list:
-    return [CLIENT_TERMS.get(t["term"]) for t in resolve_method(method, "m")["client"]]
+    return [CLIENT_TERMS.get(t.name) for t in resolve_method(method, "m").client]
 
 
 def needs_hidden_layer(method) -> bool:
@@ -65,11 +65,11 @@ def test_vmap_chunk_gives_the_same_numbers(method, monkeypatch):
     (job,) = make_jobs([method], split=SKEWED, **STATEFUL)
     whole, _ = run(job.config, "vectorised")
     sizes = []
-    train_together = vectorised._train_together
+    train_together = vectorised.train_together
     monkeypatch.setattr(
         vectorised,
-        "_train_together",
-        lambda sim, chosen, *a: sizes.append(len(chosen)) or train_together(sim, chosen, *a),
+        "train_together",
+        lambda setup, chosen, *a: sizes.append(len(chosen)) or train_together(setup, chosen, *a),
     )
     chunked, _ = run(job.config, "vectorised", vmap_chunk=2)
     assert sizes == [2, 2, 1] * job.config.rounds  # 5 clients a round, at most 2 per vmap call

@@ -6,16 +6,19 @@ Tolerance: see test_vectorised.py's docstring.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 import torch
 from torch import nn
 
 from benchmark.data.source import SourceData
-from benchmark.engine import low_rank_step
 from benchmark.engine.fed_data import FederatedData, default_preprocess
 from benchmark.engine.setup import build_simulation
 from benchmark.engine.simulation import Simulation
+from benchmark.engine.trainers.base import ClientOutcome, ExecutionRecord
+from benchmark.engine.trainers.sequential import SequentialTrainer
+from benchmark.engine.trainers.vectorised import VectorisedTrainer
 from benchmark.fl.base import ClientTerm
 from benchmark.suite.expand import expand
 from benchmark.suite.schema import Suite
@@ -54,6 +57,17 @@ def make_jobs(methods: list, split=None, local=None, max_samples=60, **defaults)
     return expand(suite)
 
 
+def sequential_outcomes(sim: Simulation, chosen: list[int], rnd, received: dict) -> list[ClientOutcome]:
+    """One round's `chosen` clients trained by the sequential trainer (client states not stored)."""
+    return SequentialTrainer(sim.setup).train(chosen, rnd, received, ExecutionRecord()).outcomes
+
+
+def vectorised_outcomes(sim: Simulation, chosen: list[int], rnd, received: dict, vmap_chunk: int | None = None):
+    """The same by the vectorised trainer, at most `vmap_chunk` clients per call (None: all)."""
+    setup = replace(sim.setup, vmap_chunk=vmap_chunk)
+    return VectorisedTrainer(setup).train(chosen, rnd, received, ExecutionRecord()).outcomes
+
+
 def run(config, execution: str, sim_factory=build_simulation, **update):
     sim = sim_factory(config.model_copy(update={"execution": execution, **update}))
     records = sim.run()
@@ -65,7 +79,7 @@ def with_term(term: ClientTerm) -> Callable[..., Simulation]:
 
     def factory(config):
         sim = build_simulation(config)
-        sim.method.terms.append(term)
+        sim.setup.method.terms.append(term)
         return sim
 
     return factory
@@ -74,7 +88,7 @@ def with_term(term: ClientTerm) -> Callable[..., Simulation]:
 def assert_same(config, sim_factory=build_simulation):
     """The vectorised trainer against the sequential one taking the plain local step (the reference)."""
     seq, seq_records = run(config, "sequential", sim_factory)
-    assert low_rank_step.record(seq.local_step)["sequential"]["step"] == "plain"
+    assert seq.execution.local_step["sequential"]["step"] == "plain"
     vec, vec_records = run(config, "vectorised", sim_factory)
     torch.testing.assert_close(vec.progress.theta, seq.progress.theta, atol=ATOL, rtol=0)
     for key, value in seq.progress.server_state.items():
@@ -85,9 +99,9 @@ def assert_same(config, sim_factory=build_simulation):
         for key in s:
             assert v[key] == pytest.approx(s[key], abs=ATOL, rel=0), key
     for cid in range(config.num_clients):
-        assert (cid in vec.clients) == (cid in seq.clients)
-        if cid in seq.clients:
-            seq_state, vec_state = seq.clients.get(cid, "cpu"), vec.clients.get(cid, "cpu")
+        assert (cid in vec.setup.clients) == (cid in seq.setup.clients)
+        if cid in seq.setup.clients:
+            seq_state, vec_state = seq.setup.clients.get(cid, "cpu"), vec.setup.clients.get(cid, "cpu")
             assert vec_state.keys() == seq_state.keys()
             for key, value in seq_state.items():
                 torch.testing.assert_close(vec_state[key], value, atol=ATOL, rtol=0)

@@ -44,6 +44,7 @@ def make_sim(
     init: torch.Tensor | None = None,
     pool: dict | None = None,
     local: dict | None = None,
+    execution: str = "sequential",
 ) -> Simulation:
     x, y, clients = toy_data(list(sizes))
     src = SourceData(x, y, x.clone(), y.clone(), CLASSES, "vector")
@@ -63,6 +64,7 @@ def make_sim(
         metrics=[],
         precision="fp32",
         checkpoint_every=0,
+        execution=execution,
     )
     model = model or Logistic((DIM,), CLASSES)
     if init is not None:
@@ -72,8 +74,8 @@ def make_sim(
 
 
 def client_xy(sim: Simulation, cid: int):
-    idx = sim.data.clients[cid]
-    return sim.data.src.train_x[idx], sim.data.src.train_y[idx]
+    idx = sim.setup.data.clients[cid]
+    return sim.setup.data.src.train_x[idx], sim.setup.data.src.train_y[idx]
 
 
 # ---- reference models written out by hand ---------------------------------------------------

@@ -7,8 +7,7 @@ import torch
 from methods_support import make_sim
 
 from benchmark.data.participation import pool_entrants, pool_members, sample_clients
-from benchmark.engine import client_round
-from benchmark.engine.trainers import TRAINERS
+from benchmark.engine.trainers.sequential import SequentialTrainer
 from benchmark.suite.schema import Participation
 
 N = 500
@@ -50,14 +49,15 @@ def test_pool_is_derivable_for_any_round():
 def test_two_methods_see_the_same_clients(monkeypatch):
     seen: dict[str, list] = {"fedavg": [], "scaffold": []}
     pool = {"size": 2, "every": 2}
+    train = SequentialTrainer.train
 
     for method in seen:
 
-        def spy(sim, chosen, rnd, received, method=method):
+        def spy(self, chosen, rnd, received, record, method=method):
             seen[method].append(list(chosen))
-            return client_round.train_sequential(sim, chosen, rnd, received)
+            return train(self, chosen, rnd, received, record)
 
-        monkeypatch.setitem(TRAINERS, "sequential", spy)
+        monkeypatch.setattr(SequentialTrainer, "train", spy)
         sim = make_sim(method, sizes=(3, 4, 3, 5, 4), rate=0.2, pool=pool)
         for t in range(6):
             sim.run_round(t)
@@ -81,8 +81,8 @@ def test_clients_joining_the_pool_start_from_empty_state():
     x = torch.randn(24, 3)
     y = torch.arange(24) % 3
     sim = tiny_simulation(job, x, y, [list(range(i * 4, i * 4 + 4)) for i in range(6)], 3)
-    seen, get = [], sim.clients.get
-    sim.clients.get = lambda cid, device: seen.append((t, cid, bool(get(cid, device)))) or get(cid, device)
+    seen, get = [], sim.setup.clients.get
+    sim.setup.clients.get = lambda cid, device: seen.append((t, cid, bool(get(cid, device)))) or get(cid, device)
     trained: set[int] = set()
     for t in range(8):
         sim.run_round(t)

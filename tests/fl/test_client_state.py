@@ -28,7 +28,7 @@ def test_scaffold_gives_the_same_numbers_with_either_store(tmp_path):
     runs = []
     for store in (ClientStateStore(), make_client_store("memmap", 4, tmp_path)):
         sim = make_sim("scaffold", sizes=(3, 4, 5, 3), rate=0.5, init=random_init(DIM * CLASSES + CLASSES))
-        sim.clients = store
+        sim.setup.clients = store
         for t in range(3):
             sim.run_round(t)
         runs.append(sim.progress.theta)

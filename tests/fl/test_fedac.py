@@ -15,7 +15,7 @@ from fedtest import job_config
 from methods_support import CLASSES, DIM, LR, TwoStageMLP, client_xy, make_sim, random_init
 
 from benchmark.engine.convex import RegularisedLogistic
-from benchmark.engine.vectorised import NotVectorisable
+from benchmark.engine.trainers.vectorised import NotVectorisable
 from benchmark.errors import UserError
 from benchmark.fl.base import ClientTerm
 from benchmark.fl.fedac import coefficients
@@ -81,7 +81,7 @@ def fedac_sim(preset: str, sizes=(5, 4, 6), steps: int = K, **kw):
 def client_data(sim) -> list[tuple[np.ndarray, np.ndarray]]:
     return [
         tuple(t.double().numpy() if t.is_floating_point() else t.numpy() for t in client_xy(sim, c))
-        for c in range(sim.data.num_clients)
+        for c in range(sim.setup.data.num_clients)
     ]
 
 
@@ -157,7 +157,7 @@ def test_evaluation_reports_the_averaged_w_ag():
     sim.job = sim.job.model_copy(update={"suboptimality": True})
     (rec,) = sim.run(stop_after=1)
     ag, theta = sim.progress.server_state["ag"].double().numpy(), sim.progress.theta.double().numpy()
-    x, y = (t.numpy() for t in (sim.data.src.test_x.double(), sim.data.src.test_y))
+    x, y = (t.numpy() for t in (sim.setup.data.src.test_x.double(), sim.setup.data.src.test_y))
     assert rec["test_loss"] == pytest.approx(np_objective(ag, x, y, 0.0), rel=1e-5)
     assert rec["test_loss"] != pytest.approx(np_objective(theta, x, y, 0.0), rel=1e-5)
     # subopt = F(w̄_ag) − F*, F over all clients' training data with the weight-decay term
@@ -208,8 +208,7 @@ def test_suboptimality_off_keeps_job_ids():
 
 # ---- guards ------------------------------------------------------------------------------------
 def test_vectorised_execution_refuses_fedac():
-    sim = fedac_sim("fedac1")
-    sim.job = sim.job.model_copy(update={"execution": "vectorised"})
+    sim = fedac_sim("fedac1", execution="vectorised")
     with pytest.raises(NotVectorisable, match="'fedac'"):
         sim.run_round(0)
 

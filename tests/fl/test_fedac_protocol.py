@@ -96,24 +96,26 @@ def test_shared_split_samples_with_replacement_from_everything():
     drawn = shared_positions(0, 0, 3, 4, 5, 12)
     assert drawn.shape == (3, 4, 5) and int(drawn.max()) < 12
     for client in range(3):
-        positions = [p for p, _ in sim.data.batch_positions(0, 0, client, sim.job.local)]
+        positions = [p for p, _ in sim.setup.data.batch_positions(0, 0, client, sim.job.local)]
         assert torch.equal(torch.stack(positions), drawn[client])
     many = shared_positions(0, 1, 1, 1, 2000, 12).flatten()
     assert len(set(many.tolist())) == 12  # every example can be drawn, repeats included
     assert torch.bincount(many).min() > 100
     assert not torch.equal(shared_positions(0, 1, 3, 4, 5, 12), drawn)  # a new draw each round
-    assert torch.equal(sim.data.training_rows(), torch.arange(12))
+    assert torch.equal(sim.setup.data.training_rows(), torch.arange(12))
 
 
 def test_shared_split_has_no_epochs():
     sim = shared_sim("fedavg")
     with pytest.raises(UserError, match="local.steps"):
-        sim.data.batch_positions(0, 0, 0, LocalTraining(epochs=1, batch_size=2))
+        sim.setup.data.batch_positions(0, 0, 0, LocalTraining(epochs=1, batch_size=2))
 
 
 def _round_samples(sim, t):
-    idx = shared_positions(sim.job.seed, t, sim.data.num_clients, sim.job.local.steps, sim.job.local.batch_size, 12)
-    x, y = sim.data.src.train_x.double().numpy(), sim.data.src.train_y.numpy()
+    idx = shared_positions(
+        sim.job.seed, t, sim.setup.data.num_clients, sim.job.local.steps, sim.job.local.batch_size, 12
+    )
+    x, y = sim.setup.data.src.train_x.double().numpy(), sim.setup.data.src.train_y.numpy()
     rows = idx.reshape(-1).numpy()
     return x[rows], y[rows]
 

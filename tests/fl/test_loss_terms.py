@@ -24,7 +24,7 @@ P = DIM * CLASSES + CLASSES
 
 def fedavg_of(sim, start, loss, steps=2):
     out, n = 0, 0
-    for cid in range(sim.data.num_clients):
+    for cid in range(sim.setup.data.num_clients):
         x, y = client_xy(sim, cid)
         out = out + len(y) * reference_local(start, x, y, steps, loss)
         n += len(y)

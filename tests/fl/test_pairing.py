@@ -30,7 +30,7 @@ def test_every_pairing_is_rejected_up_front_or_trains(rule, term):
         assert all(path.startswith("methods[0].") for path, _ in err.problems)
         return
     needs_hidden = any(
-        CLIENT_TERMS.get(t["term"]).needs_features or CLIENT_TERMS.get(t["term"]).model_traits for t in method["client"]
+        CLIENT_TERMS.get(t.name).needs_features or CLIENT_TERMS.get(t.name).model_traits for t in method.client
     )
     sim = make_sim(method, model=TwoStageMLP() if needs_hidden else None)
     sim.run_round(0)  # no KeyError for a message nobody sent, no missing state
@@ -75,8 +75,8 @@ def test_invalid_pairings_name_the_yaml_path(entry, where, says):
 )
 def test_a_shared_hyper_parameter_set_in_one_place_reaches_both_parts(entry):
     method = resolve_method(entry, "methods[0]")
-    assert method["server"]["alpha"] == method["client"][0]["alpha"] == 0.5
-    assert resolve_method(method, "methods[0]") == method  # the canonical form resolves to itself
+    assert method.param("server.alpha") == method.param("client.dyn.alpha") == 0.5
+    assert resolve_method(method, "methods[0]") == method  # a resolved method resolves to itself
 
 
 def suite(methods, model="logistic", grid=None) -> Suite:
@@ -90,7 +90,7 @@ def suite(methods, model="logistic", grid=None) -> Suite:
 
 
 def alphas(jobs) -> list[tuple[float, float]]:
-    return [(j.config.method["server"]["alpha"], j.config.method["client"][0]["alpha"]) for j in jobs]
+    return [(j.config.method.param("server.alpha"), j.config.method.param("client.dyn.alpha")) for j in jobs]
 
 
 def test_grids_and_command_line_overrides_move_a_shared_parameter_on_both_sides():

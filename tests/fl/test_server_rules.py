@@ -25,7 +25,7 @@ P = DIM * CLASSES + CLASSES
 def local_models(sim, start, loss_fn, steps=2, direction=None, **local):
     """Every client's w_K and n_i (all clients participate); `local`: reference_local's lr, clip_norm."""
     out = []
-    for cid in range(sim.data.num_clients):
+    for cid in range(sim.setup.data.num_clients):
         x, y = client_xy(sim, cid)
         out.append((reference_local(start, x, y, steps, loss_fn, direction, **local), len(y)))
     return out
@@ -164,7 +164,7 @@ def test_fedacg_two_rounds_and_eval_uses_theta():
     sim, theta, m = acg_reference(theta0, lam, beta, 2, lambda: make_sim("fedacg", init=theta0))
     # evaluation is of θ, not of the lookahead θ + λm that the next round broadcasts
     acc, loss = sim.evaluate()
-    x, y = sim.data.src.test_x.double(), sim.data.src.test_y
+    x, y = sim.setup.data.src.test_x.double(), sim.setup.data.src.test_y
     assert abs(loss - ce(logistic_logits(theta, x), y).item()) < 1e-5
     lookahead_loss = ce(logistic_logits(theta + lam * m, x), y).item()
     assert abs(loss - lookahead_loss) > 1e-4

@@ -68,7 +68,7 @@ def test_feddyn_two_rounds():
         theta = sum(ws) / len(ws) - h / alpha
         assert close(sim.progress.theta, theta)
     for cid, hi in h_i.items():
-        assert close(sim.clients.get(cid, "cpu")["dyn.h"], hi)
+        assert close(sim.setup.clients.get(cid, "cpu")["dyn.h"], hi)
 
 
 def test_scaffold_two_rounds_and_message_bytes():
@@ -134,7 +134,7 @@ def test_moon_two_rounds_keeps_previous_local_model():
         assert close(sim.progress.theta, theta)
     assert set(prev) == {c for r in CHOSEN for c in r} and p == theta.numel()
     for cid, w in prev.items():
-        assert close(sim.clients.get(cid, "cpu")["moon.prev"], w)
+        assert close(sim.setup.clients.get(cid, "cpu")["moon.prev"], w)
 
 
 def test_feddc_two_rounds():
@@ -193,4 +193,4 @@ def test_scaffold_normalises_by_the_lrs_actually_used_with_intra_round_decay():
     theta0 = sim.progress.theta.clone()
     sim.run_round(0)
     expected = (theta0 - sim.progress.theta) / (eta + eta * d)  # one client: w_K = θ_1, c = c_i = 0
-    assert torch.allclose(sim.clients.get(0, "cpu")["scaffold.c"], expected, atol=1e-6)
+    assert torch.allclose(sim.setup.clients.get(0, "cpu")["scaffold.c"], expected, atol=1e-6)

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from itertools import accumulate
+
 import pytest
 from fedtest import job_config
 
 from benchmark.engine.setup import build_simulation
-from benchmark.metrics import acc_at, ema_series, evaluated_round, rounds_to, summarise
+from benchmark.metrics import acc_at, ema_update, evaluated_round, rounds_to, summarise
+
+
+def ema_series(values):
+    """The running EMA as the simulation builds it, one ema_update per evaluated round."""
+    return list(accumulate(values, ema_update))
 
 
 def records(accs, every=1, bytes_per_round=10):

@@ -100,7 +100,7 @@ def test_committed_small_suite_matches_its_generator():
 def test_figure_suites_carry_the_papers_grid():
     for name, lam, workers in (("fedac.fig1", 1e-3, 14), ("fedac.fig2", 1e-4, 10)):  # fig1: M = 2^0..2^13
         suite = Suite(**yaml.safe_load((REPO / "suites" / "papers" / f"{name}.yaml").read_text()))
-        assert suite.defaults["local"]["weight_decay"] == lam
+        assert suite.defaults.local.weight_decay == lam
         assert len(suite.grid["num_clients"]) == workers and len(suite.datasets) == 9
         assert all(d.rounds * d.local["steps"] == 4096 for d in suite.datasets)
     assert Suite(**yaml.safe_load((REPO / "suites/papers/fedac.fig1.yaml").read_text())).grid["local.lr"][-1] == 10.0

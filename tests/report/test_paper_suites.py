@@ -18,7 +18,8 @@ from benchmark.report.paper_suites import main as generate
 from benchmark.report.paper_suites import suites_from
 from benchmark.suite.expand import load_jobs
 
-# shared/ sits beside the main checkout (/work/main) and two levels above worktrees (/work/wt/NAME)
+# The papers' transcribed tables (the generator's input, not part of the repository): a shared/reference
+# folder beside the checkout, or one level further up when the checkout is one of several worktrees.
 REFERENCE = next(
     (p / "shared" / "reference" for p in (REPO.parent, REPO.parent.parent) if (p / "shared" / "reference").is_dir()),
     REPO.parent / "shared" / "reference",
@@ -52,7 +53,7 @@ def test_table1_carries_fedacg_table_1():
 
 def test_sensitivity_columns_become_method_grids():
     suite, jobs = load_jobs(REPO / "suites" / "papers" / "fedacg.lambda_sensitivity.dir0.3.yaml")
-    assert sorted(j.config.method["server"]["lam"] for j in jobs) == [0.75, 0.8, 0.85, 0.9]
+    assert sorted(j.config.method.param("server.lam") for j in jobs) == [0.75, 0.8, 0.85, 0.9]
     assert suite.datasets[0].reference.rows["FedACG[lam=0.8]"] == [82.52]
 
 
@@ -96,14 +97,14 @@ def test_fedcm_cifar100_trains_its_methods_as_stated():
     assert (c100["FedCM"].local.batch_size, c100["FedCM"].local.epochs) == (50, 5)
     assert (c100["FedAdam"].local.batch_size, c100["FedAdam"].local.epochs) == (50, 2)
     assert (c100["FedAvg"].local.batch_size, c100["FedAvg"].local.epochs) == (20, 2)
-    assert c100["FedDyn"].local.lr_decay == 0.999 and c100["FedDyn"].method["server"]["alpha"] == 0.001
-    assert c100["FedCM"].method["client"][0]["alpha"] == 0.05
-    adam = c100["FedAdam"].method["server"]
-    assert (adam["global_lr"], adam["tau"], adam["per_step"]) == (0.1, 0.01, True)
+    assert c100["FedDyn"].local.lr_decay == 0.999 and c100["FedDyn"].method.param("server.alpha") == 0.001
+    assert c100["FedCM"].method.client[0].params.alpha == 0.05
+    adam = c100["FedAdam"].method.server.params
+    assert (adam.global_lr, adam.tau, adam.per_step) == (0.1, 0.01, True)
     assert all(c.participation.mode == "bernoulli" for c in c100.values())
     assert suite.datasets[1].reference.metrics == ["acc_raw@4000"]
     c10 = by_method(load_jobs(REPO / "suites" / "papers" / "fedcm.settingI_dir0.6.yaml")[1], 0)
-    assert c10["FedCM"].method["client"][0]["alpha"] == 0.1 and c10["FedDyn"].local.lr_decay == 0.9995
+    assert c10["FedCM"].method.client[0].params.alpha == 0.1 and c10["FedDyn"].local.lr_decay == 0.9995
 
 
 def test_fedcm_alpha_table_is_bernoulli_and_raw():
@@ -124,15 +125,15 @@ def test_dynamic_client_suites_draw_ten_of_the_pool():
 def test_ablation_local_reg_row_uses_fedacg_momentum():
     _, jobs = jobs_of("fedacg.ablation_components")
     m = by_method(jobs)
-    assert m["FedAvgM w local reg"].method["server"]["beta"] == 0.85
-    assert m["FedAvgM w local reg"].method["client"][0]["mu"] == 0.01
-    assert m["FedAvgM"].method["server"]["beta"] == 0.4
+    assert m["FedAvgM w local reg"].method.param("server.beta") == 0.85
+    assert m["FedAvgM w local reg"].method.client[0].params.mu == 0.01
+    assert m["FedAvgM"].method.param("server.beta") == 0.4
 
 
 def test_quantization_suite_compares_fedpaq_with_and_without_acg():
     suite, jobs = jobs_of("fedacg.quantization")
     assert {j.method_label for j in jobs} == {"FedPAQ", "FedPAQ+ACG"}
-    assert all(j.config.method["uplink"]["codec"] == "qsgd" for j in jobs)
+    assert all(j.config.method.uplink.name == "qsgd" for j in jobs)
     assert all(v is None for e in suite.datasets for row in e.reference.rows.values() for v in row)
 
 

@@ -14,11 +14,11 @@ from benchmark.cli import main
 from benchmark.report.figures import (
     BAND_LABEL,
     convergence_figure,
-    convergence_figures,
     curve_metric,
     label_distribution_figure,
     legend_columns,
     method_styles,
+    write_convergence_figures,
 )
 
 
@@ -101,7 +101,7 @@ def test_a_method_with_several_settings_gets_a_line_per_setting():
 def test_one_png_per_entry_with_the_same_colour_per_method(frame, tmp_path):
     from matplotlib.image import imread
 
-    paths = convergence_figures(frame, tmp_path / "figs")
+    paths = [path for _, _, path in write_convergence_figures(frame, tmp_path / "figs")]
     assert [p.name for p in paths] == ["convergence-A.png", "convergence-B.png"]
     for path in paths:
         pixels = imread(path)

@@ -29,9 +29,9 @@ def test_method_grid_applies_to_its_method_only():
             {"preset": "fedacg", "grid": {"server.lam": [0.8, 0.85, 0.9], "client.prox.mu": [0.001, 0.01]}},
         ]
     )
-    acg = [j for j in jobs if j.config.method["server"]["rule"] == "acg"]
+    acg = [j for j in jobs if j.config.method.server.name == "acg"]
     assert len(jobs) == 1 + 6 and len(acg) == 6
-    assert {(j.config.method["server"]["lam"], j.config.method["client"][0]["mu"]) for j in acg} == {
+    assert {(j.config.method.param("server.lam"), j.config.method.client[0].params.mu) for j in acg} == {
         (lam, mu) for lam in (0.8, 0.85, 0.9) for mu in (0.001, 0.01)
     }
     assert all("lam=" in j.method_label for j in acg)
@@ -39,7 +39,7 @@ def test_method_grid_applies_to_its_method_only():
 
 def test_suite_grid_may_sweep_method_parameters():
     jobs = jobs_of(methods=["fedacg"], grid={"method.server.lam": [0.8, 0.9]})
-    assert sorted(j.config.method["server"]["lam"] for j in jobs) == [0.8, 0.9]
+    assert sorted(j.config.method.param("server.lam") for j in jobs) == [0.8, 0.9]
 
 
 def test_job_id_ignores_spelling_and_presentation():
@@ -93,7 +93,7 @@ def test_method_overrides_train_one_method_of_a_table_differently():
     fedavg, fedacg = expand(Suite(**suite))
     assert (fedavg.config.local.batch_size, fedavg.config.local.epochs, fedavg.config.local.steps) == (8, 1, None)
     assert (fedacg.config.local.batch_size, fedacg.config.local.epochs, fedacg.config.local.steps) == (4, None, 7)
-    assert fedacg.config.method["server"]["lam"] == 0.5 and fedacg.config.method["client"][0]["mu"] == 0.1
+    assert fedacg.config.method.param("server.lam") == 0.5 and fedacg.config.method.client[0].params.mu == 0.1
     plain = expand(Suite(**tiny_suite()))
     assert plain[0].id == fedavg.id and plain[1].id != fedacg.id
 

@@ -35,6 +35,18 @@ def test_unknown_preset_lists_the_known_ones(tmp_path):
     assert path == "methods[1].preset" and "fedacg" in msg and "fedavg" in msg
 
 
+def test_a_method_entry_is_checked_by_suite_validation(tmp_path):
+    suite = tiny_suite(methods=["fedavg", {"preset": "fedacg", "lamda": 0.9}])
+    ((path, msg),) = problems_of(tmp_path, suite)
+    assert path == "methods[1].lamda" and "unknown field 'lamda'" in msg and "server" in msg
+    ((path, msg),) = problems_of(
+        tmp_path, tiny_suite(methods=["fedavg", {"preset": "fedacg", "grid": {"server.lam": []}}])
+    )
+    assert path == "methods[1].grid.server.lam" and "at least 1 item" in msg
+    ((path, msg),) = problems_of(tmp_path, tiny_suite(methods=["fedavg", 3]))
+    assert path == "methods[1]" and "expected a preset name or a mapping, got int" in msg
+
+
 def test_wrong_type_and_wrong_literal(tmp_path):
     suite = tiny_suite()
     suite["defaults"]["rounds"] = "many"
@@ -115,10 +127,12 @@ def test_dataset_params_are_checked_before_anything_runs(tmp_path):
 
 def test_method_overrides_name_an_unknown_label_or_key(tmp_path):
     suite = tiny_suite()
-    suite["datasets"][0]["method_overrides"] = {"FedCM": {"local": {"batch_size": 50}}, "FedACG": {"locl": {}}}
+    suite["datasets"][0]["method_overrides"] = {"FedCM": {"local": {"batch_size": 50}}}
     problems = dict(problems_of(tmp_path, suite))
     assert "no method labelled 'FedCM'" in problems["datasets[0].method_overrides.FedCM"]
-    assert "local" in problems["datasets[0].method_overrides.FedACG"]
+    suite["datasets"][0]["method_overrides"] = {"FedACG": {"locl": {}}}
+    ((path, msg),) = problems_of(tmp_path, suite)
+    assert path == "datasets[0].method_overrides.FedACG.locl" and "did you mean 'local'" in msg
 
 
 def test_method_override_of_a_missing_term_names_its_path(tmp_path):

@@ -20,19 +20,6 @@ STOPPED = "stopped"
 TERMINAL = (FINISHED, DIVERGED)
 
 
-def has_numbers(summary: dict) -> bool:
-    """Whether a summary's accuracies may be reported, averaged or compared."""
-    return summary.get("status") == FINISHED
-
-
-def status_label(summary: dict) -> str:
-    """The status as shown in tables: `diverged@37` says at which round."""
-    status = summary.get("status", "?")
-    if status == DIVERGED:
-        return f"{DIVERGED}@{summary.get('diverged_at_round', '?')}"
-    return status
-
-
 def methods_all_diverged(labels_and_summaries: list[tuple[str, dict]]) -> list[str]:
     """Methods (labels) every one of whose jobs diverged: nothing of them can be reported.
 
