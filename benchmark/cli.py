@@ -31,6 +31,16 @@ def _threads(n: int | None) -> None:
     request(n)
 
 
+JSON = click.option("--json", "as_json", is_flag=True, help="print machine-readable JSON on stdout instead of tables")
+
+
+def _print_json(obj) -> None:
+    """Strict JSON on stdout (no NaN), for scripts: nothing else is printed there."""
+    from benchmark.run.results import strict_json
+
+    click.echo(strict_json(obj, indent=2))
+
+
 THREADS = click.option(
     "--threads",
     type=COUNT,
@@ -50,13 +60,13 @@ def _progress(jobs, quiet: bool, verbose: bool):
     return reporter(jobs, err_console, verbosity)
 
 
-def _print_results(suite, jobs, summaries: dict, results_dir: Path) -> None:
+def _print_results(suite, jobs, summaries: dict, results_dir: Path, columns=(), wide: bool = False) -> None:
     """The FedAc figure's tables (and PNG) for FedAc-protocol jobs, the paper tables for the rest."""
     from benchmark.report.fedac_figure import fedac_report
     from benchmark.report.table import result_tables
 
     rest = fedac_report(out, suite, jobs, summaries, results_dir)
-    for table in result_tables(suite, rest, summaries, results_dir):
+    for table in result_tables(suite, rest, summaries, results_dir, columns, wide):
         out.print(table)
 
 
@@ -149,7 +159,9 @@ def run(
     tracker = NullTracker() if no_tracking else open_tracker(suite.name, tracking_uri, results_dir, suite_file)
     status = "FAILED"
     try:
+        tracker.heal(jobs)  # results/ is the source of truth: finished jobs missing in MLflow are mirrored
         summaries = runner.run(jobs, suite.name, results_dir, dev, tracker, progress, stop_after)
+        _summarise(tracker, suite, jobs, results_dir)
         status = "FINISHED"
     except KeyboardInterrupt:
         status = "KILLED"
@@ -164,6 +176,14 @@ def run(
         highlight=False,
     )
     exit_for_statuses(jobs, summaries)
+
+
+def _summarise(tracker, suite, jobs, results_dir: Path) -> None:
+    """The suite's MLflow run gets the tables' headline numbers (none to compute without tracking)."""
+    if tracker.uri:
+        from benchmark.report.entry_tables import headline_numbers
+
+        tracker.summarise(suite, jobs, headline_numbers(suite, jobs, results_dir))
 
 
 def exit_for_statuses(jobs, summaries: dict[str, dict]) -> None:
@@ -335,23 +355,52 @@ def _print_audit(suite, jobs) -> None:
     help="MLflow store whose suite run gets the report files (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)",
 )
 @click.option("--no-tracking", is_flag=True, help="do not attach the report files to the suite's MLflow run")
+@click.option(
+    "--columns",
+    default=None,
+    metavar="KEY,..",
+    help="terminal tables: these metric columns (keys such as acc@60, final_acc, wall_s, status), "
+    "instead of those that fit 100 columns",
+)
+@click.option("--wide", is_flag=True, help="terminal tables: every column, however wide")
 @job_options
-def report(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool, only, sets, seeds, rounds) -> None:
+@JSON
+def report(
+    suite_file: Path,
+    results_dir: Path,
+    tracking_uri,
+    no_tracking: bool,
+    columns,
+    wide: bool,
+    only,
+    sets,
+    seeds,
+    rounds,
+    as_json: bool,
+) -> None:
     """Print measured vs paper numbers from the results already on disk (never reruns) and write
-    results/<suite>/report/: report.md, report.html, tables/*.csv and *.tex, runs.csv."""
+    results/<suite>/report/: report.md, report.html, tables/*.csv and *.tex, runs.csv. Every seed
+    with a result on disk is reported; --seeds narrows."""
     from benchmark.report.fedac_figure import figure_path
-    from benchmark.report.figures import report_figures
-    from benchmark.report.report_files import Figure, write_report
+    from benchmark.report.figures import Figure, report_figures
+    from benchmark.report.on_disk import jobs_with_seeds_on_disk, left_out_of_previous_report
+    from benchmark.report.report_files import write_report
     from benchmark.run.results import JobDir
 
-    suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
+    suite, jobs = jobs_with_seeds_on_disk(
+        lambda s: load_selected(suite_file, only, sets, s, rounds), results_dir, seeds
+    )
     summaries = {j.id: s for j in jobs if (s := JobDir(results_dir, suite.name, j.id).read_summary())}
     if not summaries:
         raise UserError(
             f"no results for suite {suite.name!r} under {results_dir}; run `fedbench run {suite_file}` first"
         )
-    _print_results(suite, jobs, summaries, results_dir)
-    _note_unselected(suite.name, {j.id for j in jobs}, results_dir)
+    if columns and wide:
+        raise UserError("--columns picks columns, --wide shows all of them: use one")
+    picked = tuple(c.strip() for c in columns.split(",") if c.strip()) if columns else ()
+    if not as_json:
+        _print_results(suite, jobs, summaries, results_dir, picked, wide)
+    _note_unselected(suite, jobs, results_dir)
     convergence = report_figures(suite, jobs, results_dir)
     figures = [
         Figure(
@@ -360,16 +409,27 @@ def report(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool,
         ),
         *convergence,
     ]
+    report_dir = results_dir / suite.name / "report"
+    if dropped := left_out_of_previous_report(
+        report_dir / "report.json", {j.id for j in jobs}, results_dir, suite.name
+    ):
+        err_console.print(
+            f"warning: the report in {report_dir} covered {dropped} more job(s) whose results are still on disk; "
+            "this narrower selection (--seeds/--only) replaces it: rerun without them to restore the fuller one",
+            markup=False,
+        )
     try:
         files = write_report(suite, jobs, summaries, results_dir, figures)
     except OSError as err:  # a read-only or full results folder: say where, no traceback
         raise UserError(
-            f"cannot write the report under {results_dir / suite.name / 'report'}: "
-            f"{err.strerror or err} ({err.filename or ''})"
+            f"cannot write the report under {report_dir}: {err.strerror or err} ({err.filename or ''})"
         ) from None
+    say = err_console if as_json else out  # with --json stdout carries the JSON only
     for figure in convergence:
-        out.print(f"figure: {figure.path}", markup=False)
-    out.print(f"report: {files[-1]} and {files[-2].name}, tables in {files[-1].parent / 'tables'}", markup=False)
+        say.print(f"figure: {figure.path}", markup=False)
+    say.print(f"report: {files[-1]} and {files[-2].name}, tables in {report_dir / 'tables'}", markup=False)
+    if as_json:
+        click.echo((report_dir / "report.json").read_text())
     if not no_tracking:
         folder = files[-1].parent  # the convergence figures lie inside it
         _attach_report(
@@ -379,17 +439,24 @@ def report(suite_file: Path, results_dir: Path, tracking_uri, no_tracking: bool,
         )
 
 
-def _note_unselected(suite_name: str, selected: set[str], results_dir: Path) -> None:
-    """Jobs on disk this selection leaves out (run with --seeds or --set, or by an earlier suite
-    version) would silently be missing from the report: say how many, and how to include them."""
-    others = [p for p in (results_dir / suite_name).glob("*/summary.json") if p.parent.name not in selected]
-    if others:
-        err_console.print(
-            f"note: {len(others)} other job(s) in {results_dir / suite_name} are not in this report "
-            "(other seeds, --set values or suite settings); pass the --seeds/--set/--rounds they "
-            "were run with to report them",
-            markup=False,
-        )
+def _note_unselected(suite, jobs: list, results_dir: Path) -> None:
+    """Jobs on disk this selection leaves out (run with --set/--rounds, or by an earlier suite
+    version) would silently be missing: say how many, and the options that show them."""
+    from benchmark.report.on_disk import options_text, override_groups
+
+    groups = override_groups(suite.name, jobs, results_dir)
+    if not groups:
+        return
+    how = [
+        f"{len(ids)} with `{options_text(sets)}`" if sets else f"{len(ids)} from other suite settings"
+        for sets, ids in groups.items()
+    ]
+    err_console.print(
+        f"note: {sum(map(len, groups.values()))} other job(s) in {results_dir / suite.name} are not shown: "
+        + "; ".join(how)
+        + " (pass those options to show them)",
+        markup=False,
+    )
 
 
 def _attach_report(suite_name: str, files: list[Path], uri: str | None) -> None:
@@ -413,16 +480,55 @@ def _attach_report(suite_name: str, files: list[Path], uri: str | None) -> None:
 @cli.command()
 @click.argument("suite_file", type=click.Path(path_type=Path))
 @click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@click.option(
+    "--tracking-uri", default=None, help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)"
+)
 @job_options
-def status(suite_file: Path, results_dir: Path, only, sets, seeds, rounds) -> None:
-    """Every job as done / running / failed / diverged / pending, with rounds, accuracy and ETA
-    (from the results on disk: works while a run is in progress and on interrupted suites)."""
-    from benchmark.report.status import status_line, status_table, suite_status
+def sync(suite_file: Path, results_dir: Path, tracking_uri, only, sets, seeds, rounds) -> None:
+    """Mirror SUITE_FILE's results on disk to MLflow (never runs a job): every finished job whose run
+    is missing, KILLED or incomplete is mirrored again, and the suite run gets its headline numbers.
+    Every seed on disk is included; jobs run with --set/--rounds need the same options."""
+    from benchmark.report.on_disk import jobs_with_seeds_on_disk
 
-    suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)
+    suite, jobs = jobs_with_seeds_on_disk(
+        lambda s: load_selected(suite_file, only, sets, s, rounds), results_dir, seeds
+    )
+    tracker = open_tracker(suite.name, tracking_uri, results_dir, suite_file)
+    if tracker.uri is None:
+        raise UserError(f"MLflow store {tracking_uri or 'default'} cannot be used; nothing was mirrored")
+    try:
+        healed = tracker.heal(jobs)
+        _summarise(tracker, suite, jobs, results_dir)
+    finally:
+        tracker.close("FINISHED")
+    if tracker.offline:
+        raise UserError(f"MLflow store {tracker.uri} stopped answering; rerun `fedbench sync` when it is back")
+    out.print(f"MLflow {tracker.uri}: {healed or 0} job(s) mirrored, {len(jobs)} checked", markup=False)
+    _note_unselected(suite, jobs, results_dir)
+
+
+@cli.command()
+@click.argument("suite_file", type=click.Path(path_type=Path))
+@click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@job_options
+@JSON
+def status(suite_file: Path, results_dir: Path, only, sets, seeds, rounds, as_json: bool) -> None:
+    """Every job as done / running / failed / diverged / pending, with rounds, accuracy and ETA
+    (from the results on disk: works while a run is in progress and on interrupted suites).
+    Every seed with a result on disk is shown; --seeds narrows."""
+    from benchmark.report.on_disk import jobs_with_seeds_on_disk
+    from benchmark.report.status import status_line, status_records, status_table, suite_status
+
+    suite, jobs = jobs_with_seeds_on_disk(
+        lambda s: load_selected(suite_file, only, sets, s, rounds), results_dir, seeds
+    )
     statuses = suite_status(jobs, suite.name, results_dir)
-    out.print(status_table(suite.name, statuses))
-    out.print(status_line(statuses), highlight=False)
+    if as_json:
+        _print_json({"suite": suite.name, "jobs": status_records(statuses)})
+    else:
+        out.print(status_table(suite.name, statuses))
+        out.print(status_line(statuses), highlight=False)
+    _note_unselected(suite, jobs, results_dir)
 
 
 @cli.command()

@@ -18,6 +18,7 @@ class Column:
     header: str
     higher_is_better: bool
     unit: str = ""  # "rounds", "MB", "s", "acc", "subopt": how values are printed
+    ranked: bool = True  # False: shown, never marked best (wall time measures the machine's load, not the method)
 
 
 @dataclass
@@ -26,6 +27,14 @@ class Cell:
     value: float | None = None  # the mean the best is chosen on (rounded as printed)
     best: bool = False
     job_ids: list[str] | None = None  # the jobs behind it, where not the whole row's
+    # the numbers behind the text, unrounded (the tidy CSV and --json): over the finished seeds with a value
+    mean: float | None = None
+    std: float | None = None  # sample std; None for one value
+    n: int = 0
+    paper: float | str | None = None
+    delta: float | None = None  # the printed mean minus the paper's number
+    interval: tuple[float, float] | None = None  # a confidence interval of the mean, where one is computed
+    unscored: str = ""  # the settings its jobs ran other than the paper's: shown beside the paper, no Δ
 
 
 def number_text(x: float, unit: str) -> str:
@@ -42,12 +51,19 @@ def number_text(x: float, unit: str) -> str:
     return f"{x:.2f}"
 
 
+def mean_std(values: list[float]) -> tuple[float, float | None]:
+    """Mean and sample standard deviation (None for a single value)."""
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return mean, None
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
 def _mean_std(values: list[float], unit: str) -> tuple[str, float]:
     """'mean ± std' (std with the mean's decimals) and the mean as printed (what `best` compares)."""
-    mean = sum(values) / len(values)
+    mean, std = mean_std(values)
     text = number_text(mean, unit)
-    if len(values) > 1:
-        std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    if std is not None:
         decimals = len(text.split(".")[1]) if "." in text and unit != "subopt" else 0
         text += f" ± {std / 1e6:.{decimals}f}" if unit == "MB" else f" ± {number_text(std, unit)}"
     shown = float(number_text(mean, unit)) * (1e6 if unit == "MB" else 1)
@@ -77,10 +93,11 @@ def measured_cell(col: Column, finished: pd.DataFrame, everything: pd.DataFrame)
             return Cell(f">{int(everything['rounds'].iloc[0])}")
         return Cell("-")
     text, shown = _mean_std(values, col.unit)
+    mean, std = mean_std(values)
     if len(values) < len(finished):  # rounds/MB to a target some seeds never reached
         text += f" ({len(values)}/{len(finished)} reached)"
-        return Cell(text)
-    return Cell(text, shown)
+        return Cell(text, mean=mean, std=std, n=len(values))
+    return Cell(text, shown, mean=mean, std=std, n=len(values))
 
 
 def match_reference(labels: list[str], rows: dict) -> str | None:
@@ -106,11 +123,15 @@ def with_paper(cell: Cell, col: Column, ref, labels: list[str], off_paper: str =
         return cell
     if off_paper:
         paper_text = number_text(paper, col.unit) if is_number(paper) else str(paper)
-        return Cell(f"{cell.text} (paper {paper_text} {NOT_SCORED})", cell.value, cell.best)
+        cell.text, cell.paper, cell.unscored = f"{cell.text} (paper {paper_text} {NOT_SCORED})", paper, off_paper
+        return cell
     dagger = " †" if ref.is_contradicted(row, col.key) else ""
     delta = ""
     if cell.value is not None and is_number(paper):
         d = cell.value - paper
         delta = f", Δ {'−' if d < 0 else '+'}{number_text(abs(d), col.unit)}"
     paper_text = number_text(paper, col.unit) if is_number(paper) else str(paper)
-    return Cell(f"{cell.text} (paper {paper_text}{dagger}{delta})", cell.value, cell.best)
+    cell.text = f"{cell.text} (paper {paper_text}{dagger}{delta})"
+    cell.paper = paper
+    cell.delta = cell.value - paper if cell.value is not None and is_number(paper) else None
+    return cell

@@ -100,7 +100,8 @@ LEGEND = (
     "a_s(t) = 0.9·a_s(t−1) + 0.1·a(t), a_s = a at the first evaluation (the FedACG/FedAGM papers' metric); "
     "raw: the unsmoothed test accuracy of that round. Rounds / MB to X%: the first round whose smoothed accuracy is ≥ X, "
     "and the bytes sent down + up (all clients) until then; >R: not reached in R rounds. "
-    "Wall time: seconds per job (setup, training, evaluation). Cells: mean ± sample std over the finished "
+    "Wall time: seconds per job (setup, training, evaluation), shown but never ranked (it measures the machine's "
+    "load as much as the method). Cells: mean ± sample std over the finished "
     "seeds, n = finished seeds / jobs; best per column in bold."
 )
 
@@ -129,7 +130,7 @@ def _columns(metrics: list[str], rounds: int, target: float | None, convex: bool
         cols.append(Column("final_acc", f"final acc (raw, %, round {rounds})", True, "acc"))
     if convex:
         cols.append(Column("final_subopt", "final F(w) − F*", False, "subopt"))
-    cols.append(Column("wall_s", "wall time (s)", False, "s"))
+    cols.append(Column("wall_s", "wall time (s)", False, "s", ranked=False))
     return cols
 
 
@@ -146,7 +147,7 @@ def mark_best(columns: list[Column], rows: list[Row]) -> None:
     """Bold the best mean of each column, among the rows whose every job finished where there are
     any (a mean over the one seed that did not diverge is no fair winner)."""
     complete = [r for r in rows if "/" not in r.n] or rows
-    for col in columns:
+    for col in (c for c in columns if c.ranked):
         values = [r.cells[col.key].value for r in complete if r.cells[col.key].value is not None]
         if len(values) < 2:
             continue
@@ -231,6 +232,31 @@ def add_round_metrics(
     ]
 
 
+PAIRED_NOTE = (
+    "Δ vs {baseline}: the method's difference to {baseline} (the entry's first method) at the same seeds (same "
+    "clients, data order and initial model), mean and 95% Student-t interval over the seeds both finished"
+)
+
+
+def add_paired_column(rows: list[Row], entry_jobs: pd.DataFrame, convex: bool) -> Column:
+    """The column of each row's paired difference to the first row (the baseline method), its
+    cells added to the rows."""
+    from benchmark.report.paired import paired_cell, paired_column
+
+    headline = (
+        Column("final_subopt", "final F(w) − F*", False, "subopt")
+        if convex
+        else Column("final_ema_acc", "final acc (EMA)", True, "acc")
+    )
+    column = paired_column(rows[0].method, headline)
+    baseline_jobs = entry_jobs[entry_jobs.job_id.isin(rows[0].job_ids)]
+    rows[0].cells[column.key] = Cell("baseline")
+    for row in rows[1:]:
+        jobs = entry_jobs[entry_jobs.job_id.isin(row.job_ids)]
+        row.cells[column.key] = paired_cell(jobs, baseline_jobs, headline.key, headline.unit)
+    return column
+
+
 def _slug(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_") or "entry"
 
@@ -257,6 +283,10 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
         chosen = best_settings(entry_jobs, convex, on)
         main_rows = [_row(entry_jobs[entry_jobs.setting == s], columns, ref, off) for s in chosen.values()]
         mark_best(columns, main_rows)
+        main_columns = columns
+        if len(main_rows) > 1:
+            main_columns = [add_paired_column(main_rows, entry_jobs, convex), *columns]
+            notes.append(PAIRED_NOTE.format(baseline=main_rows[0].method))
         slug = _slug(entry.label or entry.name)
         slug = slug if slug not in slugs else f"{slug}_{index}"
         slugs.add(slug)
@@ -288,7 +318,7 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
             for c in (ref.chosen if ref else [])
             if c.status == "assumed"
         ]
-        table = EntryTable(entry.label or entry.name, slug, title, columns, main_rows, notes)
+        table = EntryTable(entry.label or entry.name, slug, title, main_columns, main_rows, notes)
         if entry_jobs.groupby("method").setting.nunique().max() > 1:
             table.notes.insert(0, rule)
             several = entry_jobs.groupby("method").setting.transform("nunique") > 1
@@ -307,3 +337,20 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
             )
         tables.append(table)
     return tables
+
+
+def headline_numbers(suite, jobs, results_root) -> list[tuple[str, float]]:
+    """(name, value) per dataset entry and method: the final EMA accuracy (convex: final F − F*) of
+    the setting the report's table shows, mean over its finished seeds."""
+    from benchmark.report.frames import jobs_frame
+
+    frame = jobs_frame(suite, jobs, results_root)
+    numbers = []
+    for index, entry in frame.groupby("entry_index", sort=False):
+        convex = any(j.config.suboptimality for j in jobs if j.dataset_index == index)
+        key = "final_subopt" if convex else "final_ema_acc"
+        for method, setting in best_settings(entry, convex).items():
+            values = entry[(entry.setting == setting) & (entry.status == FINISHED)][key].dropna()
+            if len(values):
+                numbers.append((f"{entry.entry.iloc[0]}/{method}/{key}", float(values.mean())))
+    return numbers

@@ -1,6 +1,11 @@
-"""The report's figures (matplotlib, PNG): convergence per dataset entry (test accuracy against
-round, bytes communicated and training time; a line per setting, mean and min–max band over
-seeds, diverged runs marked) and a split's label distribution per client.
+"""The report's figures (matplotlib; each written as PNG and PDF): convergence per dataset entry
+(test accuracy — EMA-smoothed where the entry's table is, else raw — against round, bytes
+communicated and training time; a line per method at its selected setting, mean and min–max band
+over seeds, diverged runs marked) and a split's label distribution per client.
+
+Report figures carry no baked-in title: report.md / report.html print their caption, and a paper
+supplies its own. Every line is distinguishable: a method's colour and dash come from one cycler
+(colour fastest, then dash) and a method's further settings shift the dash.
 
 Figures are drawn on `matplotlib.figure.Figure` with the Agg canvas, never through pyplot: no
 global backend switch, no figure registry to leak. matplotlib is imported inside the functions
@@ -9,14 +14,18 @@ global backend switch, no figure registry to leak. matplotlib is imported inside
 
 from __future__ import annotations
 
+import base64
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchmark.run.job_status import DIVERGED
 
 BAND_LABEL = "band: min–max over seeds"
 DIVERGED_LABEL = "×: last finite round of a diverged run"
-ACC_LABEL = "test accuracy (%)"
+# rounds_frame column -> axis label: the curve shows the metric the entry's table headlines
+ACC_LABELS = {"ema_acc": "test accuracy, EMA-0.9 smoothed (%)", "test_acc": "test accuracy, raw (%)"}
+DASHES = ("-", "--", ":", "-.")
 # (frame column, axis label, scale): bytes on a log axis, so compressed and full-precision methods both read
 X_AXES = (
     ("round", "round", "linear"),
@@ -25,16 +34,37 @@ X_AXES = (
 )
 MAX_CLIENTS_SHOWN = 100
 MAX_CLASSES_STACKED = 20  # more classes than distinguishable colours: a heat map instead of stacked bars
-DPI = 110
+DPI = 150
+FORMATS = (".png", ".pdf")  # PNG for the HTML report, PDF (vector) for a paper
 
 
-def method_colours(methods) -> dict[str, tuple]:
-    """A colour per method, in the order given (tab10, then tab20's lighter shades): build it once
-    over a whole report so a method has the same colour in every figure."""
+@dataclass
+class Figure:
+    """A figure of the report: its caption and its PNG (a PDF beside it where save_figure wrote one)."""
+
+    title: str
+    path: Path
+
+    @property
+    def pdf(self) -> Path | None:
+        """The vector copy beside the PNG (figures.save_figure), where there is one."""
+        pdf = self.path.with_suffix(".pdf")
+        return pdf if pdf.exists() else None
+
+    def data_uri(self) -> str:
+        return "data:image/png;base64," + base64.b64encode(self.path.read_bytes()).decode()
+
+
+def method_styles(methods) -> dict[str, dict]:
+    """Per method (in the order given) its line style {"color", "linestyle"}: tab10, then tab20's
+    lighter shades, each with every dash in turn, so no two of the first 80 methods look alike.
+    Build it once over a whole report so a method looks the same in every figure."""
+    from cycler import cycler
     from matplotlib import colormaps
 
     palette = list(colormaps["tab10"].colors) + list(colormaps["tab20"].colors[1::2])
-    return {m: palette[i % len(palette)] for i, m in enumerate(dict.fromkeys(methods))}
+    styles = (cycler(linestyle=list(DASHES)) * cycler(color=palette))()  # color varies fastest
+    return dict(zip(dict.fromkeys(methods), styles))
 
 
 def file_slug(label: str) -> str:
@@ -42,33 +72,36 @@ def file_slug(label: str) -> str:
 
 
 def save_figure(fig, path: Path) -> Path:
+    """Write `path` (PNG) and the same figure as PDF beside it; returns the PNG's path."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI)  # a pyplot-free Figure renders PNG with the Agg canvas
+    for suffix in FORMATS:  # a pyplot-free Figure picks the canvas for each format itself
+        fig.savefig(path.with_suffix(suffix), dpi=DPI)
     return path
 
 
-def _seed_stats(runs, x: str):
-    """Per evaluated round over the seeds that reached it: mean x, and mean / min / max accuracy."""
+def _seed_stats(runs, x: str, y: str):
+    """Per evaluated round over the seeds that reached it: mean x, and mean / min / max of y."""
     stats = runs.groupby("round").agg(
         x=(x, "mean"),
-        mean=("test_acc", "mean"),
-        low=("test_acc", "min"),
-        high=("test_acc", "max"),
-        n=("test_acc", "size"),
+        mean=(y, "mean"),
+        low=(y, "min"),
+        high=(y, "max"),
+        n=(y, "size"),
     )
     return stats.dropna(subset=["x", "mean"])
 
 
-def _line_label(method: str, setting: str, several: bool, runs) -> str:
-    label = setting if several else method
+def _line_label(setting: str, runs) -> str:
+    """The setting's label (the method, its grid point and any non-suite settings), and what diverged."""
+    label = setting
     seeds, diverged = runs.job_id.nunique(), runs[runs.status == DIVERGED].job_id.nunique()
     if diverged:
         label += " (diverged)" if diverged == seeds else f" (diverged {diverged}/{seeds} seeds)"
     return label
 
 
-def _plot_setting(ax, runs, x: str, colour, style: str, label: str) -> None:
-    stats = _seed_stats(runs, x)
+def _plot_setting(ax, runs, x: str, y: str, colour, style: str, label: str) -> None:
+    stats = _seed_stats(runs, x, y)
     if stats.empty:
         return
     ax.plot(stats.x, stats["mean"], color=colour, linestyle=style, linewidth=1.6, label=label)
@@ -76,7 +109,7 @@ def _plot_setting(ax, runs, x: str, colour, style: str, label: str) -> None:
         ax.fill_between(stats.x, stats.low, stats.high, color=colour, alpha=0.18, linewidth=0)
     for _, run in runs[runs.status == DIVERGED].groupby("job_id"):
         last = run.sort_values("round").iloc[-1]
-        ax.plot([last[x]], [last.test_acc], marker="x", markersize=9, markeredgewidth=2, color=colour, linestyle="none")
+        ax.plot([last[x]], [last[y]], marker="x", markersize=9, markeredgewidth=2, color=colour, linestyle="none")
 
 
 def _bytes_ticks(ax, values) -> None:
@@ -107,10 +140,11 @@ def legend_columns(entries: int, widest: int = 6) -> int:
     return max(1, -(-entries // max(rows, 1)))
 
 
-def convergence_figure(rounds, title: str, colours: dict[str, tuple]):
-    """One entry's figure: three panels (accuracy against round, bytes, training time); a line
-    per setting (the method's name when it has one setting in the entry), coloured by method,
-    dashed/dotted for a method's further settings. `rounds` has rounds_frame's columns."""
+def convergence_figure(rounds, styles: dict[str, dict], y: str = "ema_acc"):
+    """One entry's figure: three panels (accuracy `y` — ema_acc or test_acc — against round, bytes,
+    training time); a line per setting (the method's name when it has one setting in the entry) in
+    its method's style (`method_styles`), a method's further settings with the next dashes; the
+    legend below the panels. `rounds` has rounds_frame's columns."""
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -121,11 +155,12 @@ def convergence_figure(rounds, title: str, colours: dict[str, tuple]):
     settings_of = rounds.groupby("method", sort=False).setting.unique()
     for setting, runs in rounds.groupby("setting", sort=False):
         method = runs.method.iloc[0]
-        position = list(settings_of[method]).index(setting)
-        style = ("-", "--", ":", "-.")[position % 4]
-        label = _line_label(method, setting, len(settings_of[method]) > 1, runs)
+        shift = list(settings_of[method]).index(setting)
+        base = styles[method]
+        dash = DASHES[(DASHES.index(base["linestyle"]) + shift) % len(DASHES)]
+        label = _line_label(setting, runs)
         for ax, (x, _, _) in zip(axes, X_AXES):
-            _plot_setting(ax, runs, x, colours[method], style, label)
+            _plot_setting(ax, runs, x, y, base["color"], dash, label)
     for ax, (x, xlabel, scale) in zip(axes, X_AXES):
         ax.set_xlabel(xlabel)
         ax.grid(True, alpha=0.3)
@@ -137,7 +172,7 @@ def convergence_figure(rounds, title: str, colours: dict[str, tuple]):
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         if x == "bytes":
             _bytes_ticks(ax, rounds.bytes)
-    axes[0].set_ylabel(ACC_LABEL)
+    axes[0].set_ylabel(ACC_LABELS[y])
     handles, labels = axes[0].get_legend_handles_labels()
     handles.append(Patch(color="grey", alpha=0.3, label=BAND_LABEL))
     if (rounds.status == DIVERGED).any():
@@ -145,26 +180,31 @@ def convergence_figure(rounds, title: str, colours: dict[str, tuple]):
             Line2D([], [], marker="x", markeredgewidth=2, color="grey", linestyle="none", label=DIVERGED_LABEL)
         )
     fig.legend(handles=handles, loc="outside lower center", ncol=legend_columns(len(handles)), frameon=False)
-    fig.suptitle(f"{title}\nlines: mean over the seeds that reached each evaluated round")
     return fig
 
 
-def write_convergence_figures(frame, out_dir) -> list[tuple[str, Path]]:
-    """A PNG per dataset entry of `frame` (rounds_frame's columns) under `out_dir`, as (entry, path);
-    a method has the same colour in all of them, entries without rounds get no file, and an optional
-    `entry_index` column keeps apart two entries that share a label."""
+def write_convergence_figures(frame, out_dir, metrics: dict | None = None) -> list[tuple[str, str, Path]]:
+    """A PNG (and PDF) per dataset entry of `frame` (rounds_frame's columns) under `out_dir`, as
+    (entry, y column, path); a method looks the same in all of them, entries without rounds get no
+    file, and an optional `entry_index` column keeps apart two entries that share a label. `metrics`
+    maps an entry (its index where the frame has `entry_index`, else its label) to the y column,
+    ema_acc by default."""
+    metrics = metrics or {}
     out_dir = Path(out_dir)
-    frame = frame.dropna(subset=["test_acc"])
-    colours = method_colours(frame.method)
+    styles = method_styles(frame.method)
     keys = ["entry_index", "entry"] if "entry_index" in frame else ["entry"]  # two entries may share a label
-    written: list[tuple[str, Path]] = []
+    written: list[tuple[str, str, Path]] = []
     for key, rounds in frame.groupby(keys, sort=False):
         entry = key[-1] if isinstance(key, tuple) else key
+        y = metrics.get(key[0] if isinstance(key, tuple) else key, "ema_acc")
+        rounds = rounds.dropna(subset=[y])
+        if rounds.empty:
+            continue
         path, n = out_dir / f"convergence-{file_slug(entry)}.png", 1
-        while path in (p for _, p in written):
+        while path in (p for _, _, p in written):
             n += 1
             path = out_dir / f"convergence-{file_slug(entry)}-{n}.png"
-        written.append((entry, save_figure(convergence_figure(rounds, f"{entry}: test accuracy", colours), path)))
+        written.append((entry, y, save_figure(convergence_figure(rounds, styles, y), path)))
     return written
 
 
@@ -246,22 +286,46 @@ def label_distribution_figure(hist, title: str, max_clients: int = MAX_CLIENTS_S
     return fig
 
 
+def curve_metric(metrics: list[str]) -> str:
+    """The rounds_frame column a convergence figure plots: the raw accuracy when the entry's table
+    reports only raw accuracies (acc_raw@R), else the EMA-smoothed one its acc@R columns report."""
+    from benchmark.metrics import parse_metric
+
+    kinds = {parse_metric(m)[0] for m in metrics}
+    return "test_acc" if "acc_raw" in kinds and "acc" not in kinds else "ema_acc"
+
+
 def report_figures(suite, jobs, results_dir) -> list:
     """The convergence figures of `fedbench report` in results/<suite>/report/figures/, as the
-    report's Figure entries (the FedAc-protocol jobs have their own figure)."""
+    report's Figure entries: per entry each method at the setting its table shows (the grid's other
+    settings are in the sensitivity figure). FedAc-protocol jobs have their own figure."""
+    from benchmark.report.entry_tables import best_settings
     from benchmark.report.fedac_figure import is_fedac_protocol
-    from benchmark.report.frames import rounds_frame
-    from benchmark.report.report_files import Figure
+    from benchmark.report.frames import jobs_frame, rounds_frame
 
     jobs = [j for j in jobs if not is_fedac_protocol(j)]
-    frame = rounds_frame(suite, jobs, results_dir)
+    runs = jobs_frame(suite, jobs, results_dir)
+    shown = set()
+    for index, entry_runs in runs.groupby("entry_index"):
+        convex = any(j.config.suboptimality for j in jobs if j.dataset_index == index)
+        chosen = set(best_settings(entry_runs, convex).values())
+        shown |= set(entry_runs[entry_runs.setting.isin(chosen)].job_id)
+    frame = rounds_frame(suite, [j for j in jobs if j.id in shown], results_dir)
     frame["entry_index"] = frame.job_id.map({j.id: j.dataset_index for j in jobs})
+    metrics = {j.dataset_index: curve_metric(j.config.metrics) for j in jobs}
     out_dir = Path(results_dir) / suite.name / "report" / "figures"
+    several = runs.groupby(["entry_index", "method"]).setting.nunique().max() > 1 if len(runs) else False
     return [
         Figure(
-            f"{entry}: test accuracy against round, bytes communicated and training time "
-            f"(line: mean over seeds; band: min–max over seeds; ×: a diverged run's last finite round)",
+            f"{entry}: {ACC_LABELS[y]} against round, bytes communicated (log scale) and training time; "
+            "line: mean over the seeds that reached each evaluated round, band: min–max over seeds, "
+            "×: a diverged run's last finite round"
+            + (
+                "; each method at the setting its table shows (every setting: the sensitivity figure)"
+                if several
+                else ""
+            ),
             path,
         )
-        for entry, path in write_convergence_figures(frame, out_dir)
+        for entry, y, path in write_convergence_figures(frame, out_dir, metrics)
     ]

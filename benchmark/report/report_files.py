@@ -4,29 +4,21 @@ table tables/<name>.csv and .tex, plus runs.csv (one row per job)."""
 
 from __future__ import annotations
 
-import base64
 import datetime
+import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from benchmark.report.entry_tables import LEGEND, EntryTable, entry_tables
+from benchmark.report.figures import Figure
 from benchmark.report.frames import jobs_frame, rounds_frame
-from benchmark.run.results import atomic_write_bytes
+from benchmark.run.job_status import FINISHED
+from benchmark.run.results import atomic_write_bytes, strict_json
 
 TEMPLATES = Path(__file__).parent / "templates"
 RUN_COLUMNS = ["job_id", "entry", "method", "setting", "settings", "seed", "status"]
-
-
-@dataclass
-class Figure:
-    title: str
-    path: Path
-
-    def data_uri(self) -> str:
-        return "data:image/png;base64," + base64.b64encode(self.path.read_bytes()).decode()
 
 
 def _md_escape(text) -> str:
@@ -102,6 +94,8 @@ _TEX = {
     "≥": r"$\geq$",
     "·": r"$\cdot$",
     "*": r"$^*$",
+    ">": r"$>$",
+    "<": r"$<$",
 }
 
 
@@ -110,19 +104,89 @@ def tex_escape(text) -> str:
 
 
 def table_tex(t: EntryTable) -> str:
-    """A booktabs LaTeX table (pandas Styler), the best of each column in bold."""
+    """A booktabs table ready to \\input: centred, captioned, labelled `tab:<slug>`, the best of each
+    column in bold; no status column: a row whose jobs did not all finish gets a footnote mark and
+    its statuses in a footnote under the table."""
     text, best = t.display()
-    styler = text.style.hide(axis="index").format(tex_escape).format_index(tex_escape, axis=1)
+    text, best = text.drop(columns="status", errors="ignore"), best.drop(columns="status", errors="ignore")
+    marks = "abcdefghijklmnopqrstuvwxyz"
+    lost = [(i, row) for i, row in enumerate(t.rows) if row.status != FINISHED]
+    escaped = text.map(tex_escape)
+    first = escaped.columns[0]
+    for n, (i, _) in enumerate(lost):
+        escaped.loc[i, first] += f"$^{{{marks[n % 26]}}}$"
+    styler = escaped.style.hide(axis="index").format_index(tex_escape, axis=1)
     styler = styler.apply(lambda _: best.replace({True: "textbf:--rwrap;", False: ""}), axis=None)
-    return styler.to_latex(
-        hrules=True, caption=tex_escape(t.title), column_format="l" * len(t.labels(t.rows[0])) + "r" * len(t.columns)
+    latex = styler.to_latex(
+        hrules=True,
+        caption=tex_escape(t.title),
+        label=f"tab:{t.slug}",
+        position_float="centering",
+        column_format="l" * (len(text.columns) - len(t.columns)) + "r" * len(t.columns),
     )
+    if lost:
+        notes = "; ".join(f"$^{{{marks[n % 26]}}}$ {tex_escape(row.status)}" for n, (_, row) in enumerate(lost))
+        latex = latex.replace("\\end{table}", f"\\par\\smallskip{{\\footnotesize {notes}}}\n\\end{{table}}")
+    return latex
+
+
+def tidy_frame(t: EntryTable) -> pd.DataFrame:
+    """A row per (entry, method, setting); per metric column KEY the numbers behind its cell:
+    KEY.mean, KEY.std, KEY.n (seeds with a value), KEY.paper and KEY.delta where the suite
+    carries the paper's numbers (KEY.unscored: the settings the jobs ran other than the paper's, then no
+    delta), KEY.ci_low and KEY.ci_high where an interval is computed."""
+    with_paper = {c.key for c in t.columns if any(r.cells[c.key].paper is not None for r in t.rows)}
+    with_interval = {c.key for c in t.columns if any(r.cells[c.key].interval for r in t.rows)}
+    unscored = {c.key for c in t.columns if any(r.cells[c.key].unscored for r in t.rows)}
+    records = []
+    for row in t.rows:
+        record = {"entry": t.entry, "method": row.method, "setting": row.setting, "settings": row.settings}
+        if t.kind == "sensitivity":
+            record["chosen"] = row.chosen
+        record.update(seeds=row.n, status=row.status)
+        for col in t.columns:
+            cell = row.cells[col.key]
+            record.update({f"{col.key}.mean": cell.mean, f"{col.key}.std": cell.std, f"{col.key}.n": cell.n})
+            if col.key in with_paper:
+                record.update({f"{col.key}.paper": cell.paper, f"{col.key}.delta": cell.delta})
+                record.update({f"{col.key}.unscored": cell.unscored} if col.key in unscored else {})
+            if col.key in with_interval:
+                low, high = cell.interval or (None, None)
+                record.update({f"{col.key}.ci_low": low, f"{col.key}.ci_high": high})
+        record["jobs"] = " ".join(row.job_ids)
+        records.append(record)
+    return pd.DataFrame(records)
+
+
+def table_frame(t: EntryTable) -> pd.DataFrame:
+    """The tidy frame; a FedAc table's cells are a best-η choice each (value and η), kept as their text."""
+    if t.kind != "fedac":
+        return tidy_frame(t)
+    text, _ = t.display()
+    text["jobs"] = [" ".join(r.job_ids) for r in t.rows]
+    return text
 
 
 def table_csv(t: EntryTable) -> str:
-    text, _ = t.display()
-    text["jobs"] = [" ".join(r.job_ids) for r in t.rows]
-    return text.to_csv(index=False)
+    return table_frame(t).to_csv(index=False)
+
+
+def report_record(suite_name: str, runs: pd.DataFrame, tables: list[EntryTable]) -> dict:
+    """report.json and `report --json`: the jobs behind the report (what a later, narrower report is
+    compared with) and every table as its tidy rows, numbers as numbers (JSON null where missing)."""
+    return {
+        "suite": suite_name,
+        "jobs": list(runs.job_id),
+        "status": runs.status.value_counts().to_dict(),
+        "tables": [
+            {"entry": t.entry, "kind": t.kind, "title": t.title, "notes": t.notes, "rows": _records(table_frame(t))}
+            for t in tables
+        ],
+    }
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return json.loads(frame.to_json(orient="records"))  # pandas writes NaN as null and numpy numbers as JSON's
 
 
 def _every_table(tables: list[EntryTable]) -> list[EntryTable]:
@@ -181,6 +245,7 @@ def build_tables(
 
 def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, out: Path) -> None:
     """The plot of the table's sensitivity rows, under the sensitivity table (where one can be drawn)."""
+    from benchmark.report.figures import method_styles
     from benchmark.report.sensitivity_figure import sensitivity_figure, sensitivity_points
 
     convex = any(c.key == "final_subopt" for c in table.columns)
@@ -193,13 +258,18 @@ def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, out: Pat
     path = sensitivity_figure(
         data,
         {r.method: r.setting for r in table.rows},
-        f"{table.entry}: sensitivity",
         ylabel,
         out / "figures" / f"sensitivity-{table.slug}.png",
+        method_styles(runs.method),
         log_y=convex,
     )
     if path:
-        table.sensitivity.figure = Figure(f"{table.entry}: {ylabel} against each grid parameter", path)
+        table.sensitivity.figure = Figure(
+            f"{table.entry}: {ylabel} against each grid parameter, mean ± std over the finished seeds; "
+            "a method's other grid parameters are held at the setting its table shows (named above each panel); "
+            "×: a setting with no finished seed",
+            path,
+        )
 
 
 def write_report(suite, jobs, summaries: dict, results_root, figures: list[Figure] = ()) -> list[Path]:
@@ -217,6 +287,7 @@ def write_report(suite, jobs, summaries: dict, results_root, figures: list[Figur
         atomic_write_bytes(out / relative, text.encode())
         written.append(out / relative)
 
+    write("report.json", strict_json(report_record(suite.name, runs, _every_table(tables) + fedac), indent=2))
     write("runs.csv", runs[RUN_COLUMNS + [c for c in runs.columns if c not in RUN_COLUMNS]].to_csv(index=False))
     for t in _every_table(tables) + fedac:
         write(f"tables/{t.slug}.csv", table_csv(t))

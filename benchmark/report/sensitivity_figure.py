@@ -3,7 +3,8 @@ F − F*) against each grid parameter, a line per method, mean ± std over the f
 error bars; settings without a finished seed (diverged, failed, not run) are marked × at the
 bottom of the panel. One panel per grid
 parameter; a method whose settings differ in several parameters is plotted against each, the
-others fixed at its chosen values."""
+others fixed at its chosen values, and the panel says at which (`held_fixed`). No baked-in title
+(the report prints the caption); the legend sits below the panels; PNG and PDF."""
 
 from __future__ import annotations
 
@@ -37,6 +38,22 @@ def sensitivity_points(entry_jobs: pd.DataFrame, points: dict[str, dict], metric
     return pd.DataFrame(rows)
 
 
+def held_fixed(data: pd.DataFrame, chosen: dict[str, str], key: str) -> dict[str, dict]:
+    """method -> its other grid parameters and their chosen values, in the panel of `key`."""
+    fixed = {}
+    for method, rows in data.groupby("method", sort=False):
+        best = rows[rows.setting == chosen.get(method)].params
+        params = best.iloc[0] if len(best) else rows.params.iloc[0]
+        if key in params:
+            fixed[method] = {k: v for k, v in params.items() if k != key}
+    return fixed
+
+
+def _fixed_text(fixed: dict[str, dict]) -> str:
+    parts = [f"{m}: " + ", ".join(f"{k}={v}" for k, v in p.items()) for m, p in fixed.items() if p]
+    return "others at the chosen setting: " + "; ".join(parts) if parts else ""
+
+
 def _panels(data: pd.DataFrame, chosen: dict[str, str]) -> dict[str, list[tuple[str, list]]]:
     """parameter -> [(method, [(x, mean, std)])] over the settings of the method that differ only in it
     from the method's chosen setting."""
@@ -61,22 +78,22 @@ def _panels(data: pd.DataFrame, chosen: dict[str, str]) -> dict[str, list[tuple[
 def sensitivity_figure(
     data: pd.DataFrame,
     chosen: dict[str, str],
-    title: str,
     ylabel: str,
     path: Path,
-    colours: dict[str, tuple] | None = None,
+    styles: dict[str, dict] | None = None,
     log_y: bool = False,
 ) -> Path | None:
-    """Write the PNG (None when no method has two settings differing in one parameter)."""
-    from matplotlib import colormaps
+    """Write the PNG and PDF (None when no method has two settings differing in one parameter);
+    `styles`: figures.method_styles over the report, so a method looks the same in every figure."""
     from matplotlib.figure import Figure
+
+    from benchmark.report.figures import legend_columns, method_styles, save_figure
 
     panels = _panels(data, chosen)
     if not panels:
         return None
-    palette = colormaps["tab10"].colors
-    colours = colours or {m: palette[i % len(palette)] for i, m in enumerate(dict.fromkeys(data.method))}
-    fig = Figure(figsize=(max(5.5, 4.6 * len(panels)), 3.8), layout="constrained")
+    colours = {m: s["color"] for m, s in (styles or method_styles(data.method)).items()}
+    fig = Figure(figsize=(max(5.5, 4.6 * len(panels)), 4.2), layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, (key, lines) in zip(axes, panels.items()):
         xs = [x for _, line in lines for x, _, _ in line]
@@ -116,8 +133,13 @@ def sensitivity_figure(
         ax.set_xlabel(key)
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle(f"{title}\n(mean ± std over finished seeds)", fontsize=10)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    return path
+        ax.set_title(_fixed_text(held_fixed(data, chosen, key)), fontsize=8, wrap=True)
+    handles = {h.get_label(): h for ax in axes for h in ax.get_legend_handles_labels()[0]}
+    fig.legend(
+        handles=list(handles.values()),
+        loc="outside lower center",
+        ncol=legend_columns(len(handles)),
+        frameon=False,
+        fontsize=8,
+    )
+    return save_figure(fig, path)

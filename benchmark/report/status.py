@@ -145,3 +145,24 @@ def status_line(statuses: list[JobStatus]) -> str:
     if known and len(known) < len(left):
         eta += f" ({len(left) - len(known)} unfinished jobs not estimated)"
     return f"{counts}; {eta}"
+
+
+def status_records(statuses: list[JobStatus]) -> list[dict]:
+    """`status --json`: a record per job with what the table shows, numbers as numbers."""
+    return [
+        {
+            "job_id": s.job.id,
+            "dataset": s.job.dataset_label,
+            "method": s.job.method_label,
+            "setting": s.job.setting_label,
+            "seed": s.job.config.seed,
+            "state": s.state,
+            "rounds_done": s.rounds_done,
+            "rounds": s.job.config.rounds,
+            "latest_acc": s.acc,
+            "sec_per_round": s.sec_per_round,
+            "eta_s": s.eta_s if s.rounds_left else None,
+            "note": s.note,
+        }
+        for s in statuses
+    ]

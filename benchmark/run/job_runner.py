@@ -23,6 +23,7 @@ from benchmark.run.callbacks import (
     save_checkpoint,
 )
 from benchmark.run.code_fingerprint import code_fingerprint
+from benchmark.run.environment import environment
 from benchmark.run.job_status import DIVERGED, FINISHED, STOPPED
 from benchmark.run.records import Divergence, JobSummary, RoundRecord
 from benchmark.run.results import JobDir, atomic_torch_save, atomic_write_json
@@ -109,16 +110,17 @@ def resume_point(job: Job, jobdir: JobDir, sim: JobRounds) -> list[RoundRecord]:
 
 class Stamp(RoundCallback):
     """Stamps each record with when it was measured and the training seconds so far, carried
-    across resumes (a replay brings its own wall_s)."""
+    across resumes (a replay brings its own wall_s); `tracked()`: seconds spent in MLflow calls
+    since the job started, which are not training."""
 
-    def __init__(self, records: list[RoundRecord]):
+    def __init__(self, records: list[RoundRecord], tracked: Callable[[], float] = lambda: 0.0):
         self.trained_before = (records[-1].wall_s or 0.0) if records else 0.0
-        self.since = time.monotonic()
+        self.since, self.tracked = time.monotonic(), tracked
 
     def on_eval(self, rec):
         rec.time = round(time.time(), 3)
         if rec.wall_s is None:
-            rec.wall_s = round(self.trained_before + time.monotonic() - self.since, 3)
+            rec.wall_s = round(self.trained_before + time.monotonic() - self.since - self.tracked(), 3)
 
 
 def validation_summary(job: Job, sim: JobRounds, records: list[RoundRecord]) -> dict:
@@ -194,7 +196,13 @@ def run_job(
     `on_eval(record)` is called per evaluated round, `on_checkpoint(round)` after each checkpoint is
     written (the Ray executor ships it); `callbacks` are called after the job's own."""
     tracker = tracker or NullTracker()
-    start = time.time()
+    # a tracker that times its calls (NullTracker's `seconds`) has them left out of the wall time;
+    # a relay of calls to elsewhere (the Ray worker's) spends none here
+    start, tracked_before = time.time(), getattr(tracker, "seconds", 0.0)
+
+    def tracked() -> float:  # MLflow time (an outage's timeouts included) is no training time
+        return getattr(tracker, "seconds", 0.0) - tracked_before
+
     config = job_config_json(job, suite)
     atomic_write_json(jobdir.config, config)
     tracker.start_job(job, config)  # first, so a job that fails while building still has its run
@@ -218,7 +226,7 @@ def run_job(
     )
     effects = Callbacks(
         [
-            Stamp(resumed),
+            Stamp(resumed, tracked),
             metrics,
             Tracking(tracker, jobdir),
             HeartbeatFile(jobdir.heartbeat, c.rounds, sim.progress.round),
@@ -262,7 +270,8 @@ def run_job(
         atomic_torch_save(jobdir.model, sim.final_state_dict())
     elif summary.status == STOPPED:  # stopped early on purpose: keep a checkpoint to resume from
         save_checkpoint(jobdir, sim)
-    summary.wall_time_s = round(time.time() - start, 3)
+    summary.wall_time_s = round(time.time() - start - tracked(), 3)
+    summary.environment = environment(device)
     atomic_write_json(jobdir.summary, summary.to_json())
     if summary.status != STOPPED:  # resume material is no longer needed (memmap client state can be large)
         jobdir.discard_checkpoint()

@@ -99,6 +99,7 @@ class JobSummary:
     # per trainer that ran, which local step produced the numbers: {"step": "fused" | "plain", "why"} (engine/low_rank_step.py)
     local_step: dict | None = None
     code_fingerprint: str | None = None  # the code that produced it (run/code_fingerprint.py)
+    environment: dict | None = None  # versions, device, threads, determinism flags (run/environment.py)
     diverged: Divergence | None = None
 
     def to_json(self) -> dict:

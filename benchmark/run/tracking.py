@@ -13,6 +13,12 @@ job: every tracking call that raises is reported as a warning and the job goes o
 - Runs left RUNNING by a killed process are closed (KILLED) when the next process starts: a
   child whose job lock is free has no process behind it. The parent is closed by the last
   process of the suite to finish (the one that can take the suite lock exclusively).
+- Healing: `heal` (every `fedbench run`, and `fedbench sync`) mirrors again every finished job
+  whose run is missing, KILLED or lacks its final numbers, through the same idempotent
+  `JobMirror.mirror` that ends a live job (mlflow_mirror.py).
+- Bounded: HTTP calls time out in seconds (HTTP_LIMITS), an http(s) store is probed first, and
+  after a network failure the tracker pauses for the rest of the process (one warning); the time
+  spent in tracking calls (`seconds`) is excluded from a job's recorded wall time.
 
 Default store: a local SQLite file (`sqlite:///mlflow.db` in the working directory, which is
 what `mlflow ui` opens); `--tracking-uri` or $MLFLOW_TRACKING_URI override it.
@@ -21,126 +27,128 @@ what `mlflow ui` opens); `--tracking-uri` or $MLFLOW_TRACKING_URI override it.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmark.run.job_status import FINISHED, STOPPED
 from benchmark.run.locks import FileLock, job_lock, suite_lock
-from benchmark.run.records import MEASURED
+from benchmark.run.mlflow_mirror import JobMirror, source_tags
 
 log = logging.getLogger(__name__)
 DEFAULT_URI = "sqlite:///mlflow.db"
-METRIC_KEYS = MEASURED
-# summary.json fields logged as run metrics (a failed or diverged job has no final_acc: nothing is logged)
-SUMMARY_METRICS = ("final_acc", "final_ema_acc", "final_subopt", "final_val_ema_acc", "wall_time_s", "rounds_completed")
-# job status -> MLflow run status (the exact one is the run's `fedbench.status` tag)
-RUN_STATUS = {FINISHED: "FINISHED", STOPPED: "KILLED"}
+# an unreachable tracking server fails a call in about 10 s, never after MLflow's default minutes of
+# retries (7 retries, 120 s timeout); the environment may set other values
+HTTP_LIMITS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "5",
+}
+PROBE_SECONDS = 3.0  # a TCP connect to an http(s) store before any MLflow call
 
 
-def _item_key(item: dict, index: int, siblings: list) -> str:
-    """A list item's key: its component name (client terms by term name), else its position."""
-    name = item.get("term") or item.get("rule") or item.get("codec")
-    unique = name and sum(1 for s in siblings if name in (s.get("term"), s.get("rule"), s.get("codec"))) == 1
-    return str(name) if unique else str(index)
+def store_uri(uri: str | None) -> str:
+    return uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
 
 
-def flatten(obj, prefix: str = "") -> dict[str, str]:
-    """Dotted params; None values are left out (MLflow would store the string 'None')."""
-    out = {}
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            out.update(flatten(v, f"{prefix}{k}."))
-    elif isinstance(obj, list) and obj and all(isinstance(v, dict) for v in obj):
-        for i, v in enumerate(obj):
-            out.update(flatten(v, f"{prefix}{_item_key(v, i, obj)}."))
-    elif obj is not None:
-        out[prefix.rstrip(".")] = str(obj)[:6000]
-    return out
+def bounded_client(uri: str):
+    """An MlflowClient whose HTTP calls are bounded (HTTP_LIMITS); an http(s) server that accepts no
+    connection within PROBE_SECONDS raises ConnectionError at once instead of after the retries."""
+    import socket
+    from urllib.parse import urlparse
+
+    from mlflow.tracking import MlflowClient
+
+    for key, value in HTTP_LIMITS.items():
+        os.environ.setdefault(key, value)
+    parsed = urlparse(uri)
+    if parsed.scheme in ("http", "https"):
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        try:
+            socket.create_connection((parsed.hostname, port), timeout=PROBE_SECONDS).close()
+        except OSError as err:
+            raise ConnectionError(f"tracking server {uri} unreachable: {err}") from None
+    return MlflowClient(uri)
 
 
 def provenance_tags() -> dict[str, str]:
     """Code and environment of this process: git commit (MLflow's own tag), package versions."""
     import platform
-    import subprocess
-    from importlib.metadata import PackageNotFoundError, version
+
+    from benchmark.run.environment import git_commit, package_version
 
     tags = {"fedbench.python": platform.python_version()}
     for package in ("fedbench", "torch", "mlflow", "numpy"):
-        try:
-            tags[f"fedbench.version.{package}"] = version(package)
-        except PackageNotFoundError:
-            pass
-    here = Path(__file__).resolve().parent
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=here,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return tags
-    if commit.returncode == 0:
-        tags["mlflow.source.git.commit"] = commit.stdout.strip()
-        tags["fedbench.git_dirty"] = str(bool(dirty.stdout.strip())).lower()
+        if found := package_version(package):
+            tags[f"fedbench.version.{package}"] = found
+    if git := git_commit():
+        tags["mlflow.source.git.commit"] = git[0]
+        tags["fedbench.git_dirty"] = str(git[1]).lower()
     return tags
-
-
-def job_tags(job, suite: str) -> dict[str, str]:
-    c = job.config
-    return {
-        "fedbench.suite": suite,
-        "fedbench.dataset": job.dataset_label,
-        "fedbench.method": job.method_label,
-        "fedbench.setting": job.setting_label,
-        "fedbench.seed": str(c.seed),
-        "fedbench.job_id": job.id,
-        "fedbench.model": c.model.name,
-        "fedbench.split": c.dataset.split.kind,
-    }
-
-
-def job_run_name(job) -> str:
-    """Readable and unique within a suite (the job id's head disambiguates equal settings)."""
-    return f"{job.dataset_label} | {job.setting_label} | seed {job.config.seed} | {job.id[:6]}"
 
 
 class NullTracker:
     uri: str | None = None  # where runs go; None: nowhere
+    seconds: float = 0.0  # spent in tracking calls so far (a job's recorded wall time excludes it)
+
+    def heal(self, jobs) -> int:
+        """Mirror the finished jobs of `jobs` whose runs are missing or incomplete; how many."""
+        return 0
 
     def start_job(self, job, config: dict) -> None: ...
     def log_records(self, records: list[dict], job_id: str | None = None) -> None: ...
     def end_job(self, summary: dict, files: list[Path]) -> None: ...
+    def summarise(self, suite, jobs, headline: list[tuple[str, float]]) -> None:
+        """The suite's shared settings and `headline` numbers (name, value) on its parent run."""
+
     def attach(self, files: list[Path], artifact_path: str | None = None) -> None:
         """Files for the suite's parent run (the suite file, the report's tables and figures)."""
 
     def close(self, status: str = "FINISHED") -> None: ...
 
 
+OFFLINE_NOTE = "`fedbench sync SUITE` or the next `fedbench run` mirrors the results"
+
+
 def tracking_may_fail(method):
-    """A tracking call that raises warns (results on disk are unaffected) instead of failing the job."""
+    """A tracking call that raises warns (results on disk are unaffected) instead of failing the job;
+    an unreachable store pauses tracking for the rest of this process (one warning, no call waits
+    again). The time each call takes is added to `seconds`."""
 
     @functools.wraps(method)
     def guarded(self, *args, **kwargs):
+        if self.offline:
+            return None
+        began = time.monotonic()
         try:
             return method(self, *args, **kwargs)
         except Exception as err:
+            self.offline = is_unreachable(err)
             log.warning(
-                "MLflow (%s) %s failed: %s: %s; the results on disk are complete, rerun the suite to mirror them again",
+                "MLflow (%s) %s failed: %s: %s; the results on disk are complete%s, %s",
                 self.uri,
                 method.__name__,
                 type(err).__name__,
                 str(err).splitlines()[0] if str(err) else "",
+                "; tracking paused for this run" if self.offline else "",
+                OFFLINE_NOTE,
             )
             if method.__name__ == "start_job":
                 self.open.pop(args[0].id, None)  # nothing to log into for this job
+        finally:
+            self.seconds += time.monotonic() - began
 
     return guarded
+
+
+def is_unreachable(err: BaseException) -> bool:
+    """A network failure (refused, timed out, retries exhausted), not a refused request."""
+    text = str(err)
+    return isinstance(err, (ConnectionError, TimeoutError)) or any(
+        s in text for s in ("Max retries exceeded", "Connection refused", "timed out", "Failed to establish")
+    )
 
 
 def store_lock(uri: str) -> FileLock | None:
@@ -152,37 +160,33 @@ def store_lock(uri: str) -> FileLock | None:
 
 @dataclass
 class ChildRun:
+    job: object  # the Job
     run_id: str
     logged_upto: int = 0  # the last round it has: a resumed job logs only what follows
 
 
 class MlflowTracker(NullTracker):
-    BATCH = 200  # metric values per log_batch call (MLflow accepts up to 1000)
-
     def __init__(
         self, suite_name: str, uri: str | None = None, results_root: Path | None = None, suite_file: Path | None = None
     ):
         """Connect, find or create the suite's experiment and parent run; raises if the store
         cannot be reached at all (the CLI then says so and runs without tracking)."""
         import mlflow
-        from mlflow.tracking import MlflowClient
 
         # a new store's "Creating initial MLflow database tables..." lines are MLflow's chatter, not the run's
         logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
-        # an unreachable server: fail in seconds, not after MLflow's default minutes of retries
-        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
-        os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
-        self.uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+        self.uri = store_uri(uri)
         self.suite = suite_name
         self.results_root = Path(results_root) if results_root else None
         self.open: dict[str, ChildRun] = {}  # job id -> its run, while the job runs
         self.last_started: str | None = None
+        self.offline, self.seconds = False, 0.0
         lock = store_lock(self.uri)
         if lock:
             lock.acquire()
         try:
+            self.client = bounded_client(self.uri)
             mlflow.set_tracking_uri(self.uri)
-            self.client = MlflowClient(self.uri)
             self.experiment_id = self._experiment(suite_name)
             self.parent = self._parent(suite_name)
             self.client.update_run(self.parent, status="RUNNING")
@@ -193,7 +197,8 @@ class MlflowTracker(NullTracker):
         if self.running:
             self.running.acquire(shared=True)
             self.close_abandoned_runs()
-        self.provenance = provenance_tags()
+        self.provenance = {**provenance_tags(), **source_tags(str(suite_file) if suite_file else None)}
+        self.mirror = JobMirror(self.client, self.experiment_id, self.parent, suite_name, self.provenance)
         self.describe_parent(suite_file)
 
     def _experiment(self, name: str) -> str:
@@ -227,6 +232,11 @@ class MlflowTracker(NullTracker):
         )
         return runs[0].info.run_id if runs else None
 
+    def _jobdir(self, job_id: str):
+        from benchmark.run.results import JobDir
+
+        return JobDir(self.results_root, self.suite, job_id) if self.results_root else None
+
     @tracking_may_fail
     def close_abandoned_runs(self) -> None:
         """Child runs RUNNING without a process behind them (killed by SIGKILL, a power cut)."""
@@ -242,72 +252,90 @@ class MlflowTracker(NullTracker):
                     lock.release()
 
     @tracking_may_fail
-    def start_job(self, job, config: dict) -> None:
-        from mlflow.entities import Param
+    def heal(self, jobs) -> int:
+        """Every job of `jobs` with a summary on disk whose run is missing, still RUNNING/KILLED
+        or lacks its final numbers is mirrored again from its folder (a job killed after its
+        summary was written, or during an outage). Jobs another process holds are left to it."""
+        from mlflow.entities import ViewType
 
+        if self.results_root is None:
+            return 0
+        runs = {
+            r.data.tags.get("fedbench.job_id"): r
+            for r in self.client.search_runs(
+                [self.experiment_id], "tags.`fedbench.kind` = 'job'", ViewType.ACTIVE_ONLY, max_results=50000
+            )
+        }
+        healed = 0
+        for job in jobs:
+            jobdir = self._jobdir(job.id)
+            summary = jobdir.read_summary()
+            if not summary or (job.id in runs and self.mirror.is_complete(runs[job.id], summary)):
+                continue
+            lock = job_lock(self.results_root, self.suite, job.id)
+            if lock.acquire(blocking=False):  # a job running elsewhere is mirrored live by its process
+                try:
+                    self.mirror.mirror(job, jobdir, summary)
+                    healed += 1
+                finally:
+                    lock.release()
+        if healed:
+            log.info("MLflow: %d finished job(s) mirrored again from %s", healed, self.results_root / self.suite)
+        return healed
+
+    @tracking_may_fail
+    def start_job(self, job, config: dict) -> None:
         self.last_started = job.id
-        if found := self._find_run(f"tags.`fedbench.job_id` = '{job.id}'"):  # resumed or rerun: continue its run
-            self.client.update_run(found, status="RUNNING")
-            history = self.client.get_metric_history(found, "test_acc")
-            self.open[job.id] = ChildRun(found, max((m.step for m in history), default=0))
-            return
-        child = self.client.create_run(
-            self.experiment_id,
-            run_name=job_run_name(job),
-            tags={
-                "mlflow.parentRunId": self.parent,
-                "fedbench.kind": "job",
-                **job_tags(job, self.suite),
-                **self.provenance,
-            },
-        ).info.run_id
-        self.open[job.id] = ChildRun(child)
-        params = [Param(k[:250], v) for k, v in flatten(config).items()]
-        for i in range(0, len(params), 100):
-            self.client.log_batch(child, params=params[i : i + 100])
+        run_id = self.mirror.ensure_run(job, config)
+        self.client.update_run(run_id, status="RUNNING")
+        self.open[job.id] = ChildRun(job, run_id, self.mirror.logged_upto(run_id))
 
     @tracking_may_fail
     def log_records(self, records: list[dict], job_id: str | None = None) -> None:
-        from mlflow.entities import Metric
-
         child = self.open.get(job_id or self.last_started)
-        if child is None:
-            return
-        new = [r for r in records if r["round"] > child.logged_upto]
-        now = time.time()
-        metrics = [
-            Metric(k, float(r[k]), int(1000 * r.get("time", now)), int(r["round"]))
-            for r in new
-            for k in METRIC_KEYS
-            if r.get(k) is not None
-        ]
-        for i in range(0, len(metrics), self.BATCH):
-            self.client.log_batch(child.run_id, metrics=metrics[i : i + self.BATCH])
-        if new:
-            child.logged_upto = new[-1]["round"]
+        if child is not None:
+            child.logged_upto = self.mirror.log_rounds(child.run_id, records, child.logged_upto)
 
     @tracking_may_fail
     def end_job(self, summary: dict, files: list[Path]) -> None:
-        from mlflow.entities import Metric
-
+        """The job's folder mirrored, the summary being the one just written (the same function that heals)."""
         child = self.open.pop(summary["job_id"], None)
         if child is None:  # the job failed before its run could be created
             return
+        jobdir = self._jobdir(summary["job_id"])
+        if jobdir is None:  # no results folder to read (a tracker used on its own)
+            self.mirror.finish(child.run_id, summary, files)
+            return
+        self.mirror.mirror(child.job, jobdir, summary, files)
+
+    @tracking_may_fail
+    def summarise(self, suite, jobs, headline: list[tuple[str, float]]) -> None:
+        """Parent run: params = the settings every job of the selection shares (a value the run
+        already has from an earlier invocation is kept: MLflow params are immutable), metrics =
+        `headline` (report.entry_tables.headline_numbers: per dataset and method the table's final
+        EMA accuracy as `<dataset>/<method>/final_ema_acc`; MLflow charts group by the part before
+        the first `/` and truncate long titles, so the method shows),
+        inputs = each dataset the jobs trained on (so the runs table's Dataset column is filled)."""
+        from mlflow.entities import Metric, Param
+
+        from benchmark.run.mlflow_mirror import flatten, metric_key
+
+        if self.results_root is None or not jobs:
+            return
+        flat = [flatten(json.loads(p.read_text())) for j in jobs if (p := self._jobdir(j.id).config).exists()]
+        shared = {k: v for k, v in flat[0].items() if all(f.get(k) == v for f in flat[1:])} if flat else {}
+        shared.pop("job_id", None)
+        have = self.client.get_run(self.parent).data.params
+        params = [Param(k[:250], v) for k, v in {"suite": suite.name, **shared}.items() if k[:250] not in have]
+        for i in range(0, len(params), 100):
+            self.client.log_batch(self.parent, params=params[i : i + 100])
+        summaries = [s for j in jobs if (s := self._jobdir(j.id).read_summary())]
+        for dataset in {(s.get("dataset"), s.get("data_fingerprint")): s for s in summaries}.values():
+            self.mirror.log_dataset(self.parent, dataset)  # MLflow keeps one input per (name, digest)
         now = int(time.time() * 1000)
-        values = {
-            **{f"summary.{k.replace('@', '_at_')}": v for k, v in summary.get("metrics", {}).items()},
-            **{k: summary.get(k) for k in SUMMARY_METRICS},
-        }
-        final = [Metric(k, float(v), now, 0) for k, v in values.items() if isinstance(v, (int, float))]
-        if summary.get("diverged_at_round"):
-            final.append(Metric("diverged_at_round", float(summary["diverged_at_round"]), now, 0))
-        if final:
-            self.client.log_batch(child.run_id, metrics=final)
-        self.client.set_tag(child.run_id, "fedbench.status", summary.get("status", "?"))
-        for f in files:
-            if f.exists():
-                self.client.log_artifact(child.run_id, str(f))
-        self.client.set_terminated(child.run_id, RUN_STATUS.get(summary.get("status"), "FAILED"))
+        metrics = [Metric(metric_key(k), v, now, 0) for k, v in headline]
+        if metrics:
+            self.client.log_batch(self.parent, metrics=metrics)
 
     @tracking_may_fail
     def attach(self, files: list[Path], artifact_path: str | None = None) -> None:
@@ -323,21 +351,28 @@ class MlflowTracker(NullTracker):
         if suite_file is not None:
             self.attach([Path(suite_file)], "suite")
 
-    @tracking_may_fail
     def close(self, status: str = "FINISHED") -> None:
         """End this process's part: a child still open was interrupted; the parent is closed by
-        the last process running the suite."""
-        while self.open:
-            self.client.set_terminated(self.open.popitem()[1].run_id, "KILLED")
+        the last process running the suite (the suite lock is released even when the store is gone)."""
+        self._end_children()
         if self.running is None:
-            self.client.set_terminated(self.parent, status)
+            self._end_parent(status)
             return
         self.running.release()
         if self.running.acquire(blocking=False):  # no other process is running this suite
             try:
-                self.client.set_terminated(self.parent, status)
+                self._end_parent(status)
             finally:
                 self.running.release()
+
+    @tracking_may_fail
+    def _end_children(self) -> None:
+        while self.open:
+            self.client.set_terminated(self.open.popitem()[1].run_id, "KILLED")
+
+    @tracking_may_fail
+    def _end_parent(self, status: str) -> None:
+        self.client.set_terminated(self.parent, status)
 
 
 def attach_to_suite_run(
@@ -345,13 +380,11 @@ def attach_to_suite_run(
 ) -> bool:
     """Attach files and folders (a report's, with its tables and figures) under `artifact_path`
     to the suite's parent run; False when the store has no run of this suite (nothing to attach
-    to: the files stay where they are)."""
-    from mlflow.tracking import MlflowClient
-
-    uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+    to: the files stay where they are). An unreachable server raises within seconds."""
+    uri = store_uri(uri)
     if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).exists():
         return False  # no store, so no run: opening one would create an empty database
-    client = MlflowClient(uri)
+    client = bounded_client(uri)
     exp = client.get_experiment_by_name(suite_name)
     runs = (
         client.search_runs(

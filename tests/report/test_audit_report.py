@@ -41,13 +41,18 @@ def _report(tmp_path, sets: tuple[str, ...]) -> pd.DataFrame:
 
 
 def test_a_cell_run_as_the_paper_states_is_scored(tmp_path):
-    table, _ = _report(tmp_path, ())
-    assert table.iloc[0]["acc@2 (EMA, %)"] == "40.00 (paper 45.00, Δ −5.00)"
+    table, out = _report(tmp_path, ())
+    row = table.iloc[0]
+    assert (row["acc@2.mean"], row["acc@2.paper"], row["acc@2.delta"]) == ("40.0", "45.0", "-5.0")
+    assert "40.00 (paper 45.00, Δ −5.00)" in (out / "report.md").read_text()
 
 
 def test_a_cell_run_with_another_setting_is_marked_not_scored(tmp_path):
     table, out = _report(tmp_path, ("local.batch_size=4",))
-    assert table.iloc[0]["acc@2 (EMA, %)"] == "40.00 (paper 45.00 ‡)"
+    row = table.iloc[0]
+    assert (row["acc@2.mean"], row["acc@2.paper"], row["acc@2.delta"]) == ("40.0", "45.0", "")
+    assert row["acc@2.unscored"] == "local.batch_size 8 -> 4"
+    assert "40.00 (paper 45.00 ‡)" in (out / "report.md").read_text()
     assert (
         "‡ FedAvg: not scored against the paper, the jobs ran local.batch_size 8 -> 4"
         in (out / "report.md").read_text()
@@ -56,7 +61,7 @@ def test_a_cell_run_with_another_setting_is_marked_not_scored(tmp_path):
 
 def test_a_setting_no_paper_line_covers_is_named_too(tmp_path):
     table, out = _report(tmp_path, ("local.lr=0.5",))
-    assert table.iloc[0]["acc@2 (EMA, %)"] == "40.00 (paper 45.00 ‡)"
+    assert table.iloc[0]["acc@2.delta"] == "" and "40.00 (paper 45.00 ‡)" in (out / "report.md").read_text()
     assert "the jobs ran local.lr 0.05 -> 0.5" in (out / "report.md").read_text()
 
 

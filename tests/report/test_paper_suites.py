@@ -207,7 +207,7 @@ def test_report_marks_contradicted_paper_cells():
     suite, jobs = jobs_of("fedacg.moderate_dir0.3")
     summaries = {j.id: {"status": "finished", "metrics": {"rounds_to@85": 300}} for j in jobs if j.dataset_index == 0}
     console = Console(width=400, record=True)
-    console.print(result_tables(suite, jobs, summaries)[0])
+    console.print(result_tables(suite, jobs, summaries, wide=True)[0])
     text = console.export_text()
     feddc = next(line for line in text.splitlines() if line.strip("│ ").startswith("FedDC"))
     assert "519 †" in feddc and "FedDC rounds_to@85" in text

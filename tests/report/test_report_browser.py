@@ -12,7 +12,8 @@ import pytest
 from PIL import Image
 from test_report_files import _hand_made
 
-from benchmark.report.report_files import Figure, write_report
+from benchmark.report.figures import Figure
+from benchmark.report.report_files import write_report
 
 BROWSER = next(
     (b for b in ("chromium", "chromium-browser", "google-chrome", "headless_shell") if shutil.which(b)), None

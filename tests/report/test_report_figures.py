@@ -14,9 +14,10 @@ from benchmark.cli import main
 from benchmark.report.figures import (
     BAND_LABEL,
     convergence_figure,
+    curve_metric,
     label_distribution_figure,
     legend_columns,
-    method_colours,
+    method_styles,
     write_convergence_figures,
 )
 
@@ -57,7 +58,7 @@ def lines_by_label(ax) -> dict:
 
 
 def test_mean_over_seeds_with_min_max_band_on_three_axes(frame):
-    fig = convergence_figure(frame[frame.entry == "A"], "A", method_colours(frame.method))
+    fig = convergence_figure(frame[frame.entry == "A"], method_styles(frame.method))
     by_round, by_bytes, by_time = fig.axes[:3]
     lines = lines_by_label(by_round)
     assert set(lines) == {"FedAvg", "FedACG (diverged 1/2 seeds)"}
@@ -89,7 +90,7 @@ def test_a_method_with_several_settings_gets_a_line_per_setting():
         + runs("A", "FedACG", 0, [3, 4], setting="FedACG[lam=0.5]")
         + runs("A", "FedAvg", 0, [5, 6])
     )
-    fig = convergence_figure(frame, "A", method_colours(frame.method))
+    fig = convergence_figure(frame, method_styles(frame.method))
     lines = lines_by_label(fig.axes[0])
     assert set(lines) == {"FedACG[lam=0.8]", "FedACG[lam=0.5]", "FedAvg"}
     assert lines["FedACG[lam=0.8]"].get_color() == lines["FedACG[lam=0.5]"].get_color() != lines["FedAvg"].get_color()
@@ -100,12 +101,30 @@ def test_a_method_with_several_settings_gets_a_line_per_setting():
 def test_one_png_per_entry_with_the_same_colour_per_method(frame, tmp_path):
     from matplotlib.image import imread
 
-    paths = [path for _, path in write_convergence_figures(frame, tmp_path / "figs")]
+    paths = [path for _, _, path in write_convergence_figures(frame, tmp_path / "figs")]
     assert [p.name for p in paths] == ["convergence-A.png", "convergence-B.png"]
     for path in paths:
         pixels = imread(path)
         assert pixels.shape[1] > 1000 and pixels[..., :3].std() > 0.05  # a drawn figure, not a blank canvas
-    assert method_colours(["FedAvg", "FedACG", "FedAvg"]) == method_colours(["FedAvg", "FedACG"])
+        assert path.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-"  # the vector copy for a paper
+    assert method_styles(["FedAvg", "FedACG", "FedAvg"]) == method_styles(["FedAvg", "FedACG"])
+
+
+def test_no_two_methods_share_colour_and_dash():
+    styles = method_styles([f"M{i}" for i in range(80)])
+    looks = {(tuple(s["color"]), s["linestyle"]) for s in styles.values()}
+    assert len(looks) == 80 and styles["M0"]["linestyle"] == styles["M19"]["linestyle"] == "-"
+    assert styles["M20"]["color"] == styles["M0"]["color"] and styles["M20"]["linestyle"] == "--"
+
+
+def test_the_curve_is_the_tables_metric_and_the_axis_says_which(frame):
+    assert curve_metric(["acc@30", "rounds_to@60"]) == "ema_acc" and curve_metric(["acc_raw@30"]) == "test_acc"
+    frame = frame[frame.entry == "B"].assign(ema_acc=[1.0, 2.0, 3.0])
+    ema, raw = (convergence_figure(frame, method_styles(frame.method), y) for y in ("ema_acc", "test_acc"))
+    assert list(lines_by_label(ema.axes[0])["FedACG"].get_ydata()) == [1, 2, 3]
+    assert list(lines_by_label(raw.axes[0])["FedACG"].get_ydata()) == [5, 6, 7]
+    assert "EMA" in ema.axes[0].get_ylabel() and "raw" in raw.axes[0].get_ylabel()
+    assert not ema._suptitle and not ema.texts  # no baked-in title: the report prints the caption
 
 
 def test_label_distribution_sorts_clients_by_size_and_stacks_proportions():
@@ -157,4 +176,6 @@ def test_report_writes_a_convergence_figure_per_entry_into_the_html(tmp_path, ca
     figures = results / "tiny" / "report" / "figures"
     assert printed == [str(figures / "convergence-synthetic.png"), str(figures / "convergence-synthetic-2.png")]
     html = (results / "tiny" / "report" / "report.html").read_text()
-    assert html.count("<figcaption>synthetic: test accuracy against round, bytes communicated") == 2
+    assert (
+        html.count("<figcaption>synthetic: test accuracy, EMA-0.9 smoothed (%) against round, bytes communicated") == 2
+    )

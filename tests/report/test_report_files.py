@@ -4,6 +4,7 @@ grid collapsed by the stated rule, sensitivity), Markdown / HTML / CSV / LaTeX /
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
@@ -53,31 +54,46 @@ def test_report_files_from_hand_made_results(tmp_path, capsys):
     path, suite, jobs = _hand_made(tmp_path)
     assert main(["report", str(path), "--results-dir", str(tmp_path / "results"), "--no-tracking"]) == 0
     out = tmp_path / "results" / "tiny" / "report"
-    table = pd.read_csv(out / "tables" / "synthetic.csv", dtype=str, keep_default_na=False).set_index("method")
+    table = pd.read_csv(out / "tables" / "synthetic.csv").set_index("method")
     fedavg, fedacg, fedprox = table.loc["FedAvg"], table.loc["FedACG"], table.loc["FedProx"]
+    # tidy: numbers in their own columns, no "±" strings
+    assert not table.map(lambda v: "±" in str(v)).any().any()
     # 40, 44: mean 42, sample std 2.83; paper 45
-    assert fedavg["acc@2 (EMA, %)"] == "42.00 ± 2.83 (paper 45.00, Δ −3.00)"
-    assert fedavg["rounds to 30% (EMA)"] == "3 (1/2 reached)" and fedavg["n"] == "2"
+    assert (fedavg["acc@2.mean"], fedavg["acc@2.n"], fedavg["acc@2.paper"], fedavg["acc@2.delta"]) == (42, 2, 45, -3)
+    assert fedavg["acc@2.std"] == pytest.approx(2 * 2**0.5)
+    assert (fedavg["rounds_to@30.mean"], fedavg["rounds_to@30.n"], fedavg["seeds"]) == (3, 1, "2")  # 1 of 2 reached
     # lam=0.8 has the higher mean (60) but a diverged seed: lam=0.9 (55, 57) is chosen
-    assert fedacg["setting"] == "server.lam=0.9" and fedacg["final acc (EMA, %, round 4)"] == "56.00 ± 1.41"
-    assert fedacg["acc@2 (EMA, %)"] == "46.50 ± 0.71 (paper 50.00, Δ −3.50)"
-    assert fedacg["MB to 30% (EMA)"] == "0.000200 ± 0.000000" and fedacg["rounds to 30% (EMA)"] == "2 ± 0"
-    assert fedprox["acc@2 (EMA, %)"] == "— not run" and fedprox["n"] == "0/2" and fedprox["status"] == "not run"
+    assert fedacg["settings"] == "server.lam=0.9" and fedacg["final_ema_acc.mean"] == 56
+    assert fedacg["final_ema_acc.std"] == pytest.approx(2**0.5)
+    assert (fedacg["acc@2.mean"], fedacg["acc@2.paper"], fedacg["acc@2.delta"]) == (46.5, 50, -3.5)
+    assert (fedacg["bytes_to@30.mean"], fedacg["bytes_to@30.std"], fedacg["rounds_to@30.mean"]) == (200, 0, 2)
+    # paired over seeds 0, 1: FedACG 55, 57 minus FedAvg 50, 54 = 5, 3: mean 4, sd √2, t(0.975, 1) = 12.7062
+    paired = "final_ema_acc-vs-baseline"
+    assert (fedacg[f"{paired}.mean"], fedacg[f"{paired}.n"]) == (4, 2)
+    assert fedacg[f"{paired}.ci_low"] == pytest.approx(4 - 12.7062047, abs=1e-6)
+    assert fedacg[f"{paired}.ci_high"] == pytest.approx(4 + 12.7062047, abs=1e-6)
+    assert fedprox["acc@2.n"] == 0 and pd.isna(fedprox["acc@2.mean"])
+    assert (fedprox["seeds"], fedprox["status"]) == ("0/2", "not run")
     assert set(table.loc["FedAvg", "jobs"].split()) == {j.id for j in jobs if j.method_label == "FedAvg"}
 
-    sensitivity = pd.read_csv(out / "tables" / "synthetic.sensitivity.csv", dtype=str, keep_default_na=False)
+    sensitivity = pd.read_csv(out / "tables" / "synthetic.sensitivity.csv")
     lam8 = sensitivity.set_index("setting").loc["FedACG[lam=0.8]"]
-    assert (lam8["n"], lam8["status"], lam8["chosen"]) == ("1/2", "finished 1, diverged@3 1", "")
-    assert lam8["final acc (EMA, %, round 4)"] == "60.00"
-    assert list(sensitivity.chosen) == ["", "✓"]
+    assert (lam8["seeds"], lam8["status"], lam8["chosen"]) == ("1/2", "finished 1, diverged@3 1", False)
+    assert lam8["final_ema_acc.mean"] == 60
+    assert list(sensitivity.chosen) == [False, True]
 
     md = (out / "report.md").read_text()
     assert SELECTION_RULE in md and "[^synthetic-1]: jobs " in md and "(seed 1)" in md
     assert "**46.50 ± 0.71 (paper 50.00, Δ −3.50)**" in md  # the best acc@2 of the main table
     tex = (out / "tables" / "synthetic.tex").read_text()
     assert r"\textbf{46.50 $\pm$ 0.71 (paper 50.00, $\Delta$ $-$3.50)}" in tex and r"\toprule" in tex
+    # ready to \input: centred, captioned, labelled; statuses as footnotes, not a column
+    assert r"\centering" in tex and r"\caption{synthetic" in tex and r"\label{tab:synthetic}" in tex
+    assert "status" not in tex and r"FedProx$^{a}$" in tex and r"$^{a}$ not run" in tex
+    sensitivity_tex = (out / "tables" / "synthetic.sensitivity.tex").read_text()
+    assert r"$^{a}$ finished 1, diverged@3 1" in sensitivity_tex
     html = (out / "report.html").read_text()
-    assert '<td id="synthetic-3-0" class="best" title="jobs ' in html and 'id="job-' in html
+    assert '<td id="synthetic-3-1" class="best" title="jobs ' in html and 'id="job-' in html
     runs = pd.read_csv(out / "runs.csv")
     assert len(runs) == len(jobs) == 8 and set(runs.status.fillna("")) == {"finished", "diverged", "not run"}
     assert "report.html" in capsys.readouterr().out
@@ -98,17 +114,18 @@ def test_report_of_a_real_run_with_a_diverging_grid_point_attached_to_mlflow(tmp
     assert main(["run", str(path), "--results-dir", str(results), "--tracking-uri", uri, "-q"]) == 0
     assert main(["report", str(path), "--results-dir", str(results), "--tracking-uri", uri]) == 0
     out = results / "tiny" / "report"
-    table = pd.read_csv(out / "tables" / "synthetic.csv", dtype=str, keep_default_na=False).set_index("method")
-    assert list(table.setting) == ["local.lr=0.05", "local.lr=0.05"] and list(table.n) == ["2", "2"]
-    sensitivity = pd.read_csv(out / "tables" / "synthetic.sensitivity.csv", dtype=str, keep_default_na=False)
+    table = pd.read_csv(out / "tables" / "synthetic.csv").set_index("method")
+    assert list(table.settings) == ["local.lr=0.05", "local.lr=0.05"] and list(table.seeds) == [2, 2]
+    sensitivity = pd.read_csv(out / "tables" / "synthetic.sensitivity.csv")
     diverged = sensitivity[sensitivity.setting.str.contains("local.lr=10000")]
-    assert len(diverged) == 2 and set(diverged["acc@2 (EMA, %)"]) == {"diverged (2/2)"}
+    assert len(diverged) == 2 and list(diverged["acc@2.n"]) == [0, 0] and diverged["acc@2.mean"].isna().all()
     assert all(s.startswith("diverged@") for s in diverged.status)
-    # unsmoothed accuracy beside the EMA one, from the round records (one seed: the bare value)
+    # unsmoothed accuracy beside the EMA one, from the round records
     fedavg_jobs = [j for j in load_jobs(path)[1] if j.setting_label == "FedAvg local.lr=0.05"]
     raw = [JobDir(results, "tiny", j.id).read_metrics()[1]["test_acc"] for j in fedavg_jobs]
     mean, std = sum(raw) / 2, abs(raw[0] - raw[1]) / 2**0.5
-    assert table.loc["FedAvg", "acc@2 (raw, %)"] == f"{mean:.2f} ± {std:.2f}"
+    assert table.loc["FedAvg", "acc_raw@2.mean"] == pytest.approx(mean)
+    assert table.loc["FedAvg", "acc_raw@2.std"] == pytest.approx(std)
     runs = pd.read_csv(out / "runs.csv")
     summaries = {j: JobDir(results, "tiny", j).read_summary() for j in runs.job_id}
     assert all(runs.status == [summaries[j]["status"] for j in runs.job_id])

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from benchmark.report.sensitivity_figure import _panels, sensitivity_figure
+from benchmark.report.sensitivity_figure import _panels, held_fixed, sensitivity_figure
 
 
 def _data():
@@ -35,8 +35,11 @@ def test_panels_hold_the_settings_beside_the_chosen_one():
 
 def test_the_png_is_drawn(tmp_path):
     chosen = {"FedAvg": "FedAvg lr=0.1", "FedACG": "FedACG[lam=0.9] lr=0.1"}
-    path = sensitivity_figure(_data(), chosen, "entry", "final acc", tmp_path / "s.png")
+    assert held_fixed(_data(), chosen, "local.lr") == {"FedAvg": {}, "FedACG": {"server.lam": 0.9}}
+    assert held_fixed(_data(), chosen, "server.lam") == {"FedACG": {"local.lr": 0.1}}
+    path = sensitivity_figure(_data(), chosen, "final acc", tmp_path / "s.png")
+    assert path.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-"
     pixels = np.asarray(Image.open(path).convert("L"), dtype=float)
     assert pixels.shape[1] > 2 * pixels.shape[0] and pixels.std() > 20  # two panels side by side, not blank
     one_setting = _data()[_data().method == "FedAvg"].iloc[:1]
-    assert sensitivity_figure(one_setting, {}, "entry", "final acc", tmp_path / "none.png") is None
+    assert sensitivity_figure(one_setting, {}, "final acc", tmp_path / "none.png") is None

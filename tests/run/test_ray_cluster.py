@@ -101,7 +101,7 @@ def local_reference(suite: Path, root: Path) -> dict[str, dict]:
 
 
 def same_results(ours: JobDir, local: JobDir) -> None:
-    drop = ("wall_time_s", "ray", "threads")
+    drop = ("wall_time_s", "ray", "threads", "environment")  # where it ran
     assert {k: v for k, v in json.loads(ours.summary.read_text()).items() if k not in drop} == {
         k: v for k, v in json.loads(local.summary.read_text()).items() if k not in drop
     }

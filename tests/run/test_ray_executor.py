@@ -67,7 +67,9 @@ class RecordingTracker:
 
 
 def comparable(summary: dict) -> dict:
-    return {k: v for k, v in summary.items() if k not in ("wall_time_s", "ray", "threads")}
+    return {
+        k: v for k, v in summary.items() if k not in ("wall_time_s", "ray", "threads", "environment")
+    }  # where it ran
 
 
 @pytest.fixture(scope="module")

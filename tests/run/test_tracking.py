@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
@@ -110,14 +111,36 @@ def test_runs_carry_tags_unique_names_named_term_params_and_final_metrics(tmp_pa
     assert len(children) == 4 and len({r.info.run_name for r in children}) == 4
     assert len(parent.data.tags["mlflow.source.git.commit"]) == 40 and "fedbench.version.torch" in parent.data.tags
     assert [a.path for a in client.list_artifacts(parent.info.run_id, "suite")] == ["suite/suite.yaml"]
+    # the parent shows something in MLflow's default views: shared settings and each method's headline
+    assert parent.data.params["suite"] == "tiny" and parent.data.params["rounds"] == "3"
+    assert "local.lr" not in parent.data.params  # the grid varies it
+    assert [d.dataset.name for d in parent.inputs.dataset_inputs] == ["synthetic"]  # one input for its 4 jobs
+    finals = {
+        m: [c.data.metrics["final_ema_acc"] for c in children if c.data.tags["fedbench.method"] == m]
+        for m in ("FedAvg", "FedACG")
+    }
+    for method, values in finals.items():  # one seed: the better lr's final EMA accuracy
+        assert parent.data.metrics[f"synthetic/{method}/final_ema_acc"] == max(values)
     for child in children:
         tags, params, metrics = child.data.tags, child.data.params, child.data.metrics
         summary = json.loads((results / "tiny" / tags["fedbench.job_id"] / "summary.json").read_text())
         assert (tags["fedbench.suite"], tags["fedbench.dataset"], tags["fedbench.seed"]) == ("tiny", "synthetic", "3")
         assert tags["fedbench.method"] in ("FedAvg", "FedACG") and "mlflow.source.git.commit" in tags
         assert tags["fedbench.setting"].endswith(" rounds=3")  # the command-line override says so
-        assert child.info.run_name.startswith(f"synthetic | {tags['fedbench.method']} local.lr=")
-        assert "None" not in params.values()
+        # the method first, then its settings, the dataset, the seed and the job id's head
+        assert (
+            child.info.run_name
+            == f"{tags['fedbench.method']} local.lr={params['local.lr']} rounds=3 · synthetic · s3 · {tags['fedbench.job_id'][:6]}"
+        )
+        assert "None" not in params.values() and params["metrics"] == "acc@2, rounds_to@30"  # not a Python repr
+        assert tags["mlflow.user"] and tags["mlflow.source.name"] == str(suite)
+        [dataset] = child.inputs.dataset_inputs
+        assert (dataset.dataset.name, dataset.dataset.digest) == ("synthetic", summary["data_fingerprint"])
+        assert metrics["summary.acc_at_2"] == summary["metrics"]["acc@2"]
+        env = summary["environment"]  # where the job ran, in summary.json and as tags
+        assert env["torch"] == torch.__version__ and env["device"] == "cpu" and env["threads"] >= 1
+        assert {"cuda", "cudnn", "git_commit", "deterministic_algorithms"} <= set(env)
+        assert tags["fedbench.env.torch"] == torch.__version__ and tags["fedbench.env.device"] == "cpu"
         if tags["fedbench.method"] == "FedACG":
             assert params["method.client.prox.mu"] == "0.01"  # keyed by the term's name, not its position
         assert metrics["final_acc"] == summary["final_acc"] and metrics["wall_time_s"] == summary["wall_time_s"]

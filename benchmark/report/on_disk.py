@@ -1,0 +1,112 @@
+"""The jobs `status` and `report` show: the suite's expanded jobs plus every job on disk that equals
+one of them except for its seed (a `run --seeds 0,1,2` of a one-seed suite is reported with n = 3,
+not forgotten). `--seeds` narrows to the seeds given; jobs run with `--set`/`--rounds` match only
+when the same overrides are given (their settings differ, so their ids do), and `override_groups`
+finds the options that would show them, so the commands can say they exist and how to see them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmark.run.job_status import TERMINAL
+
+
+def _seeds_on_disk(suite_dir: Path) -> set[int]:
+    """Seeds of the jobs with a result (finished or diverged) under a suite's results folder."""
+    seeds = set()
+    for summary in suite_dir.glob("*/summary.json"):
+        try:
+            record = json.loads(summary.read_text())
+        except (OSError, ValueError):  # unreadable: JobDir reports it where the job is read
+            continue
+        if isinstance(record, dict) and record.get("status") in TERMINAL and isinstance(record.get("seed"), int):
+            seeds.add(record["seed"])
+    return seeds
+
+
+def _has_result(suite_dir: Path, job_id: str) -> bool:
+    try:
+        return json.loads((suite_dir / job_id / "summary.json").read_text()).get("status") in TERMINAL
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def jobs_with_seeds_on_disk(load, results_dir: Path, seeds: str | None = None):
+    """(suite, jobs): `load(seeds)` (the command's selection, seeds as `--seeds` text or None), and
+    without `seeds` also the same jobs at every other seed that has a result on disk (appended after
+    the suite's own jobs, in expansion order)."""
+    suite, jobs = load(seeds)
+    if seeds is not None:
+        return suite, jobs
+    suite_dir = Path(results_dir) / suite.name
+    every_seed = {j.config.seed for j in jobs} | _seeds_on_disk(suite_dir)
+    if every_seed <= {j.config.seed for j in jobs}:
+        return suite, jobs
+    _, widened = load(",".join(map(str, sorted(every_seed))))
+    known = {j.id for j in jobs}
+    extra = [j for j in widened if j.id not in known and _has_result(suite_dir, j.id)]
+    return suite, jobs + extra
+
+
+def _other_ids(suite_name: str, selected: set[str], results_dir: Path) -> list[str]:
+    suite_dir = Path(results_dir) / suite_name
+    return sorted(
+        p.parent.name
+        for p in suite_dir.glob("*/summary.json")
+        if p.parent.name not in selected and _has_result(suite_dir, p.parent.name)
+    )
+
+
+# config fields that are no setting of the job: labels, bookkeeping, the seed (--seeds), what is not in its id
+NOT_SETTINGS = ("job_id", "suite", "seed", "grid_point", "metrics", "checkpoint_every", "checkpoint_minutes")
+
+
+def _settings(config: dict) -> dict[str, str]:
+    from benchmark.run.mlflow_mirror import flatten
+
+    flat = flatten({k: v for k, v in config.items() if k not in NOT_SETTINGS})
+    return {k: v for k, v in flat.items() if not k.endswith("label") and not k.startswith("dataset.reference")}
+
+
+def override_groups(suite_name: str, jobs: list, results_dir: Path) -> dict[tuple[str, ...], list[str]]:
+    """The jobs on disk outside `jobs`, grouped by the --set options that would select them: each
+    job's settings compared with the selected job of the same dataset and method (() where none is
+    the same dataset and method, e.g. a job of an earlier version of the suite)."""
+    suite_dir = Path(results_dir) / suite_name
+    like = {(j.dataset_label, j.method_label): j for j in jobs}
+    reference: dict[str, dict] = {}
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for job_id in _other_ids(suite_name, {j.id for j in jobs}, results_dir):
+        try:
+            config = json.loads((suite_dir / job_id / "config.json").read_text())
+            key = (config["dataset"]["label"] or config["dataset"]["name"], config["method"]["label"])
+        except (OSError, ValueError, KeyError, TypeError):
+            groups.setdefault((), []).append(job_id)
+            continue
+        twin = like.get(key)
+        if twin is None:
+            groups.setdefault((), []).append(job_id)
+            continue
+        if twin.id not in reference:
+            reference[twin.id] = _settings(json.loads(json.dumps(twin.config.model_dump(mode="json"))))
+        mine, theirs = _settings(config), reference[twin.id]
+        sets = tuple(sorted(f"{k}={mine[k]}" for k in mine if mine[k] != theirs.get(k)))
+        groups.setdefault(sets, []).append(job_id)
+    return groups
+
+
+def options_text(sets: tuple[str, ...]) -> str:
+    """`--rounds 10 --set local.lr=0.1` for a group of override_groups."""
+    return " ".join(f"--rounds {s.split('=', 1)[1]}" if s.startswith("rounds=") else f"--set {s}" for s in sets)
+
+
+def left_out_of_previous_report(report_json: Path, selected: set[str], results_dir: Path, suite_name: str) -> int:
+    """How many jobs the report now on disk covered (report.json) that this selection leaves out while
+    their results are still there: a narrower report is about to replace a fuller one."""
+    try:
+        previous = json.loads(Path(report_json).read_text()).get("jobs", [])
+    except (OSError, ValueError, AttributeError):
+        return 0
+    suite_dir = Path(results_dir) / suite_name
+    return sum(1 for job_id in previous if job_id not in selected and _has_result(suite_dir, str(job_id)))

@@ -1,0 +1,61 @@
+"""Where a job ran: the code (fedbench version and git commit), torch with its CUDA and cuDNN, the
+device, the thread count and the determinism flags: recorded in summary.json (`environment`) and
+as MLflow tags (`fedbench.env.*`), so a number can be traced to the software and hardware behind it."""
+
+from __future__ import annotations
+
+import functools
+import platform
+import subprocess
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+
+@functools.cache
+def git_commit() -> tuple[str, bool] | None:
+    """(commit, dirty) of the checkout this package runs from; None outside git."""
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (commit.stdout.strip(), bool(dirty.stdout.strip())) if commit.returncode == 0 else None
+
+
+def package_version(name: str) -> str | None:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def environment(device) -> dict:
+    """The record for a job that ran on `device` (a torch.device or its name)."""
+    import torch
+
+    cuda = str(device).startswith("cuda") and torch.cuda.is_available()
+    git = git_commit()
+    return {
+        "fedbench": package_version("fedbench"),
+        "git_commit": git[0] if git else None,
+        "git_dirty": git[1] if git else None,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        "device": str(device),
+        "device_name": torch.cuda.get_device_name(torch.device(device))
+        if cuda
+        else (platform.processor() or platform.machine()),
+        "threads": torch.get_num_threads(),
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "cudnn_deterministic": torch.backends.cudnn.deterministic,
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+    }

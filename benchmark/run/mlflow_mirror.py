@@ -1,0 +1,215 @@
+"""One job's MLflow child run mirrored from its results folder: the one idempotent function
+(`JobMirror.mirror`) that live logging, the healing at every `fedbench run` and `fedbench sync`
+all go through. results/ is the source of truth; calling `mirror` again changes nothing once the
+run matches the folder.
+
+A run is named `<method and settings> · <dataset> · s<seed> · <job id>` (the method first, so
+names that MLflow's table truncates still differ where they matter) and carries:
+- tags: `fedbench.*` labels, MLflow's standard `mlflow.source.name` / `.type` / `.git.commit` and
+  `mlflow.user`, the environment of the process that ran it (`fedbench.env.*`, from summary.json);
+- params: the resolved job config, dotted (`method.client.prox.mu`), lists of plain values as
+  `a, b, c`, unset values left out;
+- its dataset as an MLflow input (name = the dataset label, digest = the data fingerprint);
+- metrics: every evaluated round (step = round, timestamp = when it was measured), then the
+  summary's numbers (`summary.acc_at_60`, `final_acc`, ...; names by `metric_key`).
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmark.run.job_status import DIVERGED, FAILED, FINISHED, STOPPED
+from benchmark.run.records import MEASURED
+
+# summary.json fields logged as run metrics (a failed or diverged job has no final_acc: nothing is logged)
+SUMMARY_METRICS = ("final_acc", "final_ema_acc", "final_subopt", "final_val_ema_acc", "wall_time_s", "rounds_completed")
+# job status -> MLflow run status (the exact one is the run's `fedbench.status` tag)
+RUN_STATUS = {FINISHED: "FINISHED", STOPPED: "KILLED", DIVERGED: "FAILED", FAILED: "FAILED"}
+BATCH = 200  # metric values per log_batch call (MLflow accepts up to 1000)
+
+
+def metric_key(name: str) -> str:
+    """A metric name in MLflow's alphabet (letters, digits, `_ - . / ` and space): `@` reads `_at_`
+    (`acc@60` -> `acc_at_60`), any other character outside it becomes `_`."""
+    return re.sub(r"[^A-Za-z0-9_\-./ ]", "_", name.replace("@", "_at_"))
+
+
+def _item_key(item: dict, index: int, siblings: list) -> str:
+    """A list item's key: its component name (client terms by term name), else its position."""
+    name = item.get("term") or item.get("rule") or item.get("codec")
+    unique = name and sum(1 for s in siblings if name in (s.get("term"), s.get("rule"), s.get("codec"))) == 1
+    return str(name) if unique else str(index)
+
+
+def flatten(obj, prefix: str = "") -> dict[str, str]:
+    """Dotted params; None values are left out (MLflow would store the string 'None'); a list of
+    plain values reads `a, b, c` (not Python's repr)."""
+    out = {}
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.update(flatten(v, f"{prefix}{k}."))
+    elif isinstance(obj, list) and obj and all(isinstance(v, dict) for v in obj):
+        for i, v in enumerate(obj):
+            out.update(flatten(v, f"{prefix}{_item_key(v, i, obj)}."))
+    elif isinstance(obj, list):
+        out[prefix.rstrip(".")] = ", ".join(map(str, obj))[:6000]
+    elif obj is not None:
+        out[prefix.rstrip(".")] = str(obj)[:6000]
+    return out
+
+
+def job_tags(job, suite: str) -> dict[str, str]:
+    c = job.config
+    return {
+        "fedbench.kind": "job",
+        "fedbench.suite": suite,
+        "fedbench.dataset": job.dataset_label,
+        "fedbench.method": job.method_label,
+        "fedbench.setting": job.setting_label,
+        "fedbench.seed": str(c.seed),
+        "fedbench.job_id": job.id,
+        "fedbench.model": c.model.name,
+        "fedbench.split": c.dataset.split.kind,
+    }
+
+
+def job_run_name(job) -> str:
+    """`FedACG lam=0.9 local.lr=0.1 · synthetic · s0 · 3f2a91`: method and settings first."""
+    setting = job.setting_label.replace("[", " ").replace("]", "")
+    return f"{setting} · {job.dataset_label} · s{job.config.seed} · {job.id[:6]}"
+
+
+def source_tags(source: str | None) -> dict[str, str]:
+    """MLflow's standard tags of who ran what (its UI's Source and User columns)."""
+    tags = {"mlflow.user": getpass.getuser(), "mlflow.source.type": "LOCAL"}
+    if source:
+        tags["mlflow.source.name"] = source
+    return tags
+
+
+def environment_tags(summary: dict) -> dict[str, str]:
+    """summary.json's `environment` record as `fedbench.env.<key>` tags."""
+    return {f"fedbench.env.{k}": str(v) for k, v in (summary.get("environment") or {}).items() if v is not None}
+
+
+@dataclass
+class JobMirror:
+    """The mirror of one suite's jobs in one MLflow experiment, under its parent run."""
+
+    client: object  # MlflowClient
+    experiment_id: str
+    parent_id: str
+    suite: str
+    provenance: dict  # tags of this process's code (git commit, package versions) and source
+
+    def find(self, job_id: str):
+        """The job's child run (the oldest, should two processes have raced), or None."""
+        runs = self.client.search_runs(
+            [self.experiment_id],
+            f"tags.`fedbench.job_id` = '{job_id}'",
+            max_results=1,
+            order_by=["attributes.start_time ASC"],
+        )
+        return runs[0] if runs else None
+
+    def ensure_run(self, job, config: dict) -> str:
+        """The job's run id, the run created (name, tags, params, dataset) when it has none."""
+        if found := self.find(job.id):
+            return found.info.run_id
+        from mlflow.entities import Param
+
+        run_id = self.client.create_run(
+            self.experiment_id,
+            run_name=job_run_name(job),
+            tags={"mlflow.parentRunId": self.parent_id, **job_tags(job, self.suite), **self.provenance},
+        ).info.run_id
+        params = [Param(k[:250], v) for k, v in flatten(config).items()]
+        for i in range(0, len(params), 100):
+            self.client.log_batch(run_id, params=params[i : i + 100])
+        return run_id
+
+    def logged_upto(self, run_id: str) -> int:
+        """The last round the run has (0: none)."""
+        return max((m.step for m in self.client.get_metric_history(run_id, "test_acc")), default=0)
+
+    def log_rounds(self, run_id: str, records: list[dict], after: int) -> int:
+        """Log the records past round `after`; returns the last round the run now has."""
+        from mlflow.entities import Metric
+
+        new = [r for r in records if r["round"] > after]
+        now = time.time()
+        metrics = [
+            Metric(k, float(r[k]), int(1000 * r.get("time", now)), int(r["round"]))
+            for r in new
+            for k in MEASURED
+            if r.get(k) is not None
+        ]
+        for i in range(0, len(metrics), BATCH):
+            self.client.log_batch(run_id, metrics=metrics[i : i + BATCH])
+        return new[-1]["round"] if new else after
+
+    def finish(self, run_id: str, summary: dict, files: list[Path]) -> None:
+        """The summary's numbers, status, environment, dataset and files, then the run's end status."""
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        values = {
+            **{f"summary.{metric_key(k)}": v for k, v in summary.get("metrics", {}).items()},
+            **{k: summary.get(k) for k in SUMMARY_METRICS},
+            "diverged_at_round": summary.get("diverged_at_round"),
+        }
+        final = [
+            Metric(k, float(v), now, 0)
+            for k, v in values.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+        ]
+        if final:
+            self.client.log_batch(run_id, metrics=final)
+        for key, value in environment_tags(summary).items():
+            self.client.set_tag(run_id, key, value)
+        self.log_dataset(run_id, summary)
+        for f in files:
+            if f.exists():
+                self.client.log_artifact(run_id, str(f))
+        self.client.set_tag(run_id, "fedbench.status", summary.get("status", "?"))
+        self.client.set_terminated(run_id, RUN_STATUS.get(summary.get("status"), "FAILED"))
+
+    def log_dataset(self, run_id: str, summary: dict) -> None:
+        from mlflow.entities import Dataset, DatasetInput
+
+        if not summary.get("data_fingerprint"):
+            return
+        dataset = Dataset(
+            name=str(summary.get("dataset") or "data"),
+            digest=str(summary["data_fingerprint"]),
+            source_type="local",
+            source=json.dumps({"fedbench": "data_fingerprint of the tensors the job trained on"}),
+        )
+        self.client.log_inputs(run_id, datasets=[DatasetInput(dataset)])
+
+    @staticmethod
+    def is_complete(run, summary: dict) -> bool:
+        """A run that already mirrors a terminal summary: its status tag and end status match."""
+        status = summary.get("status")
+        return run.data.tags.get("fedbench.status") == status and run.info.status == RUN_STATUS.get(status)
+
+    def mirror(self, job, jobdir, summary: dict | None = None, files: list[Path] | None = None) -> str:
+        """Bring the job's run up to its folder: the run (created if missing), the rounds it lacks,
+        and once the job has a summary its final numbers and status. Idempotent."""
+        summary = summary if summary is not None else jobdir.read_summary()
+        run = self.find(job.id)
+        if run is not None and summary and self.is_complete(run, summary):
+            return run.info.run_id
+        config = json.loads(jobdir.config.read_text()) if jobdir.config.exists() else {"job_id": job.id}
+        run_id = run.info.run_id if run is not None else self.ensure_run(job, config)
+        self.log_rounds(run_id, jobdir.read_metrics(), self.logged_upto(run_id))
+        if summary:
+            self.finish(
+                run_id, summary, files if files is not None else [jobdir.config, jobdir.metrics, jobdir.summary]
+            )
+        return run_id

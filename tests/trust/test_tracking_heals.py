@@ -1,0 +1,85 @@
+"""results/ is the source of truth and MLflow heals from it: finished jobs missing or KILLED in MLflow
+are mirrored again by the next `run` and by `fedbench sync`, idempotently; tracking time is not
+training time; an unreachable tracking server costs seconds, not minutes."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from fedtest import tiny_suite, write_suite
+
+from benchmark.cli import main
+from benchmark.run.results import JobDir
+from benchmark.suite.expand import load_jobs
+
+mlflow = pytest.importorskip("mlflow")
+
+
+def _children(uri: str) -> dict:
+    client = mlflow.tracking.MlflowClient(uri)
+    exp = client.get_experiment_by_name("tiny")
+    runs = client.search_runs([exp.experiment_id], "tags.`fedbench.kind` = 'job'")
+    return {r.data.tags["fedbench.job_id"]: r for r in runs}
+
+
+def _assert_mirrors_disk(uri: str, results, jobs) -> None:
+    client = mlflow.tracking.MlflowClient(uri)
+    runs = _children(uri)
+    assert set(runs) == {j.id for j in jobs}
+    for job in jobs:
+        run, jobdir = runs[job.id], JobDir(results, "tiny", job.id)
+        summary = jobdir.read_summary()
+        assert run.info.status == "FINISHED" and run.data.tags["fedbench.status"] == "finished"
+        assert run.data.metrics["final_acc"] == summary["final_acc"]
+        history = client.get_metric_history(run.info.run_id, "test_acc")
+        assert [(m.step, m.value) for m in history] == [(r["round"], r["test_acc"]) for r in jobdir.read_metrics()]
+
+
+def test_run_and_sync_heal_missing_and_killed_runs_idempotently(tmp_path, mlflow_store):
+    path, results, uri = write_suite(tmp_path, tiny_suite()), tmp_path / "r", mlflow_store()
+    _, jobs = load_jobs(path)
+    base = ["--results-dir", str(results), "--tracking-uri", uri, "-q"]
+    assert main(["run", str(path), *base[:2], "--no-tracking", "-q"]) == 0  # e.g. during an outage
+    assert main(["run", str(path), *base]) == 0  # every job skipped, and mirrored from results/
+    _assert_mirrors_disk(uri, results, jobs)
+
+    client = mlflow.tracking.MlflowClient(uri)
+    killed = _children(uri)[jobs[0].id].info.run_id  # a process killed after the summary was written
+    client.set_terminated(killed, "KILLED")
+    client.delete_tag(killed, "fedbench.status")
+    assert main(["sync", str(path), "--results-dir", str(results), "--tracking-uri", uri]) == 0
+    _assert_mirrors_disk(uri, results, jobs)
+    assert main(["sync", str(path), "--results-dir", str(results), "--tracking-uri", uri]) == 0  # nothing to do
+    assert main(["run", str(path), *base]) == 0
+    _assert_mirrors_disk(uri, results, jobs)  # no round logged twice, no second run
+
+
+def test_tracking_time_is_not_training_time(tmp_path, monkeypatch, mlflow_store):
+    slow = mlflow.tracking.MlflowClient.log_batch
+
+    def log_batch(self, *args, **kwargs):
+        time.sleep(0.5)  # a slow tracking server
+        return slow(self, *args, **kwargs)
+
+    monkeypatch.setattr(mlflow.tracking.MlflowClient, "log_batch", log_batch)
+    path, results = write_suite(tmp_path, tiny_suite(methods=["fedavg"])), tmp_path / "r"
+    began = time.monotonic()
+    assert main(["run", str(path), "--results-dir", str(results), "--tracking-uri", mlflow_store(), "-q"]) == 0
+    elapsed = time.monotonic() - began
+    [job] = load_jobs(path)[1]
+    jobdir = JobDir(results, "tiny", job.id)
+    # params, rounds and the final numbers: at least 3 slow batches inside the job's span
+    assert elapsed > 1.5 and jobdir.read_summary()["wall_time_s"] < elapsed - 1.5
+    assert jobdir.read_metrics()[-1]["wall_s"] < elapsed - 1.5
+
+
+def test_report_and_sync_with_an_unreachable_server_take_seconds(tmp_path, capsys):
+    path, results = write_suite(tmp_path, tiny_suite(methods=["fedavg"])), str(tmp_path / "r")
+    assert main(["run", str(path), "--results-dir", results, "--no-tracking", "-q"]) == 0
+    began = time.monotonic()
+    assert main(["report", str(path), "--results-dir", results, "--tracking-uri", "http://127.0.0.1:9"]) == 0
+    assert main(["sync", str(path), "--results-dir", results, "--tracking-uri", "http://127.0.0.1:9"]) == 2
+    assert time.monotonic() - began < 20  # the report and its figures included; no minutes of retries
+    err = capsys.readouterr().err
+    assert "not attached to MLflow" in err and "unreachable" in err and "Traceback" not in err
