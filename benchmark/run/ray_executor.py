@@ -378,8 +378,12 @@ class RayExecutor(Executor):
     def data_uris(self, jobs: list[Job]) -> dict:
         return parse_uri_options(self.options.data_uris, sorted({job.config.dataset.name for job in jobs}))
 
-    def check(self, jobs: list[Job]) -> None:  # each node reads its own or a staged copy: the workers check it
+    def check(self, jobs: list[Job]) -> None:
+        """The URIs, and the local executor's preflight (every split drawn) for the datasets this driver
+        has: a job asking for more clients than the users is refused before any task starts. A dataset
+        only the nodes have (their own copy or a --data-uri) is checked where it is loaded."""
         self.data_uris(jobs)
+        super().check([job for job in jobs if _driver_has(job)])
 
     def run(self, jobs, suite, results_root, device, tracker, progress, stop_after):
         o = self.options
@@ -397,3 +401,17 @@ class RayExecutor(Executor):
             data_uris=self.data_uris(jobs),
             ship_max_mb=o.ship_max_mb,
         )
+
+
+def _driver_has(job: Job) -> bool:
+    """The job's dataset is generated from its params or found under this machine's data root."""
+    from benchmark.data.source import DATASETS, data_root
+
+    probe = DATASETS.require(job.config.dataset.name).probe
+    if probe is None:
+        return True
+    try:
+        probe(data_root(job.config.dataset.root))
+    except DatasetMissing:
+        return False
+    return True

@@ -73,12 +73,14 @@ def test_a_malformed_leaf_user_names_its_shard_and_user(tmp_path, capsys, test_u
     assert "Traceback" not in err and "all_data_0_test.json: user 'u0'" in err and expected in err, err
 
 
-def test_more_clients_than_users_is_refused_before_any_job_writes(tmp_path, capsys):
+@pytest.mark.parametrize("executor", ["local", "ray"])  # ray: the driver has the data, so it checks it
+def test_more_clients_than_users_is_refused_before_any_job_writes(tmp_path, capsys, executor):
+    if executor == "ray":
+        pytest.importorskip("ray")
     write_leaf(tmp_path, "femnist", femnist_users([0, 1, 2]), femnist_users([3, 1]))
     suite = femnist_suite(tmp_path, tmp_path, extra_datasets=({"name": "synthetic", "num_clients": 4},))
-    assert (
-        main(["run", str(suite), "--no-tracking", "--results-dir", str(tmp_path / "r"), "--set", "num_clients=2"]) == 2
-    )
+    args = ["run", str(suite), "--no-tracking", "--results-dir", str(tmp_path / "r"), "--set", "num_clients=2"]
+    assert main([*args, "--executor", executor]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert "num_clients = 2 but the dataset has only 1 users" in err and "femnist" in err
     assert not (tmp_path / "r").exists()  # the synthetic job, first in the suite, did not start

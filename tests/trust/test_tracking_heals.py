@@ -4,10 +4,13 @@ training time; an unreachable tracking server costs seconds, not minutes."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
-from fedtest import tiny_suite, write_suite
+from fedtest import measured, tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.run.results import JobDir
@@ -83,3 +86,25 @@ def test_report_and_sync_with_an_unreachable_server_take_seconds(tmp_path, capsy
     assert time.monotonic() - began < 20  # the report and its figures included; no minutes of retries
     err = capsys.readouterr().err
     assert "not attached to MLflow" in err and "unreachable" in err and "Traceback" not in err
+
+
+KILL = Path(__file__).with_name("kill_at_mlflow.py")
+
+
+# MLflow's write points: a round's metrics mid-run (the 2nd batch: after the parameters), and the end of a
+# job whose summary.json is already written (its run left RUNNING without final numbers)
+@pytest.mark.parametrize("method, nth", [("log_batch", 2), ("set_terminated", 1)])
+def test_a_kill_at_an_mlflow_write_resumes_and_heals_the_run(tmp_path, mlflow_store, method, nth):
+    raw = tiny_suite(methods=["fedacg"])
+    raw["defaults"].update(rounds=6, checkpoint_every=2, checkpoint_minutes=0)
+    path, uri = write_suite(tmp_path, raw), mlflow_store()
+    [job] = load_jobs(path)[1]
+    straight = ["run", str(path), "--no-tracking", "--threads", "1", "--results-dir", str(tmp_path / "straight")]
+    assert main(straight) == 0
+    args = ["run", str(path), "--tracking-uri", uri, "--threads", "1", "-q", "--results-dir", str(tmp_path / "r")]
+    killed = subprocess.run([sys.executable, str(KILL), method, str(nth), *args], capture_output=True, text=True)
+    assert killed.returncode == 137, killed.stderr
+    assert main(args) == 0  # resumes (or skips the finished job) and heals its MLflow run
+    _assert_mirrors_disk(uri, tmp_path / "r", [job])
+    ran, reference = (JobDir(tmp_path / d, "tiny", job.id) for d in ("r", "straight"))
+    assert measured(ran.read_metrics()) == measured(reference.read_metrics())
