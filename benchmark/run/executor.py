@@ -66,11 +66,14 @@ def run_jobs(
             """Run or skip `job`; False when another process holds it and `wait` is off."""
             jobdir = JobDir(results_root, suite, job.id)
             lock = job_lock(results_root, suite, job.id)
-            if not (done := reusable_summary(job, jobdir)) and not lock.acquire(blocking=wait):
+            done = reusable_summary(job, jobdir)
+            held = lock.acquire(blocking=wait and not done)  # a finished job: only to tidy it, never waited for
+            if not done and not held:
                 return False
             try:  # re-read under the lock: the other process may have finished it meanwhile
-                if not (done := done or reusable_summary(job, jobdir)):
+                if held:  # temp files a killed process left, a finished job's too
                     jobdir.remove_stale_temps()
+                if not (done := done or reusable_summary(job, jobdir)):
                     jobdir.set_aside_other_data(data_fingerprint(job.config))
                 if done:
                     summaries[job.id] = done

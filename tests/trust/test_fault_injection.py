@@ -119,3 +119,14 @@ def test_an_environment_error_no_command_handled_is_exit_2_not_a_traceback(tmp_p
     assert main(["plan", str(suite)]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert "cannot go on: " + str(tmp_path / "r") in err and "Read-only file system (EROFS)" in err
+
+
+def test_a_finished_jobs_stale_temp_files_are_removed_by_the_next_run(tmp_path, straight):
+    suite, reference = straight
+    args = ["run", str(suite), "--no-tracking", "--threads", "1", "--results-dir", str(tmp_path / "r")]
+    assert main(args) == 0
+    jobdir = JobDir(tmp_path / "r", "tiny", reference.path.name)
+    (jobdir.path / ".metrics.jsonl.k3j9x2ab").write_text("a write a kill cut short")
+    assert temps(jobdir) == [".metrics.jsonl.k3j9x2ab"]
+    assert main(args) == 0  # the job is skipped, and tidied
+    assert temps(jobdir) == [] and jobdir.read_summary()["status"] == "finished"
