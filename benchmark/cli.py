@@ -321,7 +321,7 @@ def plan(
 
 
 def _print_audit(suite, jobs) -> None:
-    from benchmark.report.audit import audit
+    from benchmark.papers.audit import audit
 
     rows = audit(suite, jobs)
     if not rows:

@@ -29,7 +29,7 @@ import torch
 
 from benchmark.engine.setup import load_source
 from benchmark.fl.fedac import coefficients
-from benchmark.report.fedac_suites import LR_GRID, T, protocol_suite
+from benchmark.papers.fedac_suites import LR_GRID, T, protocol_suite
 from benchmark.run.executor import run_jobs
 from benchmark.run.progress import QUIET, LogProgress
 from benchmark.run.tracking import NullTracker
