@@ -41,6 +41,9 @@ ALIASES = {"table1": ("fedacg.moderate_dir0.3", "fedacg.large_dir0.3")}
 
 
 def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m benchmark.papers.generate REFERENCE_DIR OUTDIR", file=sys.stderr)
+        return 2
     ref_dir, out_dir = Path(argv[0]), Path(argv[1])
     out_dir.mkdir(parents=True, exist_ok=True)
     try:

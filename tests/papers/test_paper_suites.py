@@ -70,6 +70,12 @@ def test_committed_paper_suites_match_the_generator(tmp_path):
         assert yaml.safe_load(committed.read_text()) == yaml.safe_load(path.read_text()), path.name
 
 
+def test_the_generator_without_its_two_folders_prints_its_usage(capsys, tmp_path):
+    assert generate([str(tmp_path)]) == 2
+    assert "usage: python -m benchmark.papers.generate REFERENCE_DIR OUTDIR" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
 @pytest.mark.parametrize("path", PAPER_SUITES, ids=lambda p: p.stem)
 def test_audit_finds_no_mismatch_in_any_paper_suite(path):
     suite, jobs = load_jobs(path)
