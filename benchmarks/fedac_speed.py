@@ -29,7 +29,7 @@ import torch
 
 from benchmark.engine.setup import load_source
 from benchmark.fl.fedac import coefficients
-from benchmark.report.fedac_suites import LR_GRID, T, protocol_suite
+from benchmark.papers.fedac_suites import LR_GRID, T, protocol_suite
 from benchmark.run.executor import run_jobs
 from benchmark.run.progress import QUIET, LogProgress
 from benchmark.run.tracking import NullTracker
@@ -103,7 +103,7 @@ def speed(args) -> None:
 
 def cell_memory(m: int, k: int, rounds: int) -> None:
     """Run the (M, K) cell of Figure 1 (5 methods x 13 lr, both batches) for `rounds` rounds."""
-    from benchmark.run.batched import BatchedJobs, run_group
+    from benchmark.run.fedac_replay import BatchedJobs, run_group
 
     jobs = expand(Suite(**protocol_suite("memory", LAM, [m], [k], FIG1_METHODS, "")))
     for group in BatchedJobs(jobs).groups.values():

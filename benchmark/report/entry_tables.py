@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from benchmark.metrics import parse_metric
-from benchmark.report.audit import off_paper
+from benchmark.papers.audit import off_paper
 from benchmark.report.cells import NOT_SCORED, Cell, Column, is_number, measured_cell, with_paper
 from benchmark.run.job_status import FINISHED
 

@@ -262,7 +262,7 @@ def lost_summary(cells: dict[tuple[str, int, int], Cell]) -> str:
 def fedac_report(console, suite, jobs: list[Job], summaries: dict[str, dict], results_dir: Path) -> list[Job]:
     """Print the FedAc tables and write the figure for the suite's FedAc-protocol jobs (if any);
     returns the other jobs, for the ordinary tables."""
-    from benchmark.report.audit import off_paper
+    from benchmark.papers.audit import off_paper
 
     suite_name = suite.name
     ours = [j for j in jobs if is_fedac_protocol(j)]

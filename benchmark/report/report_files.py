@@ -230,7 +230,7 @@ def build_tables(
     suite, jobs, summaries: dict, results_root: Path, runs: pd.DataFrame
 ) -> tuple[list[EntryTable], list[EntryTable], str]:
     """(entry tables, FedAc tables, FedAc note) for the suite's jobs; `runs` is their jobs_frame."""
-    from benchmark.report.audit import off_paper
+    from benchmark.papers.audit import off_paper
     from benchmark.report.fedac_figure import collect, fedac_entry_tables, fedac_note, is_fedac_protocol
 
     fedac_jobs = [j for j in jobs if is_fedac_protocol(j)]

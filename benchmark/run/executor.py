@@ -15,9 +15,9 @@ from pathlib import Path
 
 from benchmark.engine.setup import data_fingerprint
 from benchmark.errors import UserError
-from benchmark.run.batched import BatchedJobs
 from benchmark.run.code_fingerprint import code_fingerprint
 from benchmark.run.executor_base import EXECUTORS, Executor
+from benchmark.run.fedac_replay import BatchedJobs
 from benchmark.run.job_runner import run_job
 from benchmark.run.locks import job_lock
 from benchmark.run.progress import LogProgress, log

@@ -9,7 +9,7 @@ from fedtest import measured
 
 from benchmark.engine import fedac_batched
 from benchmark.engine.fedac_jobs import batch_key
-from benchmark.run.batched import BatchedJobs
+from benchmark.run.fedac_replay import BatchedJobs
 from benchmark.run.job_runner import run_job
 from benchmark.run.results import JobDir
 from benchmark.suite.expand import expand

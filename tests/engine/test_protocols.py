@@ -13,7 +13,7 @@ from benchmark.engine.trainers.auto import AutoTrainer
 from benchmark.engine.trainers.base import Trainer
 from benchmark.engine.trainers.sequential import SequentialTrainer
 from benchmark.engine.trainers.vectorised import VectorisedTrainer
-from benchmark.run.batched import BatchedJobs
+from benchmark.run.fedac_replay import BatchedJobs
 from benchmark.suite.expand import expand
 
 

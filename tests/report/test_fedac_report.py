@@ -12,12 +12,12 @@ import yaml
 from click.testing import CliRunner
 from engine.test_fedac_batched import shared_suite
 from fedtest import REPO, write_suite
-from report.test_paper_suites import REFERENCE
+from papers.test_paper_suites import REFERENCE
 
 from benchmark.cli import cli
+from benchmark.papers.fedac_suites import small_suite
+from benchmark.papers.generate import dump_suite
 from benchmark.report.fedac_figure import collect, fedac_tables, figure_path
-from benchmark.report.fedac_suites import small_suite
-from benchmark.report.paper_suites import dump_suite
 from benchmark.run.results import JobDir, atomic_write_json
 from benchmark.suite.expand import expand, load_jobs
 from benchmark.suite.schema import Suite

@@ -67,7 +67,7 @@ def test_the_batched_fedac_engine_runs_at_one_thread_unless_told(tmp_path, monke
     from engine.test_fedac_batched import shared_suite
 
     from benchmark.run import threads
-    from benchmark.run.batched import BatchedJobs
+    from benchmark.run.fedac_replay import BatchedJobs
     from benchmark.run.job_runner import run_job
     from benchmark.run.results import JobDir
     from benchmark.suite.expand import expand

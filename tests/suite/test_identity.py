@@ -7,8 +7,8 @@ from fedtest import REPO
 
 from benchmark.engine.fedac_jobs import batch_key
 from benchmark.fl.registry import CLIENT_TERMS, CODECS, SERVER_RULES
+from benchmark.papers.audit import job_value, setting
 from benchmark.params import Identity, identity_of, model_in
-from benchmark.report.audit import job_value, setting
 from benchmark.suite.expand import job_id, load_jobs
 from benchmark.suite.schema import JobConfig
 

@@ -12,14 +12,14 @@ import yaml
 from click.testing import CliRunner
 from engine.test_fedac_batched import shared_suite
 from fedtest import REPO, write_suite
+from papers.test_paper_suites import REFERENCE
 from report.test_fedac_report import fake_results
-from report.test_paper_suites import REFERENCE
 
 from benchmark.cli import cli
-from benchmark.report import fedac_authors
+from benchmark.papers import fedac_authors
+from benchmark.papers.paper_settings import GenerationError
 from benchmark.report.fedac_compare import comparison_summary, comparisons
 from benchmark.report.fedac_figure import Cell
-from benchmark.report.paper_settings import GenerationError
 from benchmark.suite.expand import load_jobs
 from benchmark.suite.overrides import Overrides
 from benchmark.suite.schema import Suite

@@ -13,10 +13,11 @@ from fedtest import REPO, write_suite
 
 from benchmark.cli import cli, main
 from benchmark.data.participation import sample_clients
-from benchmark.report.audit import audit, job_value
-from benchmark.report.paper_settings import GenerationError
-from benchmark.report.paper_suites import main as generate
-from benchmark.report.paper_suites import suites_from
+from benchmark.papers.audit import audit, job_value
+from benchmark.papers.generate import TOP_LEVEL
+from benchmark.papers.generate import main as generate
+from benchmark.papers.paper_settings import GenerationError
+from benchmark.papers.paper_suites import suites_from
 from benchmark.suite.expand import load_jobs
 
 # The papers' transcribed tables (the generator's input, not part of the repository): a shared/reference
@@ -65,8 +66,14 @@ def test_sensitivity_columns_become_method_grids():
 def test_committed_paper_suites_match_the_generator(tmp_path):
     assert generate([str(REFERENCE), str(tmp_path)]) == 0
     for path in tmp_path.glob("*.yaml"):
-        committed = REPO / "suites" / ("table1.yaml" if path.name == "table1.yaml" else f"papers/{path.name}")
+        committed = REPO / "suites" / (path.name if path.name in TOP_LEVEL else f"papers/{path.name}")
         assert yaml.safe_load(committed.read_text()) == yaml.safe_load(path.read_text()), path.name
+
+
+def test_the_generator_without_its_two_folders_prints_its_usage(capsys, tmp_path):
+    assert generate([str(tmp_path)]) == 2
+    assert "usage: python -m benchmark.papers.generate REFERENCE_DIR OUTDIR" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # nothing written
 
 
 @pytest.mark.parametrize("path", PAPER_SUITES, ids=lambda p: p.stem)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from benchmark.data.participation import clients_per_round
-from benchmark.report.paper_settings import iterations_of
+from benchmark.papers.paper_settings import iterations_of
 from benchmark.suite.expand import Job, expand
 from benchmark.suite.schema import JobConfig, Suite
 

@@ -10,7 +10,7 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-from benchmark.report.paper_settings import GenerationError
+from benchmark.papers.paper_settings import GenerationError
 
 FOLDER = "fedac_authors"
 ALG = {-1: "FedAc (vanilla)", 0: "FedAvg", 1: "FedAc-I", 2: "FedAc-II", 3: "MB-SGD", 4: "MB-AC-SGD"}

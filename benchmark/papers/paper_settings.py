@@ -59,7 +59,7 @@ def _per_method(table: dict, key: str):
     if value not in TEXT_VALUES:
         raise GenerationError(
             f"{table['id']}: setting {key}: {value!r} is free text the generator cannot read; "
-            "add it to TEXT_VALUES in benchmark/report/paper_settings.py"
+            "add it to TEXT_VALUES in benchmark/papers/paper_settings.py"
         )
     return TEXT_VALUES[value](table)
 
@@ -150,7 +150,7 @@ def stated(table: dict, labels: dict[str, str]) -> dict[str, dict]:
         rule = SETTING_RULES.get(key)
         if rule is None:
             raise GenerationError(
-                f"{tid}: setting {key!r} has no rule in benchmark/report/paper_settings.py "
+                f"{tid}: setting {key!r} has no rule in benchmark/papers/paper_settings.py "
                 "(SETTING_RULES); the generator must not drop it"
             )
         rule(table, value, common, put)

@@ -1,0 +1,64 @@
+"""What every command prints through: the consoles, strict JSON, the progress reporter, the result
+tables, and the note on jobs on disk that a selection leaves out."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from benchmark.errors import UserError
+
+# Piped output (CI logs, files) gets wide tables instead of rich's 80-column default.
+out = Console(width=None if sys.stdout.isatty() else 200)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+
+
+def print_json(obj) -> None:
+    """Strict JSON on stdout (no NaN), for scripts: nothing else is printed there."""
+    from benchmark.run.results import strict_json
+
+    click.echo(strict_json(obj, indent=2))
+
+
+def progress(jobs, quiet: bool, verbose: bool):
+    """The progress reporter for this invocation (and the log level of the "fedbench" logger)."""
+    if quiet and verbose:
+        raise UserError("--quiet and --verbose exclude each other")
+    from benchmark.run.progress import NORMAL, QUIET, VERBOSE, configure_logging, reporter
+
+    verbosity = QUIET if quiet else VERBOSE if verbose else NORMAL
+    configure_logging(verbosity)
+    return reporter(jobs, err_console, verbosity)
+
+
+def print_results(suite, jobs, summaries: dict, results_dir: Path, columns=(), wide: bool = False) -> None:
+    """The FedAc figure's tables (and PNG) for FedAc-protocol jobs, the paper tables for the rest."""
+    from benchmark.report.fedac_figure import fedac_report
+    from benchmark.report.table import result_tables
+
+    rest = fedac_report(out, suite, jobs, summaries, results_dir)
+    for table in result_tables(suite, rest, summaries, results_dir, columns, wide):
+        out.print(table)
+
+
+def note_unselected(suite, jobs: list, results_dir: Path) -> None:
+    """Jobs on disk this selection leaves out (run with --set/--rounds, or by an earlier suite
+    version) would silently be missing: say how many, and the options that show them."""
+    from benchmark.report.on_disk import options_text, override_groups
+
+    groups = override_groups(suite.name, jobs, results_dir)
+    if not groups:
+        return
+    how = [
+        f"{len(ids)} with `{options_text(sets)}`" if sets else f"{len(ids)} from other suite settings"
+        for sets, ids in groups.items()
+    ]
+    err_console.print(
+        f"note: {sum(map(len, groups.values()))} other job(s) in {results_dir / suite.name} are not shown: "
+        + "; ".join(how)
+        + " (pass those options to show them)",
+        markup=False,
+    )

@@ -1,0 +1,71 @@
+"""`fedbench report`: measured vs paper numbers from the results on disk (never reruns), written to
+results/<suite>/report/ and attached to the suite's MLflow run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from benchmark.commands.output import err_console, note_unselected, out, print_results
+from benchmark.commands.tracking import attach_report
+from benchmark.errors import UserError
+
+
+def report_suite(
+    select, suite_file: Path, seeds, results_dir: Path, tracking_uri, no_tracking: bool, columns, wide: bool, as_json
+) -> None:
+    from benchmark.report.fedac_figure import figure_path
+    from benchmark.report.figures import Figure, report_figures
+    from benchmark.report.on_disk import jobs_with_seeds_on_disk, left_out_of_previous_report
+    from benchmark.report.report_files import write_report
+    from benchmark.run.results import JobDir
+
+    suite, jobs = jobs_with_seeds_on_disk(select, results_dir, seeds)
+    summaries = {j.id: s for j in jobs if (s := JobDir(results_dir, suite.name, j.id).read_summary())}
+    if not summaries:
+        raise UserError(
+            f"no results for suite {suite.name!r} under {results_dir}; run `fedbench run {suite_file}` first"
+        )
+    if columns and wide:
+        raise UserError("--columns picks columns, --wide shows all of them: use one")
+    picked = tuple(c.strip() for c in columns.split(",") if c.strip()) if columns else ()
+    if not as_json:
+        print_results(suite, jobs, summaries, results_dir, picked, wide)
+    note_unselected(suite, jobs, results_dir)
+    convergence = report_figures(suite, jobs, results_dir)
+    figures = [
+        Figure(
+            "FedAc protocol: best F(w) − F* over η against the number of workers M",
+            figure_path(results_dir, suite.name),
+        ),
+        *convergence,
+    ]
+    report_dir = results_dir / suite.name / "report"
+    if dropped := left_out_of_previous_report(
+        report_dir / "report.json", {j.id for j in jobs}, results_dir, suite.name
+    ):
+        err_console.print(
+            f"warning: the report in {report_dir} covered {dropped} more job(s) whose results are still on disk; "
+            "this narrower selection (--seeds/--only) replaces it: rerun without them to restore the fuller one",
+            markup=False,
+        )
+    try:
+        files = write_report(suite, jobs, summaries, results_dir, figures)
+    except OSError as err:  # a read-only or full results folder: say where, no traceback
+        raise UserError(
+            f"cannot write the report under {report_dir}: {err.strerror or err} ({err.filename or ''})"
+        ) from None
+    say = err_console if as_json else out  # with --json stdout carries the JSON only
+    for figure in convergence:
+        say.print(f"figure: {figure.path}", markup=False)
+    say.print(f"report: {files[-1]} and {files[-2].name}, tables in {report_dir / 'tables'}", markup=False)
+    if as_json:
+        click.echo((report_dir / "report.json").read_text())
+    if not no_tracking:
+        folder = files[-1].parent  # the convergence figures lie inside it
+        attach_report(
+            suite.name,
+            [folder] + [f.path for f in figures if f.path.exists() and folder not in f.path.parents],
+            tracking_uri,
+        )

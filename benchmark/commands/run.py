@@ -1,0 +1,75 @@
+"""`fedbench run`: every unfinished job of a suite, then its result tables; the exit status says
+whether jobs failed (2) or every job of a method diverged (1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from benchmark.commands.output import err_console, out, print_results, progress
+from benchmark.commands.tracking import closed_with_outcome, open_tracker, summarise
+from benchmark.errors import UserError
+
+
+def run_suite(
+    select,
+    suite_file: Path,
+    results_dir: Path,
+    tracking_uri,
+    no_tracking: bool,
+    device: str,
+    stop_after,
+    threads,
+    executor: str,
+    cluster: tuple,
+    quiet: bool,
+    verbose: bool,
+) -> None:
+    """`cluster`: ClusterOptions' fields (Ray address, GPUs and CPUs per job, data URIs, ship limit)."""
+    from benchmark.run.executor_base import EXECUTORS, ClusterOptions
+    from benchmark.run.results import check_writable
+    from benchmark.run.threads import request
+    from benchmark.run.tracking import NullTracker
+
+    request(threads)  # torch's CPU threads for every job; None: each job's model is probed (run/threads.py)
+    suite, jobs = select()  # first: its plugins may add executors
+    runner = EXECUTORS.require(executor)(ClusterOptions(*cluster))
+    dev = runner.device(device)
+    runner.check(jobs)
+    check_writable(results_dir / suite.name)
+    reporter = progress(jobs, quiet, verbose)
+    tracker = NullTracker() if no_tracking else open_tracker(suite.name, tracking_uri, results_dir, suite_file)
+    with closed_with_outcome(tracker):
+        tracker.heal(jobs)  # results/ is the source of truth: finished jobs missing in MLflow are mirrored
+        summaries = runner.run(jobs, suite.name, results_dir, dev, tracker, reporter, stop_after)
+        summarise(tracker, suite, jobs, results_dir)
+    print_results(suite, jobs, summaries, results_dir)
+    out.print(
+        f"results: {results_dir / suite.name}"
+        + (f"   MLflow: {tracker.uri} (mlflow ui --backend-store-uri {tracker.uri})" if tracker.uri else ""),
+        markup=False,
+        highlight=False,
+    )
+    exit_for_statuses(jobs, summaries)
+
+
+def exit_for_statuses(jobs, summaries: dict[str, dict]) -> None:
+    """Failed jobs: exit 2. Diverged jobs are results (an lr sweep may diverge at its largest
+    value): exit 0, unless every job of a method on a dataset diverged (exit 1)."""
+    from benchmark.run.job_status import DIVERGED, FAILED, methods_all_diverged
+
+    failed = [s for s in summaries.values() if s.get("status") == FAILED]
+    diverged = [s for s in summaries.values() if s.get("status") == DIVERGED]
+    if failed:
+        raise UserError(f"{len(failed)} job(s) failed; see summary.json in their results folders")
+    if diverged:
+        err_console.print(
+            f"{len(diverged)} job(s) diverged (status diverged@round: no accuracy is reported for them)", markup=False
+        )
+    hopeless = methods_all_diverged(
+        [(f"{j.dataset_label} / {j.method_label.split('[')[0]}", summaries[j.id]) for j in jobs if j.id in summaries]
+    )
+    if hopeless:
+        err_console.print("every job diverged for: " + ", ".join(hopeless), markup=False)
+        raise click.exceptions.Exit(1)

@@ -1,0 +1,21 @@
+"""`fedbench status`: every job's state from the results on disk, as a table or JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmark.commands.output import note_unselected, out, print_json
+
+
+def show_status(select, seeds, results_dir: Path, as_json: bool) -> None:
+    from benchmark.report.on_disk import jobs_with_seeds_on_disk
+    from benchmark.report.status import status_line, status_records, status_table, suite_status
+
+    suite, jobs = jobs_with_seeds_on_disk(select, results_dir, seeds)
+    statuses = suite_status(jobs, suite.name, results_dir)
+    if as_json:
+        print_json({"suite": suite.name, "jobs": status_records(statuses)})
+    else:
+        out.print(status_table(suite.name, statuses))
+        out.print(status_line(statuses), highlight=False)
+    note_unselected(suite, jobs, results_dir)

@@ -1,0 +1,27 @@
+"""`fedbench sync`: a suite's results on disk mirrored to MLflow (never runs a job)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmark.commands.output import note_unselected, out
+from benchmark.commands.tracking import open_tracker, summarise
+from benchmark.errors import UserError
+
+
+def sync_suite(select, suite_file: Path, seeds, results_dir: Path, tracking_uri) -> None:
+    from benchmark.report.on_disk import jobs_with_seeds_on_disk
+
+    suite, jobs = jobs_with_seeds_on_disk(select, results_dir, seeds)
+    tracker = open_tracker(suite.name, tracking_uri, results_dir, suite_file)
+    if tracker.uri is None:
+        raise UserError(f"MLflow store {tracking_uri or 'default'} cannot be used; nothing was mirrored")
+    try:
+        healed = tracker.heal(jobs)
+        summarise(tracker, suite, jobs, results_dir)
+    finally:
+        tracker.close("FINISHED")
+    if tracker.offline:
+        raise UserError(f"MLflow store {tracker.uri} stopped answering; rerun `fedbench sync` when it is back")
+    out.print(f"MLflow {tracker.uri}: {healed or 0} job(s) mirrored, {len(jobs)} checked", markup=False)
+    note_unselected(suite, jobs, results_dir)

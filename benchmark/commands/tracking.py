@@ -1,0 +1,66 @@
+"""MLflow for the commands: open the store (a warning and no tracking when it cannot be), the suite
+run's headline numbers, and the report files attached to it."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from benchmark.commands.output import err_console
+
+
+def open_tracker(suite_name: str, uri: str | None, results_dir: Path, suite_file: Path | None = None):
+    """The MLflow tracker; a store that cannot be opened is a warning, and the suite runs
+    without tracking (the results on disk are the record)."""
+    from benchmark.run.tracking import MlflowTracker, NullTracker
+
+    try:
+        return MlflowTracker(suite_name, uri, results_dir, suite_file)
+    except Exception as err:
+        first = (str(err).splitlines() or [""])[0][:160]
+        err_console.print(
+            f"warning: MLflow store {uri or 'default'} cannot be used ({type(err).__name__}: {first}); "
+            "running without tracking, results on disk are unaffected",
+            markup=False,
+        )
+        return NullTracker()
+
+
+@contextlib.contextmanager
+def closed_with_outcome(tracker):
+    """The tracker's runs end FINISHED when the block does, KILLED on Ctrl-C, FAILED on an error."""
+    status = "FAILED"
+    try:
+        yield
+        status = "FINISHED"
+    except KeyboardInterrupt:
+        status = "KILLED"
+        raise
+    finally:
+        tracker.close(status)
+
+
+def summarise(tracker, suite, jobs, results_dir: Path) -> None:
+    """The suite's MLflow run gets the tables' headline numbers (none to compute without tracking)."""
+    if tracker.uri:
+        from benchmark.report.entry_tables import headline_numbers
+
+        tracker.summarise(suite, jobs, headline_numbers(suite, jobs, results_dir))
+
+
+def attach_report(suite_name: str, files: list[Path], uri: str | None) -> None:
+    """The report files on the suite's MLflow parent run; a store without that run, or one that
+    cannot be opened, is a note: the files on disk are the report."""
+    from benchmark.run.tracking import attach_to_suite_run
+
+    try:
+        attached = attach_to_suite_run(suite_name, files, uri)
+    except Exception as err:
+        first = (str(err).splitlines() or [""])[0][:160]
+        err_console.print(f"note: report not attached to MLflow ({type(err).__name__}: {first})", markup=False)
+        return
+    if not attached:
+        err_console.print(
+            f"note: no MLflow run of suite {suite_name!r} to attach the report to (--no-tracking skips this)",
+            markup=False,
+        )
