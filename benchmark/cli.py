@@ -146,6 +146,7 @@ def run(
     _threads(threads)
     from benchmark.run.executor_base import EXECUTORS, ClusterOptions
     from benchmark.run.results import check_writable
+    from benchmark.run.store import open_results
     from benchmark.run.tracking import NullTracker
 
     suite, jobs = load_selected(suite_file, only, sets, seeds, rounds)  # first: its plugins may add executors
@@ -154,7 +155,7 @@ def run(
     )
     dev = runner.device(device)
     runner.check(jobs)
-    check_writable(results_dir / suite.name)
+    check_writable(open_results(results_dir, suite.name))
     progress = _progress(jobs, quiet, verbose)
     tracker = NullTracker() if no_tracking else open_tracker(suite.name, tracking_uri, results_dir, suite_file)
     status = "FAILED"
@@ -390,7 +391,7 @@ def report(
     suite, jobs = jobs_with_seeds_on_disk(
         lambda s: load_selected(suite_file, only, sets, s, rounds), results_dir, seeds
     )
-    summaries = {j.id: s for j in jobs if (s := JobDir(results_dir, suite.name, j.id).read_summary())}
+    summaries = {j.id: s for j in jobs if (s := JobDir(results_dir, j.id).read_summary())}
     if not summaries:
         raise UserError(
             f"no results for suite {suite.name!r} under {results_dir}; run `fedbench run {suite_file}` first"
@@ -522,7 +523,7 @@ def status(suite_file: Path, results_dir: Path, only, sets, seeds, rounds, as_js
     suite, jobs = jobs_with_seeds_on_disk(
         lambda s: load_selected(suite_file, only, sets, s, rounds), results_dir, seeds
     )
-    statuses = suite_status(jobs, suite.name, results_dir)
+    statuses = suite_status(jobs, results_dir)
     if as_json:
         _print_json({"suite": suite.name, "jobs": status_records(statuses)})
     else:
