@@ -1,6 +1,7 @@
 """Behaviour pinned before the engine was reshaped (tests/pinned.py made the fixtures and says
 when to regenerate them): every shipped suite keeps its job ids, and results written by the
-fedbench of that time can still be read, resumed, reported and mirrored to MLflow."""
+fedbench of that time (job folders in results/<suite>/, before the job store) can still be read,
+resumed, reported and mirrored to MLflow: the first command moves them into the store."""
 
 from __future__ import annotations
 
@@ -37,7 +38,13 @@ def frozen_jobs() -> dict:
 
 
 def frozen_dir(root: Path, method: str) -> JobDir:
-    return JobDir(root / "results", SUITE, frozen_jobs()[method].id)
+    """The job's folder in the store under `root` (a copy that a command has migrated, or a new run)."""
+    return JobDir(root / "results", frozen_jobs()[method].id)
+
+
+def as_frozen(method: str) -> JobDir:
+    """The job's folder in the fixture itself, as the fedbench of that time laid it out."""
+    return JobDir.at(FROZEN / "results" / SUITE / frozen_jobs()[method].id)
 
 
 def run(suite: Path, results: Path, *extra: str) -> int:
@@ -55,26 +62,27 @@ def frozen(tmp_path) -> Path:
 
 
 def test_the_frozen_fixture_holds_a_finished_a_stopped_and_an_interrupted_job():
-    statuses = {m: frozen_dir(FROZEN, m).read_summary() for m in frozen_jobs()}
+    assert not (FROZEN / "results" / "jobs").exists(), "the fixture stays in the layout before the store"
+    statuses = {m: as_frozen(m).read_summary() for m in frozen_jobs()}
     assert {m: s and s["status"] for m, s in statuses.items()} == {
         "FedAvg": "finished",
         "FedACG": "stopped",
         "FedProx": None,
     }
-    assert [frozen_dir(FROZEN, m).load_checkpoint()["simulation"]["round"] for m in ("FedACG", "FedProx")] == [2, 3]
+    assert [as_frozen(m).load_checkpoint()["simulation"]["round"] for m in ("FedACG", "FedProx")] == [2, 3]
 
 
 def test_status_reads_the_frozen_results(frozen, capsys):
+    assert main(["status", str(frozen / "suite.yaml"), "--results-dir", str(frozen / "results")]) == 0
+    assert "1 done" in capsys.readouterr().out
     jobs = frozen_jobs()
-    got = {s.job.method_label: s for s in suite_status(list(jobs.values()), SUITE, frozen / "results")}
-    finished = frozen_dir(FROZEN, "FedAvg").read_summary()
+    got = {s.job.method_label: s for s in suite_status(list(jobs.values()), frozen / "results")}
+    finished = as_frozen("FedAvg").read_summary()
     assert (got["FedAvg"].state, got["FedAvg"].rounds_done, got["FedAvg"].acc) == ("done", 6, finished["final_acc"])
     assert (got["FedACG"].state, got["FedACG"].rounds_done) == ("pending", 2)
     assert "stopped early" in got["FedACG"].note
     assert (got["FedProx"].state, got["FedProx"].rounds_done) == ("pending", 3)
     assert "resumes from its checkpoint" in got["FedProx"].note
-    assert main(["status", str(frozen / "suite.yaml"), "--results-dir", str(frozen / "results")]) == 0
-    assert "1 done" in capsys.readouterr().out
 
 
 def test_resuming_the_frozen_jobs_gives_the_numbers_of_a_straight_run(frozen, tmp_path):
@@ -85,14 +93,14 @@ def test_resuming_the_frozen_jobs_gives_the_numbers_of_a_straight_run(frozen, tm
         resumed = frozen_dir(frozen, method).read_metrics()
         straight = frozen_dir(tmp_path / "straight", method).read_metrics()
         assert [r["round"] for r in resumed] == [1, 2, 3, 4, 5, 6] and same_numbers(resumed, straight), method
-    assert frozen_dir(frozen, "FedAvg").read_summary() == frozen_dir(FROZEN, "FedAvg").read_summary()  # skipped
+    assert frozen_dir(frozen, "FedAvg").read_summary() == as_frozen("FedAvg").read_summary()  # skipped
 
 
 def test_a_straight_run_today_gives_the_frozen_numbers(tmp_path):
     """The finished job and the rounds before each checkpoint, as the code of that time computed them."""
     assert run(FROZEN_SUITE, tmp_path / "results", "--no-tracking") == 0
     for method in frozen_jobs():
-        frozen_records = frozen_dir(FROZEN, method).read_metrics()
+        frozen_records = as_frozen(method).read_metrics()
         today = frozen_dir(tmp_path, method).read_metrics()[: len(frozen_records)]
         assert same_numbers(today, frozen_records), method
 
@@ -100,7 +108,7 @@ def test_a_straight_run_today_gives_the_frozen_numbers(tmp_path):
 def test_report_reads_the_frozen_results(frozen):
     assert main(["report", str(frozen / "suite.yaml"), "--results-dir", str(frozen / "results"), "--no-tracking"]) == 0
     report = (frozen / "results" / SUITE / "report" / "report.md").read_text()
-    finished = frozen_dir(FROZEN, "FedAvg").read_summary()
+    finished = as_frozen("FedAvg").read_summary()
     assert f"{finished['final_ema_acc']:.2f}" in report and "stopped" in report
 
 

@@ -22,7 +22,7 @@ def report_suite(
     from benchmark.run.results import JobDir
 
     suite, jobs = jobs_with_seeds_on_disk(select, results_dir, seeds)
-    summaries = {j.id: s for j in jobs if (s := JobDir(results_dir, suite.name, j.id).read_summary())}
+    summaries = {j.id: s for j in jobs if (s := JobDir(results_dir, j.id).read_summary())}
     if not summaries:
         raise UserError(
             f"no results for suite {suite.name!r} under {results_dir}; run `fedbench run {suite_file}` first"

@@ -29,6 +29,7 @@ def run_suite(
     """`cluster`: ClusterOptions' fields (Ray address, GPUs and CPUs per job, data URIs, ship limit)."""
     from benchmark.run.executor_base import EXECUTORS, ClusterOptions
     from benchmark.run.results import check_writable
+    from benchmark.run.store import open_results
     from benchmark.run.threads import request
     from benchmark.run.tracking import NullTracker
 
@@ -37,7 +38,7 @@ def run_suite(
     runner = EXECUTORS.require(executor)(ClusterOptions(*cluster))
     dev = runner.device(device)
     runner.check(jobs)
-    check_writable(results_dir / suite.name)
+    check_writable(open_results(results_dir, suite.name))
     reporter = progress(jobs, quiet, verbose)
     tracker = NullTracker() if no_tracking else open_tracker(suite.name, tracking_uri, results_dir, suite_file)
     with closed_with_outcome(tracker):

@@ -12,7 +12,7 @@ def show_status(select, seeds, results_dir: Path, as_json: bool) -> None:
     from benchmark.report.status import status_line, status_records, status_table, suite_status
 
     suite, jobs = jobs_with_seeds_on_disk(select, results_dir, seeds)
-    statuses = suite_status(jobs, suite.name, results_dir)
+    statuses = suite_status(jobs, results_dir)
     if as_json:
         print_json({"suite": suite.name, "jobs": status_records(statuses)})
     else:

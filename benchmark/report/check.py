@@ -29,8 +29,8 @@ from pathlib import Path
 
 from benchmark.errors import UserError
 from benchmark.run.code_fingerprint import code_fingerprint
-from benchmark.run.locks import job_lock
 from benchmark.run.results import JobDir, atomic_write_json, check_writable
+from benchmark.run.store import job_lock, open_results
 
 log = logging.getLogger(__name__)
 
@@ -248,10 +248,10 @@ def check_folder(results_dir: Path | None, reuse: bool, suite: str, jobs):
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         return
-    check_writable(results_dir / suite)
+    check_writable(open_results(results_dir, suite))
     current = code_fingerprint()
     for job in jobs:
-        jobdir = JobDir(results_dir, suite, job.id)
+        jobdir = JobDir(results_dir, job.id)
         if not jobdir.path.exists():
             continue
         if not reuse:
@@ -259,7 +259,7 @@ def check_folder(results_dir: Path | None, reuse: bool, suite: str, jobs):
                 f"{jobdir.path} exists: check runs every job afresh; pass --reuse to reuse the jobs the "
                 "current code produced, or give another --results-dir"
             )
-        with job_lock(results_dir, suite, job.id):
+        with job_lock(results_dir, job.id):
             produced_by = (jobdir.read_summary() or {}).get("code_fingerprint")
             if produced_by != current:
                 aside = jobdir.set_aside(f"code-{produced_by or 'unknown'}")

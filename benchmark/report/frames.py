@@ -84,10 +84,10 @@ def _wall_seconds(records: list[dict]) -> list[float]:
     return [t - stamps[0] + per_round * rounds[0] for t in stamps]
 
 
-def _summary_and_status(job: Job, results_root: Path, suite_name: str, now: float):
+def _summary_and_status(job: Job, results_root: Path, now: float):
     from benchmark.run.results import JobDir
 
-    jobdir = JobDir(results_root, suite_name, job.id)
+    jobdir = JobDir(results_root, job.id)
     summary = jobdir.read_summary()
     return jobdir, summary, _status(summary, jobdir, now)
 
@@ -95,10 +95,6 @@ def _summary_and_status(job: Job, results_root: Path, suite_name: str, now: floa
 def _total_bytes(d: dict) -> float:
     """Bytes down + up of a record or summary; NaN when it has none."""
     return d["bytes_down"] + d["bytes_up"] if "bytes_down" in d and "bytes_up" in d else math.nan
-
-
-def _suite_name(suite) -> str:
-    return suite if isinstance(suite, str) else suite.name
 
 
 def jobs_frame(suite, jobs: list[Job], results_root=None, summaries: dict[str, dict] | None = None) -> pd.DataFrame:
@@ -109,7 +105,7 @@ def jobs_frame(suite, jobs: list[Job], results_root=None, summaries: dict[str, d
     now, rows = time.time(), []
     for job in jobs:
         if summaries is None:
-            _, summary, status = _summary_and_status(job, Path(results_root), _suite_name(suite), now)
+            _, summary, status = _summary_and_status(job, Path(results_root), now)
         else:
             summary = summaries.get(job.id)
             status = (summary or {}).get("status") or NOT_RUN
@@ -144,7 +140,7 @@ def rounds_frame(suite, jobs: list[Job], results_root) -> pd.DataFrame:
     rounds on disk have no rows; a job that diverged keeps its finite rounds."""
     now, rows = time.time(), []
     for job in jobs:
-        jobdir, _, status = _summary_and_status(job, Path(results_root), _suite_name(suite), now)
+        jobdir, _, status = _summary_and_status(job, Path(results_root), now)
         records = jobdir.read_metrics()
         labels = _labels(job, status)
         for rec, wall in zip(records, _wall_seconds(records)):

@@ -1,4 +1,5 @@
-"""The jobs `status` and `report` show: the suite's expanded jobs plus every job on disk that equals
+"""The jobs `status` and `report` show, read through the suite's view `results/<suite>/` (links into the
+job store, run/store.py): the suite's expanded jobs plus every job on disk that equals
 one of them except for its seed (a `run --seeds 0,1,2` of a one-seed suite is reported with n = 3,
 not forgotten). `--seeds` narrows to the seeds given; jobs run with `--set`/`--rounds` match only
 when the same overrides are given (their settings differ, so their ids do), and `override_groups`
@@ -10,6 +11,7 @@ import json
 from pathlib import Path
 
 from benchmark.run.job_status import TERMINAL
+from benchmark.run.store import open_results
 
 
 def _seeds_on_disk(suite_dir: Path) -> set[int]:
@@ -37,9 +39,9 @@ def jobs_with_seeds_on_disk(load, results_dir: Path, seeds: str | None = None):
     without `seeds` also the same jobs at every other seed that has a result on disk (appended after
     the suite's own jobs, in expansion order)."""
     suite, jobs = load(seeds)
+    suite_dir = open_results(results_dir, suite.name)  # results of the layout before the store move into it first
     if seeds is not None:
         return suite, jobs
-    suite_dir = Path(results_dir) / suite.name
     every_seed = {j.config.seed for j in jobs} | _seeds_on_disk(suite_dir)
     if every_seed <= {j.config.seed for j in jobs}:
         return suite, jobs

@@ -5,6 +5,7 @@ Finished and diverged jobs are skipped; a job that fails is recorded (status "fa
 error in its summary.json) and the suite goes on. Bad user input (UserError) stops the suite
 with exit 2. Each job is trained under a per-job lock, so processes sharing a results folder
 never train the same job twice: a job another process holds is left for last, then waited for.
+Jobs are stored by id (run/store.py): a job another suite finished is skipped as done.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from benchmark.run.code_fingerprint import code_fingerprint
 from benchmark.run.executor_base import EXECUTORS, Executor
 from benchmark.run.fedac_replay import BatchedJobs
 from benchmark.run.job_runner import run_job
-from benchmark.run.locks import job_lock
 from benchmark.run.progress import LogProgress, log
 from benchmark.run.records import FailedSummary
 from benchmark.run.results import JobDir, atomic_write_json, environment_error, is_environment_error
+from benchmark.run.store import job_lock, link_into_suite
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
 
@@ -59,17 +60,18 @@ def run_jobs(
     progress = progress or LogProgress(jobs)
     summaries: dict[str, dict] = {}
     # FedAc-protocol jobs: each (M, K) cell is computed once, as one batch, when its first job is due
-    batched = BatchedJobs([j for j in jobs if not reusable_summary(j, JobDir(results_root, suite, j.id))])
+    batched = BatchedJobs([j for j in jobs if not reusable_summary(j, JobDir(results_root, j.id))])
     with progress:
 
         def attempt(job: Job, wait: bool) -> bool:
             """Run or skip `job`; False when another process holds it and `wait` is off."""
-            jobdir = JobDir(results_root, suite, job.id)
-            lock = job_lock(results_root, suite, job.id)
+            jobdir = JobDir(results_root, job.id)
+            lock = job_lock(results_root, job.id)
             done = reusable_summary(job, jobdir)
             held = lock.acquire(blocking=wait and not done)  # a finished job: only to tidy it, never waited for
             if not done and not held:
                 return False
+            link_into_suite(results_root, suite, job.id)  # the suite's view lists it, whoever ran it first
             try:  # re-read under the lock: the other process may have finished it meanwhile
                 if held:  # temp files a killed process left, a finished job's too
                     jobdir.remove_stale_temps()

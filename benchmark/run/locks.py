@@ -1,7 +1,8 @@
 """Advisory file locks (fcntl.flock) between fedbench processes sharing a results folder.
 
 The kernel releases a flock when its holder exits, however it exits (SIGKILL included), so a
-killed run never leaves a job locked. Lock files live in `results/<suite>/.locks/`.
+killed run never leaves a job locked. A suite's lock lives in `results/<suite>/.locks/`, a job's in
+`results/jobs/.locks/` (run/store.py: one lock per job id, whichever suite runs it).
 """
 
 from __future__ import annotations
@@ -43,11 +44,6 @@ class FileLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
-
-
-def job_lock(results_root: Path, suite: str, job_id: str) -> FileLock:
-    """Held by the process training `job_id`, for as long as it trains it."""
-    return FileLock(Path(results_root) / suite / ".locks" / f"{job_id}.lock")
 
 
 def suite_lock(results_root: Path, suite: str) -> FileLock:

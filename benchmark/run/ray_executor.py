@@ -28,11 +28,12 @@ from benchmark.run.executor import failed_summary
 from benchmark.run.executor_base import EXECUTORS, Executor
 from benchmark.run.job_runner import job_config_json
 from benchmark.run.job_status import TERMINAL
-from benchmark.run.locks import FileLock, job_lock
+from benchmark.run.locks import FileLock
 from benchmark.run.progress import LogProgress, log
 from benchmark.run.ray_worker import code_runtime_env, run_remote_job
 from benchmark.run.results import RESUME_FILES, JobDir, atomic_write_json
 from benchmark.run.staging import DEFAULT_SHIP_MAX_MB, MB, Offer, make_offers, parse_uri_options
+from benchmark.run.store import job_lock, link_into_suite
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
 
@@ -86,7 +87,7 @@ class Driver:
         self.locks: dict[str, FileLock] = {}
 
     def jobdir(self, job: Job) -> JobDir:
-        return JobDir(self.root, self.suite, job.id)
+        return JobDir(self.root, job.id)
 
     def reusable(self, job: Job) -> dict | None:
         """The summary of a job done on the same data (as the local executor decides), else None.
@@ -227,7 +228,7 @@ class Driver:
     # job locks: the driver trains a job (on whichever node) for as long as it holds its lock,
     # as the local executor does, so processes sharing results/ never train one job twice
     def claim(self, job: Job, wait: bool) -> bool:
-        lock = job_lock(self.root, self.suite, job.id)
+        lock = job_lock(self.root, job.id)
         if not lock.acquire(blocking=wait):
             return False
         self.locks[job.id] = lock
@@ -337,6 +338,7 @@ def run_jobs_ray(
                         driver.submit(job)
                 else:
                     return False
+                link_into_suite(results_root, suite, job.id)
                 return True
 
             held_elsewhere = [job for job in jobs if not start(job, wait=False)]

@@ -115,7 +115,7 @@ def run_remote_job(
         job, staged = on_node(job, offer, download)
         if staged:
             relay.send("staged", staged)
-        jobdir = JobDir(scratch, suite, job.id)
+        jobdir = JobDir(scratch, job.id)
         jobdir.write_files(resume)
         summary = run_or_record_failure(
             job,

@@ -44,6 +44,11 @@ OPTIONAL = ("subopt", "val_acc", "val_loss", "time", "wall_s")
 MEASURED = tuple(f.name for f in fields(RoundRecord) if f.name not in ("round", "time", "wall_s", "extra"))
 
 
+# summary.json's layout version: 2 since jobs are stored by id (run/store.py); a summary without the
+# field is version 1, read the same way (its fields are a subset of today's)
+SUMMARY_SCHEMA = 2
+
+
 @dataclass
 class FailedSummary:
     """summary.json of a job that crashed: what it was, and the error (a rerun tries it again)."""
@@ -57,6 +62,7 @@ class FailedSummary:
     traceback: str = ""
     status: str = FAILED
     code_fingerprint: str | None = None  # run/code_fingerprint.py
+    schema: int = SUMMARY_SCHEMA
 
     def to_json(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -101,6 +107,7 @@ class JobSummary:
     code_fingerprint: str | None = None  # the code that produced it (run/code_fingerprint.py)
     environment: dict | None = None  # versions, device, threads, determinism flags (run/environment.py)
     diverged: Divergence | None = None
+    schema: int = SUMMARY_SCHEMA
 
     def to_json(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "diverged"}

@@ -1,4 +1,4 @@
-"""results/<suite>/<job-id>/: config.json, metrics.jsonl, summary.json, final_model.pt and,
+"""A job's folder, results/jobs/<job-id>/ (run/store.py): config.json, metrics.jsonl, summary.json, final_model.pt and,
 while a job is unfinished, checkpoint.pt (plus client_state.checkpoint/ for memmap client
 state). Every file is written atomically (temp + rename),
 with the permissions a plain `open()` would give (umask), and JSON strictly (no bare NaN)."""
@@ -116,9 +116,33 @@ def check_writable(folder: Path) -> None:
 TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}$")
 
 
+# the job store: one folder per job id, whichever suites expand to it (run/store.py)
+STORE = "jobs"
+
+
+def job_path(results_root: Path, job_id: str) -> Path:
+    return Path(results_root) / STORE / job_id
+
+
+def free_name_beside(path: Path, tag: str) -> Path:
+    """`<name>.<tag>` beside `path`, or `<name>.<tag>-2`, `-3`, ... when an earlier one is there."""
+    aside, n = path.with_name(f"{path.name}.{tag}"), 1
+    while aside.exists():
+        n += 1
+        aside = path.with_name(f"{path.name}.{tag}-{n}")
+    return aside
+
+
 class JobDir:
-    def __init__(self, root: Path, suite: str, job_id: str):
-        self.path = Path(root) / suite / job_id
+    def __init__(self, results_root: Path, job_id: str):
+        self.path = job_path(results_root, job_id)
+
+    @classmethod
+    def at(cls, path: Path) -> JobDir:
+        """The job folder at `path` itself (a copy set aside, a folder of the layout before the store)."""
+        jobdir = cls.__new__(cls)
+        jobdir.path = Path(path)
+        return jobdir
 
     config = property(lambda self: self.path / "config.json")
     metrics = property(lambda self: self.path / "metrics.jsonl")
@@ -174,10 +198,7 @@ class JobDir:
     def set_aside(self, tag: str) -> Path:
         """Move the job's folder to `<job-id>.<tag>/` (or `-2`, `-3`, ... beside an earlier one):
         kept, never reused. Call it holding the job's lock."""
-        aside, n = self.path.with_name(f"{self.path.name}.{tag}"), 1
-        while aside.exists():
-            n += 1
-            aside = self.path.with_name(f"{self.path.name}.{tag}-{n}")
+        aside = free_name_beside(self.path, tag)
         os.replace(self.path, aside)
         return aside
 

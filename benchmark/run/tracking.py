@@ -34,8 +34,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmark.run.locks import FileLock, job_lock, suite_lock
+from benchmark.run.locks import FileLock, suite_lock
 from benchmark.run.mlflow_mirror import JobMirror, source_tags
+from benchmark.run.store import job_lock
 
 log = logging.getLogger(__name__)
 DEFAULT_URI = "sqlite:///mlflow.db"
@@ -235,7 +236,7 @@ class MlflowTracker(NullTracker):
     def _jobdir(self, job_id: str):
         from benchmark.run.results import JobDir
 
-        return JobDir(self.results_root, self.suite, job_id) if self.results_root else None
+        return JobDir(self.results_root, job_id) if self.results_root else None
 
     @tracking_may_fail
     def close_abandoned_runs(self) -> None:
@@ -244,7 +245,7 @@ class MlflowTracker(NullTracker):
             [self.experiment_id], "tags.`fedbench.kind` = 'job' and attributes.status = 'RUNNING'"
         )
         for run in stale:
-            lock = job_lock(self.results_root, self.suite, run.data.tags.get("fedbench.job_id", "?"))
+            lock = job_lock(self.results_root, run.data.tags.get("fedbench.job_id", "?"))
             if lock.acquire(blocking=False):  # held while closing, so its job cannot restart meanwhile
                 try:
                     self.client.set_terminated(run.info.run_id, "KILLED")
@@ -272,7 +273,7 @@ class MlflowTracker(NullTracker):
             summary = jobdir.read_summary()
             if not summary or (job.id in runs and self.mirror.is_complete(runs[job.id], summary)):
                 continue
-            lock = job_lock(self.results_root, self.suite, job.id)
+            lock = job_lock(self.results_root, job.id)
             if lock.acquire(blocking=False):  # a job running elsewhere is mirrored live by its process
                 try:
                     self.mirror.mirror(job, jobdir, summary)
@@ -280,7 +281,7 @@ class MlflowTracker(NullTracker):
                 finally:
                     lock.release()
         if healed:
-            log.info("MLflow: %d finished job(s) mirrored again from %s", healed, self.results_root / self.suite)
+            log.info("MLflow: %d finished job(s) mirrored again from %s", healed, self.results_root)
         return healed
 
     @tracking_may_fail

@@ -14,6 +14,7 @@ from fedtest import write_suite
 from benchmark.cli import main
 from benchmark.data.source import SourceData
 from benchmark.engine.setup import forget_loaded_data
+from benchmark.run.results import JobDir
 
 
 def femnist_users(labels: list[int]) -> dict:
@@ -126,7 +127,7 @@ def fixed_later(tmp_path, *first_run: str):
     ]
     assert main(run + list(first_run)) == 0
     (job,) = [p for p in (tmp_path / "r" / "leaf").iterdir() if not p.name.startswith(".")]
-    return run, job
+    return run, JobDir(tmp_path / "r", job.name).path  # the suite's view links to the job's folder in the store
 
 
 def test_results_of_changed_data_are_moved_aside_and_the_job_reruns(tmp_path, caplog):

@@ -33,7 +33,7 @@ def _report(tmp_path, sets: tuple[str, ...]) -> pd.DataFrame:
     path = write_suite(tmp_path, suite)
     _, jobs = load_jobs(path, Overrides.parse(sets))
     for job in jobs:
-        atomic_write_json(JobDir(tmp_path / "results", "tiny", job.id).summary, _summary(40.0))
+        atomic_write_json(JobDir(tmp_path / "results", job.id).summary, _summary(40.0))
     args = ["report", str(path), "--results-dir", str(tmp_path / "results"), "--no-tracking"]
     assert main(args + [a for s in sets for a in ("--set", s)]) == 0
     out = tmp_path / "results" / "tiny" / "report"
@@ -76,7 +76,7 @@ def test_an_assumed_setting_is_shown_under_the_table(tmp_path):
     path = write_suite(tmp_path, suite)
     _, jobs = load_jobs(path)
     for job in jobs:
-        atomic_write_json(JobDir(tmp_path / "results", "tiny", job.id).summary, _summary(40.0))
+        atomic_write_json(JobDir(tmp_path / "results", job.id).summary, _summary(40.0))
     assert main(["report", str(path), "--results-dir", str(tmp_path / "results"), "--no-tracking"]) == 0
     md = (tmp_path / "results" / "tiny" / "report" / "report.md").read_text()
     assert "assumed, not stated by the paper: participation.rate = 0.5 — caption lost" in md

@@ -28,7 +28,7 @@ def fake_results(tmp_path: Path, jobs, values) -> dict:
     for job, value in zip(jobs, values):
         status = value if isinstance(value, str) else "finished"
         summary = {"status": status, "final_subopt": None if isinstance(value, str) else value}
-        atomic_write_json(JobDir(tmp_path, "fedac-batched", job.id).summary, summary)
+        atomic_write_json(JobDir(tmp_path, job.id).summary, summary)
         summaries[job.id] = summary
     return summaries
 
@@ -138,7 +138,7 @@ def test_small_suite_reproduces_the_papers_conclusions(tmp_path):
     )
     assert result.exit_code == 0, result.output
     suite, jobs = load_jobs(path)
-    summaries = {j.id: JobDir(tmp_path, suite.name, j.id).read_summary() for j in jobs}
+    summaries = {j.id: JobDir(tmp_path, j.id).read_summary() for j in jobs}
     cells = collect(jobs, summaries)
     for method in ("FedAc-I", "FedAvg", "MB-SGD", "MB-AC-SGD"):
         assert speedup(cells, method, 1) > 30, method  # 256x more workers

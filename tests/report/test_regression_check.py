@@ -49,8 +49,9 @@ def test_the_baseline_seeds_reproduce_it_exactly_with_junit_json_and_reuse(tmp_p
     assert "1 regression, 19 within tolerance" in out
     [failure] = ElementTree.parse(junit).getroot().iter("failure")
     assert failure.get("message") == "synthetic / FedAvg: final_acc regression"
-    assert other_code.parent.with_name(other_code.parent.name + ".code-0.0.1+old").is_dir()  # set aside, rerun
-    assert JobDir(results, "ci", other_code.parent.name).read_summary()["code_fingerprint"] != "0.0.1+old"
+    job_id = other_code.parent.name  # found through the suite's view; the job's folder is in the store
+    assert (results / "jobs" / f"{job_id}.code-0.0.1+old").is_dir()  # set aside, rerun
+    assert JobDir(results, job_id).read_summary()["code_fingerprint"] != "0.0.1+old"
 
 
 def test_other_seeds_than_the_baselines_pass(capsys):

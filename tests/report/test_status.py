@@ -39,7 +39,7 @@ def test_every_state_with_rounds_accuracy_and_eta(tmp_path, capsys):
     results = tmp_path / "results"
     assert main(["run", str(path), "--no-tracking", "--results-dir", str(results), "--only", "FedAvg", "-q"]) == 0
     _, jobs = load_jobs(path)
-    dirs = {j.method_label: JobDir(results, "tiny", j.id) for j in jobs}
+    dirs = {j.method_label: JobDir(results, j.id) for j in jobs}
     done = json.loads(dirs["FedAvg"].summary.read_text())
     now = time.time()
     # running: a live process (this one) 10 rounds in after 20 s -> 2 s/round, 10 rounds left
@@ -54,7 +54,7 @@ def test_every_state_with_rounds_accuracy_and_eta(tmp_path, capsys):
         dirs["FedACG"].summary, {"status": "failed", "error": "RuntimeError: boom", "rounds_completed": 3}
     )
 
-    by_method = {s.job.method_label: s for s in suite_status(jobs, "tiny", results)}
+    by_method = {s.job.method_label: s for s in suite_status(jobs, results)}
     assert by_method["FedAvg"].state == "done" and by_method["FedAvg"].acc == done["final_acc"]
     running = by_method["FedAvgM"]
     assert (running.state, running.rounds_done, running.acc) == ("running", 10, 41.5)
@@ -99,7 +99,7 @@ def test_status_of_a_run_in_another_process_and_after_it_is_killed(tmp_path):
     try:
         deadline = time.time() + 120
         while True:
-            [status] = suite_status(jobs, "tiny", results)
+            [status] = suite_status(jobs, results)
             if status.state == "running" and status.rounds_done >= 400 and status.sec_per_round:
                 break
             assert run.poll() is None and time.time() < deadline, "the run never showed up as running"
@@ -108,6 +108,6 @@ def test_status_of_a_run_in_another_process_and_after_it_is_killed(tmp_path):
     finally:
         run.send_signal(signal.SIGKILL)
         run.wait()
-    [status] = suite_status(jobs, "tiny", results)
+    [status] = suite_status(jobs, results)
     assert status.state == "pending" and status.rounds_done >= 200
     assert "interrupted" in status.note and "resumes from its checkpoint" in status.note

@@ -66,7 +66,7 @@ def test_a_callback_sees_every_round_and_the_end(tmp_path):
     suite["defaults"].update(rounds=4, eval_every=2)
     s, (job,) = load_jobs(write_suite(tmp_path, suite))
     recorder = Recorder()
-    summary = run_job(job, s.name, JobDir(tmp_path, s.name, job.id), callbacks=[recorder])
+    summary = run_job(job, s.name, JobDir(tmp_path, job.id), callbacks=[recorder])
     assert summary["status"] == "finished"
     assert recorder.events == [
         ("start", 0),

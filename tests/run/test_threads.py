@@ -79,7 +79,7 @@ def test_the_batched_fedac_engine_runs_at_one_thread_unless_told(tmp_path, monke
             jobs = expand(shared_suite("fedac1", lrs=[0.05]))
             batched = BatchedJobs(jobs)
             summary = run_job(
-                jobs[0], "s", JobDir(tmp_path / str(requested), "s", jobs[0].id), simulation_for=batched.simulation_for
+                jobs[0], "s", JobDir(tmp_path / str(requested), jobs[0].id), simulation_for=batched.simulation_for
             )
             assert summary["threads"] == expected and torch.get_num_threads() == expected["count"]
     finally:

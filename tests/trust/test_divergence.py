@@ -48,7 +48,7 @@ def test_diverged_job_records_round_and_last_finite_metrics_and_no_accuracy(tmp_
     assert main(["run", str(path), "--no-tracking", "--results-dir", str(tmp_path / "r")]) == 0  # a sweep edge: exit 0
     out = capsys.readouterr()
     suite, jobs = load_jobs(path)
-    good, bad = (JobDir(tmp_path / "r", "tiny", j.id) for j in jobs)
+    good, bad = (JobDir(tmp_path / "r", j.id) for j in jobs)
     s = bad.read_summary()
     assert s["status"] == "diverged" and s["diverged_at_round"] == 6 and s["rounds_completed"] == 5
     assert s["final_acc"] is None and s["metrics"] == {}

@@ -44,10 +44,10 @@ def test_ctrl_c_says_what_was_kept_and_how_to_resume(tmp_path, monkeypatch, caps
     err = capsys.readouterr().err
     assert f"job {job.id} stopped at round 3; its checkpoint there is kept" in err
     assert "resume with: fedbench run " + str(suite) in err
-    assert JobDir(tmp_path / "r", "tiny", job.id).load_checkpoint()["simulation"]["round"] == 3
+    assert JobDir(tmp_path / "r", job.id).load_checkpoint()["simulation"]["round"] == 3
     monkeypatch.undo()
     assert main(args) == 0
-    assert JobDir(tmp_path / "r", "tiny", job.id).read_summary()["status"] == "finished"
+    assert JobDir(tmp_path / "r", job.id).read_summary()["status"] == "finished"
 
 
 def test_first_ctrl_c_stops_at_the_end_of_the_round_with_a_checkpoint(tmp_path, monkeypatch, capsys, caplog):
@@ -64,7 +64,7 @@ def test_first_ctrl_c_stops_at_the_end_of_the_round_with_a_checkpoint(tmp_path, 
     monkeypatch.setattr(Simulation, "run_round", ctrl_c_during_round_2)
     assert main(["run", str(suite), "--no-tracking", "--results-dir", str(tmp_path / "r")]) == 130
     _, (job,) = load_jobs(suite)
-    d = JobDir(tmp_path / "r", "tiny", job.id)
+    d = JobDir(tmp_path / "r", job.id)
     assert d.load_checkpoint()["simulation"]["round"] == 2 and [r["round"] for r in d.read_metrics()] == [1, 2]
     err = capsys.readouterr().err
     assert (
@@ -85,7 +85,7 @@ def test_a_signalled_process_keeps_its_checkpoint_and_closes_its_runs(tmp_path, 
     raw["defaults"].update(rounds=5000, checkpoint_minutes=0.002)
     suite = write_suite(tmp_path, raw)
     _, (job,) = load_jobs(suite)
-    jobdir = JobDir(tmp_path / "r", "tiny", job.id)
+    jobdir = JobDir(tmp_path / "r", job.id)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
         [

@@ -10,8 +10,9 @@ import threading
 from fedtest import tiny_suite, write_suite
 
 from benchmark.run.executor import run_jobs
-from benchmark.run.locks import FileLock, job_lock
+from benchmark.run.locks import FileLock
 from benchmark.run.results import JobDir
+from benchmark.run.store import job_lock
 from benchmark.suite.expand import load_jobs
 
 
@@ -50,7 +51,7 @@ def run_with_first_job_held(tmp_path, monkeypatch, other_finishes_it: bool):
 
     _, jobs = load_jobs(write_suite(tmp_path, tiny_suite()))
     first, second = jobs
-    elsewhere = job_lock(tmp_path / "r", "tiny", first.id)
+    elsewhere = job_lock(tmp_path / "r", first.id)
     assert elsewhere.acquire()
     train, order = executor.run_job, []
 
@@ -58,7 +59,7 @@ def run_with_first_job_held(tmp_path, monkeypatch, other_finishes_it: bool):
         order.append(job.id)
         if job.id == second.id:
             if other_finishes_it:
-                train(first, "tiny", JobDir(tmp_path / "r", "tiny", first.id))
+                train(first, "tiny", JobDir(tmp_path / "r", first.id))
             threading.Timer(0.2, elsewhere.release).start()
         return train(job, suite, jobdir, *args, **kwargs)
 

@@ -31,7 +31,7 @@ def _assert_mirrors_disk(uri: str, results, jobs) -> None:
     runs = _children(uri)
     assert set(runs) == {j.id for j in jobs}
     for job in jobs:
-        run, jobdir = runs[job.id], JobDir(results, "tiny", job.id)
+        run, jobdir = runs[job.id], JobDir(results, job.id)
         summary = jobdir.read_summary()
         assert run.info.status == "FINISHED" and run.data.tags["fedbench.status"] == "finished"
         assert run.data.metrics["final_acc"] == summary["final_acc"]
@@ -71,7 +71,7 @@ def test_tracking_time_is_not_training_time(tmp_path, monkeypatch, mlflow_store)
     assert main(["run", str(path), "--results-dir", str(results), "--tracking-uri", mlflow_store(), "-q"]) == 0
     elapsed = time.monotonic() - began
     [job] = load_jobs(path)[1]
-    jobdir = JobDir(results, "tiny", job.id)
+    jobdir = JobDir(results, job.id)
     # params, rounds and the final numbers: at least 3 slow batches inside the job's span
     assert elapsed > 1.5 and jobdir.read_summary()["wall_time_s"] < elapsed - 1.5
     assert jobdir.read_metrics()[-1]["wall_s"] < elapsed - 1.5
@@ -106,5 +106,5 @@ def test_a_kill_at_an_mlflow_write_resumes_and_heals_the_run(tmp_path, mlflow_st
     assert killed.returncode == 137, killed.stderr
     assert main(args) == 0  # resumes (or skips the finished job) and heals its MLflow run
     _assert_mirrors_disk(uri, tmp_path / "r", [job])
-    ran, reference = (JobDir(tmp_path / d, "tiny", job.id) for d in ("r", "straight"))
+    ran, reference = (JobDir(tmp_path / d, job.id) for d in ("r", "straight"))
     assert measured(ran.read_metrics()) == measured(reference.read_metrics())

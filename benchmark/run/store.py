@@ -1,0 +1,146 @@
+"""The results store, addressed by job id: a job's folder is `results/jobs/<job-id>/`, whichever suites
+expand to it, so a suite reuses the finished jobs of another (a suite that `extends:` a paper suite
+reruns none of its baselines). `results/<suite>/` is the suite's view: its own files (`report/`,
+`.locks/suite.lock`) and one link `<job-id> -> ../jobs/<job-id>` per job the suite ran or reused, which
+is how `status` and `report` find the suite's jobs at seeds or settings it no longer expands to.
+
+Results written before the store (job folders directly in `results/<suite>/`) move into it on the
+first command that opens the results folder (`migrate_to_job_store`): automatic, so that upgrading
+asks nothing of the user and a resumed run simply finds its checkpoints; it logs what it moved.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from benchmark.errors import UserError
+from benchmark.run.locks import FileLock
+from benchmark.run.results import STORE, JobDir, free_name_beside, job_path
+
+log = logging.getLogger(__name__)
+
+# a folder holding any of these is a job's (set-aside copies such as `<id>.data-<fingerprint>` included)
+JOB_FILES = ("config.json", "summary.json", "metrics.jsonl", "checkpoint.pt")
+# `.<job-id>.link`: a link about to be put in place in a suite's view (a kill leaves it; the next migration ends it)
+PENDING = ".link"
+
+
+def job_lock(results_root: Path, job_id: str) -> FileLock:
+    """Held by the process training `job_id`, for as long as it trains it, whichever suite it runs for."""
+    return FileLock(Path(results_root) / STORE / ".locks" / f"{job_id}.lock")
+
+
+def suite_view(results_root: Path, suite: str) -> Path:
+    if suite == STORE:
+        raise UserError(f"a suite cannot be named {STORE!r}: results/{STORE}/ is the job store; rename the suite")
+    return Path(results_root) / suite
+
+
+def link_into_suite(results_root: Path, suite: str, job_id: str) -> None:
+    """`results/<suite>/<job-id>` -> the job's folder in the store (once; a link already there is kept)."""
+    view = suite_view(results_root, suite)
+    if os.path.lexists(view / job_id):  # the link, or a folder an old fedbench still trains
+        return
+    try:
+        _put_link(view, job_id)
+    except (FileNotFoundError, FileExistsError):  # another process of the suite put it there meanwhile
+        if not (view / job_id).is_symlink():
+            raise
+
+
+def _pending_link(view: Path, name: str) -> Path:
+    """`.<name>.link` -> the job's folder in the store, beside where the link goes."""
+    view.mkdir(parents=True, exist_ok=True)
+    pending = view / f".{name}{PENDING}"
+    pending.unlink(missing_ok=True)
+    pending.symlink_to(Path("..") / STORE / name)
+    return pending
+
+
+def _put_link(view: Path, name: str) -> None:
+    """Made beside, then renamed into place: a kill leaves the pending link, never half of one."""
+    os.replace(_pending_link(view, name), view / name)
+
+
+def _is_legacy_job(folder: Path) -> bool:
+    return folder.is_dir() and not folder.is_symlink() and any((folder / f).exists() for f in JOB_FILES)
+
+
+def open_results(results_root: Path, suite: str) -> Path:
+    """The suite's view, with every job of the old layout under `results_root` moved into the store
+    first (every command that reads or writes results calls it); what has nothing to move writes nothing."""
+    view = suite_view(results_root, suite)
+    migrate_to_job_store(results_root)
+    return view
+
+
+def _unfinished_migration(root: Path) -> list[Path]:
+    """The suite views that hold a job folder of the old layout or a link left pending by a kill."""
+    views = [p for p in root.iterdir() if p.is_dir() and p.name != STORE and not p.is_symlink()]
+    return sorted(v for v in views if any(_is_legacy_job(f) for f in v.iterdir()) or any(v.glob(f".*{PENDING}")))
+
+
+def migrate_to_job_store(results_root: Path) -> int:
+    """Move every job folder of the old layout (`results/<suite>/<name>/`) into the store and leave
+    the link in its place; returns how many moved. Each move is one rename on one filesystem, so a
+    kill at any moment leaves every job whole in its old or its new place, and running it again ends
+    the work. Idempotent: a folder already moved is a link, and is left alone."""
+    root = Path(results_root)
+    if not root.is_dir() or not _unfinished_migration(root):
+        return 0
+    moved = 0
+    with FileLock(root / STORE / ".locks" / "migrate.lock"):  # one migration at a time
+        for view in _unfinished_migration(root):
+            for pending in view.glob(f".*{PENDING}"):  # links a killed migration had not put in place
+                name = pending.name.removeprefix(".").removesuffix(PENDING)
+                if (view / name).is_symlink() or not job_path(root, name).exists():
+                    pending.unlink()
+                elif not (view / name).exists():
+                    _put_link(view, name)
+            moved += sum(_move(view, folder) for folder in sorted(view.iterdir()) if _is_legacy_job(folder))
+    if moved:
+        log.info("results: moved %d job folder(s) into the job store %s (one-time migration)", moved, root / STORE)
+    return moved
+
+
+def _move(view: Path, folder: Path) -> bool:
+    """One job folder into the store, under the lock an old fedbench and a new one would each take."""
+    root, name = view.parent, folder.name
+    old_lock = FileLock(view / ".locks" / f"{name}.lock")
+    new_lock = job_lock(root, name)
+    if not old_lock.acquire(blocking=False):
+        log.warning("results: %s is being trained by another process; it moves to the store on a later run", folder)
+        return False
+    try:
+        if not new_lock.acquire(blocking=False):
+            log.warning("results: job %s is being trained from the store; %s stays until a later run", name, folder)
+            return False
+        try:
+            target = job_path(root, name)
+            if target.exists():  # two suites each ran it in the old layout: the store keeps a finished copy
+                target = _keep_both(folder, target, view.name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            pending = _pending_link(view, name)  # first: a kill after the move leaves it for the next run
+            os.replace(folder, target)
+            os.replace(pending, folder)
+            return True
+        finally:
+            new_lock.release()
+    finally:
+        old_lock.release()
+
+
+def _keep_both(folder: Path, target: Path, suite: str) -> Path:
+    """Where `folder` goes when the store already holds its job: in its place if only it is done (the
+    store's copy is set aside), else beside it as `<id>.from-<suite>` (kept, never reused)."""
+    if JobDir.at(folder).is_done() and not JobDir.at(target).is_done():
+        aside = JobDir.at(target).set_aside("superseded")
+        log.warning("results: job %s: %s is done, the store's unfinished copy moved to %s", target.name, folder, aside)
+        return target
+    aside = free_name_beside(target, f"from-{suite}")
+    log.warning(
+        "results: job %s is already in the store; the copy of suite %s is kept as %s", target.name, suite, aside
+    )
+    return aside
