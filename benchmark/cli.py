@@ -381,7 +381,7 @@ def report(
     """Print measured vs paper numbers from the results already on disk (never reruns) and write
     results/<suite>/report/: report.md, report.html, tables/*.csv and *.tex, runs.csv. Every seed
     with a result on disk is reported; --seeds narrows."""
-    from benchmark.report.fedac_figure import figure_path
+    from benchmark.report.fedac_figure import FIGURE_CAPTION, figure_path
     from benchmark.report.figures import Figure, report_figures
     from benchmark.report.on_disk import jobs_with_seeds_on_disk, left_out_of_previous_report
     from benchmark.report.report_files import write_report
@@ -403,10 +403,7 @@ def report(
     _note_unselected(suite, jobs, results_dir)
     convergence = report_figures(suite, jobs, results_dir)
     figures = [
-        Figure(
-            "FedAc protocol: best F(w) − F* over η against the number of workers M",
-            figure_path(results_dir, suite.name),
-        ),
+        Figure(FIGURE_CAPTION, figure_path(results_dir, suite.name)),
         *convergence,
     ]
     report_dir = results_dir / suite.name / "report"
