@@ -175,11 +175,11 @@ def _cell_text(cell: Cell | None) -> str:
 
 def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path) -> Path:
     """The paper's figure: a panel per K, best F − F* against M (log-log), a line per method; written
-    as PNG and PDF (figures.save_figure) with no baked-in title: the report prints FIGURE_CAPTION."""
+    as PNG and PDF (figure_output.save_figure) with no baked-in title: the report prints FIGURE_CAPTION."""
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    from benchmark.report.figures import legend_columns, save_figure
+    from benchmark.report.figure_output import legend_columns, save_figure
 
     intervals = _intervals(cells)
     methods = list(dict.fromkeys(m for m, _, _ in cells))
