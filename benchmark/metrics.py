@@ -15,6 +15,20 @@ import re
 EMA_DECAY = 0.9
 
 
+CLIENT_PERCENTILES = (10, 25, 50, 75, 90)
+
+
+def client_spread(accuracies: list[float]) -> dict:
+    """Per-client accuracies summarised as federated papers report them: the percentiles
+    CLIENT_PERCENTILES (numpy's linear interpolation between the sorted values), the unweighted
+    mean over clients and their number."""
+    import numpy as np
+
+    values = np.asarray(accuracies, dtype=float)
+    spread = {f"p{q}": float(v) for q, v in zip(CLIENT_PERCENTILES, np.percentile(values, CLIENT_PERCENTILES))}
+    return {**spread, "mean": float(values.mean()), "clients": len(values)}
+
+
 def ema_update(previous: float | None, value: float, decay: float = EMA_DECAY) -> float:
     return value if previous is None else decay * previous + (1 - decay) * value
 

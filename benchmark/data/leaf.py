@@ -23,6 +23,8 @@ from benchmark.lazy import torch
 # (x, y, user) of one shard's user -> (x, y) as arrays; applied as each shard is read, so the JSON's
 # Python objects (a float object per FEMNIST pixel) live for one shard at a time
 Encode = Callable[[list, list, str], tuple[np.ndarray, np.ndarray]]
+# part of the tensor cache's key: caches written before test_users were kept lack them, so they are rebuilt
+CACHE_LAYOUT = "test_users"
 
 
 def read_leaf_split(directory: Path, encode: Encode | None = None) -> dict[str, dict]:
@@ -173,7 +175,9 @@ def leaf_source(
                 f"{split[user]['file']}: user {user!r} has label {int(y[bad[0, 0]])}, "
                 f"outside 0..{num_classes - 1}; fix or replace this shard"
             )
-    return SourceData(train_x, train_y, test_x, test_y, num_classes, kind, train_users, users, **extra)
+    return SourceData(
+        train_x, train_y, test_x, test_y, num_classes, kind, train_users, users, test_users=test_users, **extra
+    )
 
 
 def cached_leaf_source(root: Path | None, name: str, build: Callable[[], SourceData], *key: object) -> SourceData:
@@ -189,12 +193,13 @@ def cached_leaf_source(root: Path | None, name: str, build: Callable[[], SourceD
             "test_x": s.test_x,
             "test_y": s.test_y,
             "train_users": s.train_users,
+            "test_users": s.test_users,
             "user_names": s.user_names,
             "num_classes": s.num_classes,
             "kind": s.kind,
         }
 
-    t = cached_tensors(name, cache_key(name, where.checksum(), *key), to_tensors)
+    t = cached_tensors(name, cache_key(name, where.checksum(), *key, CACHE_LAYOUT), to_tensors)
     return SourceData(
         t["train_x"],
         t["train_y"],
@@ -204,4 +209,5 @@ def cached_leaf_source(root: Path | None, name: str, build: Callable[[], SourceD
         t["kind"],
         t["train_users"],
         list(t["user_names"]),
+        test_users=t["test_users"],
     )

@@ -23,7 +23,7 @@ from benchmark.data.archive import Found, dataset_missing, expected
 from benchmark.data.cache import cache_key, cached_tensors
 from benchmark.data.hf import has_local_copy, open_hf
 from benchmark.data.images import channel_stats
-from benchmark.data.leaf import leaf_location
+from benchmark.data.leaf import CACHE_LAYOUT, leaf_location
 from benchmark.data.source import SourceData
 from benchmark.errors import DataInvalid, DatasetMissing
 from benchmark.lazy import torch
@@ -142,6 +142,7 @@ def hub_source(
             raise DatasetMissing(f"{source}: no user has samples for both training and testing by LEAF's split")
         tr, te = np.concatenate(train), np.concatenate(test)
         owner = np.repeat(np.arange(len(users)), [len(r) for r in train])
+        test_owner = np.repeat(np.arange(len(users)), [len(r) for r in test])
         rows = (lambda r: BYTE_FLOATS[x[r]]) if table.leaf_floats else (lambda r: x[r])  # noqa: E731
         out = {
             "train_x": torch.from_numpy(rows(tr)),
@@ -149,6 +150,7 @@ def hub_source(
             "test_x": torch.from_numpy(rows(te)),
             "test_y": torch.from_numpy(y[te]),
             "train_users": torch.from_numpy(owner),
+            "test_users": torch.from_numpy(test_owner),
             "user_names": users,
         }
         if out["train_x"].dtype == torch.uint8:
@@ -160,7 +162,7 @@ def hub_source(
     else:  # a hub id: the version is what the datasets library resolved it to
         dd = open_hf(where)
         version, make = [where] + [getattr(dd[s], "_fingerprint", "") for s in dd], lambda: build(dd)
-    t = cached_tensors(f"{table.name}-hf", cache_key(table.name, version, seed, tag), make)
+    t = cached_tensors(f"{table.name}-hf", cache_key(table.name, version, seed, tag, CACHE_LAYOUT), make)
     mean, std = (tuple(t[k].tolist()) if k in t else None for k in ("mean", "std"))
     return SourceData(
         t["train_x"],
@@ -173,4 +175,5 @@ def hub_source(
         list(t["user_names"]),
         mean=mean,
         std=std,
+        test_users=t["test_users"],
     )

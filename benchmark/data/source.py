@@ -2,7 +2,7 @@
 
 A loader returns a `SourceData`: whole train/test splits as tensors (uint8 images stay uint8;
 the device-side pipeline normalises them), plus, for datasets with natural users (LEAF), the
-user id of every training example.
+user id of every training and test example (the test users give per-client accuracy).
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ class SourceData:
     user_names: list[str] = field(default_factory=list)
     mean: tuple[float, ...] | None = None  # per-channel normalisation for uint8 images
     std: tuple[float, ...] | None = None
+    # (n_test,) int user index of each test example, natural splits only: the final round's accuracy per
+    # client; not in `fingerprint` (it groups the test examples, it changes none)
+    test_users: torch.Tensor | None = None
 
     @property
     def input_shape(self) -> tuple[int, ...]:
@@ -63,6 +66,8 @@ class SourceData:
             )
         if self.train_users is not None and len(self.train_users) != len(self.train_y):
             found.append(f"{len(self.train_users)} user ids for {len(self.train_y)} training examples")
+        if self.test_users is not None and len(self.test_users) != len(self.test_y):
+            found.append(f"{len(self.test_users)} user ids for {len(self.test_y)} test examples")
         return found
 
     def fingerprint(self) -> str:

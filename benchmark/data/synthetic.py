@@ -66,6 +66,7 @@ def generate(p: SyntheticParams) -> SourceData:
         num_classes=p.num_classes,
         kind="vector",
         train_users=cat("train", 2, torch.long),
+        test_users=cat("test", 2, torch.long),
         user_names=[f"synthetic_{k:04d}" for k in range(p.num_users)],
     )
 

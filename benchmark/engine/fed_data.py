@@ -72,17 +72,13 @@ class FederatedData:
 
     def to(self, device) -> FederatedData:
         s = self.src
-        moved = SourceData(
-            s.train_x.to(device),
-            s.train_y.to(device),
-            s.test_x.to(device),
-            s.test_y.to(device),
-            s.num_classes,
-            s.kind,
-            s.train_users,
-            s.user_names,
-            s.mean,
-            s.std,
+        moved = replace(
+            s,
+            train_x=s.train_x.to(device),
+            train_y=s.train_y.to(device),
+            test_x=s.test_x.to(device),
+            test_y=s.test_y.to(device),
+            test_users=None if s.test_users is None else s.test_users.to(device),
         )
         # shared: one index tensor for every client, not N copies
         clients = (

@@ -252,13 +252,31 @@ def train_client(
 
 @torch.no_grad()
 def evaluate(forward, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, preprocess, batch_size: int = 2048):
-    """(accuracy in %, mean cross-entropy) of the model `theta` on (x, y); the sums stay on the
-    device and are read once (one synchronisation, not two per batch)."""
+    """(accuracy in %, mean cross-entropy) of the model `theta` on (x, y)."""
+    acc, loss, _ = evaluate_by_group(forward, theta, x, y, preprocess, None, batch_size)
+    return acc, loss
+
+
+def evaluate_by_group(
+    forward, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, preprocess, groups, batch_size: int = 2048
+) -> tuple[float, float, list[float] | None]:
+    """(accuracy in %, mean cross-entropy, accuracy in % per group) of the model `theta` on (x, y)
+    in one pass; `groups` (each example's group index, e.g. the user of a LEAF test example) adds
+    only a count of correct examples per group per batch (a group without examples: nan); None:
+    no groups. The sums stay on the device and are read once (not two synchronisations per batch)."""
     sums = torch.zeros(2, dtype=torch.float64, device=theta.device)  # correct, loss
+    by_group = None if groups is None else torch.zeros(int(groups.max()) + 1, dtype=torch.float64, device=theta.device)
     for i in range(0, len(y), batch_size):
         logits = forward(theta, preprocess(x[i : i + batch_size], False, None))
         yb = y[i : i + batch_size]
-        sums[0] += (logits.argmax(1) == yb).sum()
+        hits = logits.argmax(1) == yb
+        sums[0] += hits.sum()
         sums[1] += F.cross_entropy(logits, yb, reduction="sum")
+        if by_group is not None:
+            by_group.index_add_(0, groups[i : i + batch_size], hits.double())
     correct, loss_sum = sums.tolist()
-    return 100.0 * correct / len(y), loss_sum / len(y)
+    per_group = None
+    if by_group is not None:
+        sizes = torch.bincount(groups, minlength=len(by_group)).double()
+        per_group = (100.0 * by_group / sizes).tolist()  # 0/0: nan
+    return 100.0 * correct / len(y), loss_sum / len(y), per_group

@@ -16,7 +16,7 @@ from torch import nn
 from benchmark.data.participation import pool_entrants, sample_clients
 from benchmark.engine.convex import RegularisedLogistic
 from benchmark.engine.fed_data import FederatedData
-from benchmark.engine.local import evaluate
+from benchmark.engine.local import evaluate, evaluate_by_group
 from benchmark.engine.trainers.base import ExecutionRecord
 from benchmark.engine.trainers.by_execution import trainer_for
 from benchmark.engine.training_setup import TrainingSetup
@@ -61,6 +61,9 @@ class JobRounds(Protocol):
     job: JobConfig
     progress: Progress  # rounds completed, bytes sent (a replay keeps no parameters: theta None)
     execution: ExecutionRecord  # how the rounds were trained, for summary.json
+    # user name -> test accuracy (%) of the last round, where the data name each test example's user
+    # and the job ran its last round in this process; else None
+    client_accuracy: dict[str, float] | None
 
     @property
     def setup(self) -> TrainingSetup | None:
@@ -99,6 +102,7 @@ class Simulation:
         self.execution = ExecutionRecord(chosen=None if job.execution == "auto" else job.execution)
         theta = flat_params(self.setup.model).to(self.setup.device)
         self.progress = Progress(theta=theta, server_state=self.setup.method.server.init_state(theta))
+        self.client_accuracy: dict[str, float] | None = None
 
     @property
     def data_fingerprint(self) -> str:
@@ -204,6 +208,24 @@ class Simulation:
         data = self.setup.data
         return evaluate(self.setup.forward, self.eval_params(), data.src.test_x, data.src.test_y, data.preprocess)
 
+    @property
+    def clients_are_users(self) -> bool:
+        """A natural split of data that name each test example's user: a client's test examples are its own."""
+        return self.job.dataset.split.kind == "natural" and self.setup.data.src.test_users is not None
+
+    def evaluate_by_client(self) -> tuple[float, float]:
+        """`evaluate`, in the same pass grouping the test examples by user into `client_accuracy`."""
+        src, data = self.setup.data.src, self.setup.data
+        acc, loss, per_user = evaluate_by_group(
+            self.setup.forward, self.eval_params(), src.test_x, src.test_y, data.preprocess, src.test_users
+        )
+        self.client_accuracy = {
+            src.user_names[u] if u < len(src.user_names) else str(u): a
+            for u, a in enumerate(per_user)
+            if math.isfinite(a)  # a user without test examples has no accuracy
+        }
+        return acc, loss
+
     def evaluate_validation(self) -> tuple[float, float]:
         """(accuracy, loss) on the examples held out of the clients' training data (select: on validation)."""
         data = self.setup.data
@@ -229,7 +251,7 @@ class Simulation:
             if not bool(torch.isfinite(self.progress.theta).all()):
                 raise Diverged(r, "parameters")
             if job.evaluates(r):
-                acc, loss = self.evaluate()
+                acc, loss = self.evaluate_by_client() if r == job.rounds and self.clients_are_users else self.evaluate()
                 if not math.isfinite(loss):
                     raise Diverged(r, "test loss")
                 self.progress.ema = ema_update(self.progress.ema, acc)

@@ -106,8 +106,11 @@ LEGEND = (
 )
 
 
-def _columns(metrics: list[str], rounds: int, target: float | None, convex: bool, raw: bool) -> list[Column]:
-    """The metric columns; `raw`: an unsmoothed acc_raw@R beside each acc@R (from the round records)."""
+def _columns(
+    metrics: list[str], rounds: int, target: float | None, convex: bool, raw: bool, extra: list[Column] = ()
+) -> list[Column]:
+    """The metric columns; `raw`: an unsmoothed acc_raw@R beside each acc@R (from the round records);
+    `extra` (client_columns) before the wall time."""
     cols = []
     for m in metrics:
         kind, value = parse_metric(m)
@@ -130,8 +133,25 @@ def _columns(metrics: list[str], rounds: int, target: float | None, convex: bool
         cols.append(Column("final_acc", f"final acc (raw, %, round {rounds})", True, "acc"))
     if convex:
         cols.append(Column("final_subopt", "final F(w) − F*", False, "subopt"))
+    cols += extra
     cols.append(Column("wall_s", "wall time (s)", False, "s", ranked=False))
     return cols
+
+
+CLIENT_COLUMNS = ("p10", "p50", "p90")  # of summary.json's client_acc; all of it is in runs.csv
+CLIENT_NOTE = (
+    "client acc pQ: the Q-th percentile over the users of the test set of each user's test accuracy at the "
+    "last round (raw), mean ± std over seeds; p25, p75 and the mean over users are in runs.csv, each "
+    "user's accuracy in the job's client_acc.json"
+)
+
+
+def client_columns(entry_jobs: pd.DataFrame) -> list[Column]:
+    """Where the entry's jobs recorded per-client accuracy (natural users): its 10th, 50th and 90th
+    percentile over clients at the last round, each averaged over seeds like every column."""
+    if not any(f"client_{q}" in entry_jobs and entry_jobs[f"client_{q}"].notna().any() for q in CLIENT_COLUMNS):
+        return []
+    return [Column(f"client_{q}", f"client acc {q} (raw, %)", True, "acc") for q in CLIENT_COLUMNS]
 
 
 def _status_text(jobs: pd.DataFrame) -> str:
@@ -276,7 +296,9 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
         convex = any(j.config.suboptimality for j in e_jobs)
         raw = rounds_df is not None and not rounds_df.empty
         target, notes = add_round_metrics(entry_jobs, rounds_df, config.metrics, convex) if raw else (None, [])
-        columns = _columns(config.metrics, config.rounds, target, convex, raw)
+        by_client = client_columns(entry_jobs)
+        columns = _columns(config.metrics, config.rounds, target, convex, raw, by_client)
+        notes += [CLIENT_NOTE] if by_client else []
         ref = entry.reference
         on = "validation" if all(j.config.select.on == "validation" for j in e_jobs) else "test"
         rule = SELECTION_RULE_CONVEX if convex else SELECTION_RULE_VALIDATION if on == "validation" else SELECTION_RULE

@@ -21,7 +21,12 @@ from rich.table import Table
 from benchmark.report.fedac_compare import authors_points, comparison_summary, comparison_tables
 from benchmark.suite.expand import Job
 
-FIGURE_NAME = "fedac_figure.png"
+FIGURE_NAME = "fedac_figure.png"  # and fedac_figure.pdf beside it
+FIGURE_CAPTION = (
+    "FedAc protocol: best final F(w) − F* over η after T = K·R steps against the number of workers M, "
+    "a panel per K (log-log); line: fedbench (mean over seeds), hollow markers: the authors' released runs, "
+    "× on a panel's top edge: every η diverged or failed"
+)
 
 
 def figure_path(results_dir: Path, suite_name: str) -> Path:
@@ -168,18 +173,20 @@ def _cell_text(cell: Cell | None) -> str:
     return f"{value:.2e} ({lr:g}){'!' if cell.at_edge else ''}{lost}"
 
 
-def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path, title: str) -> Path:
-    """The paper's figure: a panel per K, best F − F* against M (log-log), a line per method."""
-    import matplotlib
+def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path) -> Path:
+    """The paper's figure: a panel per K, best F − F* against M (log-log), a line per method; written
+    as PNG and PDF (figure_output.save_figure) with no baked-in title: the report prints FIGURE_CAPTION."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from benchmark.report.figure_output import legend_columns, save_figure
 
     intervals = _intervals(cells)
     methods = list(dict.fromkeys(m for m, _, _ in cells))
     cols = min(3, len(intervals))
     rows = math.ceil(len(intervals) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False, sharey=True)
+    fig = Figure(figsize=(4.2 * cols, 3.4 * rows + 0.6), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False, sharey=True)
     markers = "osD^vP*X"
     any_lost = any_authors = False
     for ax, k in zip(axes.flat, intervals):
@@ -214,7 +221,7 @@ def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path, title: str
                 transform=ax.get_xaxis_transform(),
                 clip_on=False,
             )
-        ax.set_title(f"K = {k}")
+        ax.set_title(f"K = {k}")  # the panel's label, not a figure title
         ax.set_xlabel("number of workers M")
         ax.grid(True, which="major", alpha=0.3)
     for ax in axes[:, 0]:
@@ -223,19 +230,14 @@ def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path, title: str
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     if any_lost:
-        handles.append(plt.Line2D([], [], color="grey", marker="x", linestyle=""))
+        handles.append(Line2D([], [], color="grey", marker="x", linestyle=""))
         labels.append("every η diverged or failed")
     if any_authors:
-        handles.append(plt.Line2D([], [], color="grey", marker="o", markerfacecolor="none", linestyle=""))
+        handles.append(Line2D([], [], color="grey", marker="o", markerfacecolor="none", linestyle=""))
         labels.append("hollow: the authors' released runs")
-    ncol = min(len(handles), 2 * cols)  # two entries per panel's width fit
-    fig.legend(handles, labels, loc="lower center", ncol=ncol, frameon=False)
-    fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.06 * math.ceil(len(handles) / ncol) / rows, 1, 0.95))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    ncol = legend_columns(len(handles), widest=2 * cols)  # two entries per panel's width fit
+    fig.legend(handles, labels, loc="outside lower center", ncol=ncol, frameon=False)
+    return save_figure(fig, path)
 
 
 def fedac_note(cells: dict[tuple[str, int, int], Cell]) -> str:
@@ -273,11 +275,7 @@ def fedac_report(console, suite, jobs: list[Job], summaries: dict[str, dict], re
         console.print(table)
     console.print(fedac_note(cells))
     if any(c.best for c in cells.values()):
-        path = write_figure(
-            cells,
-            figure_path(results_dir, suite_name),
-            f"{suite_name}: best F(w) − F* over η after T = K·R steps (fedbench)",
-        )
+        path = write_figure(cells, figure_path(results_dir, suite_name))
         console.print(f"figure: {path}")
     taken = {j.id for j in ours}
     return [j for j in jobs if j.id not in taken]

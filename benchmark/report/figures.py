@@ -19,7 +19,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmark.run.job_status import DIVERGED
+from benchmark.report.figure_output import legend_columns, save_figure
+from benchmark.run.job_status import DIVERGED, FINISHED
 
 BAND_LABEL = "band: min–max over seeds"
 DIVERGED_LABEL = "×: last finite round of a diverged run"
@@ -34,8 +35,6 @@ X_AXES = (
 )
 MAX_CLIENTS_SHOWN = 100
 MAX_CLASSES_STACKED = 20  # more classes than distinguishable colours: a heat map instead of stacked bars
-DPI = 150
-FORMATS = (".png", ".pdf")  # PNG for the HTML report, PDF (vector) for a paper
 
 
 @dataclass
@@ -47,7 +46,7 @@ class Figure:
 
     @property
     def pdf(self) -> Path | None:
-        """The vector copy beside the PNG (figures.save_figure), where there is one."""
+        """The vector copy beside the PNG (figure_output.save_figure), where there is one."""
         pdf = self.path.with_suffix(".pdf")
         return pdf if pdf.exists() else None
 
@@ -71,12 +70,13 @@ def file_slug(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_") or "entry"
 
 
-def save_figure(fig, path: Path) -> Path:
-    """Write `path` (PNG) and the same figure as PDF beside it; returns the PNG's path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for suffix in FORMATS:  # a pyplot-free Figure picks the canvas for each format itself
-        fig.savefig(path.with_suffix(suffix), dpi=DPI)
-    return path
+def unique_name(stem: str, taken: set[str], suffix: str = "") -> str:
+    """`stem`, else `stem-2`, `stem-3`, ...: the first not in `taken` (two entries may share a label)."""
+    name, n = stem, 1
+    while name in taken:
+        n += 1
+        name = f"{stem}-{n}"
+    return name + suffix
 
 
 def _seed_stats(runs, x: str, y: str):
@@ -131,13 +131,6 @@ def _bytes_ticks(ax, values) -> None:
         ax.xaxis.set_minor_formatter(FuncFormatter(minor))
     else:
         ax.xaxis.set_minor_formatter(NullFormatter())
-
-
-def legend_columns(entries: int, widest: int = 6) -> int:
-    """Rows as even as possible, at most `widest` entries each: 5 entries in one row, not 4 + a stray one
-    (matplotlib fills a legend column by column)."""
-    rows = -(-entries // widest)
-    return max(1, -(-entries // max(rows, 1)))
 
 
 def convergence_figure(rounds, styles: dict[str, dict], y: str = "ema_acc"):
@@ -200,10 +193,7 @@ def write_convergence_figures(frame, out_dir, metrics: dict | None = None) -> li
         rounds = rounds.dropna(subset=[y])
         if rounds.empty:
             continue
-        path, n = out_dir / f"convergence-{file_slug(entry)}.png", 1
-        while path in (p for _, _, p in written):
-            n += 1
-            path = out_dir / f"convergence-{file_slug(entry)}-{n}.png"
+        path = out_dir / unique_name(f"convergence-{file_slug(entry)}", {p.stem for _, _, p in written}, ".png")
         written.append((entry, y, save_figure(convergence_figure(rounds, styles, y), path)))
     return written
 
@@ -298,7 +288,8 @@ def curve_metric(metrics: list[str]) -> str:
 def report_figures(suite, jobs, results_dir) -> list:
     """The convergence figures of `fedbench report` in results/<suite>/report/figures/, as the
     report's Figure entries: per entry each method at the setting its table shows (the grid's other
-    settings are in the sensitivity figure). FedAc-protocol jobs have their own figure."""
+    settings are in the sensitivity figure), then per entry whose jobs recorded per-client accuracy
+    its distribution (client_figure.py). FedAc-protocol jobs have their own figure."""
     from benchmark.report.entry_tables import best_settings
     from benchmark.report.fedac_figure import is_fedac_protocol
     from benchmark.report.frames import jobs_frame, rounds_frame
@@ -315,7 +306,7 @@ def report_figures(suite, jobs, results_dir) -> list:
     metrics = {j.dataset_index: curve_metric(j.config.metrics) for j in jobs}
     out_dir = Path(results_dir) / suite.name / "report" / "figures"
     several = runs.groupby(["entry_index", "method"]).setting.nunique().max() > 1 if len(runs) else False
-    return [
+    convergence = [
         Figure(
             f"{entry}: {ACC_LABELS[y]} against round, bytes communicated (log scale) and training time; "
             "line: mean over the seeds that reached each evaluated round, band: min–max over seeds, "
@@ -329,3 +320,21 @@ def report_figures(suite, jobs, results_dir) -> list:
         )
         for entry, y, path in write_convergence_figures(frame, out_dir, metrics)
     ]
+    return convergence + client_figures(runs[runs.job_id.isin(shown)], results_dir, suite.name, out_dir)
+
+
+def client_figures(runs, results_dir, suite_name: str, out_dir: Path) -> list[Figure]:
+    """Per entry of `runs` (a jobs_frame of the jobs the tables show) whose jobs recorded per-client
+    accuracy, its distribution figure, methods styled as in the convergence figures."""
+    from benchmark.report.client_figure import CAPTION, write_client_figure
+
+    styles, figures, names = method_styles(runs.method), [], set()
+    for _, entry_runs in runs.groupby("entry_index"):
+        entry = entry_runs.entry.iloc[0]
+        name = unique_name(f"clients-{file_slug(entry)}", names)
+        names.add(name)
+        path = write_client_figure(entry_runs, results_dir, suite_name, out_dir / f"{name}.png", styles)
+        if path is not None:
+            seeds = entry_runs[entry_runs.status == FINISHED].seed.nunique()
+            figures.append(Figure(CAPTION.format(entry=entry, seeds=f"{seeds} seed{'s' * (seeds != 1)}"), path))
+    return figures

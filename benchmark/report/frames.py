@@ -127,6 +127,8 @@ def jobs_frame(suite, jobs: list[Job], results_root=None, summaries: dict[str, d
                 "wall_s": s.get("wall_time_s"),
                 "error": (str(s.get("error") or "").splitlines() or [None])[0],
                 **s.get("metrics", {}),
+                # natural-user data: the last round's per-client accuracy, summarised (client_p10 ... client_mean)
+                **{f"client_{k}": v for k, v in (s.get("client_acc") or {}).items() if k != "clients"},
             }
         )
     frame = pd.DataFrame(rows)

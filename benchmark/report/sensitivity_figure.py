@@ -87,7 +87,8 @@ def sensitivity_figure(
     `styles`: figures.method_styles over the report, so a method looks the same in every figure."""
     from matplotlib.figure import Figure
 
-    from benchmark.report.figures import legend_columns, method_styles, save_figure
+    from benchmark.report.figure_output import legend_columns, save_figure
+    from benchmark.report.figures import method_styles
 
     panels = _panels(data, chosen)
     if not panels:

@@ -70,7 +70,8 @@ def split_tables(jobs: list[Job], max_clients: int) -> list[Table]:
 
 def split_figures(jobs: list[Job], out_dir: Path) -> list[Path]:
     """A PNG of the label distribution per client for each distinct split, numbered in suite order."""
-    from benchmark.report.figures import file_slug, label_distribution_figure, save_figure
+    from benchmark.report.figure_output import save_figure
+    from benchmark.report.figures import file_slug, label_distribution_figure
 
     return [
         save_figure(

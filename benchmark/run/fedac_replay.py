@@ -24,6 +24,7 @@ class ReplaySimulation:
     run_job as the job's rounds (engine/simulation.JobRounds)."""
 
     setup = None  # nothing is trained here
+    client_accuracy = None  # its datasets (a9a, synthetic shared) are not grouped by user
 
     def __init__(self, job: Job, outcome: Outcome):
         from benchmark.engine.setup import data_fingerprint

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from benchmark.engine.setup import build_simulation
 from benchmark.engine.simulation import Diverged, JobRounds, Simulation
-from benchmark.metrics import ema_update, summarise
+from benchmark.metrics import client_spread, ema_update, summarise
 from benchmark.run.callbacks import (
     Callbacks,
     Checkpoints,
@@ -268,6 +268,9 @@ def run_job(
     summary = job_summary(job, suite, sim, metrics.records, diverged, threads)
     if summary.status == FINISHED:
         atomic_torch_save(jobdir.model, sim.final_state_dict())
+        if sim.client_accuracy:  # before summary.json, which marks the job's files complete
+            atomic_write_json(jobdir.client_accuracy, {"round": c.rounds, "accuracy": sim.client_accuracy})
+            summary.client_acc = client_spread(list(sim.client_accuracy.values()))
     elif summary.status == STOPPED:  # stopped early on purpose: keep a checkpoint to resume from
         save_checkpoint(jobdir, sim)
     summary.wall_time_s = round(time.time() - start - tracked(), 3)

@@ -11,7 +11,11 @@ names that MLflow's table truncates still differ where they matter) and carries:
   `a, b, c`, unset values left out;
 - its dataset as an MLflow input (name = the dataset label, digest = the data fingerprint);
 - metrics: every evaluated round (step = round, timestamp = when it was measured), then the
-  summary's numbers (`summary.acc_at_60`, `final_acc`, ...; names by `metric_key`).
+  summary's numbers (`summary.acc_at_60`, `final_acc`, ...; names by `metric_key`);
+- artifacts: config.json, metrics.jsonl, summary.json and, where the job's `log_model` setting
+  asks, `model/final_model.pt` (the state_dict fedbench saved: loads with `torch.load(...,
+  weights_only=True)` into the model the config names; an artifact, not `mlflow.pytorch.log_model`,
+  which would pickle the module with its code and infer a pip environment on every job).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from benchmark.run.records import MEASURED
 SUMMARY_METRICS = ("final_acc", "final_ema_acc", "final_subopt", "final_val_ema_acc", "wall_time_s", "rounds_completed")
 # job status -> MLflow run status (the exact one is the run's `fedbench.status` tag)
 RUN_STATUS = {FINISHED: "FINISHED", STOPPED: "KILLED", DIVERGED: "FAILED", FAILED: "FAILED"}
+MODEL_ARTIFACT_DIR = "model"  # a run's final_model.pt, where the job's log_model setting asks for it
 BATCH = 200  # metric values per log_batch call (MLflow accepts up to 1000)
 
 
@@ -153,8 +158,9 @@ class JobMirror:
             self.client.log_batch(run_id, metrics=metrics[i : i + BATCH])
         return new[-1]["round"] if new else after
 
-    def finish(self, run_id: str, summary: dict, files: list[Path]) -> None:
-        """The summary's numbers, status, environment, dataset and files, then the run's end status."""
+    def finish(self, run_id: str, summary: dict, files: list[Path], model: Path | None = None) -> None:
+        """The summary's numbers, status, environment, dataset, files and the final `model` (a
+        finished job's, where given), then the run's end status."""
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
@@ -176,6 +182,8 @@ class JobMirror:
         for f in files:
             if f.exists():
                 self.client.log_artifact(run_id, str(f))
+        if model is not None and summary.get("status") == FINISHED and model.exists():
+            self.client.log_artifact(run_id, str(model), MODEL_ARTIFACT_DIR)
         self.client.set_tag(run_id, "fedbench.status", summary.get("status", "?"))
         self.client.set_terminated(run_id, RUN_STATUS.get(summary.get("status"), "FAILED"))
 
@@ -210,6 +218,9 @@ class JobMirror:
         self.log_rounds(run_id, jobdir.read_metrics(), self.logged_upto(run_id))
         if summary:
             self.finish(
-                run_id, summary, files if files is not None else [jobdir.config, jobdir.metrics, jobdir.summary]
+                run_id,
+                summary,
+                files if files is not None else [jobdir.config, jobdir.metrics, jobdir.summary],
+                jobdir.model if config.get("log_model") else None,
             )
         return run_id

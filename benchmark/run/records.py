@@ -97,6 +97,9 @@ class JobSummary:
     # selected on), and what was held out: {"holdout", "held_out" examples, "too_small" clients}
     final_val_ema_acc: float | None = None
     validation: dict | None = None
+    # natural-user data: the last round's test accuracy per client, summarised (metrics.client_spread:
+    # p10 ... p90, mean, clients); each client's value is in client_acc.json beside the summary
+    client_acc: dict | None = None
     metrics: dict = field(default_factory=dict)  # acc@R, rounds_to@X, ... (benchmark.metrics.summarise)
     wall_time_s: float | None = None
     threads: dict | None = None  # torch's CPU threads: {"count", "chosen_by"} (run/threads.py)

@@ -24,7 +24,14 @@ log = logging.getLogger(__name__)
 # at the client-state snapshot, last).
 RESUME_FILES = ("metrics.jsonl", "client_state.checkpoint", "checkpoint.pt")
 # What a finished or stopped job hands back; summary.json last: it is what marks a job done.
-OUTPUT_FILES = ("metrics.jsonl", "final_model.pt", "client_state.checkpoint", "checkpoint.pt", "summary.json")
+OUTPUT_FILES = (
+    "metrics.jsonl",
+    "final_model.pt",
+    "client_acc.json",
+    "client_state.checkpoint",
+    "checkpoint.pt",
+    "summary.json",
+)
 
 
 def _umask() -> int:
@@ -148,6 +155,7 @@ class JobDir:
     metrics = property(lambda self: self.path / "metrics.jsonl")
     summary = property(lambda self: self.path / "summary.json")
     model = property(lambda self: self.path / "final_model.pt")
+    client_accuracy = property(lambda self: self.path / "client_acc.json")  # per user, the last round (LEAF)
     checkpoint = property(lambda self: self.path / "checkpoint.pt")
     heartbeat = property(lambda self: self.path / "heartbeat.json")  # while a process runs the job
     lock = property(lambda self: self.path / ".lock")

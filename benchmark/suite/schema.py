@@ -256,6 +256,11 @@ class JobSettings(Strict):
         identity=Identity.NEVER,
         description="torch.compile the model's forward and backward (CUDA: with CUDA graphs); sequential execution only",
     )
+    log_model: bool = declared(
+        False,
+        identity=Identity.NEVER,
+        description="attach the finished job's final_model.pt (its state_dict) to its MLflow run, under model/",
+    )
     select: SelectConfig = declared(
         default_factory=SelectConfig,
         identity=Identity.UNLESS_DEFAULT,  # test-selected jobs (the default) keep their ids
@@ -333,8 +338,9 @@ class DatasetEntry(Strict):
 
 
 # A dataset entry's copy of a setting is null in every job (expand merges it into the setting) and
-# hashed as null, as since job ids began; the copies of `compile` and `select`, added later, are left out instead.
-COPY_IDENTITY = {"compile": Identity.NEVER, "select": Identity.NEVER}
+# hashed as null, as since job ids began; the copies of `compile`, `select` and `log_model`, added later, are left
+# out instead.
+COPY_IDENTITY = {"compile": Identity.NEVER, "select": Identity.NEVER, "log_model": Identity.NEVER}
 
 
 def _override(name: str, annotation):

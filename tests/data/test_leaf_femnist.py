@@ -41,6 +41,9 @@ def test_users_become_natural_clients(femnist_root):
     assert src.user_names == ["f_a", "f_b", "f_c"]  # users without test data are left out
     assert src.train_x.shape == (12, 1, 28, 28) and src.test_x.shape == (4, 1, 28, 28)
     assert src.train_users.tolist() == [0] * 5 + [1] * 3 + [2] * 4
+    assert src.test_users.tolist() == [0, 0, 1, 2]  # each test example's user, for per-client accuracy
+    again = load_dataset("femnist", {}, femnist_root)  # read back from the tensor cache
+    assert again.test_users.tolist() == [0, 0, 1, 2]
     assert src.num_classes == 62
 
 

@@ -55,6 +55,7 @@ def test_femnist_users_split_as_leaf_does(tmp_path):
         10 + i for i in range(2) if i not in kept_b
     ]
     assert src.train_users.tolist() == [0] * 9 + [1]
+    assert src.test_users.tolist() == [0, 1]  # one held-out example each
     assert src.train_x.dtype.is_floating_point and src.train_x.shape == (10, 1, 28, 28)
     for x, y in zip(src.train_x, src.train_y):
         assert set(x.flatten().tolist()) == {np.float32(values[int(y)] / 255)}

@@ -31,6 +31,7 @@ def test_shakespeare_encodes_windows_and_users(tmp_path):
     assert src.train_y.tolist() == [VOCAB.index("f")] * 2 + [0]
     assert src.train_users.tolist() == [0, 0, 1] and src.user_names == ["HAMLET_HAMLET", "MACBETH_WITCH"]
     assert src.test_y.tolist() == [79, VOCAB.index("T")]
+    assert src.test_users.tolist() == [0, 1]
 
 
 def test_shakespeare_unknown_symbol_names_the_user(tmp_path):
@@ -70,6 +71,7 @@ def test_celeba_resizes_to_the_param_size(tmp_path):
     assert src.test_x.shape == (2, 3, 16, 16)
     assert src.train_y.tolist() == [0, 1, 1, 1] and src.test_y.tolist() == [1, 0]
     assert src.train_users.tolist() == [0, 0, 1, 1] and src.num_classes == 2
+    assert src.test_users.tolist() == [0, 1]
     assert load_dataset("celeba", {}, tmp_path).train_x.shape[-2:] == (84, 84)
 
 

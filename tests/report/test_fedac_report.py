@@ -17,7 +17,7 @@ from papers.test_paper_suites import REFERENCE
 from benchmark.cli import cli
 from benchmark.papers.fedac_suites import small_suite
 from benchmark.papers.generate import dump_suite
-from benchmark.report.fedac_figure import collect, fedac_tables, figure_path
+from benchmark.report.fedac_figure import FIGURE_CAPTION, collect, fedac_tables, figure_path
 from benchmark.run.results import JobDir, atomic_write_json
 from benchmark.suite.expand import expand, load_jobs
 from benchmark.suite.schema import Suite
@@ -60,12 +60,14 @@ def test_report_prints_the_table_and_writes_the_figure(tmp_path):
     png = figure_path(tmp_path / "results", "fedac-batched")
     assert png.parent.name == "figures" and png.parent.parent.name == "report"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert png.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-"  # the vector copy for a paper
     report = tmp_path / "results" / "fedac-batched" / "report"
     csv = (report / "tables" / "fedac_K3.csv").read_text()
     assert "FedAc-I,1.00e-03 (0.2)," in csv and "MB-SGD,8.00e-03 (0.2) x1," in csv
     assert r"\textbf{1.00e-03 (0.2)}" in (report / "tables" / "fedac_K3.tex").read_text()  # lowest F − F*
     html = (report / "report.html").read_text()
     assert "K = 3: best final F(w) − F* over η" in html and "data:image/png;base64," in html
+    assert FIGURE_CAPTION in html and "fedac_figure.pdf" in html  # the caption the figure no longer bakes in
     assert "acc@R:" not in html  # the accuracy tables' legend, for tables this report does not have
     assert "6 runs, 1 excluded from the choice of η (1 diverged)" in (report / "report.md").read_text()
 
@@ -84,11 +86,13 @@ def test_a_cell_whose_every_lr_was_lost_is_marked_in_the_figure(tmp_path, monkey
     def spy(fig, *args, **kwargs):
         seen["legend"] = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
         seen["crosses"] = [len(c.get_offsets()) for ax in fig.axes for c in ax.collections]
+        seen["title"] = fig.get_suptitle()
         return save(fig, *args, **kwargs)
 
     monkeypatch.setattr(Figure, "savefig", spy)
-    write_figure(cells, tmp_path / "f.png", "t")
+    write_figure(cells, tmp_path / "f.png")
     assert seen["legend"] == ["FedAc-I", "every η diverged or failed"] and seen["crosses"] == [1]
+    assert seen["title"] == ""  # no baked-in title: the report's caption says what the figure shows
 
 
 @pytest.mark.skipif(not REFERENCE.is_dir(), reason="shared/reference is not beside the checkout")

@@ -11,12 +11,12 @@ import pytest
 from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
+from benchmark.report.figure_output import legend_columns
 from benchmark.report.figures import (
     BAND_LABEL,
     convergence_figure,
     curve_metric,
     label_distribution_figure,
-    legend_columns,
     method_styles,
     write_convergence_figures,
 )
@@ -174,8 +174,15 @@ def test_report_writes_a_convergence_figure_per_entry_into_the_html(tmp_path, ca
     assert main(["report", str(suite), "--results-dir", str(results), "--no-tracking"]) == 0
     printed = re.findall(r"figure: (\S+)", capsys.readouterr().out)
     figures = results / "tiny" / "report" / "figures"
-    assert printed == [str(figures / "convergence-synthetic.png"), str(figures / "convergence-synthetic-2.png")]
+    # and the natural split's per-client accuracy (the Dirichlet entry's clients are not the data's users)
+    assert printed == [
+        str(figures / "convergence-synthetic.png"),
+        str(figures / "convergence-synthetic-2.png"),
+        str(figures / "clients-synthetic.png"),
+    ]
+    assert (figures / "clients-synthetic.pdf").read_bytes()[:5] == b"%PDF-"
     html = (results / "tiny" / "report" / "report.html").read_text()
+    assert html.count("<figcaption>synthetic: per-client test accuracy at the last round") == 1
     assert (
         html.count("<figcaption>synthetic: test accuracy, EMA-0.9 smoothed (%) against round, bytes communicated") == 2
     )

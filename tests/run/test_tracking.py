@@ -150,3 +150,36 @@ def test_runs_carry_tags_unique_names_named_term_params_and_final_metrics(tmp_pa
     assert attach_to_suite_run("tiny", [report], uri)
     assert [a.path for a in client.list_artifacts(parent.info.run_id, "report")] == ["report/report.md"]
     assert not attach_to_suite_run("no-such-suite", [report], uri)
+
+
+def test_the_final_model_is_logged_where_the_suite_asks_live_and_when_healed(tmp_path, mlflow_store):
+    """log_model: true attaches final_model.pt under model/ (same tensors as in results/) on a live
+    run and on a run `sync` mirrors later (as the job's config.json recorded it); it moves no job
+    id; off by default."""
+    from benchmark.suite.expand import load_jobs
+
+    plain = tiny_suite(methods=["fedavg"])
+    plain_suite = write_suite(tmp_path, plain, "plain.yaml")
+    suite = write_suite(tmp_path, tiny_suite(methods=["fedavg"], defaults={**plain["defaults"], "log_model": True}))
+    (job,) = load_jobs(plain_suite)[1]
+    assert [j.id for j in load_jobs(suite)[1]] == [job.id]  # not part of the job id
+
+    def logged_models(store: str, command: str, suite_file, results=tmp_path / "results") -> list[str]:
+        uri = mlflow_store(store)
+        assert main([command, str(suite_file), "--results-dir", str(results), "--tracking-uri", uri]) == 0
+        client = mlflow.tracking.MlflowClient(uri)
+        experiment = client.get_experiment_by_name("tiny").experiment_id
+        (run,) = client.search_runs([experiment], "tags.`fedbench.kind` = 'job'")
+        paths = [a.path for a in client.list_artifacts(run.info.run_id, "model")]
+        for path in paths:
+            into = tmp_path / f"{store}.artifacts"
+            into.mkdir()
+            logged = torch.load(client.download_artifacts(run.info.run_id, path, str(into)), weights_only=True)
+            saved = torch.load(results / "tiny" / job.id / "final_model.pt", weights_only=True)
+            assert saved.keys() == logged.keys() and all(torch.equal(saved[k], logged[k]) for k in saved)
+        return paths
+
+    assert logged_models("live.db", "run", suite) == ["model/final_model.pt"]
+    # the job is on disk and these stores have no run of it: sync mirrors it, with the model where asked
+    assert logged_models("healed.db", "sync", suite) == ["model/final_model.pt"]
+    assert logged_models("default.db", "run", plain_suite, tmp_path / "plain") == []

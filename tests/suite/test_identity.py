@@ -51,6 +51,7 @@ JOB_FIELDS = {
     "client_state": N,
     "vmap_chunk": N,
     "compile": N,
+    "log_model": N,
     "suboptimality": D,
     "select": D,  # test-selected jobs (the default) keep their ids
     "select.on": A,
@@ -84,6 +85,7 @@ JOB_FIELDS = {
         ).split()
     },
     "dataset.compile": N,
+    "dataset.log_model": N,
     "dataset.select": N,
     "method": A,
     "method.label": N,
@@ -129,8 +131,10 @@ def test_the_job_id_follows_the_classes():
     c = job.config
     assert job_id(c) == job.id
     same = [
-        c.model_copy(update={"execution": "vectorised", "checkpoint_every": 7, "metrics": []}),
-        c.model_copy(update={"dataset": c.dataset.model_copy(update={"root": "/elsewhere", "label": "x"})}),
+        c.model_copy(update={"execution": "vectorised", "checkpoint_every": 7, "metrics": [], "log_model": True}),
+        c.model_copy(
+            update={"dataset": c.dataset.model_copy(update={"root": "/elsewhere", "label": "x", "log_model": True})}
+        ),
         c.model_copy(update={"method": c.method.model_copy(update={"label": "renamed"})}),
         c.model_copy(update={"participation": c.participation.model_copy(update={"relative_to": "all"})}),
     ]

@@ -148,7 +148,14 @@ def test_result_files_follow_the_umask(tmp_path):
     finally:
         os.umask(old)
     files = [p for p in (tmp_path / "r").rglob("*") if p.is_file() and ".locks" not in p.parts]
-    assert {p.name for p in files} == {"config.json", "metrics.jsonl", "summary.json", "final_model.pt"}
+    # the synthetic data names each test example's user: the last round is also scored per user
+    assert {p.name for p in files} == {
+        "config.json",
+        "metrics.jsonl",
+        "summary.json",
+        "final_model.pt",
+        "client_acc.json",
+    }
     assert {stat.S_IMODE(p.stat().st_mode) for p in files} == {0o644}
 
 

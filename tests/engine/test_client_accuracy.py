@@ -1,0 +1,55 @@
+"""Per-client accuracy at the last round (natural users): the percentiles and mean computed by
+hand, the per-user counts of one evaluation pass, and a job's client_acc.json and summary agreeing
+with its pooled accuracy."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import torch
+from fedtest import tiny_suite, write_suite
+
+from benchmark.cli import main
+from benchmark.engine.fed_data import as_is
+from benchmark.engine.local import evaluate, evaluate_by_group
+from benchmark.metrics import client_spread
+from benchmark.suite.expand import load_jobs
+
+
+def test_client_spread_by_hand():
+    # sorted 10, 20, 30, 40, 50: p10 lies 0.4 of the way from 10 to 20, p90 0.6 from 40 to 50
+    spread = client_spread([30.0, 10.0, 50.0, 20.0, 40.0])
+    assert spread == {"p10": 14.0, "p25": 20.0, "p50": 30.0, "p75": 40.0, "p90": 46.0, "mean": 30.0, "clients": 5}
+
+
+def test_evaluation_groups_the_test_examples_by_user_in_one_pass():
+    logits = torch.tensor([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0], [0.0, 2.0], [2.0, 0.0], [0.0, 2.0]])
+    y = torch.tensor([0, 0, 0, 1, 1, 1])  # hits: 1 0 1 1 0 1
+    users = torch.tensor([0, 0, 2, 2, 2, 0])  # user 0 (rows 0, 1, 5) and user 2 hit 2 of 3; user 1 has none
+    forward = lambda theta, x: x  # noqa: E731  the inputs are the logits
+    theta = torch.zeros(1)
+    acc, loss, per_user = evaluate_by_group(forward, theta, logits, y, as_is, users, batch_size=4)  # two batches
+    assert (acc, loss) == evaluate(forward, theta, logits, y, as_is, batch_size=4)
+    assert acc == 100 * 4 / 6
+    assert per_user[0] == 100 * 2 / 3 and math.isnan(per_user[1]) and per_user[2] == 100 * 2 / 3
+    assert evaluate_by_group(forward, theta, logits, y, as_is, None)[2] is None
+
+
+def test_a_natural_split_job_records_each_clients_accuracy_at_its_last_round(tmp_path):
+    suite = write_suite(tmp_path, tiny_suite(methods=["fedavg"]))
+    results = tmp_path / "results"
+    assert main(["run", str(suite), "--results-dir", str(results), "--no-tracking"]) == 0
+    (job,) = load_jobs(suite)[1]
+    folder = results / "tiny" / job.id
+    summary = json.loads((folder / "summary.json").read_text())
+    recorded = json.loads((folder / "client_acc.json").read_text())
+    assert recorded["round"] == 4 and len(recorded["accuracy"]) == 6  # every user of the test set
+    assert summary["client_acc"] == client_spread(list(recorded["accuracy"].values()))
+    # each user's accuracy weighted by its test examples is the pooled accuracy of the same round
+    from benchmark.data.source import load_dataset
+
+    src = load_dataset("synthetic", job.config.dataset.params, None)
+    sizes = torch.bincount(src.test_users).tolist()
+    weighted = sum(a * n for a, n in zip(recorded["accuracy"].values(), sizes)) / sum(sizes)
+    assert math.isclose(weighted, summary["final_acc"], rel_tol=1e-12)
