@@ -11,15 +11,16 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from vectorised_vs_sequential import job
+from vectorised_vs_sequential import random_data as vectorised_random_data
 
-from benchmark.data.source import SourceData
-from benchmark.engine.fed_data import FederatedData, default_preprocess
+from benchmark.engine.fed_data import FederatedData
 from benchmark.engine.simulation import Simulation
 from benchmark.fl.method import resolve_method
 from benchmark.fl.pairing import model_problems
 from benchmark.fl.presets import preset, preset_names
 from benchmark.models.registry import build_model, model_traits
-from benchmark.suite.schema import DatasetEntry, JobConfig, LocalTraining, ModelConfig, Participation
+from benchmark.suite.schema import JobConfig, Participation
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -65,37 +66,14 @@ def femnist_job(
     problems = model_problems(resolved, model, model_traits(model), "method")
     if problems:
         return "; ".join(why for _, why in problems)
-    return JobConfig(
-        dataset=DatasetEntry(name="random"),
-        method=resolved,
-        seed=0,
-        rounds=rounds,
-        eval_every=rounds,
-        num_clients=clients,
-        participation=Participation(rate=rate),
-        local=LocalTraining(steps=steps, batch_size=batch, lr=0.05),
-        model=ModelConfig(name=model),
-        metrics=[],
-        precision="fp32",
-        checkpoint_every=0,
-        execution=execution,
-    )
+    update = {"rounds": rounds, "eval_every": rounds, "participation": Participation(rate=rate), "execution": execution}
+    return job(model, clients, steps, batch, method).model_copy(update=update)
 
 
 def random_data(model: str, clients: int, per_client: int = 32) -> FederatedData:
     """Normalised random inputs of the model's dataset shape, `per_client` samples per client."""
     shape, classes = SHAPES[model]
-    gen = torch.Generator().manual_seed(0)
-    n = clients * per_client
-    src = SourceData(
-        train_x=torch.randn(n, *shape, generator=gen),
-        train_y=torch.randint(0, classes, (n,), generator=gen),
-        test_x=torch.randn(64, *shape, generator=gen),
-        test_y=torch.randint(0, classes, (64,), generator=gen),
-        num_classes=classes,
-        kind="vector",
-    )
-    return FederatedData(src, list(torch.arange(n).view(clients, per_client)), default_preprocess(src))
+    return vectorised_random_data(clients, per_client, shape, classes)
 
 
 def simulation(job: JobConfig, data: FederatedData, device: torch.device) -> Simulation:
