@@ -52,7 +52,7 @@ def client_accuracy_figure(accuracies: dict[str, list[list[float]]], styles: dic
     for method, per_job in accuracies.items():
         x = np.sort(np.concatenate([np.asarray(v, dtype=float) for v in per_job]))
         share = np.arange(len(x) + 1) / len(x)  # from 0 below the lowest accuracy up to 1 at the highest
-        ax.step(np.r_[x[0], x], share, where="post", linewidth=1.6, label=_label(method, per_job), **styles[method])
+        ax.step(np.r_[x[0], x], share, where="post", label=_label(method, per_job), **styles[method])
     for q in (0.1, 0.5, 0.9):
         ax.axhline(q, color="grey", linestyle=":", linewidth=0.8)
     ax.set_xlabel("client test accuracy at the last round, raw (%)")

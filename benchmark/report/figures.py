@@ -54,16 +54,24 @@ class Figure:
         return "data:image/png;base64," + base64.b64encode(self.path.read_bytes()).decode()
 
 
+MAX_WIDTH, WIDTH_STEP, MIN_WIDTH = 4.2, 1.4, 1.0  # line widths in points, first method widest
+
+
 def method_styles(methods) -> dict[str, dict]:
-    """Per method (in the order given) its line style {"color", "linestyle"}: tab10, then tab20's
-    lighter shades, each with every dash in turn, so no two of the first 80 methods look alike.
+    """Per method (in the order given) its line style {"color", "linestyle", "linewidth"}: tab10, then
+    tab20's lighter shades, each with every dash in turn, so no two of the first 80 methods look alike;
+    each later method's line a little thinner, so two methods with the same numbers (FedProx with a tiny
+    μ and FedAvg) show as a thin line inside a thick one instead of one hiding the other.
     Build it once over a whole report so a method looks the same in every figure."""
     from cycler import cycler
     from matplotlib import colormaps
 
     palette = list(colormaps["tab10"].colors) + list(colormaps["tab20"].colors[1::2])
     styles = (cycler(linestyle=list(DASHES)) * cycler(color=palette))()  # color varies fastest
-    return dict(zip(dict.fromkeys(methods), styles))
+    return {
+        m: {**style, "linewidth": max(MIN_WIDTH, MAX_WIDTH - WIDTH_STEP * i)}
+        for i, (m, style) in enumerate(zip(dict.fromkeys(methods), styles))
+    }
 
 
 def file_slug(label: str) -> str:
@@ -100,11 +108,11 @@ def _line_label(setting: str, runs) -> str:
     return label
 
 
-def _plot_setting(ax, runs, x: str, y: str, colour, style: str, label: str) -> None:
+def _plot_setting(ax, runs, x: str, y: str, colour, style: str, width: float, label: str) -> None:
     stats = _seed_stats(runs, x, y)
     if stats.empty:
         return
-    ax.plot(stats.x, stats["mean"], color=colour, linestyle=style, linewidth=1.6, label=label)
+    ax.plot(stats.x, stats["mean"], color=colour, linestyle=style, linewidth=width, label=label)
     if (stats.n > 1).any():
         ax.fill_between(stats.x, stats.low, stats.high, color=colour, alpha=0.18, linewidth=0)
     for _, run in runs[runs.status == DIVERGED].groupby("job_id"):
@@ -153,7 +161,7 @@ def convergence_figure(rounds, styles: dict[str, dict], y: str = "ema_acc"):
         dash = DASHES[(DASHES.index(base["linestyle"]) + shift) % len(DASHES)]
         label = _line_label(setting, runs)
         for ax, (x, _, _) in zip(axes, X_AXES):
-            _plot_setting(ax, runs, x, y, base["color"], dash, label)
+            _plot_setting(ax, runs, x, y, base["color"], dash, base["linewidth"], label)
     for ax, (x, xlabel, scale) in zip(axes, X_AXES):
         ax.set_xlabel(xlabel)
         ax.grid(True, alpha=0.3)
