@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
+import numpy as np
+
 from benchmark.lazy import nn, torch
 from benchmark.registry import check_new, load_installed, registering_module
 from benchmark.rng import Stream, generator
@@ -85,4 +87,9 @@ def build_model(
         with torch.no_grad():
             for p in model.parameters():
                 p.copy_(torch.randn(p.shape, generator=gen))
+    elif init == "normal_numpy":  # the FedAc authors' `np.random.seed(seed); np.random.randn(d)`, bit for bit
+        params = list(model.parameters())
+        flat = np.random.RandomState(seed).randn(sum(p.numel() for p in params))
+        with torch.no_grad():
+            torch.nn.utils.vector_to_parameters(torch.from_numpy(flat).to(params[0].dtype), params)
     return model

@@ -120,8 +120,11 @@ class SelectConfig(Strict):
 
 class ModelConfig(Strict):
     name: str = "logistic"
-    init: Literal["default", "zeros", "normal"] = Field(
-        "default", description="default: the model's own init (seeded); zeros; normal: every weight ~ N(0, 1) (seeded)"
+    init: Literal["default", "zeros", "normal", "normal_numpy"] = Field(
+        "default",
+        description="default: the model's own init (seeded); zeros; normal: every weight ~ N(0, 1) (seeded); "
+        "normal_numpy: the flat weights ~ N(0, 1) as numpy.random.RandomState(seed).randn draws them (the FedAc "
+        "authors' w0: their seed 1 is their released runs' w0)",
     )
     params: dict[str, Any] = Field(default_factory=dict)
 

@@ -78,6 +78,18 @@ def test_normal_init_is_seeded_standard_normal():
     assert abs(float(a.mean())) < 0.1 and float(a.std()) == pytest.approx(1.0, abs=0.05)
 
 
+def test_normal_numpy_init_is_the_fedac_authors_w0():
+    # their logistic.py: np.random.seed(SEED); w = np.random.randn(d); NumPy's legacy stream is frozen, and
+    # seed 1 starts 1.624, -0.612, -0.528 (the w0 behind their released runs, issue 23)
+    w = build_model("binary_logistic", (3,), 2, {}, "normal_numpy", 1).fc.weight.detach()[0]
+    assert w.tolist() == pytest.approx([1.62434536, -0.61175641, -0.52817175], abs=1e-7)
+    # several tensors: one flat draw, in parameter order (fc.weight, then fc.bias)
+    model = build_model("logistic", (4,), 3, {}, "normal_numpy", 5)
+    flat = torch.nn.utils.parameters_to_vector(model.parameters()).detach().double().numpy()
+    assert flat == pytest.approx(np.random.RandomState(5).randn(15), abs=1e-6)
+    assert ModelConfig(init="normal_numpy").init == "normal_numpy"
+
+
 def test_binary_objective_and_optimum_by_hand():
     x, y = binary_data()
     objective = BinaryLogistic.of(x, y, 2, LAM)
