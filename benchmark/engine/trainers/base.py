@@ -4,6 +4,8 @@ which the simulation stores and reports in summary.json; the trainer never touch
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -47,6 +49,39 @@ class TrainedRound:
     record: ExecutionRecord
 
 
+@dataclass(frozen=True)
+class ClientsDone:
+    """How far a round's training has come: sent after each client (each chunk of clients when vectorised)."""
+
+    round: int  # the round being trained, counted from 1 as the logs count rounds
+    done: int  # clients trained so far this round
+    total: int  # clients chosen this round
+    batches: int  # minibatches the done clients trained on (their local steps; MB-SGD merges a round's into one)
+    seconds: float  # since the round's training began
+
+
+OnClients = Callable[[ClientsDone], None]
+
+
+class RoundTally:
+    """Counts one round's trained clients for an `OnClients` listener; without one, `add` returns at once
+    (a trainer calls it per client or chunk, never per step)."""
+
+    def __init__(self, round_: int, total: int, listener: OnClients | None = None):
+        self.round, self.total, self.listener = round_, total, listener
+        self.done = self.batches = 0
+        self.start = time.monotonic() if listener else 0.0
+
+    def add(self, clients: int, batches: int) -> None:
+        if self.listener is None:
+            return
+        self.done, self.batches = self.done + clients, self.batches + batches
+        self.listener(ClientsDone(self.round, self.done, self.total, self.batches, time.monotonic() - self.start))
+
+
+SILENT = RoundTally(0, 0)  # nobody listens (tests and speed scripts that drive a trainer directly)
+
+
 @runtime_checkable
 class Trainer(Protocol):
     name: str  # the `execution:` value that selects it
@@ -57,9 +92,11 @@ class Trainer(Protocol):
         in round `rnd`, or None; decided before any batch is gathered or term begun."""
         ...
 
-    def train(self, chosen: list[int], rnd: RoundInfo, received: Received, record: ExecutionRecord) -> TrainedRound:
+    def train(
+        self, chosen: list[int], rnd: RoundInfo, received: Received, record: ExecutionRecord, tally: RoundTally = SILENT
+    ) -> TrainedRound:
         """Train `chosen` in round `rnd` from `received` (the decoded broadcast); `record` is the
-        job's record so far."""
+        job's record so far; `tally` is told of each client (or chunk of clients) trained."""
         ...
 
 

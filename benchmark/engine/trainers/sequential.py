@@ -4,7 +4,15 @@ other trainer must agree with)."""
 from __future__ import annotations
 
 from benchmark.engine.local import train_client
-from benchmark.engine.trainers.base import ClientOutcome, ExecutionRecord, LocalStepChoice, Received, TrainedRound
+from benchmark.engine.trainers.base import (
+    SILENT,
+    ClientOutcome,
+    ExecutionRecord,
+    LocalStepChoice,
+    Received,
+    RoundTally,
+    TrainedRound,
+)
 from benchmark.engine.training_setup import Positions, TrainingSetup
 from benchmark.fl.base import RoundInfo
 
@@ -19,11 +27,15 @@ class SequentialTrainer:
     def why_not(self, rnd: RoundInfo, positions: list[Positions]) -> str | None:
         return None  # any round trains one client at a time
 
-    def train(self, chosen: list[int], rnd: RoundInfo, received: Received, record: ExecutionRecord) -> TrainedRound:
+    def train(
+        self, chosen: list[int], rnd: RoundInfo, received: Received, record: ExecutionRecord, tally: RoundTally = SILENT
+    ) -> TrainedRound:
         s, outcomes = self.setup, []
         fused = self.step.fused()
         for cid in chosen:
             ctx = s.client_context(cid, rnd, received)
-            w, loss = train_client(ctx, s.method.terms, s.client_batches(rnd.round, cid), s.local, fused)
+            batches = s.client_batches(rnd.round, cid)
+            w, loss = train_client(ctx, s.method.terms, batches, s.local, fused)
             outcomes.append(ClientOutcome(cid, ctx.start, w, ctx.messages, ctx.state, ctx.lr_sum, loss))
+            tally.add(1, len(batches))
         return TrainedRound(outcomes, record.with_local_step(self.name, self.step.record()))
