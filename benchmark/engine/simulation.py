@@ -17,7 +17,8 @@ from benchmark.data.participation import pool_entrants, sample_clients
 from benchmark.engine.convex import RegularisedLogistic
 from benchmark.engine.fed_data import FederatedData
 from benchmark.engine.local import evaluate, evaluate_by_group
-from benchmark.engine.trainers.base import ExecutionRecord, OnClients, RoundTally
+from benchmark.engine.round_tally import OnClients, RoundTally
+from benchmark.engine.trainers.base import ExecutionRecord
 from benchmark.engine.trainers.by_execution import trainer_for
 from benchmark.engine.training_setup import TrainingSetup
 from benchmark.fl.base import RoundInfo, Uploads

@@ -14,8 +14,8 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmark.engine.round_tally import OnClients
 from benchmark.engine.setup import data_fingerprint
-from benchmark.engine.trainers.base import OnClients
 from benchmark.errors import UserError
 from benchmark.run.code_fingerprint import code_fingerprint
 from benchmark.run.executor_base import EXECUTORS, Executor

@@ -14,8 +14,9 @@ from collections import defaultdict
 from benchmark.engine.convex import BinaryLogistic
 from benchmark.engine.fedac_batched import ENGINE, PER_DATASET, Outcome, run_batch
 from benchmark.engine.fedac_jobs import batch_key
+from benchmark.engine.round_tally import OnClients
 from benchmark.engine.simulation import Diverged, OnEval, OnRound, Progress
-from benchmark.engine.trainers.base import ExecutionRecord, OnClients
+from benchmark.engine.trainers.base import ExecutionRecord
 from benchmark.suite.expand import Job
 
 

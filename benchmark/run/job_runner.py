@@ -9,9 +9,9 @@ import threading
 import time
 from collections.abc import Callable
 
+from benchmark.engine.round_tally import OnClients
 from benchmark.engine.setup import build_simulation
 from benchmark.engine.simulation import Diverged, JobRounds, Simulation
-from benchmark.engine.trainers.base import OnClients
 from benchmark.metrics import client_spread, ema_update, summarise
 from benchmark.run.callbacks import (
     Callbacks,

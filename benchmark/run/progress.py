@@ -2,7 +2,8 @@
 rounds with its ETA, one per running job with its accuracy and ETA) and a line per finished
 job. Otherwise (CI logs, `> run.log`): plain lines through Python logging (logger "fedbench"):
 job started/finished, every `interval` seconds the round, accuracy, rounds/s and ETA, and, while
-a round is still training after WITHIN_ROUND_S, a line per WITHIN_ROUND_S with its clients done.
+a round is still training after WITHIN_ROUND_S, a line per WITHIN_ROUND_S with its clients and
+local steps done (engine/round_tally.py).
 `--quiet` keeps warnings only; `--verbose` logs every evaluated round."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 if TYPE_CHECKING:  # for annotations only: the display does not import the engine
-    from benchmark.engine.trainers.base import ClientsDone
+    from benchmark.engine.round_tally import ClientsDone
 
 log = logging.getLogger("fedbench")
 QUIET, NORMAL, VERBOSE = -1, 0, 1
@@ -47,7 +48,7 @@ def job_name(job) -> str:
 
 
 def clients_done(done: ClientsDone) -> str:
-    return f"client {done.done}/{done.total} ({round(100 * done.done / done.total)} %)"
+    return f"{done.done}/{done.total} clients trained ({round(100 * done.done / done.total)} %)"
 
 
 def outcome(summary: dict) -> str:
@@ -152,7 +153,7 @@ class LogProgress:
             done.round,
             job.config.rounds,
             clients_done(done),
-            done.batches,
+            done.steps,
             duration(done.seconds),
         )
 

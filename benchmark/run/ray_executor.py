@@ -22,8 +22,8 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmark.engine.round_tally import ClientsDone
 from benchmark.engine.setup import data_fingerprint
-from benchmark.engine.trainers.base import ClientsDone
 from benchmark.errors import DatasetMissing, UserError
 from benchmark.run.executor import failed_summary
 from benchmark.run.executor_base import EXECUTORS, Executor

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import benchmark
 from benchmark.data.uri import fetch
-from benchmark.engine.trainers.base import ClientsDone
+from benchmark.engine.round_tally import ClientsDone
 from benchmark.errors import DatasetMissing, UserError
 from benchmark.run.executor import run_or_record_failure
 from benchmark.run.results import OUTPUT_FILES, RESUME_FILES, JobDir

@@ -4,6 +4,7 @@ display with ETA and one line per finished job on a terminal, --quiet and --verb
 from __future__ import annotations
 
 import io
+import math
 import re
 
 from fedtest import tiny_suite, write_suite
@@ -93,12 +94,14 @@ def test_jobs_replayed_from_a_batch_log_at_most_a_line_per_interval(tmp_path, ca
 
 
 def test_a_long_round_logs_how_far_it_has_come_when_piped(tmp_path, capsys, monkeypatch):
+    from benchmark.engine import round_tally
     from benchmark.run import progress
 
     monkeypatch.setattr(progress, "WITHIN_ROUND_S", 0.0)  # every round counts as long, every line is due
+    monkeypatch.setattr(round_tally, "STEP_REPORT_S", math.inf)  # a line per client, none within one
     err = _run(tmp_path, capsys)
     within = re.findall(
-        r"INFO synthetic / (\w+) / seed 0: round (\d)/4, client (\d)/(\d) \((\d+) %\), (\d+) local steps, "
+        r"INFO synthetic / (\w+) / seed 0: round (\d)/4, (\d)/(\d) clients trained \((\d+) %\), (\d+) local steps, "
         r"\d+s into the round",
         err,
     )
@@ -113,7 +116,7 @@ def test_a_long_round_logs_how_far_it_has_come_when_piped(tmp_path, capsys, monk
 def test_within_round_lines_come_at_most_once_per_interval(tmp_path):
     import logging
 
-    from benchmark.engine.trainers.base import ClientsDone
+    from benchmark.engine.round_tally import ClientsDone
     from benchmark.run.progress import LogProgress
 
     _, (job,) = load_jobs(write_suite(tmp_path, tiny_suite(methods=["fedavg"])))
@@ -127,12 +130,12 @@ def test_within_round_lines_come_at_most_once_per_interval(tmp_path):
     finally:
         logging.getLogger("fedbench").removeHandler(handler)
     assert [r.getMessage() for r in lines] == [
-        "synthetic / FedAvg / seed 0: round 2/4, client 1/4 (25 %), 2 local steps, 1h00m into the round"
+        "synthetic / FedAvg / seed 0: round 2/4, 1/4 clients trained (25 %), 2 local steps, 1h00m into the round"
     ]
 
 
 def test_the_terminal_display_shows_a_long_rounds_clients(tmp_path, monkeypatch):
-    from benchmark.engine.trainers.base import ClientsDone
+    from benchmark.engine.round_tally import ClientsDone
     from benchmark.run import progress
 
     path = write_suite(tmp_path, tiny_suite(methods=["fedavg"]))
@@ -142,6 +145,18 @@ def test_the_terminal_display_shows_a_long_rounds_clients(tmp_path, monkeypatch)
     status = lambda: shown.progress.tasks[shown.tasks[job.id][0]].fields["status"]  # noqa: E731
     shown.evaluated(job, {"round": 1, "test_acc": 50.0, "ema_acc": 40.0})
     shown.within_round(job, ClientsDone(2, 1, 3, 4, progress.LIVE_CLIENTS_AFTER_S))
-    assert status() == "acc 50.00% (ema 40.00%) · round 2: client 1/3 (33 %)"
+    assert status() == "acc 50.00% (ema 40.00%) · round 2: 1/3 clients trained (33 %)"
     shown.within_round(job, ClientsDone(3, 1, 3, 4, 0.0))  # a short round: the line goes back to the accuracy
     assert status() == "acc 50.00% (ema 40.00%)"
+
+
+def test_ray_workers_relay_how_far_a_round_has_come_at_most_every_few_seconds():
+    from benchmark.engine.round_tally import ClientsDone
+    from benchmark.run.ray_worker import Relay
+
+    sent = []
+    relay = Relay(type("Queue", (), {"put": lambda self, message: sent.append(message)})(), "job")
+    reports = [ClientsDone(1, done, 3, 10 * done, 60.0 + done) for done in (1, 2, 3)]
+    for done in reports:  # within microseconds of each other, far less than RELAY_CLIENTS_S
+        relay.on_clients(done)
+    assert sent == [("clients", "job", reports[0])]

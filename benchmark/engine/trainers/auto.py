@@ -16,7 +16,8 @@ from dataclasses import replace
 
 import torch
 
-from benchmark.engine.trainers.base import SILENT, ExecutionRecord, Received, RoundTally, TrainedRound
+from benchmark.engine.round_tally import SILENT, RoundTally
+from benchmark.engine.trainers.base import ExecutionRecord, Received, TrainedRound
 from benchmark.engine.trainers.sequential import SequentialTrainer
 from benchmark.engine.trainers.vectorised import VectorisedTrainer
 from benchmark.engine.training_setup import Positions, TrainingSetup

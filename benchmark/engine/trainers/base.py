@@ -4,8 +4,6 @@ which the simulation stores and reports in summary.json; the trainer never touch
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -13,6 +11,7 @@ import torch
 
 from benchmark.engine import low_rank_step
 from benchmark.engine.low_rank_step import FusedStep
+from benchmark.engine.round_tally import SILENT, RoundTally
 from benchmark.engine.training_setup import Positions, TrainingSetup
 from benchmark.fl.base import RoundInfo
 
@@ -47,39 +46,6 @@ class ExecutionRecord:
 class TrainedRound:
     outcomes: list[ClientOutcome]  # in the order of the chosen clients
     record: ExecutionRecord
-
-
-@dataclass(frozen=True)
-class ClientsDone:
-    """How far a round's training has come: sent after each client (each chunk of clients when vectorised)."""
-
-    round: int  # the round being trained, counted from 1 as the logs count rounds
-    done: int  # clients trained so far this round
-    total: int  # clients chosen this round
-    batches: int  # minibatches the done clients trained on (their local steps; MB-SGD merges a round's into one)
-    seconds: float  # since the round's training began
-
-
-OnClients = Callable[[ClientsDone], None]
-
-
-class RoundTally:
-    """Counts one round's trained clients for an `OnClients` listener; without one, `add` returns at once
-    (a trainer calls it per client or chunk, never per step)."""
-
-    def __init__(self, round_: int, total: int, listener: OnClients | None = None):
-        self.round, self.total, self.listener = round_, total, listener
-        self.done = self.batches = 0
-        self.start = time.monotonic() if listener else 0.0
-
-    def add(self, clients: int, batches: int) -> None:
-        if self.listener is None:
-            return
-        self.done, self.batches = self.done + clients, self.batches + batches
-        self.listener(ClientsDone(self.round, self.done, self.total, self.batches, time.monotonic() - self.start))
-
-
-SILENT = RoundTally(0, 0)  # nobody listens (tests and speed scripts that drive a trainer directly)
 
 
 @runtime_checkable

@@ -4,13 +4,12 @@ other trainer must agree with)."""
 from __future__ import annotations
 
 from benchmark.engine.local import train_client
+from benchmark.engine.round_tally import SILENT, RoundTally
 from benchmark.engine.trainers.base import (
-    SILENT,
     ClientOutcome,
     ExecutionRecord,
     LocalStepChoice,
     Received,
-    RoundTally,
     TrainedRound,
 )
 from benchmark.engine.training_setup import Positions, TrainingSetup
@@ -34,8 +33,7 @@ class SequentialTrainer:
         fused = self.step.fused()
         for cid in chosen:
             ctx = s.client_context(cid, rnd, received)
-            batches = s.client_batches(rnd.round, cid)
-            w, loss = train_client(ctx, s.method.terms, batches, s.local, fused)
+            w, loss = train_client(ctx, s.method.terms, s.client_batches(rnd.round, cid), s.local, fused, tally)
             outcomes.append(ClientOutcome(cid, ctx.start, w, ctx.messages, ctx.state, ctx.lr_sum, loss))
-            tally.add(1, len(batches))
+            tally.clients(1)
         return TrainedRound(outcomes, record.with_local_step(self.name, self.step.record()))

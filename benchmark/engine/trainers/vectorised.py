@@ -10,13 +10,12 @@ job fails with `NotVectorisable`, never silently falling back to sequential trai
 from __future__ import annotations
 
 from benchmark.engine import client_batched, vectorised
+from benchmark.engine.round_tally import SILENT, RoundTally
 from benchmark.engine.trainers.base import (
-    SILENT,
     ClientOutcome,
     ExecutionRecord,
     LocalStepChoice,
     Received,
-    RoundTally,
     TrainedRound,
 )
 from benchmark.engine.training_setup import Positions, TrainingSetup
@@ -102,6 +101,6 @@ class VectorisedTrainer:
         for i in range(0, len(chosen), chunk):
             clients, steps = chosen[i : i + chunk], positions[i : i + chunk]
             check_plans(clients, steps, s.local, rnd.round)
-            outcomes += vectorised.train_together(s, clients, rnd, received, steps, self.step.fused())
-            tally.add(len(clients), sum(map(len, steps)))
+            outcomes += vectorised.train_together(s, clients, rnd, received, steps, self.step.fused(), tally)
+            tally.clients(len(clients))
         return TrainedRound(outcomes, record.with_local_step(self.name, self.step.record()))
