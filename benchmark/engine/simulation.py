@@ -90,7 +90,7 @@ class JobRounds(Protocol):
         on_clients: OnClients | None = None,
     ) -> list[dict]:
         """Run the remaining rounds (up to `stop_after`); returns the evaluated rounds' metric records.
-        `on_clients`: told after each client (or chunk) a round trains, where clients are trained here."""
+        `on_clients`: told how far a round's training has come (engine/round_tally.py), where clients train here."""
         ...
 
     def final_state_dict(self) -> dict[str, torch.Tensor]: ...
@@ -170,7 +170,7 @@ class Simulation:
 
     def run_round(self, t: int, on_clients: OnClients | None = None) -> float:
         """Advance from round t to t+1; returns the participants' weighted mean training loss.
-        `on_clients` is told how far the round's training has come after each client (or chunk)."""
+        `on_clients` is told how far its training has come (engine/round_tally.py)."""
         job, p, setup = self.job, self.progress, self.setup
         m, num_clients = setup.method, setup.data.num_clients
         rnd = self.round_info(t)

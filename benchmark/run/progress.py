@@ -142,7 +142,7 @@ class LogProgress:
         )
 
     def within_round(self, job, done: ClientsDone) -> None:
-        """After each client (or chunk) a round trains: a line once the round has run `within_round_s`."""
+        """Whenever a round reports how far it has come: a line once it has trained `within_round_s`."""
         if done.seconds < self.within_round_s:
             return
         if not self.client_lines.setdefault(job.id, Periodic(self.within_round_s)).due():

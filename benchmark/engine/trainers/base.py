@@ -62,7 +62,7 @@ class Trainer(Protocol):
         self, chosen: list[int], rnd: RoundInfo, received: Received, record: ExecutionRecord, tally: RoundTally = SILENT
     ) -> TrainedRound:
         """Train `chosen` in round `rnd` from `received` (the decoded broadcast); `record` is the
-        job's record so far; `tally` is told of each client (or chunk of clients) trained."""
+        job's record so far; `tally` counts the clients trained and their local steps (progress lines)."""
         ...
 
 

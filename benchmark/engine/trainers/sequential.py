@@ -5,13 +5,7 @@ from __future__ import annotations
 
 from benchmark.engine.local import train_client
 from benchmark.engine.round_tally import SILENT, RoundTally
-from benchmark.engine.trainers.base import (
-    ClientOutcome,
-    ExecutionRecord,
-    LocalStepChoice,
-    Received,
-    TrainedRound,
-)
+from benchmark.engine.trainers.base import ClientOutcome, ExecutionRecord, LocalStepChoice, Received, TrainedRound
 from benchmark.engine.training_setup import Positions, TrainingSetup
 from benchmark.fl.base import RoundInfo
 

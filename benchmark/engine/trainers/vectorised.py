@@ -11,13 +11,7 @@ from __future__ import annotations
 
 from benchmark.engine import client_batched, vectorised
 from benchmark.engine.round_tally import SILENT, RoundTally
-from benchmark.engine.trainers.base import (
-    ClientOutcome,
-    ExecutionRecord,
-    LocalStepChoice,
-    Received,
-    TrainedRound,
-)
+from benchmark.engine.trainers.base import ClientOutcome, ExecutionRecord, LocalStepChoice, Received, TrainedRound
 from benchmark.engine.training_setup import Positions, TrainingSetup
 from benchmark.errors import UserError
 from benchmark.fl.base import ClientTerm, RoundInfo
