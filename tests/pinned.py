@@ -62,10 +62,10 @@ def _ctrl_c_in_round(at: int):
 
     run_round = Simulation.run_round
 
-    def interrupted(self, t):
+    def interrupted(self, t, *listener):
         if t + 1 == at:
             raise KeyboardInterrupt
-        return run_round(self, t)
+        return run_round(self, t, *listener)
 
     Simulation.run_round = interrupted
     return lambda: setattr(Simulation, "run_round", run_round)

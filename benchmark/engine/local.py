@@ -22,6 +22,7 @@ from torch import nn
 from torch.func import functional_call
 
 from benchmark.engine.fed_data import Batch
+from benchmark.engine.round_tally import SILENT, RoundTally
 from benchmark.fl.base import ClientContext, ClientTerm, ForwardOut
 from benchmark.fl.flat import ParamSpec
 from benchmark.suite.schema import LocalTraining
@@ -202,11 +203,16 @@ def set_step_budget(ctx: ClientContext, epochs: list[int]) -> None:
 
 
 def train_client(
-    ctx: ClientContext, terms: list[ClientTerm], batches: list[Batch], local: LocalTraining, low_rank=None
+    ctx: ClientContext,
+    terms: list[ClientTerm],
+    batches: list[Batch],
+    local: LocalTraining,
+    low_rank=None,
+    tally: RoundTally = SILENT,
 ):
     """Returns (w_K, mean training loss over the steps). `low_rank`: engine/low_rank_step's fused
     step where it applies and pays (the trainer's LocalStepChoice), else None; where it declines (returns
-    None, w untouched) the plain step takes over."""
+    None, w untouched) the plain step takes over. `tally` counts each step taken."""
     for term in terms:
         batches = term.regroup(batches)
     set_step_budget(ctx, [b.epoch for b in batches])
@@ -228,6 +234,7 @@ def train_client(
             )
             if loss is not None:
                 losses.append(loss[0])
+                tally.step()
                 continue
             low_rank = None  # it declined (w untouched): the plain step from here on
         with torch.no_grad():
@@ -244,6 +251,7 @@ def train_client(
                 g = rewrite_direction(ctx, terms, point, descent_direction_(grad, point, local, decay))
                 w = take_step_(ctx, terms, w, point, g, lr)
         losses.append(loss.detach())
+        tally.step()
     for term in terms:
         term.finish(ctx, w)
     mean_loss = torch.stack(losses).mean().item() if losses else float("nan")

@@ -17,6 +17,7 @@ from benchmark.data.participation import pool_entrants, sample_clients
 from benchmark.engine.convex import RegularisedLogistic
 from benchmark.engine.fed_data import FederatedData
 from benchmark.engine.local import evaluate, evaluate_by_group
+from benchmark.engine.round_tally import OnClients, RoundTally
 from benchmark.engine.trainers.base import ExecutionRecord
 from benchmark.engine.trainers.by_execution import trainer_for
 from benchmark.engine.training_setup import TrainingSetup
@@ -81,8 +82,15 @@ class JobRounds(Protocol):
 
     def load_state_dict(self, state: dict) -> None: ...
 
-    def run(self, on_eval: OnEval = None, on_round: OnRound = None, stop_after: int | None = None) -> list[dict]:
-        """Run the remaining rounds (up to `stop_after`); returns the evaluated rounds' metric records."""
+    def run(
+        self,
+        on_eval: OnEval = None,
+        on_round: OnRound = None,
+        stop_after: int | None = None,
+        on_clients: OnClients | None = None,
+    ) -> list[dict]:
+        """Run the remaining rounds (up to `stop_after`); returns the evaluated rounds' metric records.
+        `on_clients`: told how far a round's training has come (engine/round_tally.py), where clients train here."""
         ...
 
     def final_state_dict(self) -> dict[str, torch.Tensor]: ...
@@ -160,8 +168,9 @@ class Simulation:
             weight_decay=self.job.local.weight_decay,
         )
 
-    def run_round(self, t: int) -> float:
-        """Advance from round t to t+1; returns the participants' weighted mean training loss."""
+    def run_round(self, t: int, on_clients: OnClients | None = None) -> float:
+        """Advance from round t to t+1; returns the participants' weighted mean training loss.
+        `on_clients` is told how far its training has come (engine/round_tally.py)."""
         job, p, setup = self.job, self.progress, self.setup
         m, num_clients = setup.method, setup.data.num_clients
         rnd = self.round_info(t)
@@ -176,7 +185,8 @@ class Simulation:
             received[name], nbytes = m.downlink.transmit(tensor, setup.spec, generator(job.seed, Stream.CODEC, t, -1))
             down_bytes += nbytes * len(chosen)
 
-        trained = self.trainer.train(chosen, rnd, received, self.execution)
+        tally = RoundTally(t + 1, len(chosen), on_clients)
+        trained = self.trainer.train(chosen, rnd, received, self.execution, tally)
         self.execution, outcomes = trained.record, trained.outcomes
         messages: dict[str, list[torch.Tensor]] = {}
         up_bytes = 0
@@ -239,12 +249,18 @@ class Simulation:
         """F of `suboptimality: true` jobs: the federation's ℓ2-regularised training objective."""
         return RegularisedLogistic.of_federation(self.setup.data, self.setup.spec, self.job.local.weight_decay)
 
-    def run(self, on_eval: OnEval = None, on_round: OnRound = None, stop_after: int | None = None) -> list[dict]:
+    def run(
+        self,
+        on_eval: OnEval = None,
+        on_round: OnRound = None,
+        stop_after: int | None = None,
+        on_clients: OnClients | None = None,
+    ) -> list[dict]:
         """Run the remaining rounds; returns the metric records of the evaluated rounds."""
         job, records = self.job, []
         last = job.rounds if stop_after is None else min(job.rounds, stop_after)
         for t in range(self.progress.round, last):
-            train_loss = self.run_round(t)
+            train_loss = self.run_round(t, on_clients)
             r = t + 1
             if not math.isfinite(train_loss):
                 raise Diverged(r, "training loss")

@@ -40,6 +40,7 @@ from benchmark.engine.local import (
     step_loss,
 )
 from benchmark.engine.low_rank_step import FusedStep
+from benchmark.engine.round_tally import SILENT, RoundTally
 from benchmark.engine.trainers.base import ClientOutcome
 from benchmark.engine.training_setup import Positions, TrainingSetup
 from benchmark.fl.base import ClientContext, ClientTerm, ForwardOut, RoundInfo
@@ -150,9 +151,11 @@ def train_together(
     received: dict[str, torch.Tensor],
     positions: list[Positions],
     fused: FusedStep | None,
+    tally: RoundTally = SILENT,
 ) -> list[ClientOutcome]:
     """Train `chosen` at once; every client takes the same steps (the trainer checked `positions`).
-    `fused`: engine/low_rank_step's step where it applies, else None (the general path)."""
+    `fused`: engine/low_rank_step's step where it applies, else None (the general path); `tally`
+    counts each step (of every client)."""
     terms, local = setup.method.terms, setup.local
     epochs, count = [e for _, e in positions[0]], len(chosen)
     ctxs = [setup.client_context(cid, rnd, received) for cid in chosen]
@@ -177,6 +180,7 @@ def train_together(
             loss = fused(w, x, y, ce_weights, local, lr, received["model"])
             if loss is not None:
                 losses.append(loss)
+                tally.step(count)
                 continue
             fused = None  # it declined (w untouched): the general path from here on
         grad, loss = gradient(w, per_client, scratch, ce_weights, x, y)
@@ -187,6 +191,7 @@ def train_together(
         else:  # every row of the (C, P) matrix at once, as local.py's sequential step
             sgd_step_(w, grad, local, lr)
         losses.append(loss)
+        tally.step(count)
     mean_losses = torch.stack(losses).mean(0).tolist() if losses else [float("nan")] * count
     outcomes = []
     for i, (cid, ctx) in enumerate(zip(chosen, ctxs)):

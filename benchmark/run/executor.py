@@ -14,6 +14,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmark.engine.round_tally import OnClients
 from benchmark.engine.setup import data_fingerprint
 from benchmark.errors import UserError
 from benchmark.run.code_fingerprint import code_fingerprint
@@ -111,11 +112,23 @@ def run_or_record_failure(
     stop_after: int | None = None,
     simulation_for: Callable | None = None,
     on_checkpoint: Callable[[int], None] | None = None,
+    on_clients: OnClients | None = None,
 ) -> dict:
     """`run_job`, except that a crash becomes a "failed" summary.json; a UserError propagates.
     (The Ray executor's workers run their job through it too.)"""
     try:
-        return run_job(job, suite, jobdir, device, tracker, on_eval, stop_after, simulation_for, on_checkpoint)
+        return run_job(
+            job,
+            suite,
+            jobdir,
+            device,
+            tracker,
+            on_eval,
+            stop_after,
+            simulation_for,
+            on_checkpoint,
+            on_clients=on_clients,
+        )
     except UserError:
         raise
     except Exception as err:  # a crashing job must not take the suite (or its results) down
@@ -143,6 +156,7 @@ def _run_one(
         lambda rec: progress.evaluated(job, rec),
         stop_after,
         batched.simulation_for,
+        on_clients=lambda done: progress.within_round(job, done),
     )
     progress.job_finished(job, summary)
     return summary

@@ -14,6 +14,7 @@ from collections import defaultdict
 from benchmark.engine.convex import BinaryLogistic
 from benchmark.engine.fedac_batched import ENGINE, PER_DATASET, Outcome, run_batch
 from benchmark.engine.fedac_jobs import batch_key
+from benchmark.engine.round_tally import OnClients
 from benchmark.engine.simulation import Diverged, OnEval, OnRound, Progress
 from benchmark.engine.trainers.base import ExecutionRecord
 from benchmark.suite.expand import Job
@@ -46,7 +47,13 @@ class ReplaySimulation:
     def load_state_dict(self, state: dict) -> None:
         self.progress.round = state["round"]  # records up to here are on disk already
 
-    def run(self, on_eval: OnEval = None, on_round: OnRound = None, stop_after: int | None = None) -> list[dict]:
+    def run(
+        self,
+        on_eval: OnEval = None,
+        on_round: OnRound = None,
+        stop_after: int | None = None,
+        on_clients: OnClients | None = None,  # no client trains here: the batch computed the rounds
+    ) -> list[dict]:
         if self.outcome.error is not None:
             raise self.outcome.error
         start = self.progress.round

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from benchmark.engine.round_tally import OnClients
 from benchmark.engine.setup import build_simulation
 from benchmark.engine.simulation import Diverged, JobRounds, Simulation
 from benchmark.metrics import client_spread, ema_update, summarise
@@ -190,11 +191,13 @@ def run_job(
     simulation_for: Callable | None = None,
     on_checkpoint: Callable[[int], None] | None = None,
     callbacks: list[RoundCallback] = (),
+    on_clients: OnClients | None = None,
 ) -> dict:
     """Run (or resume) `job`; returns its summary. `stop_after` stops early (tests, CI smoke).
     `simulation_for(job)` may supply the simulation (the batched FedAc engine's replay); None: build it.
     `on_eval(record)` is called per evaluated round, `on_checkpoint(round)` after each checkpoint is
-    written (the Ray executor ships it); `callbacks` are called after the job's own."""
+    written (the Ray executor ships it); `callbacks` are called after the job's own; `on_clients`
+    after each client (or chunk of clients) a round trains (progress within a long round)."""
     tracker = tracker or NullTracker()
     # a tracker that times its calls (NullTracker's `seconds`) has them left out of the wall time;
     # a relay of calls to elsewhere (the Ray worker's) spends none here
@@ -249,6 +252,7 @@ def run_job(
                 on_eval=lambda rec: effects.on_eval(RoundRecord.from_json(rec)),
                 on_round=on_round,
                 stop_after=stop_after,
+                on_clients=on_clients,
             )
     except Diverged as err:
         diverged = err

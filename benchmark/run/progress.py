@@ -1,7 +1,9 @@
 """What a running suite tells its user. On a terminal: a live display (a bar over the suite's
 rounds with its ETA, one per running job with its accuracy and ETA) and a line per finished
 job. Otherwise (CI logs, `> run.log`): plain lines through Python logging (logger "fedbench"):
-job started/finished, and every `interval` seconds the round, accuracy, rounds/s and ETA.
+job started/finished, every `interval` seconds the round, accuracy, rounds/s and ETA, and, while
+a round is still training after WITHIN_ROUND_S, a line per WITHIN_ROUND_S with its clients and
+local steps done (engine/round_tally.py).
 `--quiet` keeps warnings only; `--verbose` logs every evaluated round."""
 
 from __future__ import annotations
@@ -9,13 +11,21 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+if TYPE_CHECKING:  # for annotations only: the display does not import the engine
+    from benchmark.engine.round_tally import ClientsDone
+
 log = logging.getLogger("fedbench")
 QUIET, NORMAL, VERBOSE = -1, 0, 1
+# log lines: a round still training after this many seconds gets a line, then one per this many seconds
+# (a Table-1 round on a 2-core CPU trains for 10 minutes); shorter rounds print nothing extra
+WITHIN_ROUND_S = 60.0
+LIVE_CLIENTS_AFTER_S = 2.0  # the terminal display: a job's line shows its round's clients once it ran this long
 
 
 def duration(seconds: float | None) -> str:
@@ -35,6 +45,10 @@ def accuracy(acc: float, ema: float | None = None) -> str:
 
 def job_name(job) -> str:
     return f"{job.dataset_label} / {job.method_label} / seed {job.config.seed}"
+
+
+def clients_done(done: ClientsDone) -> str:
+    return f"{done.done}/{done.total} clients trained ({round(100 * done.done / done.total)} %)"
 
 
 def outcome(summary: dict) -> str:
@@ -72,12 +86,14 @@ class LogProgress:
     from a batch computed at once (the batched FedAc engine: hundreds per minute) log their start at
     debug level and their end at most once per `interval`, unless they failed or the suite is done."""
 
-    def __init__(self, jobs: list, verbosity: int = NORMAL, interval: float = 30.0):
+    def __init__(self, jobs: list, verbosity: int = NORMAL, interval: float = 30.0, within_round: float | None = None):
         self.total_jobs, self.verbosity = len(jobs), verbosity
         self.done_jobs = 0
         self.started: dict[str, tuple[float, int | None]] = {}  # job id -> (start time, first round seen)
         self.replayed: set[str] = set()
         self.round_lines, self.replay_lines = Periodic(interval), Periodic(interval)
+        self.within_round_s = WITHIN_ROUND_S if within_round is None else within_round
+        self.client_lines: dict[str, Periodic] = {}  # job id -> its within-round lines (jobs may run side by side)
 
     def __enter__(self):
         return self
@@ -125,8 +141,25 @@ class LogProgress:
             speed,
         )
 
+    def within_round(self, job, done: ClientsDone) -> None:
+        """Whenever a round reports how far it has come: a line once it has trained `within_round_s`."""
+        if done.seconds < self.within_round_s:
+            return
+        if not self.client_lines.setdefault(job.id, Periodic(self.within_round_s)).due():
+            return
+        log.info(
+            "%s: round %d/%d, %s, %d local steps, %s into the round",
+            job_name(job),
+            done.round,
+            job.config.rounds,
+            clients_done(done),
+            done.steps,
+            duration(done.seconds),
+        )
+
     def job_finished(self, job, summary: dict) -> None:
         self.done_jobs += 1
+        self.client_lines.pop(job.id, None)
         status = summary.get("status")
         level = logging.INFO if status in ("finished", "stopped") else logging.WARNING
         if job.id in self.replayed and status != "failed":  # a diverged η of a batched grid is a result
@@ -156,6 +189,8 @@ class RichProgress(LogProgress):
         )
         self.suite = self.progress.add_task("suite rounds", total=sum(j.config.rounds for j in jobs), status="")
         self.tasks: dict[str, tuple[int, int]] = {}  # job id -> (task, last round counted)
+        self.accuracy: dict[str, str] = {}  # job id -> its status text at its last evaluated round
+        self.live: set[str] = set()  # jobs whose line shows their round's clients
 
     def __enter__(self):
         self.progress.__enter__()
@@ -177,7 +212,8 @@ class RichProgress(LogProgress):
 
     def evaluated(self, job, rec: dict) -> None:
         task, counted = self.tasks[job.id]
-        self.progress.update(task, completed=rec["round"], status=f"acc {accuracy(rec['test_acc'], rec['ema_acc'])}")
+        self.accuracy[job.id] = f"acc {accuracy(rec['test_acc'], rec['ema_acc'])}"
+        self.progress.update(task, completed=rec["round"], status=self.accuracy[job.id])
         self.progress.advance(self.suite, rec["round"] - counted)
         self.tasks[job.id] = (task, rec["round"])
         if self.verbosity >= VERBOSE:
@@ -187,8 +223,24 @@ class RichProgress(LogProgress):
                 highlight=False,
             )
 
+    def within_round(self, job, done: ClientsDone) -> None:
+        """A round that has run LIVE_CLIENTS_AFTER_S shows its clients on the job's line, until a short one comes."""
+        live = done.seconds >= LIVE_CLIENTS_AFTER_S
+        if job.id not in self.tasks or not (live or job.id in self.live):
+            return
+        status = self.accuracy.get(job.id, "")
+        if live:
+            self.live.add(job.id)
+            where = f"round {done.round}: {clients_done(done)}"
+            status = f"{status} · {where}" if status else where
+        else:
+            self.live.discard(job.id)
+        self.progress.update(self.tasks[job.id][0], status=status)
+
     def job_finished(self, job, summary: dict) -> None:
         self.done_jobs += 1
+        self.accuracy.pop(job.id, None)
+        self.live.discard(job.id)
         task, counted = self.tasks.pop(job.id, (None, 0))
         if task is not None:
             self.progress.update(task, visible=False)

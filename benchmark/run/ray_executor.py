@@ -3,8 +3,8 @@ fractional GPUs, any number of nodes, and no filesystem shared with them.
 
 The driver owns `results/`. A task (ray_worker.py) runs its job with the local executor's code
 in a scratch folder on its node and reports through a queue the driver drains: start,
-every evaluated round (progress display and MLflow, live), every checkpoint (written into
-the driver's results folder at once). The finished job's files come back as the task's
+every evaluated round (progress display and MLflow, live), how far a long round has come,
+every checkpoint (written into the driver's results folder at once). The finished job's files come back as the task's
 result. A task whose worker or node dies is resubmitted with the last checkpoint the driver
 holds, so the job resumes on whichever node Ray picks, up to `ATTEMPTS` times.
 
@@ -22,6 +22,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmark.engine.round_tally import ClientsDone
 from benchmark.engine.setup import data_fingerprint
 from benchmark.errors import DatasetMissing, UserError
 from benchmark.run.executor import failed_summary
@@ -130,6 +131,7 @@ class Driver:
             "records": self.on_records,
             "rounds": self.on_rounds,
             "checkpoint": self.on_checkpoint,
+            "clients": self.on_clients,
         }
         count = self.queue.qsize()
         messages = self.queue.get_nowait_batch(count) if count else []
@@ -166,6 +168,9 @@ class Driver:
         for rec, _ in rounds:
             self.progress.evaluated(run.job, rec)
         self.tracker.log_records([rec for rec, _ in rounds], run.job.id)
+
+    def on_clients(self, run: JobRun, done: ClientsDone) -> None:
+        self.progress.within_round(run.job, done)
 
     def on_checkpoint(self, run: JobRun, files: dict[str, bytes]) -> None:
         self.jobdir(run.job).write_files(files)

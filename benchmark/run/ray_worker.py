@@ -16,6 +16,7 @@ from pathlib import Path
 
 import benchmark
 from benchmark.data.uri import fetch
+from benchmark.engine.round_tally import ClientsDone
 from benchmark.errors import DatasetMissing, UserError
 from benchmark.run.executor import run_or_record_failure
 from benchmark.run.results import OUTPUT_FILES, RESUME_FILES, JobDir
@@ -23,6 +24,7 @@ from benchmark.run.staging import Offer, node_fixes, on_node
 from benchmark.suite.expand import Job
 
 RELAY_EVERY_S = 0.5  # a worker sends its round records at most this often (each send is an actor call)
+RELAY_CLIENTS_S = 5.0  # ... and how far its round has come at most this often (the driver logs a line a minute)
 
 
 def code_runtime_env() -> dict:
@@ -49,6 +51,7 @@ class Relay:
         self.rounds: list[tuple[dict, float]] = []
         self.sent = time.monotonic()
         self.upto = 0  # the last round relayed
+        self.clients_sent = 0.0  # when how far a round had come was last sent
 
     def send(self, kind: str, payload) -> None:
         self.flush_rounds()
@@ -65,6 +68,12 @@ class Relay:
         self.upto = rec["round"]
         if time.monotonic() - self.sent >= RELAY_EVERY_S:
             self.flush_rounds()
+
+    def on_clients(self, done: ClientsDone) -> None:
+        now = time.monotonic()
+        if now - self.clients_sent >= RELAY_CLIENTS_S:
+            self.clients_sent = now
+            self.send("clients", done)
 
     # tracker interface: the start, and the records a resumed job starts from (run_job's later
     # batches repeat rounds on_eval relayed already)
@@ -127,6 +136,7 @@ def run_remote_job(
             stop_after,
             None,
             lambda r: relay.send("checkpoint", jobdir.read_files(RESUME_FILES)),
+            relay.on_clients,
         )
         relay.flush_rounds()
         return {"summary": summary, "files": jobdir.read_files(OUTPUT_FILES)}

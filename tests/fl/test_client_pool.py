@@ -53,9 +53,9 @@ def test_two_methods_see_the_same_clients(monkeypatch):
 
     for method in seen:
 
-        def spy(self, chosen, rnd, received, record, method=method):
+        def spy(self, chosen, rnd, received, record, *tally, method=method):
             seen[method].append(list(chosen))
-            return train(self, chosen, rnd, received, record)
+            return train(self, chosen, rnd, received, record, *tally)
 
         monkeypatch.setattr(SequentialTrainer, "train", spy)
         sim = make_sim(method, sizes=(3, 4, 3, 5, 4), rate=0.2, pool=pool)

@@ -25,10 +25,10 @@ from benchmark.suite.schema import Settings
 def ctrl_c_in_round(monkeypatch, at: int) -> None:
     run_round = Simulation.run_round
 
-    def interrupted(self, t):
+    def interrupted(self, t, *listener):
         if t + 1 == at:
             raise KeyboardInterrupt
-        return run_round(self, t)
+        return run_round(self, t, *listener)
 
     monkeypatch.setattr(Simulation, "run_round", interrupted)
 
@@ -56,10 +56,10 @@ def test_first_ctrl_c_stops_at_the_end_of_the_round_with_a_checkpoint(tmp_path, 
     suite = write_suite(tmp_path, raw)
     run_round = Simulation.run_round
 
-    def ctrl_c_during_round_2(self, t):
+    def ctrl_c_during_round_2(self, t, *listener):
         if t == 1:
             os.kill(os.getpid(), signal.SIGINT)
-        return run_round(self, t)
+        return run_round(self, t, *listener)
 
     monkeypatch.setattr(Simulation, "run_round", ctrl_c_during_round_2)
     assert main(["run", str(suite), "--no-tracking", "--results-dir", str(tmp_path / "r")]) == 130

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 import torch
 
+from benchmark.engine.round_tally import SILENT, RoundTally
 from benchmark.engine.trainers.base import ExecutionRecord, Received, TrainedRound
 from benchmark.engine.trainers.sequential import SequentialTrainer
 from benchmark.engine.trainers.vectorised import VectorisedTrainer
@@ -48,29 +49,37 @@ class AutoTrainer:
     def why_not(self, rnd: RoundInfo, positions: list[Positions]) -> str | None:
         return None  # what the vectorised trainer cannot train, the sequential one does
 
-    def train(self, chosen: list[int], rnd: RoundInfo, received: Received, record: ExecutionRecord) -> TrainedRound:
+    def train(
+        self, chosen: list[int], rnd: RoundInfo, received: Received, record: ExecutionRecord, tally: RoundTally = SILENT
+    ) -> TrainedRound:
         if record.chosen is None:  # not chosen yet
             positions = self.setup.batch_positions(chosen, rnd.round)
             why_not = self.vectorised.why_not(rnd, positions)
             if why_not is None and len(chosen) >= MIN_CLIENTS:
-                return self._probe(chosen, rnd, received, record, positions)
+                return self._probe(chosen, rnd, received, record, positions, tally)
             reason = why_not or f"{len(chosen)} clients a round (< {MIN_CLIENTS})"
             record = replace(record, chosen=self.sequential.name, probe={"round": rnd.round, "reason": reason})
         if record.chosen == self.vectorised.name:
             positions = self.setup.batch_positions(chosen, rnd.round)  # drawn once: the check and the trainer
             if self.vectorised.why_not(rnd, positions) is None:
-                return self.vectorised.train_drawn(chosen, rnd, received, record, positions)
-        return self.sequential.train(chosen, rnd, received, record)
+                return self.vectorised.train_drawn(chosen, rnd, received, record, positions, tally)
+        return self.sequential.train(chosen, rnd, received, record, tally)
 
     def _probe(
-        self, chosen: list[int], rnd: RoundInfo, received: Received, record: ExecutionRecord, positions: list[Positions]
+        self,
+        chosen: list[int],
+        rnd: RoundInfo,
+        received: Received,
+        record: ExecutionRecord,
+        positions: list[Positions],
+        tally: RoundTally,
     ) -> TrainedRound:
         """Train round `rnd` split between the two trainers, and choose."""
         head, rest = chosen[:PROBE_CLIENTS], chosen[PROBE_CLIENTS:]
         device = self.setup.device
-        seq, seq_s = timed(self.sequential.train, device, head, rnd, received, record)
+        seq, seq_s = timed(self.sequential.train, device, head, rnd, received, record, tally)
         vec, vec_s = timed(
-            self.vectorised.train_drawn, device, rest, rnd, received, seq.record, positions[PROBE_CLIENTS:]
+            self.vectorised.train_drawn, device, rest, rnd, received, seq.record, positions[PROBE_CLIENTS:], tally
         )
         per_client = {self.sequential.name: seq_s / len(head), self.vectorised.name: vec_s / len(rest)}
         probe = {

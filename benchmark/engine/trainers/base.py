@@ -11,6 +11,7 @@ import torch
 
 from benchmark.engine import low_rank_step
 from benchmark.engine.low_rank_step import FusedStep
+from benchmark.engine.round_tally import SILENT, RoundTally
 from benchmark.engine.training_setup import Positions, TrainingSetup
 from benchmark.fl.base import RoundInfo
 
@@ -57,9 +58,11 @@ class Trainer(Protocol):
         in round `rnd`, or None; decided before any batch is gathered or term begun."""
         ...
 
-    def train(self, chosen: list[int], rnd: RoundInfo, received: Received, record: ExecutionRecord) -> TrainedRound:
+    def train(
+        self, chosen: list[int], rnd: RoundInfo, received: Received, record: ExecutionRecord, tally: RoundTally = SILENT
+    ) -> TrainedRound:
         """Train `chosen` in round `rnd` from `received` (the decoded broadcast); `record` is the
-        job's record so far."""
+        job's record so far; `tally` counts the clients trained and their local steps (progress lines)."""
         ...
 
 

@@ -10,6 +10,7 @@ job fails with `NotVectorisable`, never silently falling back to sequential trai
 from __future__ import annotations
 
 from benchmark.engine import client_batched, vectorised
+from benchmark.engine.round_tally import SILENT, RoundTally
 from benchmark.engine.trainers.base import ClientOutcome, ExecutionRecord, LocalStepChoice, Received, TrainedRound
 from benchmark.engine.training_setup import Positions, TrainingSetup
 from benchmark.errors import UserError
@@ -71,11 +72,19 @@ class VectorisedTrainer:
         plans = {_plan(steps, self.setup.local) for steps in positions}
         return None if len(plans) <= 1 else f"round {rnd.round}: clients take different local steps or batch sizes"
 
-    def train(self, chosen: list[int], rnd: RoundInfo, received: Received, record: ExecutionRecord) -> TrainedRound:
-        return self.train_drawn(chosen, rnd, received, record, self.setup.batch_positions(chosen, rnd.round))
+    def train(
+        self, chosen: list[int], rnd: RoundInfo, received: Received, record: ExecutionRecord, tally: RoundTally = SILENT
+    ) -> TrainedRound:
+        return self.train_drawn(chosen, rnd, received, record, self.setup.batch_positions(chosen, rnd.round), tally)
 
     def train_drawn(
-        self, chosen: list[int], rnd: RoundInfo, received: Received, record: ExecutionRecord, positions: list[Positions]
+        self,
+        chosen: list[int],
+        rnd: RoundInfo,
+        received: Received,
+        record: ExecutionRecord,
+        positions: list[Positions],
+        tally: RoundTally = SILENT,
     ) -> TrainedRound:
         """`train`, with the clients' batch positions drawn by the caller (auto: for its check too)."""
         s = self.setup
@@ -86,5 +95,6 @@ class VectorisedTrainer:
         for i in range(0, len(chosen), chunk):
             clients, steps = chosen[i : i + chunk], positions[i : i + chunk]
             check_plans(clients, steps, s.local, rnd.round)
-            outcomes += vectorised.train_together(s, clients, rnd, received, steps, self.step.fused())
+            outcomes += vectorised.train_together(s, clients, rnd, received, steps, self.step.fused(), tally)
+            tally.clients(len(clients))
         return TrainedRound(outcomes, record.with_local_step(self.name, self.step.record()))
