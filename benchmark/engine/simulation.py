@@ -273,6 +273,8 @@ class Simulation:
                     on_eval(rec)
             if on_round:
                 on_round(r)
+        if self.progress.round == job.rounds and self.client_accuracy is None and self.clients_are_users:
+            self.evaluate_by_client()  # resumed at its last round (a checkpoint there): as a straight run has it
         return records
 
     def final_state_dict(self) -> dict[str, torch.Tensor]:
