@@ -42,6 +42,21 @@ def test_evaluation_groups_the_test_examples_by_user_in_one_pass():
     assert evaluate_by_group(forward, theta, logits, y, as_is, None)[2] is None
 
 
+def test_the_per_user_pass_runs_without_autograd_as_the_pooled_one_does():
+    """Called directly (the last round's per-user pass), not through `evaluate`: in grad mode the
+    Shakespeare LSTM's evaluation took 1.5x the pooled one (benchmarks/README.md, eval_speed.py)."""
+    grad_enabled = []
+
+    def forward(theta, x):
+        grad_enabled.append(torch.is_grad_enabled())
+        return x
+
+    logits, y, users = torch.eye(3), torch.tensor([0, 1, 2]), torch.tensor([0, 1, 1])
+    evaluate_by_group(forward, torch.zeros(1), logits, y, as_is, users)
+    evaluate(forward, torch.zeros(1), logits, y, as_is)
+    assert grad_enabled == [False, False]
+
+
 def test_a_natural_split_job_records_each_clients_accuracy_at_its_last_round(tmp_path):
     suite = write_suite(tmp_path, tiny_suite(methods=["fedavg"]))
     results = tmp_path / "results"
