@@ -62,7 +62,7 @@ class JobRounds(Protocol):
     progress: Progress  # rounds completed, bytes sent (a replay keeps no parameters: theta None)
     execution: ExecutionRecord  # how the rounds were trained, for summary.json
     # user name -> test accuracy (%) of the last round, where the data name each test example's user
-    # and the job ran its last round in this process; else None
+    # and the job reached its last round in this process (ran it, or resumed there); else None
     client_accuracy: dict[str, float] | None
 
     @property
