@@ -46,13 +46,18 @@ def run_suite(
         summaries = runner.run(jobs, suite.name, results_dir, dev, tracker, reporter, stop_after)
         summarise(tracker, suite, jobs, results_dir)
     print_results(suite, jobs, summaries, results_dir)
-    out.print(
-        f"results: {results_dir / suite.name}"
-        + (f"   MLflow: {tracker.uri} (mlflow ui --backend-store-uri {tracker.uri})" if tracker.uri else ""),
-        markup=False,
-        highlight=False,
-    )
+    out.print(f"results: {results_dir / suite.name}" + mlflow_hint(tracker), markup=False, highlight=False)
     exit_for_statuses(jobs, summaries)
+
+
+def mlflow_hint(tracker) -> str:
+    """Where the runs are and how to see them (nothing without tracking)."""
+    if not tracker.uri:
+        return ""
+    from benchmark.run.tracking import runs_page
+
+    serve = "" if tracker.uri.startswith(("http://", "https://")) else f"mlflow ui --backend-store-uri {tracker.uri}, "
+    return f"   MLflow: {tracker.uri} ({serve}then {runs_page(tracker.uri, tracker.experiment_id)})"
 
 
 def exit_for_statuses(jobs, summaries: dict[str, dict]) -> None:

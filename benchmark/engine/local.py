@@ -258,13 +258,13 @@ def train_client(
     return w, mean_loss
 
 
-@torch.no_grad()
 def evaluate(forward, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, preprocess, batch_size: int = 2048):
     """(accuracy in %, mean cross-entropy) of the model `theta` on (x, y)."""
     acc, loss, _ = evaluate_by_group(forward, theta, x, y, preprocess, None, batch_size)
     return acc, loss
 
 
+@torch.no_grad()  # also when called directly (the last round's per-user pass): no autograd bookkeeping
 def evaluate_by_group(
     forward, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, preprocess, groups, batch_size: int = 2048
 ) -> tuple[float, float, list[float] | None]:

@@ -63,7 +63,7 @@ class JobRounds(Protocol):
     progress: Progress  # rounds completed, bytes sent (a replay keeps no parameters: theta None)
     execution: ExecutionRecord  # how the rounds were trained, for summary.json
     # user name -> test accuracy (%) of the last round, where the data name each test example's user
-    # and the job ran its last round in this process; else None
+    # and the job reached its last round in this process (ran it, or resumed there); else None
     client_accuracy: dict[str, float] | None
 
     @property
@@ -289,6 +289,8 @@ class Simulation:
                     on_eval(rec)
             if on_round:
                 on_round(r)
+        if self.progress.round == job.rounds and self.client_accuracy is None and self.clients_are_users:
+            self.evaluate_by_client()  # resumed at its last round (a checkpoint there): as a straight run has it
         return records
 
     def final_state_dict(self) -> dict[str, torch.Tensor]:

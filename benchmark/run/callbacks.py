@@ -103,7 +103,7 @@ class Tracking(RoundCallback):
         self.pending.clear()
 
     def on_end(self, summary):
-        self.tracker.end_job(summary, [self.jobdir.config, self.jobdir.metrics, self.jobdir.summary])
+        self.tracker.end_job(summary, self.jobdir.mirrored_files)
 
 
 class HeartbeatFile(RoundCallback):

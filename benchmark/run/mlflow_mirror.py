@@ -11,9 +11,11 @@ names that MLflow's table truncates still differ where they matter) and carries:
   `a, b, c`, unset values left out;
 - its dataset as an MLflow input (name = the dataset label, digest = the data fingerprint);
 - metrics: every evaluated round (step = round, timestamp = when it was measured), then the
-  summary's numbers (`summary.acc_at_60`, `final_acc`, ...; names by `metric_key`);
-- artifacts: config.json, metrics.jsonl, summary.json and, where the job's `log_model` setting
-  asks, `model/final_model.pt` (the state_dict fedbench saved: loads with `torch.load(...,
+  summary's numbers (`summary.acc_at_60`, `final_acc`, ...; names by `metric_key`) and, for a job
+  evaluated per user (LEAF-style natural splits), the spread of its users' accuracy at the last
+  round (`client_acc.p10` ... `client_acc.p90`, `client_acc.mean`, `client_acc.clients`);
+- artifacts: config.json, metrics.jsonl, client_acc.json (each user's accuracy, where the job has
+  it), summary.json and, where the job's `log_model` setting asks, `model/final_model.pt` (the state_dict fedbench saved: loads with `torch.load(...,
   weights_only=True)` into the model the config names; an artifact, not `mlflow.pytorch.log_model`,
   which would pickle the module with its code and infer a pip environment on every job).
 """
@@ -102,6 +104,11 @@ def environment_tags(summary: dict) -> dict[str, str]:
     return {f"fedbench.env.{k}": str(v) for k, v in (summary.get("environment") or {}).items() if v is not None}
 
 
+def client_acc_metrics(summary: dict) -> dict[str, float]:
+    """summary.json's `client_acc` (p10 ... p90, mean, clients) as `client_acc.<key>` metrics."""
+    return {metric_key(f"client_acc.{k}"): v for k, v in (summary.get("client_acc") or {}).items()}
+
+
 @dataclass
 class JobMirror:
     """The mirror of one suite's jobs in one MLflow experiment, under its parent run."""
@@ -166,6 +173,7 @@ class JobMirror:
         now = int(time.time() * 1000)
         values = {
             **{f"summary.{metric_key(k)}": v for k, v in summary.get("metrics", {}).items()},
+            **client_acc_metrics(summary),
             **{k: summary.get(k) for k in SUMMARY_METRICS},
             "diverged_at_round": summary.get("diverged_at_round"),
         }
@@ -202,9 +210,14 @@ class JobMirror:
 
     @staticmethod
     def is_complete(run, summary: dict) -> bool:
-        """A run that already mirrors a terminal summary: its status tag and end status match."""
+        """A run that already mirrors a terminal summary: its status tag and end status match, and
+        it has the summary's per-user spread (runs mirrored before it was logged lack it)."""
         status = summary.get("status")
-        return run.data.tags.get("fedbench.status") == status and run.info.status == RUN_STATUS.get(status)
+        return (
+            run.data.tags.get("fedbench.status") == status
+            and run.info.status == RUN_STATUS.get(status)
+            and client_acc_metrics(summary).keys() <= run.data.metrics.keys()
+        )
 
     def mirror(self, job, jobdir, summary: dict | None = None, files: list[Path] | None = None) -> str:
         """Bring the job's run up to its folder: the run (created if missing), the rounds it lacks,
@@ -220,7 +233,7 @@ class JobMirror:
             self.finish(
                 run_id,
                 summary,
-                files if files is not None else [jobdir.config, jobdir.metrics, jobdir.summary],
+                files if files is not None else jobdir.mirrored_files,
                 jobdir.model if config.get("log_model") else None,
             )
         return run_id

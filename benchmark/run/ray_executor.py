@@ -216,7 +216,7 @@ class Driver:
         atomic_write_json(jobdir.summary, summary)
         if summary.get("status") in TERMINAL:  # as run_job does: a failed or stopped job may resume
             jobdir.discard_checkpoint()
-        self.tracker.end_job(summary, [f for f in (jobdir.config, jobdir.metrics, jobdir.summary) if f.exists()])
+        self.tracker.end_job(summary, jobdir.mirrored_files)
         return job, summary
 
     def record_failure(self, job: Job, error: str, trace: str) -> dict:

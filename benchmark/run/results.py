@@ -159,6 +159,10 @@ class JobDir:
     checkpoint = property(lambda self: self.path / "checkpoint.pt")
     heartbeat = property(lambda self: self.path / "heartbeat.json")  # while a process runs the job
     lock = property(lambda self: self.path / ".lock")
+    # the files its MLflow run carries as artifacts (mlflow_mirror.JobMirror.finish), those it has
+    mirrored_files = property(
+        lambda self: [f for f in (self.config, self.metrics, self.client_accuracy, self.summary) if f.exists()]
+    )
 
     def read_summary(self) -> dict | None:
         try:

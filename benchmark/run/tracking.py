@@ -74,6 +74,14 @@ def bounded_client(uri: str):
     return MlflowClient(uri)
 
 
+def runs_page(uri: str, experiment_id: str) -> str:
+    """The address of the experiment's runs table: `mlflow ui`'s default (127.0.0.1:5000) for a file
+    store, the server itself for an http(s) one. MLflow 3's UI opens an experiment in its GenAI view
+    (traces, empty for fedbench) unless the address asks for the model-training one."""
+    server = uri.rstrip("/") if uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"
+    return f"{server}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+
+
 def provenance_tags() -> dict[str, str]:
     """Code and environment of this process: git commit (MLflow's own tag), package versions."""
     import platform

@@ -1,19 +1,25 @@
 """Per-client accuracy at the last round (natural users): the percentiles and mean computed by
-hand, the per-user counts of one evaluation pass, and a job's client_acc.json and summary agreeing
-with its pooled accuracy."""
+hand, the per-user counts of one evaluation pass, a job's client_acc.json and summary agreeing
+with its pooled accuracy, and the same file and summary for a job resumed at its last round."""
 
 from __future__ import annotations
 
 import json
 import math
 
+import pytest
 import torch
 from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.engine.fed_data import as_is
 from benchmark.engine.local import evaluate, evaluate_by_group
+from benchmark.engine.setup import build_simulation
 from benchmark.metrics import client_spread
+from benchmark.run.callbacks import save_checkpoint
+from benchmark.run.executor import run_jobs
+from benchmark.run.job_runner import resume_point
+from benchmark.run.results import JobDir
 from benchmark.suite.expand import load_jobs
 
 
@@ -36,6 +42,21 @@ def test_evaluation_groups_the_test_examples_by_user_in_one_pass():
     assert evaluate_by_group(forward, theta, logits, y, as_is, None)[2] is None
 
 
+def test_the_per_user_pass_runs_without_autograd_as_the_pooled_one_does():
+    """Called directly (the last round's per-user pass), not through `evaluate`: in grad mode the
+    Shakespeare LSTM's evaluation took 1.5x the pooled one (benchmarks/README.md, eval_speed.py)."""
+    grad_enabled = []
+
+    def forward(theta, x):
+        grad_enabled.append(torch.is_grad_enabled())
+        return x
+
+    logits, y, users = torch.eye(3), torch.tensor([0, 1, 2]), torch.tensor([0, 1, 1])
+    evaluate_by_group(forward, torch.zeros(1), logits, y, as_is, users)
+    evaluate(forward, torch.zeros(1), logits, y, as_is)
+    assert grad_enabled == [False, False]
+
+
 def test_a_natural_split_job_records_each_clients_accuracy_at_its_last_round(tmp_path):
     suite = write_suite(tmp_path, tiny_suite(methods=["fedavg"]))
     results = tmp_path / "results"
@@ -53,3 +74,39 @@ def test_a_natural_split_job_records_each_clients_accuracy_at_its_last_round(tmp
     sizes = torch.bincount(src.test_users).tolist()
     weighted = sum(a * n for a, n in zip(recorded["accuracy"].values(), sizes)) / sum(sizes)
     assert math.isclose(weighted, summary["final_acc"], rel_tol=1e-12)
+
+
+def checkpoint_at_the_last_round(job, jobdir: JobDir) -> None:
+    """What a process killed after its last round leaves had it checkpointed there: the job resumed
+    from its checkpoint at the round before, its last round trained and evaluated, metrics.jsonl and
+    checkpoint.pt written, no summary of it."""
+    sim = build_simulation(job.config, "cpu", jobdir.path / "client_state")
+    records = [r.to_json() for r in resume_point(job, jobdir, sim)]
+    records += sim.run()
+    jobdir.write_metrics(records)
+    save_checkpoint(jobdir, sim)
+    jobdir.summary.unlink()
+
+
+# what two equal runs may differ in: when and where they ran, and that one was resumed
+CIRCUMSTANTIAL = ("wall_time_s", "environment", "threads", "code_fingerprint")
+
+
+@pytest.mark.parametrize("at", ["round before the last", "last round"])
+def test_a_job_resumed_at_its_last_round_writes_what_a_straight_run_does(tmp_path, at):
+    suite, jobs = load_jobs(write_suite(tmp_path, tiny_suite(methods=["fedavg"])))
+    (job,) = jobs
+    run_jobs(jobs, suite.name, tmp_path / "straight")
+    resumed = JobDir(tmp_path / "resumed", job.id)
+    run_jobs(jobs, suite.name, tmp_path / "resumed", stop_after=job.config.rounds - 1)
+    assert resumed.checkpoint.exists() and not resumed.client_accuracy.exists()
+    if at == "last round":
+        checkpoint_at_the_last_round(job, resumed)
+        assert resumed.load_checkpoint()["simulation"]["round"] == job.config.rounds
+    run_jobs(jobs, suite.name, tmp_path / "resumed")
+    straight = JobDir(tmp_path / "straight", job.id)
+    assert resumed.client_accuracy.read_text() == straight.client_accuracy.read_text()
+    # resumed at the last round, the process trained no round: it has no local step to describe
+    ignored = CIRCUMSTANTIAL + (("local_step",) if at == "last round" else ())
+    a, b = ({k: v for k, v in d.read_summary().items() if k not in ignored} for d in (straight, resumed))
+    assert b == a and b["client_acc"]["clients"] == 6

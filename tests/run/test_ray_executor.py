@@ -114,7 +114,8 @@ def test_ray_matches_local_executor_mirrors_and_skips(tmp_path, local_ray, monke
         assert rounds == [1, 2, 3]
         assert kinds[0] == "start" and kinds[-1] == "end" and set(kinds[1:-1]) == {"records"}
         assert ("start", job.id, job.id) in tracker.calls
-        assert ("end", job.id, "finished", ["config.json", "metrics.jsonl", "summary.json"]) in tracker.calls
+        files = ["client_acc.json", "config.json", "metrics.jsonl", "summary.json"]  # natural split: per user
+        assert ("end", job.id, "finished", files) in tracker.calls
 
     again = RecordingTracker()
     rerun = run_jobs_ray(jobs, SUITE, tmp_path / "ray", tracker=again)

@@ -20,10 +20,14 @@ def test_parent_and_child_runs_in_a_sqlite_store(tmp_path, monkeypatch, capfd):
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     suite = write_suite(tmp_path, tiny_suite())
     assert main(["run", str(suite), "--tracking-uri", uri, "--results-dir", str(tmp_path / "results")]) == 0
-    assert "database tables" not in capfd.readouterr().err  # MLflow's store-creation chatter stays quiet
+    printed = capfd.readouterr()
+    assert "database tables" not in printed.err  # MLflow's store-creation chatter stays quiet
 
     client = mlflow.tracking.MlflowClient(uri)
     exp = client.get_experiment_by_name("tiny")
+    # how to see it: the UI's runs table, not MLflow 3's default GenAI view of an experiment
+    page = f"http://127.0.0.1:5000/#/experiments/{exp.experiment_id}/runs?workflowType=machine_learning"
+    assert f"mlflow ui --backend-store-uri {uri}, then {page}" in " ".join(printed.out.split())
     runs = client.search_runs([exp.experiment_id])
     parents = [r for r in runs if r.data.tags.get("fedbench.kind") == "suite"]
     children = [r for r in runs if r.data.tags.get("fedbench.kind") == "job"]
