@@ -8,7 +8,9 @@ decay), weighted averaging, one test-set evaluation after the last round.
   plain     the loop below: nn.Module, torch.optim.SGD, sequential clients, averaged state_dicts
   flower    Flower's NumPyClient + FedAvg under flwr.simulation (Ray, one CPU: one client actor)
 The arms run interleaved (order rotates every repeat); wall seconds are of the whole process
-(start-up, data loading, training, evaluation). Flower is imported only when present, from
+(start-up, data loading, training, evaluation). "train s" is each arm's own clock: fedbench's
+simulation up to its final evaluation (metrics.jsonl wall_s), the plain loop's rounds and
+evaluation, Flower's run_simulation (Ray's start-up and the client actor's data loading included). Flower is imported only when present, from
 --flower-python (it pins its own Ray: install it in a separate virtual environment).
 
     PYTHONPATH=$PWD FEDBENCH_DATA=/path/to/data python benchmarks/femnist_workload.py [--repeats 3] [--quick]
@@ -229,10 +231,12 @@ def fedbench_command(cfg: dict, work: Path) -> list[str]:
 
 
 def fedbench_result(cfg: dict, work: Path) -> dict:
-    (summary,) = (work / "results" / "jobs").glob("*/summary.json")
-    s = json.loads(summary.read_text())
+    (job,) = (work / "results" / "jobs").glob("*/summary.json")
+    s = json.loads(job.read_text())
+    last = json.loads((job.parent / "metrics.jsonl").read_text().splitlines()[-1])
     steps = cfg["rounds"] * cfg["clients"] * cfg["steps"]  # steps mode: exactly K per client (each has >= B rows)
-    return {"acc": s["final_acc"], "steps": steps, "train_s": s["wall_time_s"], "threads": s["threads"]["count"]}
+    # wall_s: the simulation's seconds up to the final evaluation (the job's wall_time_s adds building it)
+    return {"acc": s["final_acc"], "steps": steps, "train_s": last["wall_s"], "threads": s["threads"]["count"]}
 
 
 # ---- orchestration ---------------------------------------------------------------------------
@@ -337,6 +341,8 @@ def main(argv: list[str] | None = None) -> int:
         args.rounds, args.clients, args.steps, args.repeats = 2, 3, 2, 1
     if min(args.repeats, args.rounds, args.clients, args.steps, args.batch) < 1 or args.lr <= 0:
         ap.error("--repeats, --rounds, --clients, --steps and --batch must be >= 1 and --lr > 0")
+    if "plain" not in args.arms:
+        ap.error("--arms must include plain: the ratios are to it")
     if args.arm:
         import femnist_workload as by_name  # not __main__: see run_arm
         import torch
