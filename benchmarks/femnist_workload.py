@@ -180,12 +180,14 @@ def run_flower(cfg: dict, root: Path) -> dict:
     server = ServerApp(
         server_fn=lambda _ctx: ServerAppComponents(strategy=strategy, config=ServerConfig(num_rounds=cfg["rounds"]))
     )
+    # Flower's idiom: a client (and its model) built per message; the data is cached per actor process
     client = ClientApp(client_fn=lambda ctx: Client(int(ctx.node_config["partition-id"])).to_client())
     t0 = time.perf_counter()
     run_simulation(
         server_app=server,
         client_app=client,
         num_supernodes=cfg["clients"],
+        # Ray gets one CPU: one client actor, clients one after another as in the other arms
         backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0}, "init_args": {"num_cpus": 1}},
     )
     if "acc" not in out:
@@ -318,7 +320,8 @@ def orchestrate(args) -> int:
             results[arm].append(result)
             print(f"repeat {rep + 1} {arm}: {wall:.1f} s whole, {json.dumps(result)}", flush=True)
     report(walls, results, cfg)
-    print(f"load average after: {load_average()}; threads per arm: {[results[a][-1]['threads'] for a in arms]}")
+    flower = f"; flwr {results['flower'][-1]['flwr']}" if "flower" in results else ""
+    print(f"load average after: {load_average()}; threads per arm: {[results[a][-1]['threads'] for a in arms]}{flower}")
     return 0
 
 
