@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -251,7 +252,7 @@ def flower_missing(python: str) -> str | None:
 
 
 def run_arm(arm: str, cfg: dict, args) -> tuple[float, dict]:
-    """One whole process of `arm`: (wall seconds, its result)."""
+    """One whole process of `arm`: (wall seconds, its result with the CPU seconds of its reaped processes)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "RAY_DEDUP_LOGS": "0"}
     with tempfile.TemporaryDirectory(prefix="femnist-workload-") as tmp:
         work = Path(tmp)
@@ -263,15 +264,22 @@ def run_arm(arm: str, cfg: dict, args) -> tuple[float, dict]:
             cmd += ["--root", str(args.root.resolve())]
             # importable by name, so Ray pickles this module's functions by reference (its data cache included)
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), children_cpu()
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=work)
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
         if done.returncode != 0:
             raise RuntimeError(f"{arm} failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
         if arm == "fedbench":
-            return wall, fedbench_result(cfg, work)
+            return wall, {**fedbench_result(cfg, work), "cpu_s": cpu}
     (line,) = [ln for ln in done.stdout.splitlines() if ln.startswith(MARK)]
-    return wall, json.loads(line.removeprefix(MARK))
+    return wall, {**json.loads(line.removeprefix(MARK)), "cpu_s": cpu}
+
+
+def children_cpu() -> float:
+    """User + system seconds of this process's finished children (and theirs, where they waited for them):
+    less sensitive than wall time to the other work on a shared machine."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def load_average() -> str:
@@ -279,17 +287,23 @@ def load_average() -> str:
 
 
 def report(walls: dict, results: dict, cfg: dict) -> None:
-    ratios = {
-        arm: statistics.median(w / p for w, p in zip(walls[arm], walls["plain"])) for arm in walls
-    }  # per repeat, so load drift between repeats cancels
+    def vs_plain(seconds: dict) -> dict:  # per repeat, so load drift between repeats cancels
+        return {arm: statistics.median(a / p for a, p in zip(seconds[arm], seconds["plain"])) for arm in seconds}
+
+    cpus = {arm: [x["cpu_s"] for x in results[arm]] for arm in walls}
+    wall_ratio, cpu_ratio = vs_plain(walls), vs_plain(cpus)
     print(
-        f"\n{'arm':<9} {'whole process s: median (min-max)':>34} {'vs plain':>9} {'train s':>8} {'acc %':>6} {'steps':>6}"
+        f"\n{'arm':<9} {'whole process s: median (min-max)':>34} {'vs plain':>9} {'CPU s':>7} {'vs plain':>9} "
+        f"{'train s':>8} {'acc %':>6} {'steps':>6}"
     )
     for arm, w in walls.items():
         r = results[arm][-1]
-        train = statistics.median(x["train_s"] for x in results[arm])
+        train, cpu = statistics.median(x["train_s"] for x in results[arm]), statistics.median(cpus[arm])
         spread = f"{statistics.median(w):.1f} ({min(w):.1f}-{max(w):.1f})"
-        print(f"{arm:<9} {spread:>34} {ratios[arm]:>8.2f}x {train:>8.1f} {r['acc']:>6.2f} {r['steps']:>6}")
+        print(
+            f"{arm:<9} {spread:>34} {wall_ratio[arm]:>8.2f}x {cpu:>7.1f} {cpu_ratio[arm]:>8.2f}x "
+            f"{train:>8.1f} {r['acc']:>6.2f} {r['steps']:>6}"
+        )
     steps = {results[a][-1]["steps"] for a in walls}
     if steps != {cfg["rounds"] * cfg["clients"] * cfg["steps"]}:
         raise SystemExit(f"the arms took different numbers of local steps: {steps}")

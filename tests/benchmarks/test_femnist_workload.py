@@ -51,7 +51,7 @@ def test_quick_mode_runs_every_available_arm_with_the_same_steps(data_root):
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     table = [line.split() for line in done.stdout.splitlines()]
-    rows = {row[0]: row for row in table if len(row) == 7 and row[0] in femnist_workload.ARMS}
+    rows = {row[0]: row for row in table if len(row) == 9 and row[0] in femnist_workload.ARMS}
     expected = {"fedbench", "plain"} | ({"flower"} if importlib.util.find_spec("flwr") else set())
     assert set(rows) == expected, done.stdout
     assert {row[-1] for row in rows.values()} == {str(2 * 3 * 2)}  # rounds x clients x steps, each arm
