@@ -304,6 +304,8 @@ def report(walls: dict, results: dict, cfg: dict) -> None:
             f"{arm:<9} {spread:>34} {wall_ratio[arm]:>8.2f}x {cpu:>7.1f} {cpu_ratio[arm]:>8.2f}x "
             f"{train:>8.1f} {r['acc']:>6.2f} {r['steps']:>6}"
         )
+    if "flower" in walls:
+        print("flower's CPU s is a lower bound: Ray's worker processes (the client actor) are not reaped by its driver")
     steps = {results[a][-1]["steps"] for a in walls}
     if steps != {cfg["rounds"] * cfg["clients"] * cfg["steps"]}:
         raise SystemExit(f"the arms took different numbers of local steps: {steps}")
