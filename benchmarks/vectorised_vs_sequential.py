@@ -2,10 +2,14 @@
 
 Both modes train the same round (same clients, batches and start point) in the same process,
 interleaved; each repeat gives one ratio, and the median ratio is printed (with the median
-rates). Absolute numbers depend on the machine. Runs on CUDA when available, else CPU; on CUDA
-it also prints the peak memory of each mode. `--clock cpu` times process CPU seconds instead of
-wall seconds: with one thread on a shared, busy machine that measures the work rather than the
-neighbours (the load average is printed before and after).
+rates). Absolute numbers depend on the machine. Runs on CUDA when available, else CPU. It prints
+the peak memory of each mode: on CUDA the allocator's peak, on CPU how far one round raises the
+process's peak RSS (each mode in a child forked before any training, so none inherits another's
+heap). The vectorised mode takes the job's `vmap_chunk` (default: chosen from memory,
+engine/vmap_chunk.py); `--vmap-chunk all` is one call for all M clients, the behaviour before
+that choice, and `--vmap-chunk both` runs the two as separate modes. `--clock cpu` times process
+CPU seconds instead of wall seconds: with one thread on a shared, busy machine that measures the
+work rather than the neighbours (the load average is printed before and after).
 
     PYTHONPATH=$PWD python benchmarks/vectorised_vs_sequential.py [--models logistic tiny_cnn femnist_cnn]
 """
@@ -121,9 +125,35 @@ def train_round(sim: Simulation, clock=time.perf_counter) -> tuple[float, torch.
     return clock() - start, torch.stack([o.final for o in trained.outcomes]), trained.record
 
 
+def _status_bytes(field: str) -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith(field + ":"))
+
+
+def peak_rss_growth(sim: Simulation) -> int | None:
+    """How far one round of `sim` raises the peak RSS, in a forked child (Linux; else None)."""
+    if not os.path.exists("/proc/self/clear_refs"):
+        return None
+    read_end, write_end = os.pipe()
+    if (pid := os.fork()) == 0:  # the child: reset the peak, train, report, exit
+        try:
+            with open("/proc/self/clear_refs", "w") as refs:
+                refs.write("5")  # the peak RSS (VmHWM) starts again from the current RSS
+            start = _status_bytes("VmRSS")
+            train_round(sim)
+            os.write(write_end, str(_status_bytes("VmHWM") - start).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as answer:
+        text = answer.read()
+    os.waitpid(pid, 0)
+    return int(text) if text else None
+
+
 def compare(sims: dict[str, Simulation], repeats: int, clock=time.perf_counter) -> dict:
-    """mode -> (median seconds per round, peak CUDA bytes, final parameters), and "ratio" -> the
-    median over repeats of sequential / vectorised seconds.
+    """mode -> (median seconds per round, peak bytes, final parameters, record), and "ratio <mode>"
+    -> the median over repeats of sequential / that mode's seconds, for every mode but sequential.
 
     Modes alternate within each repeat, so load from other processes on a shared machine biases
     neither mode; a repeat's ratio compares two neighbouring runs.
@@ -132,26 +162,42 @@ def compare(sims: dict[str, Simulation], repeats: int, clock=time.perf_counter) 
     peaks: dict[str, int | None] = {}
     finals: dict[str, torch.Tensor] = {}
     records: dict[str, ExecutionRecord] = {}
+    for mode, sim in sims.items():  # CPU: each mode's peak before any training in this process
+        if sim.setup.device.type == "cpu":
+            peaks[mode] = peak_rss_growth(sim)
     for mode, sim in sims.items():  # warm-up (kernels, allocator), then the peak of one round
         train_round(sim)
         device = sim.setup.device
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
             train_round(sim)
-        peaks[mode] = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
+            peaks[mode] = torch.cuda.max_memory_allocated(device)
     for _ in range(repeats):
         for mode, sim in sims.items():
             seconds, finals[mode], records[mode] = train_round(sim, clock)
             times[mode].append(seconds)
     out = {mode: (statistics.median(times[mode]), peaks[mode], finals[mode], records[mode]) for mode in sims}
-    out["ratio"] = statistics.median(s / v for s, v in zip(times["sequential"], times["vectorised"]))
+    for mode in sims:
+        if mode != "sequential":
+            out[f"ratio {mode}"] = statistics.median(s / v for s, v in zip(times["sequential"], times[mode]))
     return out
 
 
-def steps_taken(records: dict[str, ExecutionRecord]) -> str:
-    """Which local step each mode took (after training: one that declined counts as plain):
-    "fused" (engine/low_rank_step.py) or "plain"."""
-    return "/".join(records[mode].local_step[mode]["step"] for mode in ("sequential", "vectorised"))
+def step_taken(record: ExecutionRecord) -> str:
+    """The local step a mode took (after training: one that declined counts as plain): "fused"
+    (engine/low_rank_step.py) or "plain"."""
+    return next(iter(record.local_step.values()))["step"]
+
+
+def vectorised_modes(choice: str, clients: int) -> dict[str, int | None]:
+    """mode name -> its vmap_chunk for `--vmap-chunk` `choice` (auto | all | both | a number)."""
+    named = {"auto": {"vec auto": None}, "all": {"vec all": clients}}
+    named["both"] = named["all"] | named["auto"]
+    if choice in named:
+        return named[choice]
+    if not choice.isdigit() or int(choice) < 1:
+        raise SystemExit(f"--vmap-chunk {choice!r}: give auto, all, both or a number of clients (>= 1)")
+    return {f"vec {choice}": int(choice)}
 
 
 def main() -> None:
@@ -167,6 +213,9 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall", help="cpu: process CPU seconds (1 thread)")
+    parser.add_argument(
+        "--vmap-chunk", default="auto", help="auto (chosen from memory), all (one call), both, or a number of clients"
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -179,32 +228,38 @@ def main() -> None:
         f"method {args.method}, K={args.steps}, B={args.batch_size}, median of {args.repeats} interleaved, "
         f"{args.clock} clock, load {os.getloadavg()[0]:.1f}"
     )
-    mem = args.device.startswith("cuda")
-    head = (
-        f"{'model':<20}{'params':>10}{'M':>4}{'seq steps/s':>13}{'vec steps/s':>13}{'ratio':>7}{'max|Δw|':>10}"
-        f"{'step seq/vec':>15}"
+    print(
+        f"{'model':<20}{'params':>10}{'M':>4}{'mode':>12}{'steps/s':>9}{'ratio':>7}{'max|Δw|':>10}{'step':>7}"
+        f"{'peak MiB':>10}  chunk"
     )
-    print(head + (f"{'seq peak MiB':>14}{'vec peak MiB':>14}" if mem else ""))
     for name in models:
         for m in args.clients:
             registered, _, shape, classes = variant(name)
+            config = job(registered, m, args.steps, args.batch_size, args.method)
+            modes = {"sequential": ("sequential", None)} | {
+                mode: ("vectorised", chunk) for mode, chunk in vectorised_modes(args.vmap_chunk, m).items()
+            }
             sims = {
                 mode: Simulation(
-                    job(registered, m, args.steps, args.batch_size, args.method).model_copy(update={"execution": mode}),
+                    config.model_copy(update={"execution": execution, "vmap_chunk": chunk}),
                     random_data(m, args.steps * args.batch_size, shape, classes),
                     make_model(name),
                     args.device,
                 )
-                for mode in ("sequential", "vectorised")
+                for mode, (execution, chunk) in modes.items()
             }
             result = compare(sims, args.repeats, CLOCKS[args.clock])
-            (t_seq, p_seq, w_seq, r_seq), (t_vec, p_vec, w_vec, r_vec) = result["sequential"], result["vectorised"]
-            rate = m * args.steps
-            line = (
-                f"{name:<20}{sims['sequential'].setup.spec.total:>10}{m:>4}{rate / t_seq:>13.0f}{rate / t_vec:>13.0f}"
-                f"{result['ratio']:>7.2f}{(w_seq - w_vec).abs().max().item():>10.1e}{steps_taken({'sequential': r_seq, 'vectorised': r_vec}):>15}"
-            )
-            print(line + (f"{p_seq / 2**20:>14.0f}{p_vec / 2**20:>14.0f}" if mem else ""), flush=True)
+            seq_w = result["sequential"][2]
+            for mode, sim in sims.items():
+                seconds, peak, w, record = result[mode]
+                ratio = result.get(f"ratio {mode}", 1.0)
+                chunk = record.vmap_chunk["chunk"] if record.vmap_chunk else "-"
+                print(
+                    f"{name:<20}{sim.setup.spec.total:>10}{m:>4}{mode:>12}{m * args.steps / seconds:>9.1f}{ratio:>7.2f}"
+                    f"{(w - seq_w).abs().max().item():>10.1e}{step_taken(record):>7}"
+                    f"{'-' if peak is None else f'{peak / 2**20:.0f}':>10}  {chunk}",
+                    flush=True,
+                )
     print(f"load {os.getloadavg()[0]:.1f} at the end")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -129,7 +129,12 @@ class Simulation:
             "clients": self.setup.clients.state_dict(),
             # `execution: auto`'s choice: a resumed job keeps the trainer its probe chose (probing
             # again could choose the other, whose rounding differs, and resume would not be exact)
-            "execution": {"mode": self.execution.chosen, "probe": self.execution.probe},
+            # and the vmap_chunk chosen from memory: a resumed job trains in the same chunks
+            "execution": {
+                "mode": self.execution.chosen,
+                "probe": self.execution.probe,
+                "vmap_chunk": self.execution.vmap_chunk,
+            },
         }
 
     STATE_KEYS = frozenset({"round", "theta", "server_state", "ema", "bytes_down", "bytes_up", "clients", "execution"})
@@ -155,8 +160,10 @@ class Simulation:
             bytes_up=s["bytes_up"],
         )
         self.setup.clients.load_state_dict(s["clients"])
-        if self.job.execution == "auto" and s.get("execution", {}).get("mode") is not None:
-            self.execution = ExecutionRecord(s["execution"]["mode"], s["execution"]["probe"])
+        execution = s.get("execution", {})
+        if self.job.execution == "auto" and execution.get("mode") is not None:
+            self.execution = ExecutionRecord(execution["mode"], execution["probe"])
+        self.execution = replace(self.execution, vmap_chunk=execution.get("vmap_chunk"))
 
     # -- one round ------------------------------------------------------------------------
     def round_info(self, t: int) -> RoundInfo:

@@ -157,6 +157,7 @@ def job_summary(
         execution=sim.execution.chosen,
         execution_probe=sim.execution.probe,
         local_step=sim.execution.local_step or None,
+        vmap_chunk=sim.execution.vmap_chunk,
         threads=threads,
         code_fingerprint=code_fingerprint(),
     )

@@ -107,6 +107,8 @@ class JobSummary:
     execution_probe: dict | None = None
     # per trainer that ran, which local step produced the numbers: {"step": "fused" | "plain", "why"} (engine/low_rank_step.py)
     local_step: dict | None = None
+    # execution: vectorised: clients per call and why, {"chunk", "why", ...} (engine/vmap_chunk.py)
+    vmap_chunk: dict | None = None
     code_fingerprint: str | None = None  # the code that produced it (run/code_fingerprint.py)
     environment: dict | None = None  # versions, device, threads, determinism flags (run/environment.py)
     diverged: Divergence | None = None

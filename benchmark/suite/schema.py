@@ -252,7 +252,8 @@ class JobSettings(Strict):
         None,
         identity=Identity.NEVER,
         ge=1,
-        description="execution: vectorised trains at most this many clients per vmap call (bounds memory); None: all",
+        description="execution: vectorised trains at most this many clients per vmap call (bounds memory); "
+        "None: chosen from the memory one client's step takes (engine/vmap_chunk.py)",
     )
     compile: bool = declared(
         False,

@@ -96,6 +96,9 @@ def test_summary_records_the_trainer(tmp_path, execution):
     expected = {"sequential": "plain", "vectorised": "fused"}
     assert {t: r["step"] for t, r in summary["local_step"].items()} == {t: expected[t] for t in summary["local_step"]}
     assert summary["execution"] in summary["local_step"] and all(r["why"] for r in summary["local_step"].values())
+    # the chunk the vectorised trainer chose from memory (the tiny job: all 3 clients a round fit)
+    assert on_disk["vmap_chunk"] == summary["vmap_chunk"]
+    assert (summary["vmap_chunk"] or {}).get("chunk") == (3 if summary["execution"] == "vectorised" else None)
     if execution == "auto":
         assert summary["execution"] in {"sequential", "vectorised"}
         assert summary["execution_probe"]["round"] == 0

@@ -42,7 +42,7 @@ def test_intra_round_decay_two_epochs_and_chunking_match_sequential():
     chunked = build_simulation(job.config)
     rnd, chosen = chunked.round_info(0), [0, 3, 5]
     received = {"model": chunked.progress.theta}
-    whole = vectorised_outcomes(chunked, chosen, rnd, received)
+    whole = vectorised_outcomes(chunked, chosen, rnd, received, vmap_chunk=len(chosen))
     pieces = vectorised_outcomes(chunked, chosen, rnd, received, vmap_chunk=2)
     assert [o.client_id for o in pieces] == chosen
     for a, b in zip(whole, pieces):

@@ -63,7 +63,7 @@ def sequential_outcomes(sim: Simulation, chosen: list[int], rnd, received: dict)
 
 
 def vectorised_outcomes(sim: Simulation, chosen: list[int], rnd, received: dict, vmap_chunk: int | None = None):
-    """The same by the vectorised trainer, at most `vmap_chunk` clients per call (None: all)."""
+    """The same by the vectorised trainer, at most `vmap_chunk` clients per call (None: chosen from memory)."""
     setup = replace(sim.setup, vmap_chunk=vmap_chunk)
     return VectorisedTrainer(setup).train(chosen, rnd, received, ExecutionRecord()).outcomes
 

@@ -4,7 +4,7 @@ which the simulation stores and reports in summary.json; the trainer never touch
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
 import torch
@@ -37,9 +37,10 @@ class ExecutionRecord:
     chosen: str | None = None  # the trainer that trains the rounds; `auto`: None until its probe chose
     probe: dict | None = None  # `auto`: the probe's round and timings, or why it stayed sequential
     local_step: dict[str, dict] = field(default_factory=dict)  # trainer -> {"step": "fused" | "plain", "why"}
+    vmap_chunk: dict | None = None  # vectorised: clients per call and why (engine/vmap_chunk.py)
 
     def with_local_step(self, trainer: str, step: dict) -> ExecutionRecord:
-        return ExecutionRecord(self.chosen, self.probe, {**self.local_step, trainer: step})
+        return replace(self, local_step={**self.local_step, trainer: step})
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """`execution: vectorised`: a round's clients trained together (engine/vectorised.py), at most
-`vmap_chunk` of them per call.
+`vmap_chunk` of them per call; where the job leaves it unset, the first round's first client trains
+alone, its memory measured, and the chunk is chosen from that (engine/vmap_chunk.py).
 
 A round is vectorisable when every chosen client takes the same number of steps with the same
 batch size at each step (balanced splits) and every client term is `vmappable`. Otherwise the
@@ -9,7 +10,10 @@ job fails with `NotVectorisable`, never silently falling back to sequential trai
 
 from __future__ import annotations
 
-from benchmark.engine import client_batched, vectorised
+from dataclasses import replace
+
+from benchmark.engine import client_batched, vectorised, vmap_chunk
+from benchmark.engine.peak_memory import PeakTensorMemory
 from benchmark.engine.round_tally import SILENT, RoundTally
 from benchmark.engine.trainers.base import ClientOutcome, ExecutionRecord, LocalStepChoice, Received, TrainedRound
 from benchmark.engine.training_setup import Positions, TrainingSetup
@@ -63,6 +67,8 @@ class VectorisedTrainer:
     def __init__(self, setup: TrainingSetup):
         self.setup = setup
         self.step = LocalStepChoice(setup, self.name)
+        self.chunk: int | None = setup.vmap_chunk  # None until chosen (explicit `vmap_chunk` wins)
+        self.chunk_record = None if setup.vmap_chunk is None else {"chunk": setup.vmap_chunk, "why": "vmap_chunk set"}
 
     def why_not(self, rnd: RoundInfo, positions: list[Positions]) -> str | None:
         try:
@@ -90,11 +96,22 @@ class VectorisedTrainer:
         s = self.setup
         check_terms(s.method.terms)
         client_batched.keep_freed_memory()
-        chunk = s.vmap_chunk or len(chosen)
         outcomes: list[ClientOutcome] = []
-        for i in range(0, len(chosen), chunk):
+        if self.chunk is None and record.vmap_chunk is not None:  # resumed: the chunk chosen before
+            self.chunk, self.chunk_record = record.vmap_chunk["chunk"], record.vmap_chunk
+        if self.chunk is None and len(chosen) > 1:  # the first client alone, measured
+            check_plans(chosen[:1], positions[:1], s.local, rnd.round)
+            with PeakTensorMemory() as memory:
+                outcomes += vectorised.train_together(
+                    s, chosen[:1], rnd, received, positions[:1], self.step.fused(), tally
+                )
+            tally.clients(1)
+            self.chunk, self.chunk_record = vmap_chunk.choose(len(chosen), memory.peak, memory.live, s.device)
+        chunk = self.chunk or len(chosen)
+        for i in range(len(outcomes), len(chosen), chunk):
             clients, steps = chosen[i : i + chunk], positions[i : i + chunk]
             check_plans(clients, steps, s.local, rnd.round)
             outcomes += vectorised.train_together(s, clients, rnd, received, steps, self.step.fused(), tally)
             tally.clients(len(clients))
-        return TrainedRound(outcomes, record.with_local_step(self.name, self.step.record()))
+        record = record.with_local_step(self.name, self.step.record())
+        return TrainedRound(outcomes, replace(record, vmap_chunk=self.chunk_record))
