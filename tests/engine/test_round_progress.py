@@ -16,7 +16,9 @@ from benchmark.engine.simulation import Simulation
 COUNTS = {  # clients done after each client report of a 4-client round
     ("sequential", None): [1, 2, 3, 4],
     ("vectorised", 3): [3, 4],  # chunks of vmap_chunk clients
-    ("auto", None): [1, 2, 4],  # the first round's probe: PROBE_CLIENTS one by one, then the rest at once
+    # the first round's probe: PROBE_CLIENTS one by one, then the vectorised rest, whose first client trains
+    # alone to measure the memory a client takes (the chunk unset), then the others at once
+    ("auto", None): [1, 2, 3, 4],
 }
 
 
@@ -54,7 +56,8 @@ def test_each_round_reports_its_clients_and_local_steps(execution, vmap_chunk):
 def test_a_long_client_reports_its_steps_as_it_goes(monkeypatch, execution):
     monkeypatch.setattr(round_tally, "STEP_REPORT_S", 0.0)  # every step is due
     (job,) = make_jobs(["fedavg"], rounds=1)
-    heard, _, _ = rounds_heard(job.config.model_copy(update={"execution": execution}))
+    whole_round = 4 if execution == "vectorised" else None  # one chunk (unset: its first client alone, measured)
+    heard, _, _ = rounds_heard(job.config.model_copy(update={"execution": execution, "vmap_chunk": whole_round}))
     first = heard[: next(i for i, d in enumerate(heard) if d.done) + 1]  # up to the first client (or chunk) done
     per_step = 1 if execution == "sequential" else 4  # the vectorised trainer steps the whole chunk together
     assert [d.steps for d in first] == [per_step * k for k in range(1, len(first))] + [first[-2].steps]
