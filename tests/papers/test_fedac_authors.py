@@ -18,8 +18,8 @@ from report.test_fedac_report import fake_results
 from benchmark.cli import cli
 from benchmark.papers import fedac_authors
 from benchmark.papers.paper_settings import GenerationError
-from benchmark.report.fedac_compare import comparison_summary, comparisons
-from benchmark.report.fedac_figure import Cell
+from benchmark.protocols.fedac.compare import comparison_summary, comparisons
+from benchmark.protocols.fedac.report import Cell
 from benchmark.suite.expand import load_jobs
 from benchmark.suite.overrides import Overrides
 from benchmark.suite.schema import Suite

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from fedtest import REPO
 
-from benchmark.engine.fedac_jobs import batch_key
 from benchmark.fl.registry import CLIENT_TERMS, CODECS, SERVER_RULES
 from benchmark.papers.audit import job_value, setting
 from benchmark.params import Identity, identity_of, model_in
+from benchmark.protocols.fedac.jobs import batch_key
 from benchmark.suite.expand import job_id, load_jobs
 from benchmark.suite.schema import JobConfig
 
