@@ -70,6 +70,11 @@ def assert_same_records(loop: list[dict], fast: list[dict]) -> None:
 
 
 ALL = ["fedac1", "fedac2", "fedac_vanilla", "fedavg", "mbsgd", "mbacsgd"]
+AUTHORS_BETA = {
+    "preset": "fedac2",
+    "label": "FedAc-II (authors' β)",
+    "client": {"fedac": {"beta_rule": "authors_code"}},
+}
 
 
 def test_an_lr_grid_of_every_method_is_two_batches():
@@ -87,6 +92,14 @@ def test_batched_engine_equals_the_per_client_loop(tmp_path, method):
     loops = [torch.load(JobDir(tmp_path / "loop", j.id).model)["fc.weight"] for j in jobs]
     for a, b in zip(loops, finals):
         assert torch.allclose(a, b, atol=1e-5)
+
+
+def test_fedac_ii_with_the_authors_beta_is_batched_as_the_per_client_loop_runs_it(tmp_path):
+    jobs, loop, fast = run_both(tmp_path, shared_suite(["fedac2", AUTHORS_BETA], lrs=[0.05]))
+    for j in jobs:
+        assert_same_records(loop[j.id], fast[j.id])
+    paper, authors = (measured(fast[j.id])[-1]["subopt"] for j in jobs)
+    assert paper != pytest.approx(authors, rel=1e-6), "the β rule changes the trajectory"
 
 
 @pytest.mark.parametrize("steps,batch,fold", [(1, 3, 50.0), (6, 2, 1.0001)])

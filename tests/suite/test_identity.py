@@ -94,7 +94,7 @@ JOB_FIELDS = {
     "seed": A,
 }
 # Every parameter of every registered method part is ALWAYS, but these.
-PART_PARAMS = {("server rule", "adam", "per_step"): D}
+PART_PARAMS = {("server rule", "adam", "per_step"): D, ("client term", "fedac", "beta_rule"): D}
 
 
 def declared_classes(model, prefix: str = "") -> dict[str, Identity]:

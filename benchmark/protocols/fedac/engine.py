@@ -97,7 +97,7 @@ class Recursion:
                 torch.tensor([[0.0, 1.0]], dtype=torch.float64),
             )
         p = term.params
-        c = coefficients(p.variant, eta, p.mu if p.mu is not None else lam, steps)
+        c = coefficients(p.variant, eta, p.mu if p.mu is not None else lam, steps, p.beta_rule)
         r = [1 / c.beta, 1 - 1 / c.beta]
         pull = 1 / c.alpha - c.gamma * lam  # FedAc-I (μ = λ): 0, w forgets the point
         T = [[1 - 1 / c.alpha + pull * r[0], pull * r[1]], [(1 - eta * lam) * r[0], (1 - eta * lam) * r[1]]]
