@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from benchmark.protocols.fedac.jobs import batch_key
-from benchmark.protocols.fedac.report import is_fedac_protocol
+from benchmark.protocols.fedac.report import is_fedac_protocol, section
 from benchmark.report.protocol_sections import SECTIONS, ProtocolSection, Section
 from benchmark.run.protocols import PROTOCOLS, Protocol
 
@@ -50,8 +50,6 @@ class FedAcSection(ProtocolSection):
         return is_fedac_protocol(job)
 
     def build(self, suite: Suite, jobs: list[Job], summaries: dict[str, dict]) -> Section:
-        from benchmark.protocols.fedac.report import section
-
         return section(suite, jobs, summaries)
 
 
