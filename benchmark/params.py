@@ -21,7 +21,7 @@ class StrictParams(BaseModel):
 
 class Identity(enum.Enum):
     """Whether a field is part of a job's identity: its id (so where its results are found) and
-    which jobs the FedAc engine batches together. Every field is ALWAYS unless declared otherwise."""
+    which jobs a protocol batches together (run/protocols.py). Every field is ALWAYS unless declared otherwise."""
 
     ALWAYS = "identity"  # it can change the trajectory
     NEVER = "not identity"  # how and where a job runs, or what it reports: in config.json, never in the id

@@ -2,7 +2,7 @@
 
 The loop is what a researcher writes by hand: one vectorised update over all M workers per
 step (no Python per worker), float32, FedAc-I for one learning rate. fedbench runs the
-paper's whole 13-level lr grid as one batch (engine/fedac_batched.py) through the real job
+paper's whole 13-level lr grid as one batch (benchmark/protocols/fedac/engine.py) through the real job
 path, results files included; its time per job is the batch's time / 13, or a whole Figure-1 cell's (5 methods x 13 lr, two batches) / 65.
 
     PYTHONPATH=$PWD FEDBENCH_DATA=/path/to/data python benchmarks/fedac_speed.py [--grid]
@@ -103,10 +103,11 @@ def speed(args) -> None:
 
 def cell_memory(m: int, k: int, rounds: int) -> None:
     """Run the (M, K) cell of Figure 1 (5 methods x 13 lr, both batches) for `rounds` rounds."""
-    from benchmark.run.fedac_replay import BatchedJobs, run_group
+    from benchmark.protocols.fedac.replay import run_group
+    from benchmark.run.protocol_batches import ProtocolBatches
 
     jobs = expand(Suite(**protocol_suite("memory", LAM, [m], [k], FIG1_METHODS, "")))
-    for group in BatchedJobs(jobs).groups.values():
+    for group in ProtocolBatches(jobs).batches.values():
         run_group([j.config.model_copy(update={"rounds": rounds}) for j in group])
 
 

@@ -22,6 +22,7 @@ LAYERS = [
     {"engine"},
     {"run", "papers"},
     {"report"},
+    {"protocols"},  # each registers its executor (run/protocols.py) and report section: run/, report/ never name one
     {"commands"},
     CLI,
     {"api"},
@@ -29,7 +30,7 @@ LAYERS = [
 LAYER = {unit: i for i, units in enumerate(LAYERS) for unit in units}
 # What `fedbench plan` and `status` stand on binds torch through benchmark.lazy (imported on first
 # use); only the layers that train, and each model's own file, import torch themselves.
-IMPORTS_TORCH = {"engine", "run", "report"}
+IMPORTS_TORCH = {"engine", "run", "report", "protocols"}
 
 
 def unit_of(module: str) -> str:

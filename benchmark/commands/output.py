@@ -35,11 +35,11 @@ def progress(jobs, quiet: bool, verbose: bool):
 
 
 def print_results(suite, jobs, summaries: dict, results_dir: Path, columns=(), wide: bool = False) -> None:
-    """The FedAc figure's tables (and PNG) for FedAc-protocol jobs, the paper tables for the rest."""
-    from benchmark.report.fedac_figure import fedac_report
+    """Each protocol's section (tables, note, figure) for the jobs it claims, the paper tables for the rest."""
+    from benchmark.report.protocol_sections import print_sections
     from benchmark.report.table import result_tables
 
-    rest = fedac_report(out, suite, jobs, summaries, results_dir)
+    rest = print_sections(out, suite, jobs, summaries, results_dir)
     for table in result_tables(suite, rest, summaries, results_dir, columns, wide):
         out.print(table)
 

@@ -15,8 +15,7 @@ from benchmark.errors import UserError
 def report_suite(
     select, suite_file: Path, seeds, results_dir: Path, tracking_uri, no_tracking: bool, columns, wide: bool, as_json
 ) -> None:
-    from benchmark.report.fedac_figure import FIGURE_CAPTION, figure_path
-    from benchmark.report.figures import Figure, report_figures
+    from benchmark.report.figures import protocol_figures, report_figures
     from benchmark.report.on_disk import jobs_with_seeds_on_disk, left_out_of_previous_report
     from benchmark.report.report_files import write_report
     from benchmark.run.results import JobDir
@@ -34,10 +33,7 @@ def report_suite(
         print_results(suite, jobs, summaries, results_dir, picked, wide)
     note_unselected(suite, jobs, results_dir)
     convergence = report_figures(suite, jobs, results_dir)
-    figures = [
-        Figure(FIGURE_CAPTION, figure_path(results_dir, suite.name)),
-        *convergence,
-    ]
+    figures = [*protocol_figures(results_dir, suite.name), *convergence]
     report_dir = results_dir / suite.name / "report"
     if dropped := left_out_of_previous_report(
         report_dir / "report.json", {j.id for j in jobs}, results_dir, suite.name

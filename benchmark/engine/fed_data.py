@@ -38,7 +38,7 @@ def default_preprocess(src: SourceData) -> Preprocessor:
 def shared_positions(seed: int, rnd: int, num_clients: int, steps: int, batch_size: int, n: int) -> torch.Tensor:
     """(clients, steps, batch) example indices of one round of a shared split, drawn uniformly
     with replacement in one call, so the per-client path and the batched FedAc engine
-    (engine/fedac_batched.py) see the very same examples."""
+    (protocols/fedac/engine.py) see the very same examples."""
     gen = generator(seed, Stream.BATCHES, rnd)
     return torch.randint(n, (num_clients, steps, batch_size), generator=gen)
 

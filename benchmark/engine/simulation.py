@@ -57,7 +57,7 @@ OnRound = Callable[[int], None] | None  # called with each completed round's num
 @runtime_checkable
 class JobRounds(Protocol):
     """What the job runner (run/job_runner.py) drives: a Simulation, or a job whose rounds were
-    computed elsewhere and are replayed (run/fedac_replay.py's ReplaySimulation: the batched FedAc engine)."""
+    computed elsewhere and are replayed (a protocol's replay: run/protocols.py)."""
 
     job: JobConfig
     progress: Progress  # rounds completed, bytes sent (a replay keeps no parameters: theta None)

@@ -15,19 +15,22 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from benchmark.errors import UserError
 from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo, ServerRule, StrictParams, Uploads
 from benchmark.fl.presets import register_preset
 from benchmark.fl.registry import CLIENT_TERMS, SERVER_RULES
 from benchmark.lazy import torch
+from benchmark.params import Identity, declared
 
 AG = "ag"  # the broadcast averaged w_ag, and (as AG_DELTA) its change uploaded by a client
 AG_DELTA = "ag_delta"
 SCRATCH = "fedac"  # ctx.scratch key: this round's coefficients and the running w_ag
 
 Variant = Literal["I", "II", "vanilla"]
+# FedAc-II's β: the paper's Eq. (3.2) (2α² − 1)/(α − 1), or 2α²/(α − 1) as the authors' released code sets it
+BetaRule = Literal["paper", "authors_code"]
 
 
 @dataclass(frozen=True)
@@ -37,8 +40,8 @@ class Coefficients:
     beta: float
 
 
-def coefficients(variant: Variant, eta: float, mu: float, steps: int) -> Coefficients:
-    """(γ, α, β) of Eq. (3.1) FedAc-I, Eq. (3.2) FedAc-II, or vanilla FedAc (Section 5)."""
+def coefficients(variant: Variant, eta: float, mu: float, steps: int, beta_rule: BetaRule = "paper") -> Coefficients:
+    """(γ, α, β) of Eq. (3.1) FedAc-I, Eq. (3.2) FedAc-II (β by `beta_rule`), or vanilla FedAc (Section 5)."""
     if variant == "vanilla":
         gamma = math.sqrt(eta / mu)
     else:  # the acceleration-stability trade-off of FedAc-I and FedAc-II
@@ -47,7 +50,8 @@ def coefficients(variant: Variant, eta: float, mu: float, steps: int) -> Coeffic
         alpha = 3 / (2 * gamma * mu) - 0.5
         if alpha <= 1:
             raise ValueError(f"FedAc-II needs α > 1 (γμ < 1); got γ={gamma:g}, μ={mu:g}: lower the lr")
-        return Coefficients(gamma, alpha, (2 * alpha**2 - 1) / (alpha - 1))
+        top = 2 * alpha**2 - 1 if beta_rule == "paper" else 2 * alpha**2
+        return Coefficients(gamma, alpha, top / (alpha - 1))
     alpha = 1 / (gamma * mu)
     return Coefficients(gamma, alpha, alpha + 1)
 
@@ -84,6 +88,17 @@ class FedAcParams(StrictParams):
     mu: float | None = Field(
         None, gt=0, description="strong convexity μ in γ, α, β; default (null): local.weight_decay λ, as in the paper"
     )
+    beta_rule: BetaRule = declared(
+        "paper",
+        identity=Identity.UNLESS_DEFAULT,  # added after FedAc-II jobs existed: their ids stand
+        description="variant II's β: paper (2α² − 1)/(α − 1), Eq. (3.2); authors_code: 2α²/(α − 1), their released code",
+    )
+
+    @model_validator(mode="after")
+    def _beta_rule_is_variant_ii(self):
+        if self.beta_rule != "paper" and self.variant != "II":
+            raise ValueError(f"beta_rule applies to variant II only (variant {self.variant}'s β is α + 1)")
+        return self
 
 
 @CLIENT_TERMS.register
@@ -100,7 +115,7 @@ class FedAcTerm(ClientTerm):
         mu = self.p.mu if self.p.mu is not None else ctx.rnd.weight_decay
         if mu <= 0:
             raise UserError("client term 'fedac' needs μ > 0: set local.weight_decay (λ = μ) or fedac.mu")
-        coef = coefficients(self.p.variant, ctx.rnd.lr, mu, ctx.steps)
+        coef = coefficients(self.p.variant, ctx.rnd.lr, mu, ctx.steps, self.p.beta_rule)
         ctx.scratch[SCRATCH] = {"coef": coef, AG: ctx.received[AG].detach().clone()}
 
     def grad_point(self, ctx: ClientContext, w: torch.Tensor) -> torch.Tensor:

@@ -25,13 +25,17 @@ RULES = (
     "the best eta is over every eta the authors ran (1e-4 .. 50 at lambda = 1e-3), wider than the paper's grid; "
     "the eta is carried, and the report says where it lies outside the grid fedbench ran",
     "the lambda = 1e-2 runs cover FedAvg, FedAc-I, MB-SGD and MB-AC-SGD only",
-    "FedAc-II: the authors' code sets beta = 2 alpha^2/(alpha - 1), the paper and fedbench "
-    "(2 alpha^2 - 1)/(alpha - 1): its values are carried, marked not comparable, never counted in a summary",
+    "FedAc-II: the authors' code sets beta = 2 alpha^2/(alpha - 1), the paper (2 alpha^2 - 1)/(alpha - 1): their "
+    "runs are compared with fedbench's \"FedAc-II (authors' β)\" (fedac.beta_rule: authors_code) only; FedAc-II "
+    "with the paper's beta is shown beside them, marked not comparable, never counted in a summary",
     "one run (seed) per cell in the authors' files: run the record with --seeds 0,1,2 (one w0 each), and the "
     "report compares the authors' value with fedbench's seed mean and range",
 )
+AUTHORS_BETA = "FedAc-II (authors' β)"  # fedbench's FedAc-II with the β of the authors' code
+AUTHORS_BETA_METHOD = {"preset": "fedac2", "label": AUTHORS_BETA, "client": {"fedac": {"beta_rule": "authors_code"}}}
+COMPARED_WITH = {AUTHORS_BETA: "FedAc-II"}  # fedbench's label -> the authors' method whose runs it is scored against
 NOT_COMPARED = {
-    "FedAc-II": "the authors' code sets β = 2α²/(α − 1), the paper and fedbench (2α² − 1)/(α − 1): not the same method"
+    "FedAc-II": "the authors' code sets β = 2α²/(α − 1), this method the paper's (2α² − 1)/(α − 1): not the same method"
 }
 
 
@@ -83,7 +87,8 @@ def best_over_eta(runs: dict[float, float], fstar: float) -> tuple[float, float]
 
 def authors_reference(reference: Path, lam: float, methods: list[str], k: int, workers: list[int]) -> dict | None:
     """The `reference.authors` block of one K entry: {source, f_star, best: {method: {M: [F − F*, η]}},
-    not_compared}, for the suite's `methods` and `workers` the file has; None when the file is absent."""
+    not_compared}, for the suite's `methods` (labels; each of the authors' method, or the one
+    COMPARED_WITH names) and `workers` the file has; None when the file is absent."""
     path = summary_file(reference, lam)
     if not path.is_file():
         return None
@@ -91,8 +96,11 @@ def authors_reference(reference: Path, lam: float, methods: list[str], k: int, w
     best: dict[str, dict[int, list[float]]] = {}
     for (method, m, kk), by_eta in sorted(read_runs(path).items()):
         point = best_over_eta(by_eta, fstar)
-        if kk == k and method in methods and m in workers and point:
-            best.setdefault(method, {})[m] = [float(f"{point[0]:.6g}"), point[1]]
+        if kk != k or m not in workers or not point:
+            continue
+        for label in methods:
+            if COMPARED_WITH.get(label, label) == method:
+                best.setdefault(label, {})[m] = [float(f"{point[0]:.6g}"), point[1]]
     return {
         "source": f"{FOLDER}/{path.name}",
         "f_star": fstar,

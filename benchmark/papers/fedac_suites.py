@@ -10,7 +10,14 @@ from pathlib import Path
 import yaml
 
 from benchmark.fl.method import resolve_method
-from benchmark.papers.fedac_authors import RULES, authors_lrs, authors_reference
+from benchmark.papers.fedac_authors import (
+    AUTHORS_BETA_METHOD,
+    RULES,
+    authors_lrs,
+    authors_reference,
+    read_runs,
+    summary_file,
+)
 
 T = 4096  # parallel runtime K·R of every job (the authors' code)
 EVAL_STEPS = 512  # F(w) is recorded every 512 steps and at the end
@@ -128,7 +135,7 @@ def protocol_suite(
         "methods": methods,
         "grid": {"num_clients": workers, "local.lr": lrs or LR_GRID},
     }
-    labels = [resolve_method({"preset": m}, m).label for m in methods]
+    labels = [resolve_method(m if isinstance(m, dict) else {"preset": m}, "methods").label for m in methods]
     for entry, k in zip(suite["datasets"], intervals):
         values = authors_reference(authors, lam, labels, k, workers) if authors and source else None
         if values:
@@ -153,6 +160,12 @@ AUTHORS_GRID_NOTE = (
     "# the paper's stated range, to show what the grid's edge changes (the paper's grid stays the default).\n"
 )
 APPENDIX_LAMBDA = 1e-2  # the authors' released runs at lambda = 1e-2 (their appendix experiments)
+
+
+def ran_fedac_ii(reference: Path, lam: float) -> bool:
+    """Whether the authors' released runs at λ include FedAc-II."""
+    path = summary_file(reference, lam)
+    return path.is_file() and any(method == "FedAc-II" for method, _, _ in read_runs(path))
 
 
 def authors_header(reference: Path) -> str:
@@ -180,9 +193,11 @@ def fedac_suites(reference: Path) -> dict[str, tuple[str, dict]]:
             methods.append(key)
         if "FedAc-II" in ref["hyperparameter_rules"] and stem == "fedac.fig1":
             methods.insert(1, "fedac2")  # defined in the paper (Eq. 3.2), plotted beside FedAc-I here
+        lam = float(exp["l2_strength"])
+        if ran_fedac_ii(reference, lam):  # with the β of their code: the variant their runs are scored against
+            methods.append(AUTHORS_BETA_METHOD)  # last: the other methods keep their figure styles
         title = f"FedAc {exp['figure']}: {exp['task']} on {exp['dataset']}, lambda = {exp['l2_strength']} ({exp['id']})"
         extra = BELOW_PAPER.get(stem, [])
-        lam = float(exp["l2_strength"])
         args = (lam, extra + _powers(exp["num_workers_M"]), _powers(exp["sync_interval_K"]), methods)
         head = HEADER.format(title=title, T=T, eval=EVAL_STEPS)
         head += BELOW_PAPER_NOTE.format(extra=", ".join(map(str, extra))) if extra else ""

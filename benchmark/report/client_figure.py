@@ -22,7 +22,7 @@ CAPTION = (
 )
 
 
-def client_accuracies(runs, results_dir, suite_name: str) -> dict[str, list[list[float]]]:
+def client_accuracies(runs, results_dir) -> dict[str, list[list[float]]]:
     """method -> per finished job of it in `runs` (a jobs_frame) its users' accuracies; methods
     without any client_acc.json are left out."""
     out: dict[str, list[list[float]]] = {}
@@ -64,12 +64,12 @@ def client_accuracy_figure(accuracies: dict[str, list[list[float]]], styles: dic
     return fig
 
 
-def write_client_figure(runs, results_dir, suite_name: str, out: Path, styles: dict[str, dict]) -> Path | None:
+def write_client_figure(runs, results_dir, out: Path, styles: dict[str, dict]) -> Path | None:
     """The figure of one entry's shown jobs (`runs`) at `out` (PNG, and PDF beside it); None where no
     job recorded per-client accuracy."""
     from benchmark.report.figure_output import save_figure
 
-    accuracies = client_accuracies(runs, results_dir, suite_name)
+    accuracies = client_accuracies(runs, results_dir)
     if not accuracies:
         return None
     return save_figure(client_accuracy_figure(accuracies, styles), out)

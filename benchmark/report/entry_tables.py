@@ -44,12 +44,18 @@ class EntryTable:
     rows: list[Row]
     notes: list[str] = field(default_factory=list)
     sensitivity: EntryTable | None = None
-    kind: str = "main"  # "main" (a row per method), "sensitivity" (a row per setting) or "fedac"
+    # "main" (a row per method), "sensitivity" (a row per setting), or a protocol's name: its section's
+    # table (report/protocol_sections.py), a row per method, each cell its own text
+    kind: str = "main"
     figure: object = None  # report_files.Figure drawn from this table, shown under it
+
+    @property
+    def of_protocol(self) -> bool:
+        return self.kind not in ("main", "sensitivity")
 
     def labels(self, row: Row) -> dict[str, str]:
         """The label columns of a row, before the metric columns."""
-        if self.kind == "fedac":
+        if self.of_protocol:
             return {"method": row.method}
         if self.kind == "sensitivity":
             labels = {"setting": row.setting, "chosen": "✓" if row.chosen else ""}
@@ -366,7 +372,7 @@ def headline_numbers(suite, jobs, results_root) -> list[tuple[str, float]]:
     the setting the report's table shows, mean over its finished seeds."""
     from benchmark.report.frames import jobs_frame
 
-    frame = jobs_frame(suite, jobs, results_root)
+    frame = jobs_frame(jobs, results_root)
     numbers = []
     for index, entry in frame.groupby("entry_index", sort=False):
         convex = any(j.config.suboptimality for j in jobs if j.dataset_index == index)

@@ -1,5 +1,5 @@
 """How every report figure is written and laid out, shared by the figure modules (figures.py,
-sensitivity_figure.py, fedac_figure.py, client_figure.py, splits.py) without importing one another:
+sensitivity_figure.py, client_figure.py, splits.py, a protocol's report section) without importing one another:
 PNG for the HTML report and PDF (vector) for a paper, and legends in even rows.
 """
 

@@ -297,19 +297,19 @@ def report_figures(suite, jobs, results_dir) -> list:
     """The convergence figures of `fedbench report` in results/<suite>/report/figures/, as the
     report's Figure entries: per entry each method at the setting its table shows (the grid's other
     settings are in the sensitivity figure), then per entry whose jobs recorded per-client accuracy
-    its distribution (client_figure.py). FedAc-protocol jobs have their own figure."""
+    its distribution (client_figure.py). A protocol's jobs have their section's figure instead."""
     from benchmark.report.entry_tables import best_settings
-    from benchmark.report.fedac_figure import is_fedac_protocol
     from benchmark.report.frames import jobs_frame, rounds_frame
+    from benchmark.report.protocol_sections import unclaimed
 
-    jobs = [j for j in jobs if not is_fedac_protocol(j)]
-    runs = jobs_frame(suite, jobs, results_dir)
+    jobs = unclaimed(jobs)
+    runs = jobs_frame(jobs, results_dir)
     shown = set()
     for index, entry_runs in runs.groupby("entry_index"):
         convex = any(j.config.suboptimality for j in jobs if j.dataset_index == index)
         chosen = set(best_settings(entry_runs, convex).values())
         shown |= set(entry_runs[entry_runs.setting.isin(chosen)].job_id)
-    frame = rounds_frame(suite, [j for j in jobs if j.id in shown], results_dir)
+    frame = rounds_frame([j for j in jobs if j.id in shown], results_dir)
     frame["entry_index"] = frame.job_id.map({j.id: j.dataset_index for j in jobs})
     metrics = {j.dataset_index: curve_metric(j.config.metrics) for j in jobs}
     out_dir = Path(results_dir) / suite.name / "report" / "figures"
@@ -328,10 +328,10 @@ def report_figures(suite, jobs, results_dir) -> list:
         )
         for entry, y, path in write_convergence_figures(frame, out_dir, metrics)
     ]
-    return convergence + client_figures(runs[runs.job_id.isin(shown)], results_dir, suite.name, out_dir)
+    return convergence + client_figures(runs[runs.job_id.isin(shown)], results_dir, out_dir)
 
 
-def client_figures(runs, results_dir, suite_name: str, out_dir: Path) -> list[Figure]:
+def client_figures(runs, results_dir, out_dir: Path) -> list[Figure]:
     """Per entry of `runs` (a jobs_frame of the jobs the tables show) whose jobs recorded per-client
     accuracy, its distribution figure, methods styled as in the convergence figures."""
     from benchmark.report.client_figure import CAPTION, write_client_figure
@@ -341,8 +341,15 @@ def client_figures(runs, results_dir, suite_name: str, out_dir: Path) -> list[Fi
         entry = entry_runs.entry.iloc[0]
         name = unique_name(f"clients-{file_slug(entry)}", names)
         names.add(name)
-        path = write_client_figure(entry_runs, results_dir, suite_name, out_dir / f"{name}.png", styles)
+        path = write_client_figure(entry_runs, results_dir, out_dir / f"{name}.png", styles)
         if path is not None:
             seeds = entry_runs[entry_runs.status == FINISHED].seed.nunique()
             figures.append(Figure(CAPTION.format(entry=entry, seeds=f"{seeds} seed{'s' * (seeds != 1)}"), path))
     return figures
+
+
+def protocol_figures(results_dir: Path, suite_name: str) -> list[Figure]:
+    """Each protocol section's figure (report/protocol_sections.py), where it was drawn."""
+    from benchmark.report.protocol_sections import every_section, figure_path
+
+    return [Figure(s.figure_caption, figure_path(s, results_dir, suite_name)) for s in every_section()]

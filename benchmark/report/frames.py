@@ -97,8 +97,8 @@ def _total_bytes(d: dict) -> float:
     return d["bytes_down"] + d["bytes_up"] if "bytes_down" in d and "bytes_up" in d else math.nan
 
 
-def jobs_frame(suite, jobs: list[Job], results_root=None, summaries: dict[str, dict] | None = None) -> pd.DataFrame:
-    """One row per job of `suite` (its name or the Suite) under `results_root`: LABEL_COLUMNS,
+def jobs_frame(jobs: list[Job], results_root=None, summaries: dict[str, dict] | None = None) -> pd.DataFrame:
+    """One row per job under `results_root`: LABEL_COLUMNS,
     the rest of JOB_COLUMNS, then a column per summary metric (acc@R, rounds_to@X, bytes_to@X, ...;
     missing values NaN, a `rounds_to` never reached stays the string '>R'). `summaries` (job id ->
     summary, what a run returned) instead of the files: a job without one is `not run`."""
@@ -136,7 +136,7 @@ def jobs_frame(suite, jobs: list[Job], results_root=None, summaries: dict[str, d
     return frame.reindex(columns=JOB_COLUMNS + metric_columns)
 
 
-def rounds_frame(suite, jobs: list[Job], results_root) -> pd.DataFrame:
+def rounds_frame(jobs: list[Job], results_root) -> pd.DataFrame:
     """One row per evaluated round per job (ROUND_COLUMNS): `bytes` = bytes down + up so far,
     `wall_s` = training seconds so far, `ema_acc` = the EMA-0.9 accuracy of acc@R. Jobs with no
     rounds on disk have no rows; a job that diverged keeps its finite rounds."""

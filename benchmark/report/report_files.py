@@ -14,6 +14,7 @@ import pandas as pd
 from benchmark.report.entry_tables import LEGEND, EntryTable, entry_tables
 from benchmark.report.figures import Figure
 from benchmark.report.frames import jobs_frame, rounds_frame
+from benchmark.report.protocol_sections import Section, build_sections
 from benchmark.run.job_status import FINISHED
 from benchmark.run.results import atomic_write_bytes, strict_json
 
@@ -159,8 +160,8 @@ def tidy_frame(t: EntryTable) -> pd.DataFrame:
 
 
 def table_frame(t: EntryTable) -> pd.DataFrame:
-    """The tidy frame; a FedAc table's cells are a best-η choice each (value and η), kept as their text."""
-    if t.kind != "fedac":
+    """The tidy frame; a protocol's table keeps each cell's own text (report/protocol_sections.py)."""
+    if not t.of_protocol:
         return tidy_frame(t)
     text, _ = t.display()
     text["jobs"] = [" ".join(r.job_ids) for r in t.rows]
@@ -228,19 +229,14 @@ def status_counts(jobs_df: pd.DataFrame) -> str:
 
 def build_tables(
     suite, jobs, summaries: dict, results_root: Path, runs: pd.DataFrame
-) -> tuple[list[EntryTable], list[EntryTable], str]:
-    """(entry tables, FedAc tables, FedAc note) for the suite's jobs; `runs` is their jobs_frame."""
-    from benchmark.papers.audit import off_paper
-    from benchmark.report.fedac_figure import collect, fedac_entry_tables, fedac_note, is_fedac_protocol
-
-    fedac_jobs = [j for j in jobs if is_fedac_protocol(j)]
-    rest = [j for j in jobs if j not in fedac_jobs]
-    cells = collect(fedac_jobs, summaries, off_paper(suite, fedac_jobs))
-    fedac, note = (fedac_entry_tables(cells), fedac_note(cells)) if cells else ([], "")
+) -> tuple[list[EntryTable], list[Section]]:
+    """(entry tables, protocol sections) for the suite's jobs; `runs` is their jobs_frame."""
+    built, rest = build_sections(suite, jobs, summaries)
+    sections = [section for _, section in built]
     if not rest:
-        return [], fedac, note
+        return [], sections
     rest_runs = runs[runs.job_id.isin({j.id for j in rest})]
-    return entry_tables(suite, rest, rest_runs, rounds_frame(suite, rest, results_root)), fedac, note
+    return entry_tables(suite, rest, rest_runs, rounds_frame(rest, results_root)), sections
 
 
 def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, out: Path) -> None:
@@ -276,8 +272,9 @@ def write_report(suite, jobs, summaries: dict, results_root, figures: list[Figur
     """Write the report files for `jobs` of `suite` from the results under `results_root`; returns their paths."""
     results_root = Path(results_root)
     out = results_root / suite.name / "report"
-    runs = jobs_frame(suite, jobs, results_root)
-    tables, fedac, fedac_note = build_tables(suite, jobs, summaries, results_root, runs)
+    runs = jobs_frame(jobs, results_root)
+    tables, sections = build_tables(suite, jobs, summaries, results_root, runs)
+    protocol_tables = [t for s in sections for t in s.tables]
     for t in tables:
         if t.sensitivity:
             add_sensitivity_figure(t, runs, jobs, out)
@@ -287,21 +284,21 @@ def write_report(suite, jobs, summaries: dict, results_root, figures: list[Figur
         atomic_write_bytes(out / relative, text.encode())
         written.append(out / relative)
 
-    write("report.json", strict_json(report_record(suite.name, runs, _every_table(tables) + fedac), indent=2))
+    write("report.json", strict_json(report_record(suite.name, runs, _every_table(tables) + protocol_tables), indent=2))
     write("runs.csv", runs[RUN_COLUMNS + [c for c in runs.columns if c not in RUN_COLUMNS]].to_csv(index=False))
-    for t in _every_table(tables) + fedac:
+    for t in _every_table(tables) + protocol_tables:
         write(f"tables/{t.slug}.csv", table_csv(t))
         write(f"tables/{t.slug}.tex", table_tex(t))
     context = dict(
         suite=suite.name,
         description=suite.description,
         counts=status_counts(runs),
-        legend=LEGEND if tables else "",  # it explains the accuracy tables; FedAc-only reports have none
+        legend=LEGEND if tables else "",  # it explains the accuracy tables; protocol-only reports have none
         generated=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
         results=str(results_root / suite.name),
         tables=tables,
-        fedac=fedac,
-        fedac_note=fedac_note,
+        protocol_tables=protocol_tables,
+        protocol_notes=[s.note for s in sections if s.note],
         figures=[f for f in figures if f.path.exists()],
         run_table=_run_table(runs),
         out=out,

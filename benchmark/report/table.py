@@ -111,8 +111,8 @@ def result_tables(
     from benchmark.report.entry_tables import entry_tables
     from benchmark.report.frames import jobs_frame, rounds_frame
 
-    rounds = rounds_frame(suite, jobs, results_root) if results_root else None
-    tables = entry_tables(suite, jobs, jobs_frame(suite, jobs, summaries=summaries), rounds)
+    rounds = rounds_frame(jobs, results_root) if results_root else None
+    tables = entry_tables(suite, jobs, jobs_frame(jobs, summaries=summaries), rounds)
     every = [x for t in tables for x in (t, t.sensitivity) if x is not None]
     check_columns(every, columns)
     return [rich_table(x, columns, wide) for x in every]

@@ -19,9 +19,9 @@ from benchmark.engine.setup import data_fingerprint
 from benchmark.errors import UserError
 from benchmark.run.code_fingerprint import code_fingerprint
 from benchmark.run.executor_base import EXECUTORS, Executor
-from benchmark.run.fedac_replay import BatchedJobs
 from benchmark.run.job_runner import run_job
 from benchmark.run.progress import LogProgress, log
+from benchmark.run.protocol_batches import ProtocolBatches
 from benchmark.run.records import FailedSummary
 from benchmark.run.results import JobDir, atomic_write_json, environment_error, is_environment_error
 from benchmark.run.store import job_lock, link_into_suite
@@ -60,8 +60,8 @@ def run_jobs(
     tracker = tracker or NullTracker()
     progress = progress or LogProgress(jobs)
     summaries: dict[str, dict] = {}
-    # FedAc-protocol jobs: each (M, K) cell is computed once, as one batch, when its first job is due
-    batched = BatchedJobs([j for j in jobs if not reusable_summary(j, JobDir(results_root, j.id))])
+    # jobs a protocol claims (run/protocols.py): each batch is computed once, when its first job is due
+    batched = ProtocolBatches([j for j in jobs if not reusable_summary(j, JobDir(results_root, j.id))])
     with progress:
 
         def attempt(job: Job, wait: bool) -> bool:
@@ -144,7 +144,14 @@ def run_or_record_failure(
 
 
 def _run_one(
-    job: Job, suite: str, jobdir: JobDir, device: str, tracker, progress, stop_after: int | None, batched: BatchedJobs
+    job: Job,
+    suite: str,
+    jobdir: JobDir,
+    device: str,
+    tracker,
+    progress,
+    stop_after: int | None,
+    batched: ProtocolBatches,
 ) -> dict:
     progress.job_started(job, replayed=batched.covers(job))
     summary = run_or_record_failure(

@@ -126,7 +126,7 @@ class Stamp(RoundCallback):
 
 def validation_summary(job: Job, sim: JobRounds, records: list[RoundRecord]) -> dict:
     """select: on validation: the last round's EMA of the validation accuracy, and what was held out."""
-    if job.config.select.on != "validation":  # (the batched FedAc engine's jobs never are)
+    if job.config.select.on != "validation":  # (a protocol's batched jobs never are)
         return {}
     ema = None
     for r in records:
@@ -195,7 +195,7 @@ def run_job(
     on_clients: OnClients | None = None,
 ) -> dict:
     """Run (or resume) `job`; returns its summary. `stop_after` stops early (tests, CI smoke).
-    `simulation_for(job)` may supply the simulation (the batched FedAc engine's replay); None: build it.
+    `simulation_for(job)` may supply the simulation (a protocol's replay, run/protocol_batches.py); None: build it.
     `on_eval(record)` is called per evaluated round, `on_checkpoint(round)` after each checkpoint is
     written (the Ray executor ships it); `callbacks` are called after the job's own; `on_clients`
     after each client (or chunk of clients) a round trains (progress within a long round)."""

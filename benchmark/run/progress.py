@@ -83,7 +83,7 @@ class Periodic:
 
 class LogProgress:
     """Plain log lines; also the quiet mode (failures are warnings, the rest info/debug). Jobs replayed
-    from a batch computed at once (the batched FedAc engine: hundreds per minute) log their start at
+    from a batch computed at once (a protocol's batch, run/protocols.py: hundreds per minute) log their start at
     debug level and their end at most once per `interval`, unless they failed or the suite is done."""
 
     def __init__(self, jobs: list, verbosity: int = NORMAL, interval: float = 30.0, within_round: float | None = None):

@@ -22,13 +22,11 @@ import torch.nn.functional as F
 
 from benchmark.engine.simulation import JobRounds
 from benchmark.engine.training_setup import TrainingSetup
+from benchmark.run.protocols import Protocol, claiming
 from benchmark.suite.schema import JobConfig
 
 GAIN = 0.9  # a larger count must take at most this fraction of the best smaller count's time
 SHORT_STEP = 0.01  # seconds: a forward-backward step this short stays at one thread
-# The batched FedAc engine's work is a one-thread numba kernel plus a few torch ops per round, which
-# a second thread only slows down (benchmarks/README.md, "Measurements behind code comments").
-BATCHED_ENGINE = {"count": 1, "chosen_by": "batched engine (one thread)"}
 _requested: dict = {}  # {"count": N, "chosen_by": "--threads"} once a command line or Ray task fixed it
 _probed: dict[str, int] = {}
 
@@ -59,8 +57,8 @@ def settle(sim: JobRounds) -> dict:
         torch.set_num_threads(_requested["count"])
         return dict(_requested)
     setup = sim.setup
-    if setup is None:  # a replayed batched FedAc cell, computed at this count
-        return for_batched_engine()
+    if setup is None:  # a replay: its batch was computed at the count its protocol chose
+        return for_protocol(claiming(sim.job)[0])
     if setup.device.type != "cpu":
         return {"count": torch.get_num_threads(), "chosen_by": "torch default (GPU job)"}
     key = _probe_key(sim.job, setup)
@@ -70,9 +68,9 @@ def settle(sim: JobRounds) -> dict:
     return {"count": _probed[key], "chosen_by": "probe"}
 
 
-def for_batched_engine() -> dict:
-    """Set torch's thread count for the batched FedAc engine (--threads wins); returns what to record."""
-    chosen = dict(_requested) if _requested else dict(BATCHED_ENGINE)
+def for_protocol(protocol: Protocol) -> dict:
+    """Set torch's thread count for a protocol's batches (--threads wins); returns what to record."""
+    chosen = dict(_requested) if _requested else dict(protocol.threads)
     torch.set_num_threads(chosen["count"])
     return chosen
 

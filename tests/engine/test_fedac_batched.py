@@ -7,10 +7,10 @@ import pytest
 import torch
 from fedtest import measured
 
-from benchmark.engine import fedac_batched
-from benchmark.engine.fedac_jobs import batch_key
-from benchmark.run.fedac_replay import BatchedJobs
+from benchmark.protocols.fedac import engine as fedac_batched
+from benchmark.protocols.fedac.jobs import batch_key
 from benchmark.run.job_runner import run_job
+from benchmark.run.protocol_batches import ProtocolBatches
 from benchmark.run.results import JobDir
 from benchmark.suite.expand import expand
 from benchmark.suite.schema import Suite
@@ -52,7 +52,7 @@ def run_both(tmp_path, suite: Suite):
         j.id: run_job(j, "loop", JobDir(tmp_path / "loop", j.id)) and JobDir(tmp_path / "loop", j.id).read_metrics()
         for j in jobs
     }
-    batched = BatchedJobs(jobs)
+    batched = ProtocolBatches(jobs)
     fast = {}
     for j in jobs:
         d = JobDir(tmp_path / "fast", j.id)
@@ -70,12 +70,17 @@ def assert_same_records(loop: list[dict], fast: list[dict]) -> None:
 
 
 ALL = ["fedac1", "fedac2", "fedac_vanilla", "fedavg", "mbsgd", "mbacsgd"]
+AUTHORS_BETA = {
+    "preset": "fedac2",
+    "label": "FedAc-II (authors' β)",
+    "client": {"fedac": {"beta_rule": "authors_code"}},
+}
 
 
 def test_an_lr_grid_of_every_method_is_two_batches():
     """K local steps (FedAc-I/II, vanilla, FedAvg) and one step per round (MB-SGD, MB-AC-SGD)."""
-    batched = BatchedJobs(expand(shared_suite(ALL)))
-    assert sorted(len(g) for g in batched.groups.values()) == [2 * len(LRS), 4 * len(LRS)]
+    batched = ProtocolBatches(expand(shared_suite(ALL)))
+    assert sorted(len(g) for g in batched.batches.values()) == [2 * len(LRS), 4 * len(LRS)]
 
 
 @pytest.mark.parametrize("method", [ALL[:4], ALL[4:]])
@@ -87,6 +92,14 @@ def test_batched_engine_equals_the_per_client_loop(tmp_path, method):
     loops = [torch.load(JobDir(tmp_path / "loop", j.id).model)["fc.weight"] for j in jobs]
     for a, b in zip(loops, finals):
         assert torch.allclose(a, b, atol=1e-5)
+
+
+def test_fedac_ii_with_the_authors_beta_is_batched_as_the_per_client_loop_runs_it(tmp_path):
+    jobs, loop, fast = run_both(tmp_path, shared_suite(["fedac2", AUTHORS_BETA], lrs=[0.05]))
+    for j in jobs:
+        assert_same_records(loop[j.id], fast[j.id])
+    paper, authors = (measured(fast[j.id])[-1]["subopt"] for j in jobs)
+    assert paper != pytest.approx(authors, rel=1e-6), "the β rule changes the trajectory"
 
 
 @pytest.mark.parametrize("steps,batch,fold", [(1, 3, 50.0), (6, 2, 1.0001)])
@@ -130,7 +143,7 @@ def test_binary_features_shortcut_equals_the_general_sparse_step():
 
 def assert_loop_and_batch_agree(tmp_path, jobs) -> None:
     """Each job run by the per-client loop and by the batched engine: same status, divergence round and records."""
-    batched = BatchedJobs(jobs)
+    batched = ProtocolBatches(jobs)
     for j in jobs:
         loop = run_job(j, "loop", JobDir(tmp_path / "loop", j.id))
         fast = run_job(j, "fast", JobDir(tmp_path / "fast", j.id), simulation_for=batched.simulation_for)
@@ -196,8 +209,11 @@ def test_a_batched_job_stopped_early_resumes_to_the_numbers_of_a_straight_run(tm
     jobs = expand(shared_suite("fedac1", lrs=[0.05]))
     (job,) = jobs
     straight = JobDir(tmp_path / "straight", job.id)
-    run_job(job, "fast", straight, simulation_for=BatchedJobs(jobs).simulation_for)
+    run_job(job, "fast", straight, simulation_for=ProtocolBatches(jobs).simulation_for)
     d = JobDir(tmp_path / "stopped", job.id)
-    assert run_job(job, "fast", d, stop_after=2, simulation_for=BatchedJobs(jobs).simulation_for)["status"] == "stopped"
-    assert run_job(job, "fast", d, simulation_for=BatchedJobs(jobs).simulation_for)["status"] == "finished"
+    assert (
+        run_job(job, "fast", d, stop_after=2, simulation_for=ProtocolBatches(jobs).simulation_for)["status"]
+        == "stopped"
+    )
+    assert run_job(job, "fast", d, simulation_for=ProtocolBatches(jobs).simulation_for)["status"] == "finished"
     assert measured(d.read_metrics()) == measured(straight.read_metrics())

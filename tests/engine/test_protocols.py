@@ -13,14 +13,14 @@ from benchmark.engine.trainers.auto import AutoTrainer
 from benchmark.engine.trainers.base import Trainer
 from benchmark.engine.trainers.sequential import SequentialTrainer
 from benchmark.engine.trainers.vectorised import VectorisedTrainer
-from benchmark.run.fedac_replay import BatchedJobs
+from benchmark.run.protocol_batches import ProtocolBatches
 from benchmark.suite.expand import expand
 
 
 def test_a_simulation_and_a_batched_replay_are_job_rounds():
     (job,) = make_jobs(["fedavg"])
     jobs = expand(shared_suite("fedac1", lrs=[0.05]))
-    for rounds in (build_simulation(job.config), BatchedJobs(jobs).simulation_for(jobs[0])):
+    for rounds in (build_simulation(job.config), ProtocolBatches(jobs).simulation_for(jobs[0])):
         assert isinstance(rounds, JobRounds), type(rounds).__name__
 
 

@@ -46,8 +46,9 @@ def np_objective(w: np.ndarray, x: np.ndarray, y: np.ndarray, mu: float) -> floa
     return float((logsumexp - z[np.arange(len(y)), y]).mean() + 0.5 * mu * w @ w)
 
 
-def paper_coefficients(variant: str, eta: float, mu: float, k: int) -> tuple[float, float, float]:
-    """Eq. (3.1), Eq. (3.2) and vanilla FedAc (Section 5), written out."""
+def paper_coefficients(variant: str, eta: float, mu: float, k: int, beta_rule="paper") -> tuple[float, float, float]:
+    """Eq. (3.1), Eq. (3.2) and vanilla FedAc (Section 5), written out; FedAc-II's β of the
+    authors' released code with `beta_rule="authors_code"`."""
     if variant == "vanilla":
         gamma = math.sqrt(eta / mu)
         return gamma, 1 / (gamma * mu), 1 / (gamma * mu) + 1
@@ -55,6 +56,8 @@ def paper_coefficients(variant: str, eta: float, mu: float, k: int) -> tuple[flo
     if variant == "I":
         return gamma, 1 / (gamma * mu), 1 / (gamma * mu) + 1
     alpha = 3 / (2 * gamma * mu) - 1 / 2
+    if beta_rule == "authors_code":
+        return gamma, alpha, 2 * alpha**2 / (alpha - 1)
     return gamma, alpha, (2 * alpha**2 - 1) / (alpha - 1)
 
 
@@ -73,8 +76,8 @@ def fedac_round(w0, ag0, data, coef, eta, mu, steps):
     return np.mean(ws, 0), np.mean(ags, 0)  # Algorithm 1 averages uniformly over workers
 
 
-def fedac_sim(preset: str, sizes=(5, 4, 6), steps: int = K, **kw):
-    method = {"preset": preset, "client": {"fedac": {"mu": MU}}}
+def fedac_sim(preset: str, sizes=(5, 4, 6), steps: int = K, beta_rule: str = "paper", **kw):
+    method = {"preset": preset, "client": {"fedac": {"mu": MU, "beta_rule": beta_rule}}}
     return make_sim(method, sizes=sizes, steps=steps, local={"weight_decay": MU}, **kw)
 
 
@@ -104,13 +107,28 @@ def test_coefficients_worked_example():
     assert coefficients("I", 0.5, 0.01, 1000).gamma == 0.5
 
 
+def test_fedac_ii_beta_of_the_paper_and_of_the_authors_code_worked_example():
+    # η = 25, μ = 0.01, K = 4: γ = max(√(25/0.04), 25) = 25, α = 3/(2·25·0.01) − 1/2 = 5.5;
+    # β = (2·5.5² − 1)/4.5 = 119/9 (the paper's Eq. (3.2)), 2·5.5²/4.5 = 121/9 (the authors' code)
+    paper, code = (coefficients("II", 25, 0.01, 4, rule) for rule in ("paper", "authors_code"))
+    assert (paper.gamma, paper.alpha) == (code.gamma, code.alpha) == (25, 5.5)
+    assert paper.beta == pytest.approx(119 / 9, rel=1e-14) and code.beta == pytest.approx(121 / 9, rel=1e-14)
+
+
+def test_the_beta_rule_is_for_fedac_ii_only():
+    with pytest.raises(MethodProblems, match="variant II only"):
+        fedac_sim("fedac1", beta_rule="authors_code")
+
+
 # ---- the recursion -----------------------------------------------------------------------------
-@pytest.mark.parametrize("preset,variant", [("fedac1", "I"), ("fedac2", "II")])
-def test_two_rounds_match_algorithm_1(preset, variant):
+@pytest.mark.parametrize(
+    "preset,variant,beta_rule", [("fedac1", "I", "paper"), ("fedac2", "II", "paper"), ("fedac2", "II", "authors_code")]
+)
+def test_two_rounds_match_algorithm_1(preset, variant, beta_rule):
     theta0 = random_init(P)
-    sim = fedac_sim(preset, init=theta0)
+    sim = fedac_sim(preset, init=theta0, beta_rule=beta_rule)
     data = client_data(sim)
-    coef = paper_coefficients(variant, LR, MU, K)
+    coef = paper_coefficients(variant, LR, MU, K, beta_rule)
     w, ag = theta0.double().numpy(), theta0.double().numpy()
     for t in range(2):  # round 2 starts from (θ, θ_ag) with θ ≠ θ_ag: both broadcasts are used
         sim.run_round(t)

@@ -18,8 +18,8 @@ from report.test_fedac_report import fake_results
 from benchmark.cli import cli
 from benchmark.papers import fedac_authors
 from benchmark.papers.paper_settings import GenerationError
-from benchmark.report.fedac_compare import comparison_summary, comparisons
-from benchmark.report.fedac_figure import Cell
+from benchmark.protocols.fedac.compare import comparison_summary, comparisons
+from benchmark.protocols.fedac.report import Cell
 from benchmark.suite.expand import load_jobs
 from benchmark.suite.overrides import Overrides
 from benchmark.suite.schema import Suite
@@ -52,9 +52,16 @@ def test_the_authors_files_are_read_under_the_stated_rules(tmp_path, monkeypatch
             (3, 0.2, 4, 1, 0.30),  # MB-SGD: not a method of the suite below
         ],
     )
-    block = fedac_authors.authors_reference(tmp_path, 1e-3, ["FedAvg", "FedAc-I", "FedAc-II"], 1, [4])
+    labels = ["FedAvg", "FedAc-I", "FedAc-II", fedac_authors.AUTHORS_BETA]
+    block = fedac_authors.authors_reference(tmp_path, 1e-3, labels, 1, [4])
     assert block["f_star"] == 0.33 and block["source"] == "fedac_authors/out_a9a_1e-03_summary.csv"
-    assert block["best"] == {"FedAvg": {4: [0.02, 0.2]}, "FedAc-I": {4: [0.01, 0.01]}, "FedAc-II": {4: [0.03, 0.01]}}
+    fedac2 = {4: [0.03, 0.01]}  # their FedAc-II runs: carried for both β, scored only for the authors' β
+    assert block["best"] == {
+        "FedAvg": {4: [0.02, 0.2]},
+        "FedAc-I": {4: [0.01, 0.01]},
+        "FedAc-II": fedac2,
+        fedac_authors.AUTHORS_BETA: fedac2,
+    }
     assert list(block["not_compared"]) == ["FedAc-II"] and "2α²/(α − 1)" in block["not_compared"]["FedAc-II"]
     assert fedac_authors.authors_reference(tmp_path, 1e-3, ["FedAc-I"], 512, [4])["best"] == {}
     assert fedac_authors.authors_lrs(tmp_path, 1e-3) == [0.01, 0.1, 0.2, 0.5]
@@ -129,12 +136,14 @@ def test_figure_suites_carry_the_authors_best_over_eta():
         for entry in suite.datasets:
             k, authors = entry.local["steps"], entry.reference.authors
             for method, by_m in authors.best.items():
-                alg = {v: a for a, v in fedac_authors.ALG.items()}[method]
+                alg = {v: a for a, v in fedac_authors.ALG.items()}[fedac_authors.COMPARED_WITH.get(method, method)]
                 for m, (value, eta) in by_m.items():
                     mine = runs[(runs.alg == alg) & (runs.M == m) & (runs.K == k)].dropna(subset=["final_loss"])
                     best = mine.loc[mine.final_loss.idxmin()]
                     assert math.isclose(value, best.final_loss - authors.f_star, rel_tol=1e-5), (name, method, m, k)
                     assert eta == best.eta
+    fig1 = Suite(**yaml.safe_load((REPO / "suites/papers/fedac.fig1.yaml").read_text())).datasets[0].reference.authors
+    assert fig1.best[fedac_authors.AUTHORS_BETA] == fig1.best["FedAc-II"] and list(fig1.not_compared) == ["FedAc-II"]
     appendix = Suite(**yaml.safe_load((REPO / "suites/papers/fedac.appendix_lambda0.01.yaml").read_text()))
     assert set(appendix.datasets[0].reference.authors.best) == {"FedAvg", "FedAc-I", "MB-SGD", "MB-AC-SGD"}
 

@@ -17,7 +17,9 @@ from papers.test_paper_suites import REFERENCE
 from benchmark.cli import cli
 from benchmark.papers.fedac_suites import small_suite
 from benchmark.papers.generate import dump_suite
-from benchmark.report.fedac_figure import FIGURE_CAPTION, collect, fedac_tables, figure_path
+from benchmark.protocols.fedac import FedAcSection
+from benchmark.protocols.fedac.report import collect, fedac_entry_tables
+from benchmark.report.protocol_sections import figure_path, rich_table
 from benchmark.run.results import JobDir, atomic_write_json
 from benchmark.suite.expand import expand, load_jobs
 from benchmark.suite.schema import Suite
@@ -33,6 +35,10 @@ def fake_results(tmp_path: Path, jobs, values) -> dict:
     return summaries
 
 
+def terminal_tables(cells) -> list:
+    return [rich_table(t) for t in fedac_entry_tables(cells)]
+
+
 def test_best_lr_is_chosen_among_finite_finished_runs(tmp_path):
     jobs = expand(shared_suite(["fedac1", "fedavg"], clients=4))  # lr grid 0.05, 0.2, 1.0 per method
     values = [3e-3, 1e-3, "diverged", 2e-2, "failed", 5e-3]  # FedAc-I; FedAvg
@@ -41,7 +47,7 @@ def test_best_lr_is_chosen_among_finite_finished_runs(tmp_path):
     fedac, fedavg = cells["FedAc-I", 4, 3], cells["FedAvg", 4, 3]
     assert fedac.best == (0.2, 1e-3) and list(fedac.lost.values()) == [["diverged"]]
     assert fedavg.best == (1.0, 5e-3) and fedavg.at_edge and fedavg.lost == {0.2: ["failed"]}
-    (table,) = fedac_tables(cells)
+    (table,) = terminal_tables(cells)
     assert [c.header for c in table.columns] == ["method", "M=4"]
     assert "1.00e-03 (0.2) x1" in table.columns[1]._cells[0]
     assert "5.00e-03 (1)! x1" in table.columns[1]._cells[1]
@@ -57,7 +63,7 @@ def test_report_prints_the_table_and_writes_the_figure(tmp_path):
     assert result.exit_code == 0, result.output
     assert "K = 3" in result.output and "1.00e-03 (0.2)" in result.output
     assert "6 runs, 1 excluded from the choice of η (1 diverged)" in result.output
-    png = figure_path(tmp_path / "results", "fedac-batched")
+    png = figure_path(FedAcSection(), tmp_path / "results", "fedac-batched")
     assert png.parent.name == "figures" and png.parent.parent.name == "report"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert png.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-"  # the vector copy for a paper
@@ -67,7 +73,9 @@ def test_report_prints_the_table_and_writes_the_figure(tmp_path):
     assert r"\textbf{1.00e-03 (0.2)}" in (report / "tables" / "fedac_K3.tex").read_text()  # lowest F − F*
     html = (report / "report.html").read_text()
     assert "K = 3: best final F(w) − F* over η" in html and "data:image/png;base64," in html
-    assert FIGURE_CAPTION in html and "fedac_figure.pdf" in html  # the caption the figure no longer bakes in
+    assert (
+        FedAcSection.figure_caption in html and "fedac_figure.pdf" in html
+    )  # the caption the figure no longer bakes in
     assert "acc@R:" not in html  # the accuracy tables' legend, for tables this report does not have
     assert "6 runs, 1 excluded from the choice of η (1 diverged)" in (report / "report.md").read_text()
 
@@ -75,7 +83,7 @@ def test_report_prints_the_table_and_writes_the_figure(tmp_path):
 def test_a_cell_whose_every_lr_was_lost_is_marked_in_the_figure(tmp_path, monkeypatch):
     from matplotlib.figure import Figure
 
-    from benchmark.report.fedac_figure import write_figure
+    from benchmark.protocols.fedac.report import write_figure
 
     jobs = expand(shared_suite(["fedac1"], clients=4, lrs=[0.05, 0.2])) + expand(shared_suite(["fedac1"], clients=8))
     values = ["diverged", "failed"] + [1e-3, 2e-3, 3e-3]  # M = 4: nothing finished; M = 8: a point
@@ -121,7 +129,7 @@ def test_seeds_are_averaged_and_an_lr_with_a_lost_seed_is_out_of_the_choice(tmp_
     cell = collect(jobs, summaries)["FedAc-I", 4, 3]
     assert cell.lrs == [0.05, 0.2] and cell.best == (0.05, 2.0) and cell.lost_runs == 1
     assert sorted(cell.jobs[0.05]) == sorted(by_key[0.05, s].id for s in (0, 1))
-    (table,) = fedac_tables({("FedAc-I", 4, 3): cell})
+    (table,) = terminal_tables({("FedAc-I", 4, 3): cell})
     assert "2.00e+00 (0.05)! x1" in table.columns[1]._cells[0]
 
 

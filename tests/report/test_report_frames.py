@@ -70,7 +70,7 @@ def test_hand_made_results(tmp_path):
         },
     )
 
-    jobs_df = jobs_frame("tiny", jobs, root)
+    jobs_df = jobs_frame(jobs, root)
     assert list(jobs_df.columns) == [*JOB_COLUMNS, "acc@2", "rounds_to@30"]
     jobs_df = jobs_df.set_index("setting")
     assert dict(jobs_df["status"]) == {
@@ -86,7 +86,7 @@ def test_hand_made_results(tmp_path):
     assert jobs_df.loc["FedACG[lam=0.8]", "diverged_at_round"] == 3
     assert math.isnan(jobs_df.loc["FedACG[lam=0.9]", "final_acc"])
 
-    rounds = rounds_frame("tiny", jobs, root)
+    rounds = rounds_frame(jobs, root)
     assert list(rounds.columns) == ROUND_COLUMNS
     fedavg_rounds = rounds[rounds.setting == "FedAvg"]
     assert fedavg_rounds[["round", "test_acc", "ema_acc", "bytes", "wall_s"]].values.tolist() == [
@@ -100,9 +100,9 @@ def test_hand_made_results(tmp_path):
 
 def test_no_results_at_all(tmp_path):
     jobs = _jobs(tmp_path)
-    assert rounds_frame("tiny", jobs, tmp_path).empty
-    assert list(rounds_frame("tiny", jobs, tmp_path).columns) == ROUND_COLUMNS
-    assert (jobs_frame("tiny", jobs, tmp_path)["status"] == "not run").all()
+    assert rounds_frame(jobs, tmp_path).empty
+    assert list(rounds_frame(jobs, tmp_path).columns) == ROUND_COLUMNS
+    assert (jobs_frame(jobs, tmp_path)["status"] == "not run").all()
 
 
 def test_frames_of_a_real_run_match_its_summaries(tmp_path):
@@ -111,8 +111,8 @@ def test_frames_of_a_real_run_match_its_summaries(tmp_path):
     path = write_suite(tmp_path, suite)
     root = tmp_path / "results"
     assert main(["run", str(path), "--no-tracking", "--results-dir", str(root), "-q"]) == 0
-    suite_obj, jobs = load_jobs(path)
-    jobs_df, rounds = jobs_frame(suite_obj, jobs, root), rounds_frame(suite_obj, jobs, root)
+    _, jobs = load_jobs(path)
+    jobs_df, rounds = jobs_frame(jobs, root), rounds_frame(jobs, root)
     assert len(jobs_df) == 4 and set(jobs_df.seed) == {0, 1} and (jobs_df.status == "finished").all()
     assert len(rounds) == 4 * 6
     for job_id, per_job in rounds.groupby("job_id"):
@@ -133,8 +133,8 @@ def test_quickstart_results_and_report(tmp_path):
     root, path = tmp_path / "results", REPO / "suites" / "quickstart.yaml"
     assert main(["run", str(path), "--no-tracking", "--results-dir", str(root), "-q"]) == 0
     assert main(["report", str(path), "--no-tracking", "--results-dir", str(root)]) == 0
-    suite, jobs = load_jobs(path)
-    rounds, jobs_df = rounds_frame(suite, jobs, root), jobs_frame(suite, jobs, root)
+    _, jobs = load_jobs(path)
+    rounds, jobs_df = rounds_frame(jobs, root), jobs_frame(jobs, root)
     assert len(rounds) == 4 * 60 and (jobs_df.status == "finished").all()
     last = rounds.groupby("job_id").last()
     assert (last.ema_acc == jobs_df.set_index("job_id").loc[last.index, "final_ema_acc"]).all()

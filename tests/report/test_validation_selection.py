@@ -55,8 +55,8 @@ def test_validation_selects_another_setting_than_the_test_set(tmp_path, monkeypa
     path = write_suite(tmp_path, suite({"on": "validation", "holdout": 0.2}))
     results = tmp_path / "results"
     assert main(["run", str(path), "--no-tracking", "--results-dir", str(results), "-q"]) == 0
-    s, jobs = load_jobs(path)
-    frame = jobs_frame(s, jobs, results)
+    _, jobs = load_jobs(path)
+    frame = jobs_frame(jobs, results)
     assert best_settings(frame, False, "validation") == {"FedAvg": "FedAvg local.lr=0.5"}
     assert best_settings(frame, False, "test") == {"FedAvg": "FedAvg local.lr=0.0001"}
     trained = frame[frame.setting == "FedAvg local.lr=0.5"].iloc[0]

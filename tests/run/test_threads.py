@@ -66,18 +66,19 @@ def test_zero_threads_is_a_clear_error(tmp_path, capsys):
 def test_the_batched_fedac_engine_runs_at_one_thread_unless_told(tmp_path, monkeypatch):
     from engine.test_fedac_batched import shared_suite
 
+    from benchmark.protocols.fedac import FedAcProtocol
     from benchmark.run import threads
-    from benchmark.run.fedac_replay import BatchedJobs
     from benchmark.run.job_runner import run_job
+    from benchmark.run.protocol_batches import ProtocolBatches
     from benchmark.run.results import JobDir
     from benchmark.suite.expand import expand
 
     before = torch.get_num_threads()
     try:
-        for requested, expected in [(None, threads.BATCHED_ENGINE), (2, {"count": 2, "chosen_by": "--threads"})]:
+        for requested, expected in [(None, FedAcProtocol.threads), (2, {"count": 2, "chosen_by": "--threads"})]:
             threads.request(requested)
             jobs = expand(shared_suite("fedac1", lrs=[0.05]))
-            batched = BatchedJobs(jobs)
+            batched = ProtocolBatches(jobs)
             summary = run_job(
                 jobs[0], "s", JobDir(tmp_path / str(requested), jobs[0].id), simulation_for=batched.simulation_for
             )

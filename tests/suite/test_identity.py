@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from fedtest import REPO
 
-from benchmark.engine.fedac_jobs import batch_key
 from benchmark.fl.registry import CLIENT_TERMS, CODECS, SERVER_RULES
 from benchmark.papers.audit import job_value, setting
 from benchmark.params import Identity, identity_of, model_in
+from benchmark.protocols.fedac.jobs import batch_key
 from benchmark.suite.expand import job_id, load_jobs
 from benchmark.suite.schema import JobConfig
 
@@ -94,7 +94,7 @@ JOB_FIELDS = {
     "seed": A,
 }
 # Every parameter of every registered method part is ALWAYS, but these.
-PART_PARAMS = {("server rule", "adam", "per_step"): D}
+PART_PARAMS = {("server rule", "adam", "per_step"): D, ("client term", "fedac", "beta_rule"): D}
 
 
 def declared_classes(model, prefix: str = "") -> dict[str, Identity]:

@@ -1,7 +1,7 @@
-"""Which jobs the FedAc-protocol engine (engine/fedac_batched.py) runs, and how they batch.
+"""Which jobs the FedAc-protocol engine (engine.py) runs, and how they batch.
 
 Pure config logic, apart from that engine's torch and numba, so that `fedbench report` can tell
-the FedAc protocol's jobs (fedac_figure.py) without importing either.
+the FedAc protocol's jobs (figure.py) without importing either.
 """
 
 from __future__ import annotations

@@ -1,22 +1,18 @@
-"""Jobs the batched FedAc engine runs (engine/fedac_batched.py), wired into the ordinary job runner.
-
-`BatchedJobs` groups a suite's unfinished jobs by `batch_key`; the first time one job of a group
-is due, the whole group (its lr grid) is computed at once, and each job is then written by
-`run_job` through a `ReplaySimulation` of its share, so its results folder, summary and MLflow
-run are exactly those of a job run by the per-client loop.
+"""A batch of the FedAc protocol's jobs (one `batch_key`: an lr grid) computed at once by the batched
+engine (engine.py), and each job's share replayed through the ordinary job runner
+(run/protocol_batches.py) as a `ReplaySimulation`, so its results folder, summary and MLflow run
+are exactly those of a job run by the per-client loop.
 """
 
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 
 from benchmark.engine.convex import BinaryLogistic
-from benchmark.engine.fedac_batched import ENGINE, PER_DATASET, Outcome, run_batch
-from benchmark.engine.fedac_jobs import batch_key
 from benchmark.engine.round_tally import OnClients
 from benchmark.engine.simulation import Diverged, OnEval, OnRound, Progress
 from benchmark.engine.trainers.base import ExecutionRecord
+from benchmark.protocols.fedac.engine import ENGINE, PER_DATASET, Outcome, run_batch
 from benchmark.suite.expand import Job
 
 
@@ -79,38 +75,14 @@ class ReplaySimulation:
         return {"fc.weight": self.outcome.final.view(1, -1).clone()}
 
 
-class BatchedJobs:
-    """Computes each group of batchable jobs once, when its first job is due."""
-
-    def __init__(self, jobs: list[Job]):
-        self.key_of: dict[str, str] = {}
-        self.groups: dict[str, list[Job]] = defaultdict(list)
-        for job in jobs:
-            key = batch_key(job.config)
-            if key is not None:
-                self.key_of[job.id] = key
-                self.groups[key].append(job)
-        self.outcomes: dict[str, Outcome] = {}
-
-    def covers(self, job: Job) -> bool:
-        """Whether `job` is computed as part of a batch (and replayed from it)."""
-        return job.id in self.key_of
-
-    def simulation_for(self, job: Job) -> ReplaySimulation | None:
-        key = self.key_of.get(job.id)
-        if key is None:
-            return None
-        if job.id not in self.outcomes:
-            group = self.groups.pop(key)
-            self.outcomes.update(zip((j.id for j in group), run_group([j.config for j in group])))
-        return ReplaySimulation(job, self.outcomes.pop(job.id))
+def replays(jobs: list[Job]) -> list[ReplaySimulation]:
+    """Compute the batch `jobs` (one batch_key) at once; each job's replay, in their order."""
+    return [ReplaySimulation(job, outcome) for job, outcome in zip(jobs, run_group([j.config for j in jobs]))]
 
 
 def run_group(configs) -> list[Outcome]:
     from benchmark.engine.setup import load_source
-    from benchmark.run.threads import for_batched_engine
 
-    for_batched_engine()
     first = configs[0]
     src = load_source(first)
     objective = None

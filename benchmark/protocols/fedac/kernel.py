@@ -1,4 +1,4 @@
-"""The compiled inner loop of the batched FedAc engine (engine/fedac_batched.py): one round of K
+"""The compiled inner loop of the batched FedAc engine (engine.py): one round of K
 local steps of M workers for B jobs at once, each step touching only the non-zero coordinates of
 its examples. numba compiles it once per machine (cache=True keeps the machine code on disk).
 

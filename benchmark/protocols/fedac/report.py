@@ -1,4 +1,4 @@
-"""FedAc's figures from results: per (method, M, K) the best learning rate by final F(w) − F*,
+"""FedAc's report section from results: per (method, M, K) the best learning rate by final F(w) − F*,
 as tables (one per K) and as the paper's plot (one panel per K, F − F* against M, log-log, a
 line per method).
 
@@ -15,30 +15,15 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rich.markup import escape
-from rich.table import Table
-
-from benchmark.report.fedac_compare import authors_points, comparison_summary, comparison_tables
+from benchmark.protocols.fedac.compare import authors_points, comparison_summary, comparison_tables
+from benchmark.protocols.fedac.jobs import batch_key
+from benchmark.report.protocol_sections import Section
 from benchmark.suite.expand import Job
-
-FIGURE_NAME = "fedac_figure.png"  # and fedac_figure.pdf beside it
-FIGURE_CAPTION = (
-    "FedAc protocol: best final F(w) − F* over η after T = K·R steps against the number of workers M, "
-    "a panel per K (log-log); line: fedbench (mean over seeds), hollow markers: the authors' released runs, "
-    "× on a panel's top edge: every η diverged or failed"
-)
-
-
-def figure_path(results_dir: Path, suite_name: str) -> Path:
-    """Where the FedAc figure goes: beside the report's other figures."""
-    return Path(results_dir) / suite_name / "report" / "figures" / FIGURE_NAME
 
 
 def is_fedac_protocol(job: Job) -> bool:
     """Jobs of the FedAc protocol with F − F* recorded (the batched engine's jobs)."""
-    from benchmark.engine.fedac_jobs import batch_key
-
-    return job.config.suboptimality and batch_key(job.config) is not None
+    return bool(job.config.suboptimality) and batch_key(job.config) is not None
 
 
 @dataclass
@@ -148,20 +133,6 @@ def fedac_entry_tables(cells: dict[tuple[str, int, int], Cell]) -> list:
     return tables + comparison_tables(cells)
 
 
-def fedac_tables(cells: dict[tuple[str, int, int], Cell]) -> list[Table]:
-    """The report tables for the terminal."""
-    tables = []
-    for t in fedac_entry_tables(cells):
-        table = Table(title=escape(t.title))
-        table.add_column("method")
-        for col in t.columns:
-            table.add_column(col.header, justify="right")
-        for row in t.rows:
-            table.add_row(row.method, *(row.cells[c.key].text for c in t.columns))
-        tables.append(table)
-    return tables
-
-
 def _cell_text(cell: Cell | None) -> str:
     if cell is None:
         return "-"
@@ -175,7 +146,8 @@ def _cell_text(cell: Cell | None) -> str:
 
 def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path) -> Path:
     """The paper's figure: a panel per K, best F − F* against M (log-log), a line per method; written
-    as PNG and PDF (figure_output.save_figure) with no baked-in title: the report prints FIGURE_CAPTION."""
+    as PNG and PDF (figure_output.save_figure) with no baked-in title: the report prints its caption
+    (FedAcSection.figure_caption)."""
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
@@ -261,21 +233,10 @@ def lost_summary(cells: dict[tuple[str, int, int], Cell]) -> str:
     )
 
 
-def fedac_report(console, suite, jobs: list[Job], summaries: dict[str, dict], results_dir: Path) -> list[Job]:
-    """Print the FedAc tables and write the figure for the suite's FedAc-protocol jobs (if any);
-    returns the other jobs, for the ordinary tables."""
+def section(suite, jobs: list[Job], summaries: dict[str, dict]) -> Section:
+    """The report's FedAc section: the tables, the note and (where a cell has a best η) the figure."""
     from benchmark.papers.audit import off_paper
 
-    suite_name = suite.name
-    ours = [j for j in jobs if is_fedac_protocol(j)]
-    if not ours:
-        return jobs
-    cells = collect(ours, summaries, off_paper(suite, ours))
-    for table in fedac_tables(cells):
-        console.print(table)
-    console.print(fedac_note(cells))
-    if any(c.best for c in cells.values()):
-        path = write_figure(cells, figure_path(results_dir, suite_name))
-        console.print(f"figure: {path}")
-    taken = {j.id for j in ours}
-    return [j for j in jobs if j.id not in taken]
+    cells = collect(jobs, summaries, off_paper(suite, jobs))
+    draw = (lambda path: write_figure(cells, path)) if any(c.best for c in cells.values()) else None
+    return Section(fedac_entry_tables(cells), fedac_note(cells), draw)

@@ -9,7 +9,7 @@ vanilla FedAc / MB-AC-SGD (server and client term `fedac`), each optionally with
 from `shared_positions`, same init, same records; tests/engine/test_fedac_batched.py checks the
 two agree), without Python per worker:
 
-- K local steps: a compiled kernel (engine/fedac_kernel.py) runs each worker's steps for all B
+- K local steps: a compiled kernel (kernel.py) runs each worker's steps for all B
   jobs at once, touching only the non-zero coordinates of the step's examples (LocalSteps);
 - one step per round (the minibatch methods, or K = 1): every worker starts from the broadcast
   model, and the mean of their steps is one step on the mean gradient, so the state is (B, d)
@@ -25,11 +25,11 @@ import torch.nn.functional as F
 
 from benchmark.engine.convex import BinaryLogistic
 from benchmark.engine.fed_data import shared_positions
-from benchmark.engine.fedac_jobs import one_step_rounds, server_kind
-from benchmark.engine.fedac_kernel import local_round, row_scores
 from benchmark.fl.fedac import coefficients
 from benchmark.fl.flat import flat_params
 from benchmark.metrics import ema_update
+from benchmark.protocols.fedac.jobs import one_step_rounds, server_kind
+from benchmark.protocols.fedac.kernel import local_round, row_scores
 from benchmark.suite.schema import JobConfig
 
 ENGINE = "fedac_batched"  # recorded in the checkpoints of the jobs run here
@@ -97,7 +97,7 @@ class Recursion:
                 torch.tensor([[0.0, 1.0]], dtype=torch.float64),
             )
         p = term.params
-        c = coefficients(p.variant, eta, p.mu if p.mu is not None else lam, steps)
+        c = coefficients(p.variant, eta, p.mu if p.mu is not None else lam, steps, p.beta_rule)
         r = [1 / c.beta, 1 - 1 / c.beta]
         pull = 1 / c.alpha - c.gamma * lam  # FedAc-I (μ = λ): 0, w forgets the point
         T = [[1 - 1 / c.alpha + pull * r[0], pull * r[1]], [(1 - eta * lam) * r[0], (1 - eta * lam) * r[1]]]
@@ -286,7 +286,7 @@ class LocalSteps:
     Every worker's state is X_k = P_k U_k with P_k (c × c per job) the product of the steps'
     linear parts, the same for all workers, so a step updates U only where x is non-zero
     (Recursion.schedule). The average over workers is P · mean(U). The steps themselves run in
-    the compiled kernel (engine/fedac_kernel.py), one worker at a time."""
+    the compiled kernel (kernel.py), one worker at a time."""
 
     def __init__(self, linear: Recursion, sparse: SparseRows, y: torch.Tensor, workers: int, steps: int):
         self.sparse, self.y = sparse, y.float().numpy()

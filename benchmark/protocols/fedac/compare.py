@@ -3,8 +3,9 @@ per (method, M, K) fedbench's best η by seed mean, the seed range at that η, t
 final F − F* over their η, and the ratio authors / fedbench.
 
 A cell agrees when the authors' value lies within 1.5x of fedbench's seed mean or inside its
-seed range (one w₀ per seed: the authors' single run is one such draw). FedAc-II is shown but not
-compared where the suite says why (its β differs in the authors' code).
+seed range (one w₀ per seed: the authors' single run is one such draw). A method the suite marks
+`not_compared` is shown but not scored (FedAc-II with the paper's β: the authors' code sets another;
+their FedAc-II runs are scored against "FedAc-II (authors' β)").
 """
 
 from __future__ import annotations

@@ -1,0 +1,44 @@
+"""A suite's jobs that protocols (run/protocols.py) claim, wired into the ordinary job runner: the
+first time one job of a batch is due, the whole batch is computed, and each of its jobs is then
+written by `run_job` through its replay, so its results folder, summary and MLflow run are exactly
+those of a job run on its own.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from benchmark.engine.simulation import JobRounds
+from benchmark.run.protocols import PROTOCOLS, claiming
+from benchmark.run.threads import for_protocol
+from benchmark.suite.expand import Job
+
+
+class ProtocolBatches:
+    """A suite's jobs that protocols claim, each batch computed once, when its first job is due."""
+
+    def __init__(self, jobs: list[Job]):
+        self.batch_of: dict[str, tuple[str, str]] = {}  # job id -> (protocol, batch key)
+        self.batches: dict[tuple[str, str], list[Job]] = defaultdict(list)
+        for job in jobs:
+            if claimed := claiming(job.config):
+                protocol, key = claimed
+                self.batch_of[job.id] = (protocol.name, key)
+                self.batches[protocol.name, key].append(job)
+        self.replays: dict[str, JobRounds] = {}
+
+    def covers(self, job: Job) -> bool:
+        """Whether `job` is computed as part of a batch (and replayed from it)."""
+        return job.id in self.batch_of
+
+    def simulation_for(self, job: Job) -> JobRounds | None:
+        """`job`'s replay (its batch computed first if it was not yet); None: not claimed."""
+        batch = self.batch_of.get(job.id)
+        if batch is None:
+            return None
+        if job.id not in self.replays:
+            group = self.batches.pop(batch)
+            protocol = PROTOCOLS.get(batch[0])
+            for_protocol(protocol)
+            self.replays.update(zip((j.id for j in group), protocol.run_batch(group)))
+        return self.replays.pop(job.id)

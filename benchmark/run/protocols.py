@@ -1,0 +1,49 @@
+"""Job protocols: a family of jobs that is computed together, as batches, instead of one job at a
+time (benchmark/protocols/ holds them, one package each).
+
+A protocol claims a job by giving it a batch key (jobs with equal keys are one batch), computes a
+batch in one go, and hands back each job's rounds as a replay (engine/simulation.JobRounds) that
+the ordinary job runner writes as it writes any job. It also states the torch thread count it
+computes at. Protocols register themselves with `@PROTOCOLS.register`; the registry imports
+benchmark.protocols when first read (they stand above run/ and report/, as plugins do).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, ClassVar
+
+from benchmark.registry import Registry
+
+if TYPE_CHECKING:  # `fedbench report` tells a protocol's jobs apart without torch
+    from benchmark.engine.simulation import JobRounds
+    from benchmark.suite.expand import Job
+    from benchmark.suite.schema import JobConfig
+
+
+class Protocol(ABC):
+    """How the jobs of one protocol are batched, computed and replayed."""
+
+    name: ClassVar[str]
+    threads: ClassVar[dict]  # {"count", "chosen_by"}: torch's thread count while a batch is computed
+
+    @abstractmethod
+    def batch_key(self, job: JobConfig) -> str | None:
+        """Jobs with equal keys are computed as one batch; None: not a job of this protocol.
+        Pure config logic: `fedbench report` calls it without the protocol's engine."""
+
+    @abstractmethod
+    def run_batch(self, jobs: list[Job]) -> list[JobRounds]:
+        """Compute the batch `jobs` at once; each job's rounds, to replay, in their order."""
+
+
+PROTOCOLS: Registry[Protocol] = Registry("protocol", "benchmark.protocols")
+
+
+def claiming(job: JobConfig) -> tuple[Protocol, str] | None:
+    """The protocol that claims `job`, and its batch key; None: the job runs on its own."""
+    for name in PROTOCOLS.names():
+        protocol = PROTOCOLS.get(name)
+        if (key := protocol.batch_key(job)) is not None:
+            return protocol, key
+    return None
