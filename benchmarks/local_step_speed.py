@@ -3,8 +3,10 @@
 Three arms train one client for K steps from the same start on the same batches (FedAvg, the
 Table-1 local settings: clip 10, weight decay 1e-3):
   fedbench      engine/local.py's train_client (flat parameters, in-place update; the fused
-                low-rank step of engine/low_rank_step.py where the simulation would take it)
-  plain         nn.Module parameters, loss.backward(), clip_grad_norm_, torch.optim.SGD(weight_decay)
+                low-rank step of engine/low_rank_step.py and channels-last convolutions
+                (engine/memory_format.py) where the simulation would take them)
+  plain         nn.Module parameters (NCHW, PyTorch's default), loss.backward(), clip_grad_norm_,
+                torch.optim.SGD(weight_decay)
   out-of-place  the flat step as it was before issue 9 (clip, decay and step each a new tensor)
 Runs are interleaved (arm order rotates) and the ratios are medians over the repeats.
 
@@ -23,6 +25,7 @@ import torch.nn.functional as F
 from benchmark.engine import low_rank_step
 from benchmark.engine.fed_data import Batch
 from benchmark.engine.local import clip_by_norm, make_forward, train_client
+from benchmark.engine.memory_format import channels_last_pays
 from benchmark.fl.base import ClientContext, RoundInfo
 from benchmark.fl.flat import ParamSpec, flat_params
 from benchmark.models.registry import build_model
@@ -37,7 +40,8 @@ SETTINGS = {
 
 def fedbench_arm(model, batches, local: LocalTraining):
     spec = ParamSpec.of(model)
-    forward, start = make_forward(model, spec), flat_params(model)
+    channels_last = channels_last_pays(model, torch.device("cpu"))  # as TrainingSetup decides
+    forward, start = make_forward(model, spec, channels_last=channels_last), flat_params(model)
     low_rank = low_rank_step.choose("sequential", model, spec, [])  # as the sequential trainer does (engine/trainers/)
     low_rank = low_rank if isinstance(low_rank, low_rank_step.FusedStep) else None
 

@@ -22,6 +22,7 @@ from torch import nn
 from torch.func import functional_call
 
 from benchmark.engine.fed_data import Batch
+from benchmark.engine.memory_format import to_channels_last
 from benchmark.engine.round_tally import SILENT, RoundTally
 from benchmark.fl.base import ClientContext, ClientTerm, ForwardOut
 from benchmark.fl.flat import ParamSpec
@@ -30,20 +31,25 @@ from benchmark.suite.schema import LocalTraining
 AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def make_forward(model: nn.Module, spec: ParamSpec, precision: str = "fp32"):
+def make_forward(model: nn.Module, spec: ParamSpec, precision: str = "fp32", channels_last: bool = False):
     """forward(w_flat, x, features=False, **model_kwargs) for any flat parameter vector.
 
     Extra keyword arguments go to the model's forward (e.g. FedMLB's `stages=True` / `start=k`).
+    `channels_last`: 4-D inputs and weights enter the model in NHWC order (engine/memory_format.py).
     """
 
     def forward(w: torch.Tensor, x: torch.Tensor, features: bool = False, **kwargs):
+        params = spec.unflatten(w)
+        if channels_last:
+            params = {k: to_channels_last(p) if p.dim() == 4 else p for k, p in params.items()}
+            x = to_channels_last(x) if x.dim() == 4 else x
         ctx = (
             torch.autocast(x.device.type, dtype=AUTOCAST[precision])
             if precision in AUTOCAST
             else contextlib.nullcontext()
         )
         with ctx:
-            out = functional_call(model, spec.unflatten(w), (x,), {"features": features, **kwargs})
+            out = functional_call(model, params, (x,), {"features": features, **kwargs})
         # logits (and features) leave autocast in float32, so every loss is computed in full precision
         if kwargs.get("stages"):
             return out[0].float(), out[1]

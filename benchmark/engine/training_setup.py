@@ -14,6 +14,7 @@ from torch import nn
 
 from benchmark.engine.fed_data import Batch, FederatedData
 from benchmark.engine.local import compiled, make_forward
+from benchmark.engine.memory_format import channels_last_pays
 from benchmark.fl.base import ClientContext, RoundInfo
 from benchmark.fl.flat import ParamSpec
 from benchmark.fl.method import Method
@@ -46,7 +47,7 @@ class TrainingSetup:
         dev = torch.device(device)
         model = model.to(dev)
         spec = ParamSpec.of(model)
-        forward = make_forward(model, spec, job.precision)
+        forward = make_forward(model, spec, job.precision, channels_last_pays(model, dev))
         return cls(
             model=model,
             spec=spec,
