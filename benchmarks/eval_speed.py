@@ -24,6 +24,7 @@ import torch.nn.functional as F
 
 from benchmark.engine.fed_data import as_is
 from benchmark.engine.local import evaluate, evaluate_by_group, make_forward
+from benchmark.engine.memory_format import channels_last_pays
 from benchmark.fl.flat import ParamSpec, flat_params
 from benchmark.models.registry import build_model
 
@@ -52,7 +53,8 @@ def measure(name: str, samples: int, repeats: int, batch_size: int, users: int) 
     owner = torch.randint(0, users, (samples,), generator=gen).sort().values  # each user's examples together
     model = build_model(name, tuple(x.shape[1:]), classes, {}, "default", seed=0)
     spec = ParamSpec.of(model)
-    forward, theta = make_forward(model, spec), flat_params(model)
+    channels_last = channels_last_pays(model, torch.device("cpu"))  # as TrainingSetup decides
+    forward, theta = make_forward(model, spec, channels_last=channels_last), flat_params(model)
     arms = {
         "fedbench": lambda: evaluate(forward, theta, x, y, as_is),
         "by-user": lambda: evaluate_by_group(forward, theta, x, y, as_is, owner)[:2],
