@@ -11,9 +11,8 @@ from __future__ import annotations
 import pytest
 import torch
 from fedtest import StageMLP
-from vec_support import ATOL, assert_same, image_simulation, make_jobs, run, with_term
+from vec_support import ATOL, assert_same, chunk_sizes, image_simulation, make_jobs, run, with_term
 
-from benchmark.engine import vectorised
 from benchmark.fl.base import ClientTerm
 from benchmark.fl.method import resolve_method
 from benchmark.fl.presets import preset, preset_names
@@ -64,13 +63,7 @@ def test_stage_mlp_matches_sequential(job):
 def test_vmap_chunk_gives_the_same_numbers(method, monkeypatch):
     (job,) = make_jobs([method], split=SKEWED, **STATEFUL)
     whole, _ = run(job.config, "vectorised")
-    sizes = []
-    train_together = vectorised.train_together
-    monkeypatch.setattr(
-        vectorised,
-        "train_together",
-        lambda setup, chosen, *a: sizes.append(len(chosen)) or train_together(setup, chosen, *a),
-    )
+    sizes = chunk_sizes(monkeypatch)
     chunked, _ = run(job.config, "vectorised", vmap_chunk=2)
     assert sizes == [2, 2, 1] * job.config.rounds  # 5 clients a round, at most 2 per vmap call
     torch.testing.assert_close(chunked.progress.theta, whole.progress.theta, atol=ATOL, rtol=0)

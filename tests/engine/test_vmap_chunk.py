@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 from fedtest import tiny_suite, write_suite
-from vec_support import ATOL, make_jobs, run
+from vec_support import ATOL, chunk_sizes, make_jobs, run
 
-from benchmark.engine import vectorised, vmap_chunk
+from benchmark.engine import vmap_chunk
 from benchmark.engine.peak_memory import PeakTensorMemory
 from benchmark.errors import UserError
 from benchmark.run.job_runner import run_job
@@ -64,18 +64,6 @@ def test_budget_sizes(text, size):
 def test_a_bad_budget_is_a_user_error(text):
     with pytest.raises(UserError, match="FEDBENCH_VMAP_MEMORY"):
         vmap_chunk.parse_bytes(text)
-
-
-def chunk_sizes(monkeypatch) -> list[int]:
-    """The number of clients of every call of vectorised.train_together from now on."""
-    sizes = []
-    train_together = vectorised.train_together
-    monkeypatch.setattr(
-        vectorised,
-        "train_together",
-        lambda setup, chosen, *a: sizes.append(len(chosen)) or train_together(setup, chosen, *a),
-    )
-    return sizes
 
 
 def test_a_chunk_chosen_from_memory_gives_the_unchunked_numbers(monkeypatch):

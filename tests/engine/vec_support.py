@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from benchmark.data.source import SourceData
+from benchmark.engine import vectorised
 from benchmark.engine.fed_data import FederatedData, default_preprocess
 from benchmark.engine.setup import build_simulation
 from benchmark.engine.simulation import Simulation
@@ -148,3 +149,15 @@ def image_simulation(
     clients = list(torch.randperm(120, generator=gen).view(10, 12))
     torch.manual_seed(1)
     return Simulation(config, FederatedData(src, clients, default_preprocess(src)), model().to(dtype))
+
+
+def chunk_sizes(monkeypatch) -> list[int]:
+    """The number of clients of every call of vectorised.train_together from now on."""
+    sizes = []
+    train_together = vectorised.train_together
+    monkeypatch.setattr(
+        vectorised,
+        "train_together",
+        lambda setup, chosen, *a: sizes.append(len(chosen)) or train_together(setup, chosen, *a),
+    )
+    return sizes
