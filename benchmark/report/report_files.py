@@ -298,7 +298,7 @@ def write_report(suite, jobs, summaries: dict, results_root, figures: list[Figur
         results=str(results_root / suite.name),
         tables=tables,
         protocol_tables=protocol_tables,
-        protocol_notes=[s.note for s in sections if s.note],
+        protocol_notes=[line for s in sections if s.note for line in s.note.splitlines()],  # a paragraph a line
         figures=[f for f in figures if f.path.exists()],
         run_table=_run_table(runs),
         out=out,

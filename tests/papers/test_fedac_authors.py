@@ -18,7 +18,7 @@ from report.test_fedac_report import fake_results
 from benchmark.cli import cli
 from benchmark.papers import fedac_authors
 from benchmark.papers.paper_settings import GenerationError
-from benchmark.protocols.fedac.compare import comparison_summary, comparisons
+from benchmark.protocols.fedac.compare import comparison_summary, comparisons, self_agreement
 from benchmark.protocols.fedac.report import Cell
 from benchmark.suite.expand import load_jobs
 from benchmark.suite.overrides import Overrides
@@ -74,30 +74,57 @@ def test_duplicated_rows_that_disagree_stop_the_generator(tmp_path):
 
 
 def _cell(finished: dict, authors: tuple, not_compared: str = "") -> Cell:
-    return Cell(lrs=sorted(finished), finished=finished, authors=authors, not_compared=not_compared)
+    """finished: η -> final F − F* of seed 0, 1, ... (None: diverged)."""
+    runs: dict = {}
+    for lr, values in finished.items():
+        for seed, value in enumerate(values):
+            fate = "finished" if value is not None else "diverged"
+            runs.setdefault(seed, {})[lr] = (value, fate, f"s{seed}-{lr}")
+    return Cell(lrs=sorted(finished), runs=runs, authors=authors, not_compared=not_compared)
 
 
 def test_the_comparison_and_its_summary_are_hand_computed():
     cells = {
-        # best η 0.2 (mean 2.0 of 1, 3); authors 2.9: ratio 1.45, within 1.5x
-        ("FedAvg", 4, 1): _cell({0.1: [2.0, 4.0], 0.2: [1.0, 3.0]}, (2.9, 0.2)),
-        # mean 1.1, range [1.0, 1.2]; authors 2.0: ratio 1.82, within 2.5x only; their η 0.05 outside the grid
-        ("FedAc-I", 4, 1): _cell({0.1: [1.0, 1.2]}, (2.0, 0.05)),
+        # each seed's best over η: 1.5 (η 0.1), 1.0 (η 0.2): mean 1.25; authors 0.9: ratio 0.72, within 1.5x.
+        # The best η by seed mean (0.2, mean 1.5, range [1, 2]) would put it 1.67x off and outside.
+        ("FedAvg", 4, 1): _cell({0.1: [1.5, 2.5], 0.2: [2.0, 1.0]}, (0.9, 0.2)),
+        # each seed best at η 0.1 (the grid's edge): mean 1.1, range [1.0, 1.2]; authors 2.0: ratio 1.82, within 2.5x
+        # only; their η 0.05 outside the grid
+        ("FedAc-I", 4, 1): _cell({0.1: [1.0, 1.2], 0.2: [3.0, 3.0]}, (2.0, 0.05)),
         # mean 2.5; authors 1.2: ratio 0.48 (2.08x below): within 2.5x only, but inside [1, 4]: agrees
         ("MB-SGD", 4, 1): _cell({0.1: [1.0, 4.0]}, (1.2, 0.1)),
         ("FedAc-II", 4, 1): _cell({0.1: [1.0, 1.0]}, (9.0, 0.1), "β differs"),
     }
     by_method = {c.method: c for c in comparisons(cells)}
-    assert math.isclose(by_method["FedAvg"].ratio, 1.45) and by_method["FedAvg"].agrees
+    assert math.isclose(by_method["FedAvg"].ratio, 0.72) and by_method["FedAvg"].agrees
+    assert (by_method["FedAvg"].low, by_method["FedAvg"].high, by_method["FedAvg"].seeds) == (1.0, 1.5, 2)
     assert (by_method["FedAc-I"].low, by_method["FedAc-I"].high) == (1.0, 1.2) and not by_method["FedAc-I"].agrees
     assert by_method["MB-SGD"].agrees and not by_method["MB-SGD"].within(1.5)
     assert by_method["FedAc-I"].text == "1.10e+00 [1.00e+00, 1.20e+00] vs 2.00e+00 (0.05 ^): x1.82"
     assert by_method["FedAc-II"].text.endswith(": not compared")
     assert comparison_summary(cells) == (
-        "authors vs fedbench (best final F − F* over η): 3 cells compared (shown, not compared: FedAc-II: β differs); "
+        "authors vs fedbench (best final F − F* over η of each run; fedbench: 2 seeds per cell): 3 cells compared "
+        "(shown, not compared: FedAc-II: β differs); "
         "ratio within 1.5x: 1 of 3 (33.3 %), within 2.5x: 3 of 3 (100.0 %); authors' value within 1.5x of "
         "fedbench's seed mean or inside its seed range: 2 of 3 (66.7 %); '^' = the authors' best η lies outside "
-        "the grid fedbench ran: 1 cells, 1 of them with fedbench's best η at its grid's edge"
+        "the grid fedbench ran: 1 cells, 1 of them with a seed's best η at the edge of fedbench's grid\n"
+        "agreement per method: FedAvg 1 of 1 (100.0 %), FedAc-I 0 of 1 (0.0 %), MB-SGD 1 of 1 (100.0 %)"
+    )
+
+
+def test_each_seed_is_its_own_best_and_the_seeds_agreement_with_each_other_is_counted():
+    # seed 0: 1.0 (η 0.1); seed 1: 1.2 (η 0.2, its η 0.1 diverged); seed 2: 3.0; seed 3 lacks η 0.2: left out
+    cell = _cell({0.1: [1.0, None, 3.0, 0.1], 0.2: [2.0, 1.2, 4.0]}, (1.1, 0.1))
+    cell.runs[3][0.2] = (None, "not run", "s3-0.2")
+    assert cell.seed_bests() == [(1.0, 0.1, "s0-0.1"), (1.2, 0.2, "s1-0.2"), (3.0, 0.1, "s2-0.1")]
+    # 1.0 against {1.2, 3.0}: 2.1x from their mean, outside [1.2, 3]; 1.2 against {1.0, 3.0}: inside;
+    # 3.0 against {1.0, 1.2}: 2.7x, outside
+    assert self_agreement({("FedAvg", 4, 1): cell}) == (1, 3)
+    assert self_agreement({("FedAvg", 4, 1): _cell({0.1: [1.0, 1.2, 3.0]}, None)}) == (0, 0)  # no authors' value
+    summary = comparison_summary({("FedAvg", 4, 1): cell}).splitlines()
+    assert summary[-1] == (
+        "fedbench's own seeds, each against the others by the same rule (what one run, like the authors', "
+        "can be expected to reach): 1 of 3 (33.3 %)"
     )
 
 
@@ -123,8 +150,9 @@ def test_report_prints_the_comparison_per_k_and_the_summary(tmp_path):
     assert result.exit_code == 0, result.output
     assert "ratio within 1.5x: 1 of 1 (100.0 %)" in " ".join(result.output.split())
     md = (tmp_path / "results" / "fedac-batched" / "report" / "report.md").read_text()
-    assert "K = 3: fedbench seed mean [range] vs the authors' best final F(w) − F* (their η): ratio" in md
+    assert "K = 3: the best final F(w) − F* over η of each run: fedbench's seed mean [range] vs the authors'" in md
     assert "2.00e-03 vs 3.00e-03 (0.2): x1.50" in md and "ratio within 1.5x: 1 of 1 (100.0 %)" in md
+    assert "\n\nauthors vs fedbench (best final F − F* over η of each run" in md  # a paragraph of its own
 
 
 @pytest.mark.skipif(not REFERENCE.is_dir(), reason="shared/reference is not beside the checkout")

@@ -31,11 +31,47 @@ class Cell:
     """One (method, M, K) point: its grid of η values and what became of each seed's run."""
 
     lrs: list[float] = field(default_factory=list)  # the grid, each η once
-    finished: dict[float, list[float]] = field(default_factory=dict)  # η -> final F − F* of each finished seed
-    lost: dict[float, list[str]] = field(default_factory=dict)  # η -> diverged / failed / not run, per lost seed
-    jobs: dict[float, list[str]] = field(default_factory=dict)  # η -> job ids, one per seed
+    # seed -> η -> (final F − F*, None when lost; its fate: finished / diverged / failed / not run; its job id)
+    runs: dict[int, dict[float, tuple[float | None, str, str]]] = field(default_factory=dict)
     authors: tuple[float, float] | None = None  # the authors' best final F − F* over their η, and that η
     not_compared: str = ""  # why the authors' value is shown but not compared
+
+    def _by_lr(self, pick) -> dict[float, list]:
+        out: dict[float, list] = {}
+        for by_lr in self.runs.values():
+            for lr, run in by_lr.items():
+                item = pick(*run)
+                if item is not None:
+                    out.setdefault(lr, []).append(item)
+        return out
+
+    @property
+    def finished(self) -> dict[float, list[float]]:
+        """η -> final F − F* of each finished seed."""
+        return self._by_lr(lambda value, fate, job: value)
+
+    @property
+    def lost(self) -> dict[float, list[str]]:
+        """η -> diverged / failed / not run, per lost seed."""
+        return self._by_lr(lambda value, fate, job: fate if value is None else None)
+
+    @property
+    def jobs(self) -> dict[float, list[str]]:
+        """η -> job ids, one per seed."""
+        return self._by_lr(lambda value, fate, job: job)
+
+    def seed_bests(self) -> list[tuple[float, float, str]]:
+        """(best final F − F* over η, that η, its job) of each seed: the statistic the authors' single
+        run per cell gives. A seed with an η not run, failed or unfinished is left out (its best is
+        unknown); a diverged η is simply not its best."""
+        out = []
+        for by_lr in self.runs.values():
+            if len(by_lr) < len(self.lrs) or any(fate not in ("finished", "diverged") for _, fate, _ in by_lr.values()):
+                continue
+            finite = [(value, lr, job) for lr, (value, _, job) in by_lr.items() if value is not None]
+            if finite:
+                out.append(min(finite))
+        return out
 
     @property
     def subopt(self) -> dict[float, float]:
@@ -88,14 +124,9 @@ def collect(
             off = (unscored or {}).get((job.dataset_index, job.method_label), "")
             cell.not_compared = authors.not_compared.get(job.method_label, "") or (off and f"ran {off}")
         lr = c.local.lr
-        if lr not in cell.jobs:
+        if lr not in cell.lrs:
             cell.lrs.append(lr)
-        cell.jobs.setdefault(lr, []).append(job.id)
-        value, fate = _fate(summaries.get(job.id))
-        if value is None:
-            cell.lost.setdefault(lr, []).append(fate)
-        else:
-            cell.finished.setdefault(lr, []).append(value)
+        cell.runs.setdefault(c.seed, {})[lr] = (*_fate(summaries.get(job.id)), job.id)
     return dict(cells)
 
 
