@@ -26,19 +26,33 @@ class ProtocolBatches:
                 self.batch_of[job.id] = (protocol.name, key)
                 self.batches[protocol.name, key].append(job)
         self.replays: dict[str, JobRounds] = {}
+        self.failed: dict[tuple[str, str], str] = {}  # batch -> why computing it failed
 
     def covers(self, job: Job) -> bool:
         """Whether `job` is computed as part of a batch (and replayed from it)."""
         return job.id in self.batch_of
 
     def simulation_for(self, job: Job) -> JobRounds | None:
-        """`job`'s replay (its batch computed first if it was not yet); None: not claimed."""
+        """`job`'s replay (its batch computed first if it was not yet); None: not claimed. A batch
+        that fails fails each of its jobs with its error, computed once; an interrupted one (Ctrl-C,
+        SIGTERM) is computed afresh when a job of it is next due."""
         batch = self.batch_of.get(job.id)
         if batch is None:
             return None
+        if batch in self.failed:
+            raise BatchFailed(f"its batch of {len(self.batches[batch])} jobs failed: {self.failed[batch]}")
         if job.id not in self.replays:
-            group = self.batches.pop(batch)
+            group = self.batches[batch]
             protocol = PROTOCOLS.get(batch[0])
             for_protocol(protocol)
-            self.replays.update(zip((j.id for j in group), protocol.run_batch(group)))
+            try:
+                replays = protocol.run_batch(group)
+            except Exception as err:
+                self.failed[batch] = f"{type(err).__name__}: {err}"
+                raise
+            self.replays.update(zip((j.id for j in group), replays))
         return self.replays.pop(job.id)
+
+
+class BatchFailed(RuntimeError):
+    """A job whose batch failed when an earlier job of it was due."""

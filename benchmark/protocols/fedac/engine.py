@@ -29,7 +29,7 @@ from benchmark.fl.fedac import coefficients
 from benchmark.fl.flat import flat_params
 from benchmark.metrics import ema_update
 from benchmark.protocols.fedac.jobs import one_step_rounds, server_kind
-from benchmark.protocols.fedac.kernel import local_round, row_scores
+from benchmark.protocols.fedac.kernel import local_round, row_scores, signals_after_kernel
 from benchmark.suite.schema import JobConfig
 
 ENGINE = "fedac_batched"  # recorded in the checkpoints of the jobs run here
@@ -312,20 +312,21 @@ class LocalSteps:
         m, k, bs = idx.shape
         enters = (self.enters * (-1.0 / bs)).numpy()  # U ← U − P⁻¹v · mean over the batch of ℓ'(z) x
         start = pad_jobs(state.permute(2, 1, 0)).numpy()  # (d, c, B + pad)
-        mean_u, loss = local_round(
-            start,
-            self.sparse.cols.numpy(),
-            self.sparse.vals.numpy(),
-            self.sparse.binary,
-            self.y,
-            idx.numpy(),
-            self.reads,
-            enters,
-            self.folds.numpy(),
-            self.fold_after.numpy(),
-            with_loss,
-            self.jobs,
-        )
+        with signals_after_kernel():
+            mean_u, loss = local_round(
+                start,
+                self.sparse.cols.numpy(),
+                self.sparse.vals.numpy(),
+                self.sparse.binary,
+                self.y,
+                idx.numpy(),
+                self.reads,
+                enters,
+                self.folds.numpy(),
+                self.fold_after.numpy(),
+                with_loss,
+                self.jobs,
+            )
         new = torch.einsum("bcq,dqb->bcd", self.last_fold, torch.from_numpy(mean_u[..., : self.jobs]))
         return new, torch.from_numpy(loss[: self.jobs] / (m * k * bs)).float()
 

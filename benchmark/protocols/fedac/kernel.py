@@ -10,10 +10,34 @@ per-client loop computes; no fastmath, so a diverging job's inf and NaN propagat
 
 from __future__ import annotations
 
+import contextlib
 import math
+import signal
+import threading
 
 import numpy as np
 from numba import njit
+
+
+@contextlib.contextmanager
+def signals_after_kernel():
+    """Ctrl-C or SIGTERM during a compiled call is held until the call returns, then delivered to
+    the handler it was meant for. Delivered inside, the handler's KeyboardInterrupt comes out of
+    numba as a SystemError, which would fail the batch's jobs instead of stopping the run. One
+    round's call is short, so the stop stays prompt. (Only the main thread may set handlers.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum)) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(caught):
+            signal.raise_signal(sig)
 
 
 @njit(cache=True)
