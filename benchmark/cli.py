@@ -234,15 +234,17 @@ def sync(suite_file: Path, results_dir: Path, tracking_uri, only, sets, seeds, r
 @cli.command()
 @click.argument("suite_file", type=click.Path(path_type=Path))
 @click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@click.option("--jobs", "every_job", is_flag=True, help="list every job, however many (default: up to 200)")
 @job_options
 @JSON
-def status(suite_file: Path, results_dir: Path, only, sets, seeds, rounds, as_json: bool) -> None:
+def status(suite_file: Path, results_dir: Path, every_job: bool, only, sets, seeds, rounds, as_json: bool) -> None:
     """Every job as done / running / failed / diverged / pending, with rounds, accuracy and ETA
     (from the results on disk: works while a run is in progress and on interrupted suites).
+    Over 200 jobs, a row per dataset and method (--jobs: a row per job; --json: every job).
     Every seed with a result on disk is shown; --seeds narrows."""
     from benchmark.commands.status import show_status
 
-    show_status(_select(suite_file, only, sets, seeds, rounds), seeds, results_dir, as_json)
+    show_status(_select(suite_file, only, sets, seeds, rounds), seeds, results_dir, as_json, every_job)
 
 
 @cli.command()

@@ -7,7 +7,7 @@ from pathlib import Path
 from benchmark.commands.output import note_unselected, out, print_json
 
 
-def show_status(select, seeds, results_dir: Path, as_json: bool) -> None:
+def show_status(select, seeds, results_dir: Path, as_json: bool, every_job: bool = False) -> None:
     from benchmark.report.on_disk import jobs_with_seeds_on_disk
     from benchmark.report.status import status_line, status_records, status_table, suite_status
 
@@ -16,6 +16,6 @@ def show_status(select, seeds, results_dir: Path, as_json: bool) -> None:
     if as_json:
         print_json({"suite": suite.name, "jobs": status_records(statuses)})
     else:
-        out.print(status_table(suite.name, statuses))
+        out.print(status_table(suite.name, statuses, every_job))
         out.print(status_line(statuses), highlight=False)
     note_unselected(suite, jobs, results_dir)

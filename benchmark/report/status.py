@@ -79,24 +79,28 @@ def job_status(job: Job, jobdir: JobDir, now: float) -> JobStatus:
 
 # from the most to the least similar job whose round time can stand in for an unmeasured one
 SIMILAR = (
-    lambda a, b: (a.dataset_label, a.method_label) == (b.dataset_label, b.method_label),
-    lambda a, b: a.dataset_label == b.dataset_label,
-    lambda a, b: True,
+    lambda job: (job.dataset_label, job.method_label),
+    lambda job: job.dataset_label,
+    lambda job: None,
 )
 
 
 def estimate_etas(statuses: list[JobStatus]) -> None:
-    """Fill eta_s: a job's own round time, else the median over the most similar measured jobs."""
-    measured = [s for s in statuses if s.sec_per_round]
+    """Fill eta_s: a job's own round time, else the median over the most similar measured jobs
+    (each group's median computed once: a suite of 10⁵ jobs takes no longer than its reading)."""
+    medians = []
+    for similar in SIMILAR:
+        pools: dict = {}
+        for s in statuses:
+            if s.sec_per_round:
+                pools.setdefault(similar(s.job), []).append(s.sec_per_round)
+        medians.append({key: statistics.median(pool) for key, pool in pools.items()})
     for s in statuses:
         if not s.rounds_left:
             continue
-        per_round = s.sec_per_round
-        for similar in SIMILAR:
-            if per_round:
-                break
-            pool = [m.sec_per_round for m in measured if similar(s.job, m.job)]
-            per_round = statistics.median(pool) if pool else None
+        per_round = s.sec_per_round or next(
+            (m[similar(s.job)] for similar, m in zip(SIMILAR, medians) if similar(s.job) in m), None
+        )
         s.eta_s = s.rounds_left * per_round if per_round else None
 
 
@@ -111,7 +115,14 @@ def suite_status(jobs: list[Job], results_root) -> list[JobStatus]:
 STYLE = {"done": "green", "running": "cyan", "failed": "red", "diverged": "magenta", "pending": "dim"}
 
 
-def status_table(suite: str, statuses: list[JobStatus]) -> Table:
+LISTED_UP_TO = 200  # jobs a table lists one by one; a larger suite is summed up per dataset and method
+
+
+def status_table(suite: str, statuses: list[JobStatus], every_job: bool = False) -> Table:
+    """A row per job; over LISTED_UP_TO jobs (unless `every_job`), a row per dataset and method
+    (a FedAc figure has 10⁴ jobs: a row each is minutes of rendering, and unreadable)."""
+    if len(statuses) > LISTED_UP_TO and not every_job:
+        return _group_table(suite, statuses)
     table = Table(title=f"{suite}: {len(statuses)} jobs")
     for col in ("id", "dataset", "method", "seed", "state", "rounds", "latest acc (%)", "s/round", "ETA", "note"):
         table.add_column(
@@ -132,6 +143,26 @@ def status_table(suite: str, statuses: list[JobStatus]) -> Table:
             "-" if s.sec_per_round is None else f"{s.sec_per_round:.3g}",
             duration(s.eta_s) if s.rounds_left else "",
             s.note,
+        )
+    return table
+
+
+def _group_table(suite: str, statuses: list[JobStatus]) -> Table:
+    groups: dict[tuple[str, str], list[JobStatus]] = {}
+    for s in statuses:
+        groups.setdefault((s.job.dataset_label, s.job.method_label), []).append(s)
+    table = Table(title=f"{suite}: {len(statuses)} jobs, a row per dataset and method (--jobs lists each job)")
+    for col in ("dataset", "method", "jobs", *STATES, "ETA"):
+        table.add_column(col, justify="left" if col in ("dataset", "method") else "right", no_wrap=True)
+    for (dataset, method), members in groups.items():
+        counts = [sum(s.state == state for s in members) for state in STATES]
+        etas = [s.eta_s for s in members if s.rounds_left and s.eta_s is not None]
+        table.add_row(
+            dataset,
+            method,
+            str(len(members)),
+            *(f"[{STYLE[state]}]{n}[/]" if n else "-" for state, n in zip(STATES, counts)),
+            duration(sum(etas)) if etas else "",
         )
     return table
 

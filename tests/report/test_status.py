@@ -13,6 +13,7 @@ import time
 from fedtest import REPO, tiny_suite, write_suite
 
 from benchmark.cli import main
+from benchmark.report import status
 from benchmark.report.status import suite_status
 from benchmark.run.results import JobDir, atomic_write_json
 from benchmark.suite.expand import load_jobs
@@ -32,7 +33,7 @@ def _heartbeat(pid: int, round_: int, started: float, updated: float, rounds: in
     }
 
 
-def test_every_state_with_rounds_accuracy_and_eta(tmp_path, capsys):
+def test_every_state_with_rounds_accuracy_and_eta(tmp_path, capsys, monkeypatch):
     suite = tiny_suite(methods=["fedavg", "fedavgm", "fedprox", "fedacg", "fedadam"])
     suite["defaults"]["rounds"] = 20
     path = write_suite(tmp_path, suite)
@@ -70,6 +71,18 @@ def test_every_state_with_rounds_accuracy_and_eta(tmp_path, capsys):
     assert main(["status", str(path), "--results-dir", str(results)]) == 0
     out = capsys.readouterr().out
     assert "1 done, 1 running, 1 failed, 0 diverged, 2 pending" in out and "RuntimeError: boom" in out
+
+    # a larger suite is summed up per dataset and method; --jobs lists every job all the same
+    monkeypatch.setattr(status, "LISTED_UP_TO", 4)
+    assert main(["status", str(path), "--results-dir", str(results)]) == 0
+    rows = [line.split("│")[1:-1] for line in capsys.readouterr().out.splitlines() if line.count("│") > 9]
+    assert [[cell.strip() for cell in row] for row in rows if "FedAvgM" in row[1]] == [
+        ["synthetic", "FedAvgM", "1", "-", "1", "-", "-", "-", "20s"]
+    ]
+    assert len(rows) == 5  # a row per method: no job ids
+    assert main(["status", str(path), "--results-dir", str(results), "--jobs"]) == 0
+    listed = capsys.readouterr().out
+    assert all(j.id in listed for j in jobs)
 
 
 def test_status_of_a_run_in_another_process_and_after_it_is_killed(tmp_path):
