@@ -118,10 +118,15 @@ STYLE = {"done": "green", "running": "cyan", "failed": "red", "diverged": "magen
 LISTED_UP_TO = 200  # jobs a table lists one by one; a larger suite is summed up per dataset and method
 
 
+def grouped(statuses: list[JobStatus], every_job: bool) -> bool:
+    """Over LISTED_UP_TO jobs (unless `every_job`), a row per dataset and method: a FedAc figure has
+    10⁴ jobs, and a row each is minutes of rendering, and unreadable."""
+    return len(statuses) > LISTED_UP_TO and not every_job
+
+
 def status_table(suite: str, statuses: list[JobStatus], every_job: bool = False) -> Table:
-    """A row per job; over LISTED_UP_TO jobs (unless `every_job`), a row per dataset and method
-    (a FedAc figure has 10⁴ jobs: a row each is minutes of rendering, and unreadable)."""
-    if len(statuses) > LISTED_UP_TO and not every_job:
+    """A row per job, or per dataset and method (`grouped`)."""
+    if grouped(statuses, every_job):
         return _group_table(suite, statuses)
     table = Table(title=f"{suite}: {len(statuses)} jobs")
     for col in ("id", "dataset", "method", "seed", "state", "rounds", "latest acc (%)", "s/round", "ETA", "note"):
@@ -156,15 +161,27 @@ def _group_table(suite: str, statuses: list[JobStatus]) -> Table:
         table.add_column(col, justify="left" if col in ("dataset", "method") else "right", no_wrap=True)
     for (dataset, method), members in groups.items():
         counts = [sum(s.state == state for s in members) for state in STATES]
-        etas = [s.eta_s for s in members if s.rounds_left and s.eta_s is not None]
+        left = [s for s in members if s.rounds_left]
+        etas = [s.eta_s for s in left if s.eta_s is not None]
+        at_least = "≥ " if len(etas) < len(left) else ""  # some unfinished jobs have no estimate
         table.add_row(
             dataset,
             method,
             str(len(members)),
             *(f"[{STYLE[state]}]{n}[/]" if n else "-" for state, n in zip(STATES, counts)),
-            duration(sum(etas)) if etas else "",
+            f"{at_least}{duration(sum(etas))}" if etas else "",
         )
     return table
+
+
+def failed_lines(statuses: list[JobStatus], limit: int = 20) -> list[str]:
+    """The failed jobs, a line each (id, what, why): the grouped table counts them only."""
+    failed = [s for s in statuses if s.state == "failed"]
+    lines = [
+        f"failed: {s.job.id} {s.job.dataset_label} / {s.job.method_label} / seed {s.job.config.seed}: {s.note}"
+        for s in failed[:limit]
+    ]
+    return lines + ([f"... and {len(failed) - limit} more failed (--jobs lists them)"] if len(failed) > limit else [])
 
 
 def status_line(statuses: list[JobStatus]) -> str:

@@ -16,8 +16,9 @@ from engine.test_fedac_batched import shared_suite
 from fedtest import REPO
 
 from benchmark.protocols.fedac import FedAcProtocol
-from benchmark.protocols.fedac.kernel import signals_after_kernel
+from benchmark.protocols.fedac.kernel import HeldSignals
 from benchmark.run.executor import run_jobs
+from benchmark.run.protocol_batches import ProtocolBatches
 from benchmark.run.results import JobDir
 from benchmark.suite.expand import expand
 
@@ -42,7 +43,7 @@ def test_a_failing_batch_fails_each_of_its_jobs_with_its_error_once(tmp_path, mo
     assert set(errors[1:]) == {f"BatchFailed: its batch of {len(jobs)} jobs failed: RuntimeError: boom"}
 
 
-def test_an_interrupted_batch_is_computed_afresh_on_the_next_run(tmp_path, monkeypatch):
+def test_an_interrupted_batch_records_nothing_and_the_next_run_completes(tmp_path, monkeypatch):
     jobs = expand(shared_suite("fedavg"))
     real = FedAcProtocol.run_batch
 
@@ -58,14 +59,51 @@ def test_an_interrupted_batch_is_computed_afresh_on_the_next_run(tmp_path, monke
     assert set(_statuses(tmp_path, jobs).values()) == {"finished"}
 
 
-def test_a_signal_inside_the_kernel_is_delivered_when_it_returns():
+def test_an_interrupted_batch_is_computed_afresh_when_a_job_of_it_is_next_due(monkeypatch):
+    jobs = expand(shared_suite("fedavg"))
+    batches = ProtocolBatches(jobs)
+    real, calls = FedAcProtocol.run_batch, []
+
+    def first_interrupted(self, group):
+        calls.append(len(group))
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real(self, group)
+
+    monkeypatch.setattr(FedAcProtocol, "run_batch", first_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        batches.simulation_for(jobs[0])
+    assert batches.simulation_for(jobs[0]) is not None and batches.simulation_for(jobs[1]) is not None
+    assert calls == [len(jobs), len(jobs)]
+
+
+def test_a_signal_while_a_batch_computes_is_held_until_delivered():
     after = []
     with pytest.raises(KeyboardInterrupt):
-        with signals_after_kernel():
-            signal.raise_signal(signal.SIGINT)
+        with HeldSignals() as held:
+            signal.raise_signal(signal.SIGINT)  # as if inside the kernel
             after.append("the call went on")
+            held.deliver()
+            after.append("not reached")
     assert after == ["the call went on"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is back
+
+
+def test_a_handler_that_does_not_raise_gets_each_signal_and_the_hold_goes_on():
+    got = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: got.append(signum))
+    try:
+        with HeldSignals() as held:
+            signal.raise_signal(signal.SIGTERM)
+            signal.raise_signal(signal.SIGTERM)
+            assert got == []
+            held.deliver()
+            assert got == [signal.SIGTERM]  # once: it asks for one stop
+            signal.raise_signal(signal.SIGTERM)
+            assert got == [signal.SIGTERM]  # held again
+        assert got == [signal.SIGTERM, signal.SIGTERM]  # delivered on leaving
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @pytest.mark.slow

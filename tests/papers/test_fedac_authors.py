@@ -113,9 +113,11 @@ def test_the_comparison_and_its_summary_are_hand_computed():
 
 
 def test_each_seed_is_its_own_best_and_the_seeds_agreement_with_each_other_is_counted():
-    # seed 0: 1.0 (η 0.1); seed 1: 1.2 (η 0.2, its η 0.1 diverged); seed 2: 3.0; seed 3 lacks η 0.2: left out
-    cell = _cell({0.1: [1.0, None, 3.0, 0.1], 0.2: [2.0, 1.2, 4.0]}, (1.1, 0.1))
+    # seed 0: 1.0 (η 0.1); seed 1: 1.2 (η 0.2, its η 0.1 diverged); seed 2: 3.0 (η 0.1);
+    # left out: seed 3 (its η 0.2 not run), seed 4 (no η 0.2 at all), seed 5 (every η diverged)
+    cell = _cell({0.1: [1.0, None, 3.0, 0.1, 0.1, None], 0.2: [2.0, 1.2, 4.0]}, (1.1, 0.1))
     cell.runs[3][0.2] = (None, "not run", "s3-0.2")
+    cell.runs[5][0.2] = (None, "diverged", "s5-0.2")
     assert cell.seed_bests() == [(1.0, 0.1, "s0-0.1"), (1.2, 0.2, "s1-0.2"), (3.0, 0.1, "s2-0.1")]
     # 1.0 against {1.2, 3.0}: 2.1x from their mean, outside [1.2, 3]; 1.2 against {1.0, 3.0}: inside;
     # 3.0 against {1.0, 1.2}: 2.7x, outside
@@ -123,8 +125,18 @@ def test_each_seed_is_its_own_best_and_the_seeds_agreement_with_each_other_is_co
     assert self_agreement({("FedAvg", 4, 1): _cell({0.1: [1.0, 1.2, 3.0]}, None)}) == (0, 0)  # no authors' value
     summary = comparison_summary({("FedAvg", 4, 1): cell}).splitlines()
     assert summary[-1] == (
-        "fedbench's own seeds, each against the others by the same rule (what one run, like the authors', "
-        "can be expected to reach): 1 of 3 (33.3 %)"
+        "fedbench's own seeds, each against the other seeds by the same rule (what one run reaches; "
+        "against one seed fewer than the authors' value): 1 of 3 (33.3 %)"
+    )
+
+
+def test_a_cell_without_a_complete_seed_is_counted_not_compared():
+    cell = _cell({0.1: [1.0, 2.0], 0.2: [None, None]}, (1.1, 0.1))
+    for seed in (0, 1):
+        cell.runs[seed][0.2] = (None, "failed", f"s{seed}-0.2")
+    assert comparisons({("FedAvg", 4, 1): cell}) == []
+    assert comparison_summary({("FedAvg", 4, 1): cell}) == (
+        "1 cells not compared: no seed has a best (an η of each failed or was not run)"
     )
 
 

@@ -72,15 +72,18 @@ def test_every_state_with_rounds_accuracy_and_eta(tmp_path, capsys, monkeypatch)
     out = capsys.readouterr().out
     assert "1 done, 1 running, 1 failed, 0 diverged, 2 pending" in out and "RuntimeError: boom" in out
 
-    # a larger suite is summed up per dataset and method; --jobs lists every job all the same
+    # a larger suite (seeds 0 and 1: 10 jobs) is summed up per dataset and method, its failed jobs
+    # listed under it; --jobs lists every job all the same
     monkeypatch.setattr(status, "LISTED_UP_TO", 4)
-    assert main(["status", str(path), "--results-dir", str(results)]) == 0
-    rows = [line.split("│")[1:-1] for line in capsys.readouterr().out.splitlines() if line.count("│") > 9]
-    assert [[cell.strip() for cell in row] for row in rows if "FedAvgM" in row[1]] == [
-        ["synthetic", "FedAvgM", "1", "-", "1", "-", "-", "-", "20s"]
-    ]
-    assert len(rows) == 5  # a row per method: no job ids
-    assert main(["status", str(path), "--results-dir", str(results), "--jobs"]) == 0
+    assert main(["status", str(path), "--results-dir", str(results), "--seeds", "0,1"]) == 0
+    out = capsys.readouterr().out
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in out.splitlines() if line.count("│") > 9]
+    assert len(rows) == 5 and not any(j.id in out for j in jobs if j.method_label != "FedACG")
+    # FedAvgM: seed 0 running (10 rounds left at 2 s), seed 1 pending (20 rounds at the same 2 s)
+    assert ["synthetic", "FedAvgM", "2", "-", "1", "-", "-", "1", "1m00s"] in rows
+    failed = next(j for j in jobs if j.method_label == "FedACG")
+    assert f"failed: {failed.id} synthetic / FedACG / seed 0: RuntimeError: boom" in out
+    assert main(["status", str(path), "--results-dir", str(results), "--seeds", "0,1", "--jobs"]) == 0
     listed = capsys.readouterr().out
     assert all(j.id in listed for j in jobs)
 

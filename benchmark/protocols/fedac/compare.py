@@ -1,13 +1,15 @@
 """fedbench's FedAc cells against the authors' released runs (`reference.authors` of a suite):
 per (method, M, K) the authors' best final F − F* over their η (one run) against the same
 statistic of each fedbench seed (its best over η), as their mean and range, and the ratio
-authors / fedbench mean. The minimum over η of one run sits below the minimum over η of a seed
-mean (the figure's point), so the like-for-like comparison takes the minimum per seed.
+authors / fedbench mean. The minimum over η of one run lies below the minimum over η of the seed
+means (what the figure plots), so the like-for-like comparison takes the minimum per seed.
 
 A cell agrees when the authors' value lies within 1.5x of fedbench's seed mean or inside its
-seed range (one w₀ per seed: the authors' single run is one such draw). How often one run can
-be expected to agree is measured on fedbench's own seeds: each seed's best against the others
-by the same rule (`self_agreement`). A method the suite marks
+seed range (one w₀ per seed: the authors' single run is one such draw). How often one run
+agrees is measured on fedbench's own seeds: each seed's best against the other seeds' by the
+same rule (`self_agreement`; against one seed fewer than the authors' value, so a slightly
+harder test). A cell none of whose seeds has a best (an η of each failed or was not run) is
+counted, not compared. A method the suite marks
 `not_compared` is shown but not scored (FedAc-II with the paper's β: the authors' code sets another;
 their FedAc-II runs are scored against "FedAc-II (authors' β)").
 """
@@ -27,7 +29,7 @@ class Comparison:
     mean: float  # fedbench: mean over seeds of each seed's best final F − F* over η
     low: float  # ... and their range
     high: float
-    seeds: int  # how many seeds have a best (every η of theirs ran)
+    seeds: int  # how many seeds have a best (each η of theirs finished or diverged, one finished)
     at_edge: bool  # a seed's best η lies at the edge of fedbench's grid
     authors: float  # the authors' best final F − F* over their η
     authors_lr: float
@@ -39,7 +41,7 @@ class Comparison:
         return self.authors / self.mean
 
     def within(self, factor: float) -> bool:
-        return max(self.ratio, 1 / self.ratio) <= factor
+        return within(self.authors, self.mean, factor)
 
     @property
     def agrees(self) -> bool:
@@ -53,9 +55,15 @@ class Comparison:
         return f"{self.mean:.2e}{spread} vs {self.authors:.2e} ({self.authors_lr:g}{mark}): {ratio}"
 
 
+def within(value: float, mean: float, factor: float) -> bool:
+    """`value` within `factor` of `mean` (either way); never for a value ≤ 0 (F − F* of float32
+    runs against a float64 F* could reach it)."""
+    return value > 0 and mean > 0 and max(value / mean, mean / value) <= factor
+
+
 def agrees(value: float, mean: float, low: float, high: float) -> bool:
     """`value` within 1.5x of `mean`, or inside [low, high]."""
-    return max(value / mean, mean / value) <= CLOSE or low <= value <= high
+    return within(value, mean, CLOSE) or low <= value <= high
 
 
 def comparisons(cells: dict) -> list[Comparison]:
@@ -67,7 +75,7 @@ def comparisons(cells: dict) -> list[Comparison]:
             continue
         bests = [value for value, _, _ in seed_bests]
         mean = sum(bests) / len(bests)
-        edge = any(lr in (min(cell.lrs), max(cell.lrs)) for _, lr, _ in seed_bests) and len(cell.lrs) > 1
+        edge = any(cell.on_edge(lr) for _, lr, _ in seed_bests)
         authors, authors_lr = cell.authors
         outside = not min(cell.lrs) <= authors_lr <= max(cell.lrs)
         out.append(
@@ -108,8 +116,14 @@ def comparison_summary(cells: dict) -> str:
     """'N of M cells within 1.5x / 2.5x', the agreement count, overall and per method, and the
     agreement fedbench's own seeds reach with each other (what one run can be expected to reach)."""
     shown = comparisons(cells)
+    incomplete = sum(1 for c in cells.values() if c.authors and not c.not_compared and not c.seed_bests())
+    lacking = (
+        f"{incomplete} cells not compared: no seed has a best (an η of each failed or was not run)"
+        if incomplete
+        else ""
+    )
     if not shown:
-        return ""
+        return lacking
     compared = [c for c in shown if not c.not_compared]
     n = len(compared)
     skipped = sorted({f"{c.method}: {c.not_compared}" for c in shown if c.not_compared})
@@ -139,9 +153,10 @@ def comparison_summary(cells: dict) -> str:
                 f"{share(sum(c.agrees for c in compared))}; "
                 f"'^' = the authors' best η lies outside the grid fedbench ran: {len(outside)} cells, "
                 f"{sum(c.at_edge for c in outside)} of them with a seed's best η at the edge of fedbench's grid",
+                lacking,
                 f"agreement per method: {per_method}" if len(methods) > 1 else "",
-                f"fedbench's own seeds, each against the others by the same rule (what one run, like the "
-                f"authors', can be expected to reach): {share(own, tried)}"
+                f"fedbench's own seeds, each against the other seeds by the same rule (what one run reaches; "
+                f"against one seed fewer than the authors' value): {share(own, tried)}"
                 if tried
                 else "",
             ],

@@ -29,7 +29,7 @@ from benchmark.fl.fedac import coefficients
 from benchmark.fl.flat import flat_params
 from benchmark.metrics import ema_update
 from benchmark.protocols.fedac.jobs import one_step_rounds, server_kind
-from benchmark.protocols.fedac.kernel import local_round, row_scores, signals_after_kernel
+from benchmark.protocols.fedac.kernel import HeldSignals, local_round, row_scores
 from benchmark.suite.schema import JobConfig
 
 ENGINE = "fedac_batched"  # recorded in the checkpoints of the jobs run here
@@ -230,37 +230,41 @@ def run_batch(
             live[i].diverged_round = done
         finite = finite & ok  # diverged jobs go on (NaN); their replay stops before this round
 
-    for rnd in range(first.rounds):
-        idx = shared_positions(first.seed, rnd, m, k, bs, n)
-        done = rnd + 1
-        if local is None:
-            state, loss = _one_step(linear, state, x, y, idx.view(-1))
-        else:
-            state, loss = local.round(state, idx, with_loss=first.evaluates(done))
-        check(done, torch.isfinite(loss) & torch.isfinite(state[torch.arange(b_count), theta_row]).all(1))
-        if not first.evaluates(done):
-            continue
-        evaluated = state[:, -1]  # w, or FedAc's w_ag
-        scores = test_rows.scores(evaluated.T)  # (test, B)
-        test_loss = F.softplus(-test_y[:, None] * scores).mean(0)
-        check(done, torch.isfinite(test_loss))
-        acc = 100.0 * ((scores > 0) == (test_y[:, None] > 0)).float().mean(0)
-        # F on the whole training set, its scores summed in float64
-        subopt = objective.suboptimalities(evaluated, train_rows.scores(evaluated.T.double())) if objective else None
-        for i in range(b_count):
-            ema[i] = ema_update(ema[i], float(acc[i]))
-            rec = {
-                "round": done,
-                "test_acc": float(acc[i]),
-                "test_loss": float(test_loss[i]),
-                "train_loss": float(loss[i]),
-                "ema_acc": ema[i],
-                "bytes_down": done * round_bytes[i],
-                "bytes_up": done * round_bytes[i],
-            }
-            if first.suboptimality:
-                rec["subopt"] = float(subopt[i])
-            live[i].records.append(rec)
+    with HeldSignals() as held:
+        for rnd in range(first.rounds):
+            idx = shared_positions(first.seed, rnd, m, k, bs, n)
+            done = rnd + 1
+            if local is None:
+                state, loss = _one_step(linear, state, x, y, idx.view(-1))
+            else:
+                state, loss = local.round(state, idx, with_loss=first.evaluates(done))
+            held.deliver()  # Ctrl-C / SIGTERM during the round's kernel call stops here
+            check(done, torch.isfinite(loss) & torch.isfinite(state[torch.arange(b_count), theta_row]).all(1))
+            if not first.evaluates(done):
+                continue
+            evaluated = state[:, -1]  # w, or FedAc's w_ag
+            scores = test_rows.scores(evaluated.T)  # (test, B)
+            test_loss = F.softplus(-test_y[:, None] * scores).mean(0)
+            check(done, torch.isfinite(test_loss))
+            acc = 100.0 * ((scores > 0) == (test_y[:, None] > 0)).float().mean(0)
+            # F on the whole training set, its scores summed in float64
+            subopt = (
+                objective.suboptimalities(evaluated, train_rows.scores(evaluated.T.double())) if objective else None
+            )
+            for i in range(b_count):
+                ema[i] = ema_update(ema[i], float(acc[i]))
+                rec = {
+                    "round": done,
+                    "test_acc": float(acc[i]),
+                    "test_loss": float(test_loss[i]),
+                    "train_loss": float(loss[i]),
+                    "ema_acc": ema[i],
+                    "bytes_down": done * round_bytes[i],
+                    "bytes_up": done * round_bytes[i],
+                }
+                if first.suboptimality:
+                    rec["subopt"] = float(subopt[i])
+                live[i].records.append(rec)
     for i, outcome in enumerate(live):
         outcome.final, outcome.round_bytes = state[i, -1].clone(), round_bytes[i]
     return outcomes
@@ -312,21 +316,20 @@ class LocalSteps:
         m, k, bs = idx.shape
         enters = (self.enters * (-1.0 / bs)).numpy()  # U ← U − P⁻¹v · mean over the batch of ℓ'(z) x
         start = pad_jobs(state.permute(2, 1, 0)).numpy()  # (d, c, B + pad)
-        with signals_after_kernel():
-            mean_u, loss = local_round(
-                start,
-                self.sparse.cols.numpy(),
-                self.sparse.vals.numpy(),
-                self.sparse.binary,
-                self.y,
-                idx.numpy(),
-                self.reads,
-                enters,
-                self.folds.numpy(),
-                self.fold_after.numpy(),
-                with_loss,
-                self.jobs,
-            )
+        mean_u, loss = local_round(
+            start,
+            self.sparse.cols.numpy(),
+            self.sparse.vals.numpy(),
+            self.sparse.binary,
+            self.y,
+            idx.numpy(),
+            self.reads,
+            enters,
+            self.folds.numpy(),
+            self.fold_after.numpy(),
+            with_loss,
+            self.jobs,
+        )
         new = torch.einsum("bcq,dqb->bcd", self.last_fold, torch.from_numpy(mean_u[..., : self.jobs]))
         return new, torch.from_numpy(loss[: self.jobs] / (m * k * bs)).float()
 

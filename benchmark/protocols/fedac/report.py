@@ -93,7 +93,11 @@ class Cell:
     @property
     def at_edge(self) -> bool:
         best = self.best
-        return best is not None and len(self.lrs) > 1 and best[0] in (min(self.lrs), max(self.lrs))
+        return best is not None and self.on_edge(best[0])
+
+    def on_edge(self, lr: float) -> bool:
+        """Whether `lr` is the grid's smallest or largest η (a one-η grid has no edge)."""
+        return len(self.lrs) > 1 and lr in (min(self.lrs), max(self.lrs))
 
 
 def _fate(summary: dict | None) -> tuple[float | None, str]:
