@@ -154,8 +154,9 @@ def audit(suite: Suite, jobs: list[Job], written: list[Job] | None = None) -> li
         if ref is None or not (ref.stated or ref.chosen):
             continue
         suite_jobs = written.get((d_index, label), [])
+        where = ref.stated_where + (f"; {ref.also_printed}" if ref.also_printed else "")
         group = [
-            _row(ref.source, label, path, value, m_jobs, suite_jobs, "stated", ref.stated_where, cache)
+            _row(ref.source, label, path, value, m_jobs, suite_jobs, "stated", where, cache)
             for path, value in {**ref.stated.get("all", {}), **ref.stated.get(label, {})}.items()
         ]
         group += [

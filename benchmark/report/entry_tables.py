@@ -339,6 +339,7 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
                     + "; ".join(f"{c.row} {c.metric}: {c.reason}" for c in ref.contradicted)
                 )
         notes += [f"{NOT_SCORED} {m}: not scored against the paper, the jobs ran {t}" for m, t in off.items()]
+        notes += [f"another paper prints other numbers: {ref.also_printed}"] if ref and ref.also_printed else []
         notes += [
             f"assumed, not stated by the paper: {c.setting} = {c.value}"
             + (f" ({c.method})" if c.method else "")

@@ -189,6 +189,11 @@ class Reference(Strict):
         exclude_if=lambda v: not v,
         description="row -> why its numbers are not shown: a suite extending this one changed their settings",
     )
+    also_printed: str = Field(
+        "",
+        exclude_if=lambda v: not v,
+        description="another paper's other numbers for (what may be) this protocol; the report shows them beside",
+    )
     authors: AuthorsRuns | None = Field(None, description="the authors' released runs (FedAc figures)")
 
     @field_validator("metrics")

@@ -65,13 +65,14 @@ def test_a_setting_no_paper_line_covers_is_named_too(tmp_path):
     assert "the jobs ran local.lr 0.05 -> 0.5" in (out / "report.md").read_text()
 
 
-def test_an_assumed_setting_is_shown_under_the_table(tmp_path):
+def test_an_assumed_setting_and_another_papers_numbers_are_shown_under_the_table(tmp_path):
     suite = tiny_suite(methods=["fedavg"])
     suite["datasets"][0]["reference"] = {
         "source": "hand-made",
         "metrics": ["acc@2"],
         "rows": {"FedAvg": [45.0]},
         "chosen": [{"setting": "participation.rate", "value": 0.5, "reason": "caption lost", "status": "assumed"}],
+        "also_printed": "Paper B prints 52.0 for this protocol",
     }
     path = write_suite(tmp_path, suite)
     _, jobs = load_jobs(path)
@@ -80,3 +81,4 @@ def test_an_assumed_setting_is_shown_under_the_table(tmp_path):
     assert main(["report", str(path), "--results-dir", str(tmp_path / "results"), "--no-tracking"]) == 0
     md = (tmp_path / "results" / "tiny" / "report" / "report.md").read_text()
     assert "assumed, not stated by the paper: participation.rate = 0.5 — caption lost" in md
+    assert "another paper prints other numbers: Paper B prints 52.0 for this protocol" in md
