@@ -42,7 +42,8 @@ class FedAcSection(ProtocolSection):
     figure_name = "fedac_figure.png"
     figure_caption = (
         "FedAc protocol: best final F(w) − F* over η after T = K·R steps against the number of workers M, "
-        "a panel per K (log-log); line: fedbench (mean over seeds), hollow markers: the authors' released runs, "
+        "a panel per K (log-log); line: fedbench (mean over seeds), shaded: the range of each seed's best over η, "
+        "hollow markers: the authors' released runs (one run each), "
         "× on a panel's top edge: every η diverged or failed"
     )
 

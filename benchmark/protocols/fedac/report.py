@@ -185,6 +185,7 @@ def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path) -> Path:
     (FedAcSection.figure_caption)."""
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     from benchmark.report.figure_output import legend_columns, save_figure
 
@@ -195,7 +196,7 @@ def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path) -> Path:
     fig = Figure(figsize=(4.2 * cols, 3.4 * rows + 0.6), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False, sharey=True)
     markers = "osD^vP*X"
-    any_lost = any_authors = False
+    any_lost = any_authors = any_band = False
     for ax, k in zip(axes.flat, intervals):
         lost = []  # (M, colour) of cells where no η finished: drawn as × on the panel's top edge
         for i, method in enumerate(methods):
@@ -211,6 +212,14 @@ def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path) -> Path:
                     linestyle="--" if method.startswith("MB") else "-",
                     alpha=0.85,
                 )
+            band = sorted(
+                (m, min(bests), max(bests))
+                for m, cell in mine.items()
+                if len(bests := [value for value, _, _ in cell.seed_bests()]) > 1
+            )
+            if band:  # the seeds' spread: each seed's best over η, lowest to highest
+                any_band = True
+                ax.fill_between(*zip(*band), color=f"C{i}", alpha=0.12, linewidth=0)
             lost += [(m, f"C{i}") for m, cell in mine.items() if cell.best is None]
             theirs = authors_points(cells, method, k)
             if theirs:  # the authors' released runs: same colour and marker, hollow
@@ -239,6 +248,9 @@ def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path) -> Path:
     if any_lost:
         handles.append(Line2D([], [], color="grey", marker="x", linestyle=""))
         labels.append("every η diverged or failed")
+    if any_band:
+        handles.append(Patch(color="grey", alpha=0.25, linewidth=0))
+        labels.append("shaded: the seeds' range (each seed's best over η)")
     if any_authors:
         handles.append(Line2D([], [], color="grey", marker="o", markerfacecolor="none", linestyle=""))
         labels.append("hollow: the authors' released runs")
