@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -53,3 +54,12 @@ def mlflow_store(tmp_path, migrated_mlflow_db):
         return f"sqlite:///{tmp_path / name}"
 
     return new_store
+
+
+@pytest.fixture
+def ctrl_c_raises():
+    """SIGINT at Python's default (KeyboardInterrupt) for the test, whatever the runner inherited: a
+    job started in the background of a non-interactive shell (CI, nohup) ignores SIGINT."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

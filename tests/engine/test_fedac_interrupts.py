@@ -77,7 +77,7 @@ def test_an_interrupted_batch_is_computed_afresh_when_a_job_of_it_is_next_due(mo
     assert calls == [len(jobs), len(jobs)]
 
 
-def test_a_signal_while_a_batch_computes_is_held_until_delivered():
+def test_a_signal_while_a_batch_computes_is_held_until_delivered(ctrl_c_raises):
     after = []
     with pytest.raises(KeyboardInterrupt):
         with HeldSignals() as held:

@@ -50,7 +50,9 @@ def test_ctrl_c_says_what_was_kept_and_how_to_resume(tmp_path, monkeypatch, caps
     assert JobDir(tmp_path / "r", job.id).read_summary()["status"] == "finished"
 
 
-def test_first_ctrl_c_stops_at_the_end_of_the_round_with_a_checkpoint(tmp_path, monkeypatch, capsys, caplog):
+def test_first_ctrl_c_stops_at_the_end_of_the_round_with_a_checkpoint(
+    tmp_path, monkeypatch, capsys, caplog, ctrl_c_raises
+):
     raw = tiny_suite(methods=["fedavg"])
     raw["defaults"].update(rounds=6, checkpoint_every=0, checkpoint_minutes=0)  # no scheduled checkpoint
     suite = write_suite(tmp_path, raw)
@@ -104,6 +106,7 @@ def test_a_signalled_process_keeps_its_checkpoint_and_closes_its_runs(tmp_path, 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a background runner ignores SIGINT
     )
     end = time.monotonic() + 120
     while not jobdir.checkpoint.exists():
