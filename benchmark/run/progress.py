@@ -70,12 +70,14 @@ class Periodic:
     """A kind of log line that is due at most once per `interval` seconds."""
 
     def __init__(self, interval: float):
-        self.interval, self.last = interval, 0.0
+        # None, not 0.0: time.monotonic() counts from boot on Linux, so a "last written at 0" made nothing
+        # due in a freshly booted machine's first `interval` seconds
+        self.interval, self.last = interval, None
 
     def due(self) -> bool:
-        """Whether it is due now; if so, it counts as written."""
+        """Whether it is due now (always, the first time); if so, it counts as written."""
         now = time.monotonic()
-        if now - self.last < self.interval:
+        if self.last is not None and now - self.last < self.interval:
             return False
         self.last = now
         return True

@@ -160,3 +160,16 @@ def test_ray_workers_relay_how_far_a_round_has_come_at_most_every_few_seconds():
     for done in reports:  # within microseconds of each other, far less than RELAY_CLIENTS_S
         relay.on_clients(done)
     assert sent == [("clients", "job", reports[0])]
+
+
+def test_periodic_lines_are_due_on_a_machine_booted_a_moment_ago(monkeypatch):
+    """time.monotonic() counts from boot: at 0 the first line is due all the same, the next one an interval on."""
+    from benchmark.run import progress
+
+    clock = [0.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    lines = progress.Periodic(30.0)
+    due = []
+    for clock[0] in (0.0, 29.0, 30.0, 31.0):
+        due.append(lines.due())
+    assert due == [True, False, True, False]
