@@ -82,9 +82,13 @@ def simulation(job: JobConfig, data: FederatedData, device: torch.device) -> Sim
     return Simulation(job, data, model, str(device))
 
 
-def update_after(job: JobConfig, data: FederatedData, device: torch.device) -> torch.Tensor:
-    """θ_R − θ_0 after the job's rounds on `device`, on the CPU."""
+def update_after(job: JobConfig, data: FederatedData, device: torch.device, nudge: bool = False) -> torch.Tensor:
+    """θ_R − θ_0 after the job's rounds on `device`, on the CPU. `nudge`: θ_0 moved up by one ulp in every
+    coordinate first (what another rounding of the same sums does to one operation's result)."""
     sim = simulation(job, data, device)
+    if nudge:
+        theta = sim.progress.theta
+        theta.copy_(torch.nextafter(theta, torch.full_like(theta, math.inf)))
     theta0 = sim.progress.theta.clone()
     for t in range(job.rounds):
         sim.run_round(t)
