@@ -107,7 +107,7 @@ def estimate_etas(statuses: list[JobStatus]) -> None:
 def suite_status(jobs: list[Job], results_root) -> list[JobStatus]:
     """The status of each of `jobs`, read from the job store by id (whichever suite ran it)."""
     now = time.time()
-    statuses = [job_status(j, JobDir(results_root, j.id), now) for j in jobs]
+    statuses = [job_status(j, JobDir.for_reading(results_root, j.id), now) for j in jobs]
     estimate_etas(statuses)
     return statuses
 

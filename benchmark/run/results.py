@@ -18,6 +18,7 @@ from pathlib import Path
 from benchmark.errors import UserError
 from benchmark.lazy import torch
 from benchmark.run.job_status import FINISHED, TERMINAL
+from benchmark.run.old_layout import find_in_place
 
 log = logging.getLogger(__name__)
 # What a job needs to resume elsewhere, in the order to write it (checkpoint.pt, which points
@@ -143,6 +144,15 @@ def free_name_beside(path: Path, tag: str) -> Path:
 class JobDir:
     def __init__(self, results_root: Path, job_id: str):
         self.path = job_path(results_root, job_id)
+
+    @classmethod
+    def for_reading(cls, results_root: Path, job_id: str) -> JobDir:
+        """The job's folder in the store or, in a results folder that has no store yet, its folder of the
+        old layout where it is (`status` and `report` read; only a command that writes moves it)."""
+        jobdir = cls(results_root, job_id)
+        if not jobdir.path.exists() and not jobdir.path.parent.exists():
+            return cls.at(find_in_place(Path(results_root), STORE, job_id) or jobdir.path)
+        return jobdir
 
     @classmethod
     def at(cls, path: Path) -> JobDir:
