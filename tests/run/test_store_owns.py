@@ -76,6 +76,11 @@ def crowded(tmp_path) -> tuple[Path, Path, Path]:
     return frozen / "suite.yaml", tiny, results
 
 
+def named_once(caplog, results: Path) -> bool:
+    looks = ("webapp/settings", "photos/2024", f"frozen/{LOOK_ALIKE}", f"frozen/{FIFO_JOB}")
+    return all(caplog.text.count(f"{results / name} is not a fedbench job folder") == 1 for name in looks)
+
+
 def test_status_report_and_plan_change_nothing_and_name_each_look_alike_once(crowded, capsys, caplog):
     frozen, tiny, results = crowded
     before = listing(results)
@@ -90,8 +95,7 @@ def test_status_report_and_plan_change_nothing_and_name_each_look_alike_once(cro
         assert listing(results, leave_out="tiny/report") == before, command  # report/: what report writes
         if command[0] == "plan":  # plan does not look at results
             continue
-        for name in ("webapp/settings", "photos/2024", f"frozen/{LOOK_ALIKE}", f"frozen/{FIFO_JOB}"):
-            assert caplog.text.count(f"{results / name} is not a fedbench job folder") == 1, (command, name)
+        assert named_once(caplog, results), command
         assert f"{LOOK_ALIKE} is not a fedbench job folder (its name is not the hash of its config.json)" in caplog.text
         assert f"{FIFO_JOB} is not a fedbench job folder (its config.json is no job's file)" in caplog.text
         # a store is there already: the old-layout jobs wait for a command that writes, and are said to
@@ -108,20 +112,22 @@ def test_a_results_folder_without_a_store_is_read_in_place_by_status_and_report(
     assert listing(results, leave_out="frozen/report") == before  # no jobs/, no .locks/, nothing moved
 
 
-def test_run_and_sync_move_the_old_layout_jobs_and_nothing_else(crowded):
+def test_run_and_sync_move_the_old_layout_jobs_and_nothing_else(crowded, caplog):
     frozen, tiny, results = crowded
     foreign, tiny_jobs = foreign_listing(results), listing(results / "tiny")
     store_before = listing(results / "jobs")
     uri = f"sqlite:///{results.parent / 'mlflow.db'}"
     assert main(["run", str(frozen), "--results-dir", str(results), "--no-tracking", "-q"]) == 0
-    assert foreign_listing(results) == foreign
+    assert foreign_listing(results) == foreign and named_once(caplog, results)
     for job_id in FROZEN_IDS:  # the real old-layout jobs moved, and their suite links to them
         assert os.readlink(results / "frozen" / job_id) == f"../jobs/{job_id}"
         assert (results / "jobs" / job_id / "summary.json").exists()
     _, tiny_expanded = load_jobs(tiny)
     new_in_store = set(os.listdir(results / "jobs")) - {p.split("/")[0] for p in store_before}
     assert new_in_store == set(FROZEN_IDS)  # no look-alike among them
+    caplog.clear()
     assert main(["sync", str(frozen), "--results-dir", str(results), "--tracking-uri", uri]) == 0
+    assert named_once(caplog, results)
     assert main(["run", str(tiny), "--results-dir", str(results), "--no-tracking", "-q"]) == 0  # all skipped
     assert foreign_listing(results) == foreign
     assert listing(results / "tiny") == tiny_jobs and all((results / "tiny" / j.id).is_symlink() for j in tiny_expanded)
