@@ -89,10 +89,12 @@ def survey(root: Path, store: str) -> tuple[list[Path], list[tuple[Path, str]]]:
     jobs, foreign = [], []
     for view in suite_folders(root, store):
         for folder in _subfolders(view):
-            if _holds_job_files(folder):
-                why = not_a_job(folder)
-                jobs.extend([folder] if why is None else [])
-                foreign.extend([(folder, why)] if why else [])
+            if not _holds_job_files(folder):
+                continue
+            if why := not_a_job(folder):
+                foreign.append((folder, why))
+            else:
+                jobs.append(folder)
     return jobs, foreign
 
 
