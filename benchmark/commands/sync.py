@@ -4,24 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmark.commands.output import err_console, note_unselected, out
+from benchmark.commands.output import note_unselected, out
 from benchmark.commands.tracking import open_tracker, summarise
 from benchmark.errors import UserError
 
 
 def sync_suite(select, suite_file: Path, seeds, results_dir: Path, tracking_uri) -> None:
     from benchmark.report.on_disk import jobs_with_seeds_on_disk
-    from benchmark.run.results import JobDir
     from benchmark.run.store import migrate_to_job_store
 
     migrate_to_job_store(results_dir)  # sync writes (MLflow, from the store): old-layout jobs move in first
     suite, jobs = jobs_with_seeds_on_disk(select, results_dir, seeds)
-    for job in jobs:
-        if why := JobDir(results_dir, job.id).damage(every_line=True):
-            err_console.print(
-                f"warning: job {job.id} is damaged: {why}; not mirrored: `fedbench run {suite_file}` trains it again",
-                markup=False,
-            )
     tracker = open_tracker(suite.name, tracking_uri, results_dir, suite_file)
     if tracker.uri is None:
         raise UserError(f"MLflow store {tracking_uri or 'default'} cannot be used; nothing was mirrored")

@@ -11,7 +11,7 @@ finished and diverged are terminal: a rerun skips them.
 
 - damaged: never written, but what readers call a finished job whose files cannot be trusted (its
   summary.json or metrics.jsonl cut, missing or holding NaN: results.JobDir.damage); `status` shows
-  it, `sync` does not mirror it, and the next `run` trains it again (or resumes it from its checkpoint).
+  it, it is never mirrored to MLflow, and the next `run` trains it again (or resumes it from its checkpoint).
 """
 
 from __future__ import annotations

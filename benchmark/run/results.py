@@ -255,12 +255,12 @@ class JobDir:
             records.append(record)
         return records, None
 
-    def set_aside_damaged(self) -> None:
+    def set_aside_damaged(self, every_line: bool = False) -> None:
         """A damaged job (`damage`) made to run again, saying why once: with a checkpoint, its summary
         moves to summary.json.damaged and the job resumes from the checkpoint (which checks the records
         before it); without one the whole folder moves to `<job-id>.damaged/`, kept, never reused. Call
-        it holding the job's lock."""
-        why = self.damage()
+        it holding the job's lock; `every_line`: see `metrics_damage`."""
+        why = self.damage(every_line)
         if why is None:
             return
         if self.checkpoint.exists():  # the damaged files kept beside, the records before the damage to resume with
@@ -269,10 +269,10 @@ class JobDir:
                 os.replace(self.metrics, self.metrics.with_name("metrics.jsonl.damaged"))
             self.write_metrics(records)
             os.replace(self.summary, self.summary.with_name("summary.json.damaged"))
-            log.warning("job %s is damaged: %s; resuming it from its checkpoint", self.path.name, why)
+            log.warning("job %s is damaged: %s; `fedbench run` resumes it from its checkpoint", self.path.name, why)
             return
         aside = self.set_aside("damaged")
-        log.warning("job %s is damaged: %s; its files moved to %s, training it again", self.path.name, why, aside)
+        log.warning("job %s is damaged: %s; kept as %s, `fedbench run` trains it again", self.path.name, why, aside)
 
     def skipped_summary(self, fingerprint: str | None = None) -> dict | None:
         """The summary of a job done on the data with `fingerprint` (finished or diverged),

@@ -281,11 +281,12 @@ class MlflowTracker(NullTracker):
             summary = jobdir.read_summary()
             if not summary or (job.id in runs and self.mirror.is_complete(runs[job.id], summary)):
                 continue
-            if jobdir.damage(every_line=True):  # never mirrored as complete: `run` trains it again, and mirrors it then
-                continue
             lock = job_lock(self.results_root, job.id)
             if lock.acquire(blocking=False):  # a job running elsewhere is mirrored live by its process
                 try:
+                    if jobdir.damage(every_line=True):  # never mirrored as complete: `run` trains it again
+                        jobdir.set_aside_damaged(every_line=True)
+                        continue
                     self.mirror.mirror(job, jobdir, summary)
                     healed += 1
                 finally:

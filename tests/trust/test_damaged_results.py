@@ -97,27 +97,59 @@ def test_a_damaged_job_with_a_consistent_checkpoint_resumes_from_it(tmp_path, ca
     with caplog.at_level(logging.WARNING):
         assert main(["run", str(path), "--results-dir", str(results), "--no-tracking", "-q"]) == 0
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
-    assert len(warnings) == 1 and "cut mid-line at line 5; resuming it from its checkpoint" in warnings[0]
+    assert len(warnings) == 1 and "cut mid-line at line 5; `fedbench run` resumes it from its checkpoint" in warnings[0]
     assert (jobdir.path / "summary.json.damaged").exists() and not jobdir.checkpoint.exists()
     assert (jobdir.path / "metrics.jsonl.damaged").read_text().endswith(lines[4][:20])  # kept as found
     resumed = [json.loads(x) for x in jobdir.metrics.read_text().splitlines()]
     assert measured(resumed) == measured([json.loads(x) for x in straight.splitlines()])
 
 
-def test_sync_never_mirrors_a_damaged_job_and_the_next_run_mirrors_it_whole(tmp_path, capsys, mlflow_store):
-    path, results, jobdir = finished_job(tmp_path)  # run without tracking: MLflow has no run of it yet
-    uri = mlflow_store()
-    cut_mid_line(jobdir)
-    capsys.readouterr()
-    assert main(["sync", str(path), "--results-dir", str(results), "--tracking-uri", uri]) == 0
-    assert f"job {jobdir.path.name} is damaged" in capsys.readouterr().err
+def garbled_inside(jobdir: JobDir) -> None:
+    """A record garbled within its line (bit rot, a bad copy): the file's end and its numbers' names look
+    whole, so only a parse of every line sees it; the parse before mirroring to MLflow does."""
+    lines = jobdir.metrics.read_text().splitlines()
+    lines[1] = lines[1].replace('"test_acc": ', '"test_acc": 5x', 1)
+    jobdir.metrics.write_text("\n".join(lines) + "\n")
+
+
+def mirrored_runs(uri: str) -> list:
     client = mlflow.tracking.MlflowClient(uri)
     experiment = client.get_experiment_by_name("tiny")
-    runs = client.search_runs([experiment.experiment_id], "tags.`fedbench.kind` = 'job'")
-    assert not [r for r in runs if r.info.status == "FINISHED"]  # nothing mirrored as complete
-    assert main(["run", str(path), "--results-dir", str(results), "--tracking-uri", uri, "-q"]) == 0
-    (run,) = client.search_runs([experiment.experiment_id], "tags.`fedbench.kind` = 'job'")
+    return client.search_runs([experiment.experiment_id], "tags.`fedbench.kind` = 'job'") if experiment else []
+
+
+def assert_mirrors_the_retrained_job(uri: str, jobdir: JobDir) -> None:
+    (run,) = mirrored_runs(uri)
     assert run.info.status == "FINISHED" and run.data.tags["fedbench.status"] == "finished"
-    history = client.get_metric_history(run.info.run_id, "test_acc")
+    history = mlflow.tracking.MlflowClient(uri).get_metric_history(run.info.run_id, "test_acc")
     assert [(m.step, m.value) for m in history] == [(r["round"], r["test_acc"]) for r in jobdir.read_metrics()]
-    assert len(history) == 4
+    assert len(history) == 4 and jobdir.damage(every_line=True) is None
+
+
+@pytest.mark.parametrize("damage", [cut_mid_line, garbled_inside])
+def test_sync_never_mirrors_a_damaged_job_and_the_next_run_mirrors_it_whole(tmp_path, caplog, mlflow_store, damage):
+    path, results, jobdir = finished_job(tmp_path)  # run without tracking: MLflow has no run of it yet
+    uri = mlflow_store()
+    damage(jobdir)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert main(["sync", str(path), "--results-dir", str(results), "--tracking-uri", uri]) == 0
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and f"job {jobdir.path.name} is damaged" in warnings[0], warnings
+    assert not [r for r in mirrored_runs(uri) if r.info.status == "FINISHED"]  # nothing mirrored as complete
+    assert (results / "jobs" / f"{jobdir.path.name}.damaged").is_dir()  # kept, for `run` to train it again
+    assert main(["run", str(path), "--results-dir", str(results), "--tracking-uri", uri, "-q"]) == 0
+    assert_mirrors_the_retrained_job(uri, jobdir)
+
+
+def test_a_run_with_tracking_finds_a_record_garbled_inside_its_line_and_trains_the_job_again(
+    tmp_path, caplog, mlflow_store
+):
+    path, results, jobdir = finished_job(tmp_path)
+    uri = mlflow_store()
+    garbled_inside(jobdir)
+    with caplog.at_level(logging.WARNING):
+        assert main(["run", str(path), "--results-dir", str(results), "--tracking-uri", uri, "-q"]) == 0
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "line 2 is not a JSON record" in warnings[0], warnings
+    assert_mirrors_the_retrained_job(uri, jobdir)
