@@ -19,9 +19,11 @@ def report_suite(
     from benchmark.report.on_disk import jobs_with_seeds_on_disk, left_out_of_previous_report
     from benchmark.report.report_files import write_report
     from benchmark.run.results import JobDir
+    from benchmark.run.store import look_at_results
 
+    look_at_results(results_dir)  # report writes its report/ only: nothing else under results_dir moves
     suite, jobs = jobs_with_seeds_on_disk(select, results_dir, seeds)
-    summaries = {j.id: s for j in jobs if (s := JobDir(results_dir, j.id).read_summary())}
+    summaries = {j.id: s for j in jobs if (s := JobDir.for_reading(results_dir, j.id).read_summary())}
     if not summaries:
         raise UserError(
             f"no results for suite {suite.name!r} under {results_dir}; run `fedbench run {suite_file}` first"

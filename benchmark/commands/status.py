@@ -10,7 +10,9 @@ from benchmark.commands.output import note_unselected, out, print_json
 def show_status(select, seeds, results_dir: Path, as_json: bool, every_job: bool = False) -> None:
     from benchmark.report.on_disk import jobs_with_seeds_on_disk
     from benchmark.report.status import failed_lines, grouped, status_line, status_records, status_table, suite_status
+    from benchmark.run.store import look_at_results
 
+    look_at_results(results_dir)  # status reads only: nothing under results_dir moves
     suite, jobs = jobs_with_seeds_on_disk(select, results_dir, seeds)
     statuses = suite_status(jobs, results_dir)
     if as_json:

@@ -27,7 +27,7 @@ def client_accuracies(runs, results_dir) -> dict[str, list[list[float]]]:
     without any client_acc.json are left out."""
     out: dict[str, list[list[float]]] = {}
     for job in runs[runs.status == FINISHED].itertuples():
-        path = JobDir(results_dir, job.job_id).client_accuracy
+        path = JobDir.for_reading(results_dir, job.job_id).client_accuracy
         if path.exists():
             out.setdefault(job.method, []).append(list(json.loads(path.read_text())["accuracy"].values()))
     return out

@@ -87,7 +87,7 @@ def _wall_seconds(records: list[dict]) -> list[float]:
 def _summary_and_status(job: Job, results_root: Path, now: float):
     from benchmark.run.results import JobDir
 
-    jobdir = JobDir(results_root, job.id)
+    jobdir = JobDir.for_reading(results_root, job.id)
     summary = jobdir.read_summary()
     return jobdir, summary, _status(summary, jobdir, now)
 

@@ -11,13 +11,24 @@ import json
 from pathlib import Path
 
 from benchmark.run.job_status import TERMINAL
-from benchmark.run.store import open_results
+from benchmark.run.old_layout import not_a_job
+from benchmark.run.store import suite_view
+
+
+def _job_summaries(suite_dir: Path) -> list[Path]:
+    """summary.json of each job the suite's view holds: its links into the store, and its folders of the old
+    layout that provably are jobs (a folder of the user's with a summary.json is none)."""
+    return [
+        p
+        for p in suite_dir.glob("*/summary.json")
+        if p.parent.is_symlink() or (p.parent.is_dir() and not_a_job(p.parent) is None)
+    ]
 
 
 def _seeds_on_disk(suite_dir: Path) -> set[int]:
     """Seeds of the jobs with a result (finished or diverged) under a suite's results folder."""
     seeds = set()
-    for summary in suite_dir.glob("*/summary.json"):
+    for summary in _job_summaries(suite_dir):
         try:
             record = json.loads(summary.read_text())
         except (OSError, ValueError):  # unreadable: JobDir reports it where the job is read
@@ -39,7 +50,7 @@ def jobs_with_seeds_on_disk(load, results_dir: Path, seeds: str | None = None):
     without `seeds` also the same jobs at every other seed that has a result on disk (appended after
     the suite's own jobs, in expansion order)."""
     suite, jobs = load(seeds)
-    suite_dir = open_results(results_dir, suite.name)  # results of the layout before the store move into it first
+    suite_dir = suite_view(results_dir, suite.name)
     if seeds is not None:
         return suite, jobs
     every_seed = {j.config.seed for j in jobs} | _seeds_on_disk(suite_dir)
@@ -55,7 +66,7 @@ def _other_ids(suite_name: str, selected: set[str], results_dir: Path) -> list[s
     suite_dir = Path(results_dir) / suite_name
     return sorted(
         p.parent.name
-        for p in suite_dir.glob("*/summary.json")
+        for p in _job_summaries(suite_dir)
         if p.parent.name not in selected and _has_result(suite_dir, p.parent.name)
     )
 

@@ -12,12 +12,17 @@ from dataclasses import dataclass
 from rich.table import Table
 
 from benchmark.run.heartbeat import is_alive, read_heartbeat, seconds_per_round
-from benchmark.run.job_status import DIVERGED, FAILED, FINISHED, STOPPED
+from benchmark.run.job_status import DAMAGED, DIVERGED, FAILED, FINISHED, STOPPED
 from benchmark.run.progress import duration
 from benchmark.run.results import JobDir
 from benchmark.suite.expand import Job
 
-STATES = ("done", "running", "failed", "diverged", "pending")
+STATES = ("done", "running", "failed", "diverged", "pending", DAMAGED)
+
+
+def _states(statuses: list[JobStatus]) -> tuple[str, ...]:
+    """The states a table or line counts: damaged only where a job is (it is rare, and never a result)."""
+    return STATES if any(s.state == DAMAGED for s in statuses) else STATES[:-1]
 
 
 @dataclass
@@ -55,6 +60,8 @@ def job_status(job: Job, jobdir: JobDir, now: float) -> JobStatus:
         return JobStatus(
             job, "running", hb["round"], hb.get("test_acc"), seconds_per_round(hb), f"pid {hb['pid']} on {hb['host']}"
         )
+    if damage := jobdir.damage():  # not done: the next run trains it again, from its start or checkpoint
+        return JobStatus(job, DAMAGED, 0, None, None, f"{damage}; the next run trains it again")
     summary = jobdir.read_summary() or {}
     status, rounds = summary.get("status"), summary.get("rounds_completed") or 0
     per_round = summary["wall_time_s"] / rounds if rounds and summary.get("wall_time_s") else None
@@ -107,12 +114,13 @@ def estimate_etas(statuses: list[JobStatus]) -> None:
 def suite_status(jobs: list[Job], results_root) -> list[JobStatus]:
     """The status of each of `jobs`, read from the job store by id (whichever suite ran it)."""
     now = time.time()
-    statuses = [job_status(j, JobDir(results_root, j.id), now) for j in jobs]
+    statuses = [job_status(j, JobDir.for_reading(results_root, j.id), now) for j in jobs]
     estimate_etas(statuses)
     return statuses
 
 
 STYLE = {"done": "green", "running": "cyan", "failed": "red", "diverged": "magenta", "pending": "dim"}
+STYLE[DAMAGED] = "yellow"
 
 
 LISTED_UP_TO = 200  # jobs a table lists one by one; a larger suite is summed up per dataset and method
@@ -157,10 +165,11 @@ def _group_table(suite: str, statuses: list[JobStatus]) -> Table:
     for s in statuses:
         groups.setdefault((s.job.dataset_label, s.job.method_label), []).append(s)
     table = Table(title=f"{suite}: {len(statuses)} jobs, a row per dataset and method (--jobs lists each job)")
-    for col in ("dataset", "method", "jobs", *STATES, "ETA"):
+    states = _states(statuses)
+    for col in ("dataset", "method", "jobs", *states, "ETA"):
         table.add_column(col, justify="left" if col in ("dataset", "method") else "right", no_wrap=True)
     for (dataset, method), members in groups.items():
-        counts = [sum(s.state == state for s in members) for state in STATES]
+        counts = [sum(s.state == state for s in members) for state in states]
         left = [s for s in members if s.rounds_left]
         etas = [s.eta_s for s in left if s.eta_s is not None]
         at_least = "≥ " if len(etas) < len(left) else ""  # some unfinished jobs have no estimate
@@ -168,7 +177,7 @@ def _group_table(suite: str, statuses: list[JobStatus]) -> Table:
             dataset,
             method,
             str(len(members)),
-            *(f"[{STYLE[state]}]{n}[/]" if n else "-" for state, n in zip(STATES, counts)),
+            *(f"[{STYLE[state]}]{n}[/]" if n else "-" for state, n in zip(states, counts)),
             f"{at_least}{duration(sum(etas))}" if etas else "",
         )
     return table
@@ -185,7 +194,7 @@ def failed_lines(statuses: list[JobStatus], limit: int = 20) -> list[str]:
 
 
 def status_line(statuses: list[JobStatus]) -> str:
-    counts = ", ".join(f"{sum(s.state == k for s in statuses)} {k}" for k in STATES)
+    counts = ", ".join(f"{sum(s.state == k for s in statuses)} {k}" for k in _states(statuses))
     left = [s for s in statuses if s.rounds_left]
     if not left:
         return counts

@@ -77,6 +77,7 @@ def run_jobs(
                 if held:  # temp files a killed process left, a finished job's too
                     jobdir.remove_stale_temps()
                 if not (done := done or reusable_summary(job, jobdir)):
+                    jobdir.set_aside_damaged()
                     jobdir.set_aside_other_data(data_fingerprint(job.config))
                 if done:
                     summaries[job.id] = done

@@ -8,6 +8,10 @@
 - stopped: `--stop-after` ended it early on purpose; rerunning resumes it.
 
 finished and diverged are terminal: a rerun skips them.
+
+- damaged: never written, but what readers call a finished job whose files cannot be trusted (its
+  summary.json or metrics.jsonl cut, missing or holding NaN: results.JobDir.damage); `status` shows
+  it, it is never mirrored to MLflow, and the next `run` trains it again (or resumes it from its checkpoint).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ FINISHED = "finished"
 DIVERGED = "diverged"
 FAILED = "failed"
 STOPPED = "stopped"
+DAMAGED = "damaged"
 
 TERMINAL = (FINISHED, DIVERGED)
 

@@ -116,6 +116,7 @@ class Driver:
         run = self.runs.setdefault(job.id, JobRun(job))
         run.attempt += 1
         if run.attempt == 1:
+            jobdir.set_aside_damaged()  # under the job's lock (claim)
             atomic_write_json(jobdir.config, job_config_json(job, self.suite))
         resume = jobdir.read_files(RESUME_FILES) if jobdir.checkpoint.exists() else {}
         offer = self.offers.get((job.config.dataset.name, job.config.dataset.root))

@@ -18,6 +18,7 @@ from pathlib import Path
 from benchmark.errors import UserError
 from benchmark.lazy import torch
 from benchmark.run.job_status import FINISHED, TERMINAL
+from benchmark.run.old_layout import find_in_place
 
 log = logging.getLogger(__name__)
 # What a job needs to resume elsewhere, in the order to write it (checkpoint.pt, which points
@@ -32,6 +33,10 @@ OUTPUT_FILES = (
     "checkpoint.pt",
     "summary.json",
 )
+
+
+def _not_finite(name: str):
+    raise ValueError(f"the non-finite value {name}")
 
 
 def _umask() -> int:
@@ -145,6 +150,15 @@ class JobDir:
         self.path = job_path(results_root, job_id)
 
     @classmethod
+    def for_reading(cls, results_root: Path, job_id: str) -> JobDir:
+        """The job's folder in the store or, in a results folder that has no store yet, its folder of the
+        old layout where it is (`status` and `report` read; only a command that writes moves it)."""
+        jobdir = cls(results_root, job_id)
+        if not jobdir.path.exists() and not jobdir.path.parent.exists():
+            return cls.at(find_in_place(Path(results_root), STORE, job_id) or jobdir.path)
+        return jobdir
+
+    @classmethod
     def at(cls, path: Path) -> JobDir:
         """The job folder at `path` itself (a copy set aside, a folder of the layout before the store)."""
         jobdir = cls.__new__(cls)
@@ -165,18 +179,100 @@ class JobDir:
     )
 
     def read_summary(self) -> dict | None:
+        """The summary, or None when there is none or it is not valid JSON (`damage` says which)."""
         try:
-            return json.loads(self.summary.read_text())
-        except FileNotFoundError:
+            summary = json.loads(self.summary.read_text())
+        except (FileNotFoundError, ValueError):  # a cut summary counts as not run; `damage` names it
             return None
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            log.warning("%s is not valid JSON (%s); the job counts as not run", self.summary, err)
-            return None
+        return summary if isinstance(summary, dict) else None
 
     def is_done(self) -> bool:
-        """Finished (with its model) or diverged: nothing left to run."""
+        """Finished (with its model, and records that can be trusted) or diverged: nothing left to run."""
         s = self.read_summary()
-        return bool(s) and s.get("status") in TERMINAL and (s["status"] != FINISHED or self.model.exists())
+        if not s or s.get("status") not in TERMINAL:
+            return False
+        return s["status"] != FINISHED or (self.model.exists() and self.metrics_damage(s) is None)
+
+    def damage(self, every_line: bool = False) -> str | None:
+        """Why the job's results cannot be trusted: a summary.json that is not valid JSON, or a finished
+        job's metrics.jsonl that is missing, cut mid-line, holds a non-finite value (fedbench writes
+        strict JSON, so a bare NaN came from elsewhere) or does not end at its last round. None when
+        nothing is wrong, or there is no summary (a job not run or still running); `every_line`: see
+        `metrics_damage`."""
+        try:
+            summary = json.loads(self.summary.read_text())
+        except FileNotFoundError:
+            return None
+        except ValueError as err:
+            return f"{self.summary} is not valid JSON ({err})"
+        if not isinstance(summary, dict):
+            return f"{self.summary} is not valid JSON (not an object)"
+        return self.metrics_damage(summary, every_line) if summary.get("status") == FINISHED else None
+
+    def metrics_damage(self, summary: dict, every_line: bool = False) -> str | None:
+        """What is wrong with a finished job's metrics.jsonl (see `damage`), None when nothing is. Unless
+        `every_line` (`sync`, before it mirrors the records), only what a kill, a full disk, a deletion or a
+        non-finite number leaves is looked for: the end of the file and `NaN`/`Infinity` anywhere, a read
+        rather than a parse of every record (`run` asks it of every finished job it skips)."""
+        if not every_line and self._looks_whole(summary):
+            return None
+        records, why = self._records_before_damage()
+        last = records[-1]["round"] if records else 0
+        if why is None and last != summary.get("rounds_completed"):
+            return f"{self.metrics} ends at round {last}, its summary at round {summary.get('rounds_completed')}"
+        return why
+
+    def _looks_whole(self, summary: dict) -> bool:
+        try:
+            data = self.metrics.read_bytes()
+        except FileNotFoundError:
+            return False
+        if not data.endswith(b"\n") or b"NaN" in data or b"Infinity" in data:
+            return False
+        try:
+            last = json.loads(data[data.rfind(b"\n", 0, len(data) - 1) + 1 :])
+        except ValueError:
+            return False
+        return isinstance(last, dict) and last.get("round") == summary.get("rounds_completed")
+
+    def _records_before_damage(self) -> tuple[list[dict], str | None]:
+        """metrics.jsonl's records up to its first damaged line, and what is damaged (None: nothing)."""
+        try:
+            lines = self.metrics.read_bytes().split(b"\n")
+        except FileNotFoundError:
+            return [], f"{self.metrics} is missing"
+        records: list[dict] = []
+        for number, line in enumerate(lines, 1):
+            if number == len(lines):  # what follows the last newline: nothing, unless a write was cut
+                return records, f"{self.metrics} is cut mid-line at line {number}" if line else None
+            try:
+                record = json.loads(line, parse_constant=_not_finite)
+            except ValueError as err:
+                return records, f"{self.metrics} line {number} is not a JSON record ({err})"
+            last = records[-1]["round"] if records else 0
+            if not isinstance(record, dict) or not isinstance(record.get("round"), int) or record["round"] <= last:
+                return records, f"{self.metrics} line {number} is not the record of a round after round {last}"
+            records.append(record)
+        return records, None
+
+    def set_aside_damaged(self, every_line: bool = False) -> None:
+        """A damaged job (`damage`) made to run again, saying why once: with a checkpoint, its summary
+        moves to summary.json.damaged and the job resumes from the checkpoint (which checks the records
+        before it); without one the whole folder moves to `<job-id>.damaged/`, kept, never reused. Call
+        it holding the job's lock; `every_line`: see `metrics_damage`."""
+        why = self.damage(every_line)
+        if why is None:
+            return
+        if self.checkpoint.exists():  # the damaged files kept beside, the records before the damage to resume with
+            records, metrics_damaged = self._records_before_damage()
+            if metrics_damaged and self.metrics.exists():
+                os.replace(self.metrics, self.metrics.with_name("metrics.jsonl.damaged"))
+            self.write_metrics(records)
+            os.replace(self.summary, self.summary.with_name("summary.json.damaged"))
+            log.warning("job %s is damaged: %s; `fedbench run` resumes it from its checkpoint", self.path.name, why)
+            return
+        aside = self.set_aside("damaged")
+        log.warning("job %s is damaged: %s; kept as %s, `fedbench run` trains it again", self.path.name, why, aside)
 
     def skipped_summary(self, fingerprint: str | None = None) -> dict | None:
         """The summary of a job done on the data with `fingerprint` (finished or diverged),

@@ -5,8 +5,9 @@ reruns none of its baselines). `results/<suite>/` is the suite's view: its own f
 is how `status` and `report` find the suite's jobs at seeds or settings it no longer expands to.
 
 Results written before the store (job folders directly in `results/<suite>/`) move into it on the
-first command that opens the results folder (`migrate_to_job_store`): automatic, so that upgrading
-asks nothing of the user and a resumed run simply finds its checkpoints; it logs what it moved.
+first command that writes results (`migrate_to_job_store`): automatic, so that upgrading asks nothing
+of the user and a resumed run simply finds its checkpoints; it logs what it moved. Only folders that
+provably are fedbench jobs move (run/old_layout.py); commands that only read move nothing.
 """
 
 from __future__ import annotations
@@ -16,13 +17,12 @@ import os
 from pathlib import Path
 
 from benchmark.errors import UserError
+from benchmark.run import old_layout
 from benchmark.run.locks import FileLock
 from benchmark.run.results import STORE, JobDir, free_name_beside, job_path
 
 log = logging.getLogger(__name__)
 
-# a folder holding any of these is a job's (set-aside copies such as `<id>.data-<fingerprint>` included)
-JOB_FILES = ("config.json", "summary.json", "metrics.jsonl", "checkpoint.pt")
 # `.<job-id>.link`: a link about to be put in place in a suite's view (a kill leaves it; the next migration ends it)
 PENDING = ".link"
 
@@ -64,42 +64,59 @@ def _put_link(view: Path, name: str) -> None:
     os.replace(_pending_link(view, name), view / name)
 
 
-def _is_legacy_job(folder: Path) -> bool:
-    return folder.is_dir() and not folder.is_symlink() and any((folder / f).exists() for f in JOB_FILES)
-
-
 def open_results(results_root: Path, suite: str) -> Path:
     """The suite's view, with every job of the old layout under `results_root` moved into the store
-    first (every command that reads or writes results calls it); what has nothing to move writes nothing."""
+    first (every command that writes results calls it); what has nothing to move writes nothing."""
     view = suite_view(results_root, suite)
     migrate_to_job_store(results_root)
     return view
 
 
-def _unfinished_migration(root: Path) -> list[Path]:
-    """The suite views that hold a job folder of the old layout or a link left pending by a kill."""
-    views = [p for p in root.iterdir() if p.is_dir() and p.name != STORE and not p.is_symlink()]
-    return sorted(v for v in views if any(_is_legacy_job(f) for f in v.iterdir()) or any(v.glob(f".*{PENDING}")))
+def look_at_results(results_root: Path) -> None:
+    """What a command that only reads (`status`, `report`) says of the results folder, moving, creating and
+    locking nothing: the look-alikes it leaves alone, and old-layout jobs that a store already beside them
+    will take in on the next command that writes (where there is no store yet they are read in place)."""
+    root = Path(results_root)
+    jobs, foreign = old_layout.survey(root, STORE)
+    old_layout.name_foreign(foreign)
+    if jobs and (root / STORE).is_dir():
+        log.warning(
+            "results: %d job folder(s) of the layout before the job store (%s, ...) are not shown; the next "
+            "`fedbench run` or `fedbench sync` moves them into %s",
+            len(jobs),
+            jobs[0],
+            root / STORE,
+        )
+
+
+def _pending_links(root: Path) -> list[Path]:
+    """Links a killed migration made beside a suite's view but had not put in place."""
+    return [p for v in old_layout.suite_folders(root, STORE) for p in sorted(v.glob(f".*{PENDING}"))]
 
 
 def migrate_to_job_store(results_root: Path) -> int:
-    """Move every job folder of the old layout (`results/<suite>/<name>/`) into the store and leave
-    the link in its place; returns how many moved. Each move is one rename on one filesystem, so a
-    kill at any moment leaves every job whole in its old or its new place, and running it again ends
-    the work. Idempotent: a folder already moved is a link, and is left alone."""
+    """Move every job folder of the old layout (`results/<suite>/<name>/`, run/old_layout.py: only what
+    provably is one) into the store and leave the link in its place; returns how many moved. Each move
+    is one rename on one filesystem, so a kill at any moment leaves every job whole in its old or its
+    new place, and running it again ends the work. Idempotent: a folder already moved is a link, and is
+    left alone. Look-alikes are named once and left as they are."""
     root = Path(results_root)
-    if not root.is_dir() or not _unfinished_migration(root):
+    if not root.is_dir():
+        return 0
+    jobs, foreign = old_layout.survey(root, STORE)
+    old_layout.name_foreign(foreign)  # here only: the survey under the lock says nothing
+    if not jobs and not _pending_links(root):
         return 0
     moved = 0
     with FileLock(root / STORE / ".locks" / "migrate.lock"):  # one migration at a time
-        for view in _unfinished_migration(root):
-            for pending in view.glob(f".*{PENDING}"):  # links a killed migration had not put in place
-                name = pending.name.removeprefix(".").removesuffix(PENDING)
-                if (view / name).is_symlink() or not job_path(root, name).exists():
-                    pending.unlink()
-                elif not (view / name).exists():
-                    _put_link(view, name)
-            moved += sum(_move(view, folder) for folder in sorted(view.iterdir()) if _is_legacy_job(folder))
+        jobs, _ = old_layout.survey(root, STORE)  # again: another process may have ended it meanwhile
+        for pending in _pending_links(root):  # links a killed migration had not put in place
+            view, name = pending.parent, pending.name.removeprefix(".").removesuffix(PENDING)
+            if (view / name).is_symlink() or not job_path(root, name).exists():
+                pending.unlink()
+            elif not (view / name).exists():
+                _put_link(view, name)
+        moved += sum(_move(folder.parent, folder) for folder in jobs)
     if moved:
         log.info("results: moved %d job folder(s) into the job store %s (one-time migration)", moved, root / STORE)
     return moved

@@ -284,6 +284,9 @@ class MlflowTracker(NullTracker):
             lock = job_lock(self.results_root, job.id)
             if lock.acquire(blocking=False):  # a job running elsewhere is mirrored live by its process
                 try:
+                    if jobdir.damage(every_line=True):  # never mirrored as complete: `run` trains it again
+                        jobdir.set_aside_damaged(every_line=True)
+                        continue
                     self.mirror.mirror(job, jobdir, summary)
                     healed += 1
                 finally:

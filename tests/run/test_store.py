@@ -82,12 +82,14 @@ def test_two_suites_that_each_ran_a_job_keep_the_finished_copy_and_the_other_asi
     finished = next(i for i in FROZEN_IDS if (results / "frozen" / i / "final_model.pt").exists())
     (results / "other").mkdir()
     os.replace(results / "frozen" / finished, results / "other" / finished)  # "other" has the finished copy
-    (results / "frozen" / finished).mkdir()  # "frozen" an unfinished one
-    (results / "frozen" / finished / "config.json").write_text("{}")
+    config = json.loads((results / "other" / finished / "config.json").read_text())
+    (results / "other" / finished / "config.json").write_text(json.dumps({**config, "suite": "other"}))
+    (results / "frozen" / finished).mkdir()  # "frozen" an unfinished one: its config only
+    (results / "frozen" / finished / "config.json").write_text(json.dumps(config))
     store.migrate_to_job_store(results)
     assert JobDir(results, finished).is_done()
     kept = [p.name for p in (results / "jobs").iterdir() if p.name.startswith(f"{finished}.")]
-    assert len(kept) == 1 and (results / "jobs" / kept[0] / "config.json").read_text() == "{}"
+    assert len(kept) == 1 and [p.name for p in (results / "jobs" / kept[0]).iterdir()] == ["config.json"]
     assert all((results / suite / finished).is_symlink() for suite in ("frozen", "other"))
 
 
