@@ -25,8 +25,10 @@ def run_suite(
     cluster: tuple,
     quiet: bool,
     verbose: bool,
+    keep_stale: bool = False,
 ) -> None:
-    """`cluster`: ClusterOptions' fields (Ray address, GPUs and CPUs per job, data URIs, ship limit)."""
+    """`cluster`: ClusterOptions' fields (Ray address, GPUs and CPUs per job, data URIs, ship limit);
+    `keep_stale`: reuse done jobs whose code changed since (marked), rather than train them again."""
     from benchmark.run.executor_base import EXECUTORS, ClusterOptions
     from benchmark.run.results import check_writable
     from benchmark.run.store import open_results
@@ -36,6 +38,7 @@ def run_suite(
     request(threads)  # torch's CPU threads for every job; None: each job's model is probed (run/threads.py)
     suite, jobs = select()  # first: its plugins may add executors
     runner = EXECUTORS.require(executor)(ClusterOptions(*cluster))
+    runner.keep_stale = keep_stale
     dev = runner.device(device)
     runner.check(jobs)
     check_writable(open_results(results_dir, suite.name))
