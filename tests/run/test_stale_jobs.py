@@ -257,3 +257,21 @@ def test_results_from_before_per_part_fingerprints_are_noted_not_retrained(tmp_p
     assert "1 job(s) ran before fedbench recorded their code: not checked for staleness" in " ".join(
         done.stdout.split()
     )
+
+
+def test_a_protocol_section_counts_its_stale_runs():
+    """FedAc's tables have a cell per (method, M, K) over many runs: the note under them counts the stale ones."""
+    from engine.test_fedac_batched import shared_suite
+
+    from benchmark.report.protocol_sections import build_sections
+    from benchmark.run.code_parts import job_code
+    from benchmark.suite.expand import expand
+
+    suite = shared_suite(["fedac1", "fedavg"], clients=4)
+    jobs = expand(suite)
+    summaries = {j.id: {"status": "finished", "final_subopt": 1e-3, "code_parts": job_code(j.config)} for j in jobs}
+    [(_, section)], _ = build_sections(suite, jobs, summaries)
+    assert "stale" not in section.note
+    summaries[jobs[0].id]["code_parts"]["engine"] = "another"
+    [(_, section)], _ = build_sections(suite, jobs, summaries)
+    assert f"stale: 1 of these {len(jobs)} runs ran on code that changed since" in section.note
