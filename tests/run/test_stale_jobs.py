@@ -174,6 +174,7 @@ def test_a_plugin_rule_edited_is_stale_retrained_by_run_and_kept_marked_with_kee
 
     kept = project.run("--keep-stale")  # kept as it is, and its numbers marked in the table
     assert summaries(project.results) == before and "(stale 1/1)" in kept.stdout
+    assert "1 job(s) stale: their code changed since they ran: server trimmed (1)" in " ".join(kept.stderr.split())
 
     rerun = project.run()  # trained again with the code now: the numbers of a fresh run
     after = summaries(project.results)
