@@ -283,13 +283,14 @@ def _distribution_of(top: str) -> tuple[str, str] | None:
 
 def code_versions(config) -> dict[str, str]:
     """The distributions the job's parts come from -> their versions: fedbench's always; a plugin
-    module that belongs to no installed distribution (a file on PYTHONPATH) is "<module> (not installed)"."""
+    module no installed distribution holds (a file on PYTHONPATH) is listed by its top-level
+    module's name as "not installed"."""
     versions = {"fedbench": code_fingerprint().split("+")[0]}
     for _, module, _ in _part_objects(*_part_names(config)):
         top = module.split(".")[0]
         if top not in OWN_PACKAGES:
             found = _distribution_of(top)
-            versions[found[0] if found else f"{top} (not installed)"] = found[1] if found else "-"
+            versions[found[0] if found else top] = found[1] if found else "not installed"
     return versions
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from fedtest import REPO, measured
 from pinned import frozen_copy
+from plugins.test_plugins import installed  # noqa: F401 (a fixture: the FedMedian distribution, pip-installed)
 
 SUITE = """\
 name: tiny
@@ -155,7 +156,7 @@ def test_a_plugin_rule_edited_is_stale_retrained_by_run_and_kept_marked_with_kee
     before = summaries(project.results)
     assert before["Trimmed"]["code_versions"] == {
         "fedbench": before["FedAvg"]["code_versions"]["fedbench"],
-        "my_rule (not installed)": "-",
+        "my_rule": "not installed",
     }
     assert "server trimmed" in before["Trimmed"]["code_parts"] and "server average" in before["FedAvg"]["code_parts"]
 
@@ -276,3 +277,30 @@ def test_a_protocol_section_counts_its_stale_runs():
     summaries[jobs[0].id]["code_parts"]["engine"] = "another"
     [(_, section)], _ = build_sections(suite, jobs, summaries)
     assert f"stale: 1 of these {len(jobs)} runs ran on code that changed since" in section.note
+
+
+def test_the_code_of_each_part_is_tagged_on_the_jobs_mlflow_run(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    (tmp_path / "my_rule.py").write_text(RULE)
+    write_suite(tmp_path, ["{label: Trimmed, server: {rule: trimmed}}"], plugins="my_rule")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    Project(tmp_path, [REPO, tmp_path])("run", "--tracking-uri", uri)
+    summary = summaries(tmp_path / "results")["Trimmed"]
+    client = MlflowClient(uri)
+    [run] = client.search_runs([client.get_experiment_by_name("tiny").experiment_id], "tags.`fedbench.kind` = 'job'")
+    tags = run.data.tags
+    assert tags["fedbench.code.server.trimmed"] == summary["code_parts"]["server trimmed"]
+    assert tags["fedbench.code.engine"] == summary["code_parts"]["engine"]
+    assert tags["fedbench.version.fedbench"] == summary["code_versions"]["fedbench"]
+    assert tags["fedbench.version.my_rule"] == "not installed"
+
+
+def test_an_installed_plugin_records_its_distributions_version(tmp_path, installed):  # noqa: F811 (the fixture)
+    from plugins.test_plugins import final_accuracies, one_client_suite
+
+    path = one_client_suite(tmp_path)
+    done = fedbench("run", str(path), "--no-tracking", "--results-dir", "results", cwd=tmp_path, path=[REPO, installed])
+    assert done.returncode == 0 and set(final_accuracies(tmp_path / "results")) == {"FedAvg", "FedMedian"}, done.stderr
+    versions = summaries(tmp_path / "results")["FedMedian"]["code_versions"]
+    assert versions == {"fedbench": versions["fedbench"], "fedmedian": "0.1.0"}  # tests/plugins/fedmedian_pkg
