@@ -249,8 +249,9 @@ def check_folder(results_dir: Path | None, reuse: bool, suite: str, jobs):
         return
     check_writable(open_results(results_dir, suite))
     from benchmark.run.executor_base import torch_device
-    from benchmark.run.reuse import why_not_reusable
+    from benchmark.run.reuse import ReuseCheck
 
+    verdicts = ReuseCheck(jobs, suite, torch_device("auto"))
     for job in jobs:
         jobdir = JobDir(results_dir, job.id)
         if not jobdir.path.exists():
@@ -261,7 +262,7 @@ def check_folder(results_dir: Path | None, reuse: bool, suite: str, jobs):
                 "current code produced, or give another --results-dir"
             )
         with job_lock(results_dir, job.id):
-            if why := why_not_reusable(job, jobdir, suite, torch_device("auto")):
+            if why := verdicts.why_not(job, jobdir):
                 produced_by = (jobdir.read_summary() or {}).get("code_fingerprint")
                 aside = jobdir.set_aside(f"code-{produced_by or 'unknown'}")
                 log.warning("job %s not reused: %s; moved to %s, it runs again", job.id, why, aside)

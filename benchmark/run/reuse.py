@@ -18,34 +18,45 @@ from benchmark.run.stale import UNKNOWN, stale_parts
 from benchmark.suite.expand import Job
 
 
-def why_not_reusable(job: Job, jobdir: JobDir, suite: str, device: str) -> str | None:
-    """None when the current code reproduces the job's stored results, else why not."""
-    summary = jobdir.read_summary() or {}
-    if summary.get("status") not in TERMINAL or not jobdir.is_done():
-        return "it is not done (a gate runs it whole)"
-    if (produced_by := summary.get("code_fingerprint")) != (current := code_fingerprint()):
-        return f"results of other code ({produced_by}, now {current})"
-    if (changed := stale_parts(job, summary)) == UNKNOWN:
-        return "its summary records no per-part code fingerprints"
-    if changed:
-        return f"the code of {', '.join(changed)} changed since it ran"
-    stored = jobdir.read_metrics()
-    if not stored:
-        return "it has no metrics to check against"
-    again = first_round_now(job, suite, stored[0]["round"], device)
-    if differing := [k for k in MEASURED if again.get(k) != stored[0].get(k)]:
-        return f"round {stored[0]['round']} computed by the current code differs from the stored one ({', '.join(differing)})"
-    return None
+class ReuseCheck:
+    """The gate's verdicts on the jobs of one check: `why_not(job, jobdir)` is None when the current
+    code reproduces the job's stored results, else why not. A protocol's jobs (FedAc's) are
+    recomputed in the batches a run of all `jobs` computes them in: a batch of another size rounds
+    differently in the last bits."""
 
+    def __init__(self, jobs: list[Job], suite: str, device: str):
+        from benchmark.run.protocol_batches import ProtocolBatches
 
-def first_round_now(job: Job, suite: str, upto: int, device: str) -> dict:
-    """The metrics record of round `upto` as the current code computes it (in a scratch folder)."""
-    from benchmark.run.job_runner import run_job
-    from benchmark.run.protocols import claiming
+        self.suite, self.device, self.batches = suite, device, ProtocolBatches(jobs)
 
-    claimed = claiming(job.config)
-    replay = (lambda j: claimed[0].run_batch([j])[0]) if claimed else None
-    with tempfile.TemporaryDirectory(prefix="fedbench-reuse-") as scratch:
-        scratch_dir = JobDir.at(Path(scratch) / job.id)
-        run_job(job, suite, scratch_dir, device, stop_after=upto, simulation_for=replay)
-        return next((r for r in scratch_dir.read_metrics() if r["round"] == upto), {})
+    def why_not(self, job: Job, jobdir: JobDir) -> str | None:
+        summary = jobdir.read_summary() or {}
+        if summary.get("status") not in TERMINAL or not jobdir.is_done():
+            return "it is not done (a gate runs it whole)"
+        if (produced_by := summary.get("code_fingerprint")) != (current := code_fingerprint()):
+            return f"results of other code ({produced_by}, now {current})"
+        if (changed := stale_parts(job, summary)) == UNKNOWN:
+            return "its summary records no per-part code fingerprints"
+        if changed:
+            return f"the code of {', '.join(changed)} changed since it ran"
+        stored = jobdir.read_metrics()
+        if not stored:
+            return "it has no metrics to check against"
+        again = self.round_now(job, stored[0]["round"])
+        if differing := [k for k in MEASURED if again.get(k) != stored[0].get(k)]:
+            return (
+                f"round {stored[0]['round']} computed by the current code differs from the stored one "
+                f"({', '.join(differing)})"
+            )
+        return None
+
+    def round_now(self, job: Job, upto: int) -> dict:
+        """The metrics record of round `upto` as the current code computes it (in a scratch folder)."""
+        from benchmark.run.job_runner import run_job
+
+        with tempfile.TemporaryDirectory(prefix="fedbench-reuse-") as scratch:
+            scratch_dir = JobDir.at(Path(scratch) / job.id)
+            run_job(
+                job, self.suite, scratch_dir, self.device, stop_after=upto, simulation_for=self.batches.simulation_for
+            )
+            return next((r for r in scratch_dir.read_metrics() if r["round"] == upto), {})

@@ -50,3 +50,18 @@ def test_reuse_recomputes_the_code_and_refuses_what_a_broken_build_did_not_produ
     assert not json.loads(capsys.readouterr().out)["passed"]
     rerun = [f"{p.parent.name}.code-{code_fingerprint()}" for p in summaries]
     assert set_aside(results) == sorted([unknown, *rerun[1:], f"{unknown}-2"])
+
+
+def test_reuse_verifies_a_protocols_job_by_its_batch_of_one(tmp_path):
+    """FedAc's jobs are computed in batches: the check recomputes them in the batches a run computes."""
+    from engine.test_fedac_batched import shared_suite
+
+    from benchmark.run.executor import run_jobs
+    from benchmark.run.results import JobDir
+    from benchmark.run.reuse import ReuseCheck
+    from benchmark.suite.expand import expand
+
+    jobs = expand(shared_suite(["fedac1", "fedavg"], clients=4))
+    run_jobs(jobs, "fedac-batched", tmp_path)
+    verdicts = ReuseCheck(jobs, "fedac-batched", "cpu")
+    assert {verdicts.why_not(j, JobDir(tmp_path, j.id)) for j in jobs} == {None}
