@@ -52,7 +52,7 @@ def test_reuse_recomputes_the_code_and_refuses_what_a_broken_build_did_not_produ
     assert set_aside(results) == sorted([unknown, *rerun[1:], f"{unknown}-2"])
 
 
-def test_reuse_verifies_a_protocols_job_by_its_batch_of_one(tmp_path):
+def test_reuse_verifies_a_protocols_jobs_in_the_batches_a_run_computes(tmp_path):
     """FedAc's jobs are computed in batches: the check recomputes them in the batches a run computes."""
     from engine.test_fedac_batched import shared_suite
 
