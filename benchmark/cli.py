@@ -48,6 +48,12 @@ def cli() -> None:
 @click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto")
 @job_options
 @click.option("--stop-after", type=COUNT, default=None, help="stop every job after this many rounds (resumable)")
+@click.option(
+    "--keep-stale",
+    is_flag=True,
+    help="reuse done jobs whose code changed since they ran (marked stale in every table) instead of training "
+    "them again",
+)
 @THREADS
 @click.option(
     "--executor",
@@ -94,6 +100,7 @@ def run(
     seeds,
     rounds,
     stop_after,
+    keep_stale: bool,
     threads,
     executor: str,
     ray_address,
@@ -121,6 +128,7 @@ def run(
         cluster,
         quiet,
         verbose,
+        keep_stale,
     )
 
 

@@ -19,6 +19,7 @@ def report_suite(
     from benchmark.report.on_disk import jobs_with_seeds_on_disk, left_out_of_previous_report
     from benchmark.report.report_files import write_report
     from benchmark.run.results import JobDir
+    from benchmark.run.stale import stale_line, stale_parts
     from benchmark.run.store import look_at_results
 
     look_at_results(results_dir)  # report writes its report/ only: nothing else under results_dir moves
@@ -34,6 +35,8 @@ def report_suite(
     if not as_json:
         print_results(suite, jobs, summaries, results_dir, picked, wide)
     note_unselected(suite, jobs, results_dir)
+    if said := stale_line([stale_parts(j, summaries.get(j.id)) for j in jobs]):
+        err_console.print(said, markup=False)
     convergence = report_figures(suite, jobs, results_dir)
     figures = [*protocol_figures(results_dir, suite.name), *convergence]
     report_dir = results_dir / suite.name / "report"

@@ -25,10 +25,13 @@ def run_suite(
     cluster: tuple,
     quiet: bool,
     verbose: bool,
+    keep_stale: bool = False,
 ) -> None:
-    """`cluster`: ClusterOptions' fields (Ray address, GPUs and CPUs per job, data URIs, ship limit)."""
+    """`cluster`: ClusterOptions' fields (Ray address, GPUs and CPUs per job, data URIs, ship limit);
+    `keep_stale`: reuse done jobs whose code changed since (marked), rather than train them again."""
     from benchmark.run.executor_base import EXECUTORS, ClusterOptions
     from benchmark.run.results import check_writable
+    from benchmark.run.stale import stale_line
     from benchmark.run.store import open_results
     from benchmark.run.threads import request
     from benchmark.run.tracking import NullTracker
@@ -36,6 +39,7 @@ def run_suite(
     request(threads)  # torch's CPU threads for every job; None: each job's model is probed (run/threads.py)
     suite, jobs = select()  # first: its plugins may add executors
     runner = EXECUTORS.require(executor)(ClusterOptions(*cluster))
+    runner.keep_stale = keep_stale
     dev = runner.device(device)
     runner.check(jobs)
     check_writable(open_results(results_dir, suite.name))
@@ -46,6 +50,8 @@ def run_suite(
         summaries = runner.run(jobs, suite.name, results_dir, dev, tracker, reporter, stop_after)
         summarise(tracker, suite, jobs, results_dir)
     print_results(suite, jobs, summaries, results_dir)
+    if kept := stale_line([s.get("stale", []) for s in summaries.values()]):  # --keep-stale
+        err_console.print(kept, markup=False)
     out.print(f"results: {results_dir / suite.name}" + mlflow_hint(tracker), markup=False, highlight=False)
     exit_for_statuses(jobs, summaries)
 

@@ -10,6 +10,7 @@ from benchmark.commands.output import note_unselected, out, print_json
 def show_status(select, seeds, results_dir: Path, as_json: bool, every_job: bool = False) -> None:
     from benchmark.report.on_disk import jobs_with_seeds_on_disk
     from benchmark.report.status import failed_lines, grouped, status_line, status_records, status_table, suite_status
+    from benchmark.run.stale import stale_line
     from benchmark.run.store import look_at_results
 
     look_at_results(results_dir)  # status reads only: nothing under results_dir moves
@@ -22,4 +23,6 @@ def show_status(select, seeds, results_dir: Path, as_json: bool, every_job: bool
         for line in failed_lines(statuses) if grouped(statuses, every_job) else []:
             out.print(line, highlight=False, markup=False)
         out.print(status_line(statuses), highlight=False)
+        if said := stale_line([s.stale for s in statuses]):
+            out.print(said, highlight=False, markup=False)
     note_unselected(suite, jobs, results_dir)

@@ -82,6 +82,14 @@ def _lost_text(statuses: list[str]) -> str:
     return ", ".join(f"{s} ({n}/{len(statuses)})" for s, n in counts.items())
 
 
+def stale_mark(*finished: pd.DataFrame) -> str:
+    """' (stale k/n)' when k of the n finished jobs behind a number ran on code that changed since
+    (kept by `run --keep-stale`, run/stale.py), else ''."""
+    n = sum(len(f) for f in finished)
+    k = sum(int((f["stale"].fillna("") != "").sum()) for f in finished if "stale" in f)
+    return f" (stale {k}/{n})" if k else ""
+
+
 def measured_cell(col: Column, finished: pd.DataFrame, everything: pd.DataFrame) -> Cell:
     """The column's cell over a setting's jobs (`everything`), from those that finished."""
     if finished.empty:
@@ -93,6 +101,7 @@ def measured_cell(col: Column, finished: pd.DataFrame, everything: pd.DataFrame)
             return Cell(f">{int(everything['rounds'].iloc[0])}")
         return Cell("-")
     text, shown = _mean_std(values, col.unit)
+    text += stale_mark(finished)
     mean, std = mean_std(values)
     if len(values) < len(finished):  # rounds/MB to a target some seeds never reached
         text += f" ({len(values)}/{len(finished)} reached)"

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmark.errors import UserError
-from benchmark.run.code_fingerprint import code_fingerprint
 from benchmark.run.results import JobDir, atomic_write_json, check_writable
 from benchmark.run.store import job_lock, open_results
 
@@ -238,7 +237,7 @@ def check_seeds(jobs) -> None:
 def check_folder(results_dir: Path | None, reuse: bool, suite: str, jobs):
     """The results folder the gate runs in: a new temporary one (removed afterwards), or
     `results_dir`, where jobs already present are an error unless `reuse`; then a job is reused
-    only if the current code produced it, else set aside to `<job-id>.code-<fingerprint>/`."""
+    only if the current code reproduces it (run/reuse.py), else set aside to `<job-id>.code-<fingerprint>/`."""
     if results_dir is None:
         if reuse:
             raise UserError("--reuse reuses the jobs of --results-dir: give the folder")
@@ -249,7 +248,10 @@ def check_folder(results_dir: Path | None, reuse: bool, suite: str, jobs):
             shutil.rmtree(folder, ignore_errors=True)
         return
     check_writable(open_results(results_dir, suite))
-    current = code_fingerprint()
+    from benchmark.run.executor_base import torch_device
+    from benchmark.run.reuse import ReuseCheck
+
+    verdicts = ReuseCheck(jobs, suite, torch_device("auto"))
     for job in jobs:
         jobdir = JobDir(results_dir, job.id)
         if not jobdir.path.exists():
@@ -260,14 +262,8 @@ def check_folder(results_dir: Path | None, reuse: bool, suite: str, jobs):
                 "current code produced, or give another --results-dir"
             )
         with job_lock(results_dir, job.id):
-            produced_by = (jobdir.read_summary() or {}).get("code_fingerprint")
-            if produced_by != current:
+            if why := verdicts.why_not(job, jobdir):
+                produced_by = (jobdir.read_summary() or {}).get("code_fingerprint")
                 aside = jobdir.set_aside(f"code-{produced_by or 'unknown'}")
-                log.warning(
-                    "job %s: results of other code (%s, now %s) moved to %s; it runs again",
-                    job.id,
-                    produced_by,
-                    current,
-                    aside,
-                )
+                log.warning("job %s not reused: %s; moved to %s, it runs again", job.id, why, aside)
     yield results_dir

@@ -37,6 +37,7 @@ JOB_COLUMNS = [
     "bytes",
     "wall_s",
     "error",
+    "stale",  # the parts whose code changed since the job ran, comma-joined ('' for none: run/stale.py)
 ]
 
 
@@ -97,6 +98,13 @@ def _total_bytes(d: dict) -> float:
     return d["bytes_down"] + d["bytes_up"] if "bytes_down" in d and "bytes_up" in d else math.nan
 
 
+def _stale_text(job: Job, summary: dict | None) -> str:
+    from benchmark.run.stale import UNKNOWN, stale_parts
+
+    parts = stale_parts(job, summary)
+    return "" if parts == UNKNOWN else ", ".join(parts)
+
+
 def jobs_frame(jobs: list[Job], results_root=None, summaries: dict[str, dict] | None = None) -> pd.DataFrame:
     """One row per job under `results_root`: LABEL_COLUMNS,
     the rest of JOB_COLUMNS, then a column per summary metric (acc@R, rounds_to@X, bytes_to@X, ...;
@@ -126,6 +134,7 @@ def jobs_frame(jobs: list[Job], results_root=None, summaries: dict[str, dict] | 
                 "bytes": _total_bytes(s),
                 "wall_s": s.get("wall_time_s"),
                 "error": (str(s.get("error") or "").splitlines() or [None])[0],
+                "stale": _stale_text(job, summary),
                 **s.get("metrics", {}),
                 # natural-user data: the last round's per-client accuracy, summarised (client_p10 ... client_mean)
                 **{f"client_{k}": v for k, v in (s.get("client_acc") or {}).items() if k != "clients"},

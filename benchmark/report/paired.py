@@ -13,7 +13,7 @@ import math
 
 import pandas as pd
 
-from benchmark.report.cells import Cell, Column, is_number, mean_std, number_text
+from benchmark.report.cells import Cell, Column, is_number, mean_std, number_text, stale_mark
 from benchmark.run.job_status import FINISHED
 
 CONFIDENCE = 0.95
@@ -51,6 +51,7 @@ def paired_cell(jobs: pd.DataFrame, baseline_jobs: pd.DataFrame, key: str, unit:
     mean, low, high = paired_interval(differences)
     text = _signed(mean, unit)
     text += f" [{_signed(low, unit)}, {_signed(high, unit)}]" if low is not None else " (1 seed)"
+    text += stale_mark(*(frame[frame.status == FINISHED] for frame in (jobs, baseline_jobs)))
     std = mean_std(differences)[1]
     return Cell(
         text,

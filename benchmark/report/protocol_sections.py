@@ -79,7 +79,18 @@ def build_sections(
 ) -> tuple[list[tuple[ProtocolSection, Section]], list[Job]]:
     """The sections of the protocols whose jobs are among `jobs`, and the jobs none claims."""
     claimed, rest = split(jobs)
-    return [(section, section.build(suite, mine, summaries)) for section, mine in claimed], rest
+    return [
+        (section, _marked(section.build(suite, mine, summaries), mine, summaries)) for section, mine in claimed
+    ], rest
+
+
+def _marked(built: Section, jobs: list[Job], summaries: dict[str, dict]) -> Section:
+    """A section whose runs include stale ones (kept by `run --keep-stale`) says how many, under its tables."""
+    from benchmark.run.stale import is_stale
+
+    if stale := sum(is_stale(job, summaries.get(job.id)) for job in jobs):
+        built.note += f"\nstale: {stale} of these {len(jobs)} runs ran on code that changed since (kept by --keep-stale; `fedbench run` trains them again)"
+    return built
 
 
 def print_sections(console, suite: Suite, jobs: list[Job], summaries: dict[str, dict], results_dir: Path) -> list[Job]:

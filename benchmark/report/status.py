@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rich.table import Table
 
@@ -15,6 +15,7 @@ from benchmark.run.heartbeat import is_alive, read_heartbeat, seconds_per_round
 from benchmark.run.job_status import DAMAGED, DIVERGED, FAILED, FINISHED, STOPPED
 from benchmark.run.progress import duration
 from benchmark.run.results import JobDir
+from benchmark.run.stale import UNKNOWN, stale_parts
 from benchmark.suite.expand import Job
 
 STATES = ("done", "running", "failed", "diverged", "pending", DAMAGED)
@@ -34,6 +35,7 @@ class JobStatus:
     sec_per_round: float | None  # measured on this job
     note: str = ""
     eta_s: float | None = None  # remaining rounds x measured (or estimated) seconds per round
+    stale: list[str] | str = field(default_factory=list)  # the parts whose code changed since it ran (run/stale.py)
 
     @property
     def rounds_left(self) -> int:
@@ -65,11 +67,13 @@ def job_status(job: Job, jobdir: JobDir, now: float) -> JobStatus:
     summary = jobdir.read_summary() or {}
     status, rounds = summary.get("status"), summary.get("rounds_completed") or 0
     per_round = summary["wall_time_s"] / rounds if rounds and summary.get("wall_time_s") else None
+    stale = stale_parts(job, summary)
+    changed = f"stale: {', '.join(stale)} changed; " if stale and stale != UNKNOWN else ""
     if status == FINISHED and jobdir.model.exists():
-        return JobStatus(job, "done", rounds, summary.get("final_acc"), per_round)
+        return JobStatus(job, "done", rounds, summary.get("final_acc"), per_round, changed.rstrip("; "), stale=stale)
     if status in (FAILED, DIVERGED):  # no accuracy: neither has a result to show
         what = str(summary.get("error") or "").splitlines()
-        return JobStatus(job, status, rounds, None, per_round, what[0][:80] if what else "")
+        return JobStatus(job, status, rounds, None, per_round, changed + (what[0][:80] if what else ""), stale=stale)
     last = _last_metrics(jobdir)
     if status == STOPPED:
         return JobStatus(
@@ -221,6 +225,7 @@ def status_records(statuses: list[JobStatus]) -> list[dict]:
             "sec_per_round": s.sec_per_round,
             "eta_s": s.eta_s if s.rounds_left else None,
             "note": s.note,
+            "stale": s.stale,
         }
         for s in statuses
     ]

@@ -18,12 +18,14 @@ from benchmark.engine.round_tally import OnClients
 from benchmark.engine.setup import data_fingerprint
 from benchmark.errors import UserError
 from benchmark.run.code_fingerprint import code_fingerprint
+from benchmark.run.code_parts import code_versions, job_code
 from benchmark.run.executor_base import EXECUTORS, Executor
 from benchmark.run.job_runner import run_job
 from benchmark.run.progress import LogProgress, log
 from benchmark.run.protocol_batches import ProtocolBatches
 from benchmark.run.records import FailedSummary
 from benchmark.run.results import JobDir, atomic_write_json, environment_error, is_environment_error
+from benchmark.run.stale import marked, set_aside_stale
 from benchmark.run.store import job_lock, link_into_suite
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
@@ -39,12 +41,15 @@ def failed_summary(job: Job, suite: str, error: str, trace: str = "") -> dict:
         error,
         trace,
         code_fingerprint=code_fingerprint(),
+        code_parts=job_code(job.config),
+        code_versions=code_versions(job.config),
     ).to_json()
 
 
-def reusable_summary(job: Job, jobdir: JobDir) -> dict | None:
-    """The summary of a job already done on the same data (marked skipped), else None."""
-    return jobdir.skipped_summary(data_fingerprint(job.config))
+def reusable_summary(job: Job, jobdir: JobDir, keep_stale: bool = False) -> dict | None:
+    """The summary of a job already done on the same data by the same code (marked skipped; with
+    `keep_stale`, by other code too, marked stale: run/stale.py), else None."""
+    return marked(job, jobdir.skipped_summary(data_fingerprint(job.config)), keep_stale)
 
 
 def run_jobs(
@@ -55,20 +60,22 @@ def run_jobs(
     tracker=None,
     progress=None,
     stop_after: int | None = None,
+    keep_stale: bool = False,
 ) -> dict[str, dict]:
-    """Run every unfinished job; returns job id -> summary (finished, diverged, skipped, or failed)."""
+    """Run every unfinished job; returns job id -> summary (finished, diverged, skipped, or failed).
+    A done job whose code changed since (stale) runs again, unless `keep_stale`."""
     tracker = tracker or NullTracker()
     progress = progress or LogProgress(jobs)
     summaries: dict[str, dict] = {}
     # jobs a protocol claims (run/protocols.py): each batch is computed once, when its first job is due
-    batched = ProtocolBatches([j for j in jobs if not reusable_summary(j, JobDir(results_root, j.id))])
+    batched = ProtocolBatches([j for j in jobs if not reusable_summary(j, JobDir(results_root, j.id), keep_stale)])
     with progress:
 
         def attempt(job: Job, wait: bool) -> bool:
             """Run or skip `job`; False when another process holds it and `wait` is off."""
             jobdir = JobDir(results_root, job.id)
             lock = job_lock(results_root, job.id)
-            done = reusable_summary(job, jobdir)
+            done = reusable_summary(job, jobdir, keep_stale)
             held = lock.acquire(blocking=wait and not done)  # a finished job: only to tidy it, never waited for
             if not done and not held:
                 return False
@@ -76,9 +83,10 @@ def run_jobs(
             try:  # re-read under the lock: the other process may have finished it meanwhile
                 if held:  # temp files a killed process left, a finished job's too
                     jobdir.remove_stale_temps()
-                if not (done := done or reusable_summary(job, jobdir)):
+                if not (done := done or reusable_summary(job, jobdir, keep_stale)):
                     jobdir.set_aside_damaged()
                     jobdir.set_aside_other_data(data_fingerprint(job.config))
+                    set_aside_stale(job, jobdir)
                 if done:
                     summaries[job.id] = done
                     progress.skipped(job, done)
@@ -100,7 +108,7 @@ class LocalExecutor(Executor):
     name = "local"
 
     def run(self, jobs, suite, results_root, device, tracker, progress, stop_after):
-        return run_jobs(jobs, suite, results_root, device, tracker, progress, stop_after)
+        return run_jobs(jobs, suite, results_root, device, tracker, progress, stop_after, self.keep_stale)
 
 
 def run_or_record_failure(

@@ -57,6 +57,8 @@ class Executor(ABC):
 
     name: ClassVar[str]
     uses_cluster_options: ClassVar[bool] = False  # False: ClusterOptions given to it are an error
+    # `run --keep-stale`: a done job whose code changed since is reused, marked stale (run/stale.py)
+    keep_stale: bool = False
 
     def __init__(self, options: ClusterOptions | None = None):
         self.options = options or ClusterOptions()

@@ -24,6 +24,7 @@ from benchmark.run.callbacks import (
     save_checkpoint,
 )
 from benchmark.run.code_fingerprint import code_fingerprint
+from benchmark.run.code_parts import code_versions, job_code
 from benchmark.run.environment import environment
 from benchmark.run.job_status import DIVERGED, FINISHED, STOPPED
 from benchmark.run.records import Divergence, JobSummary, RoundRecord
@@ -160,6 +161,8 @@ def job_summary(
         vmap_chunk=sim.execution.vmap_chunk,
         threads=threads,
         code_fingerprint=code_fingerprint(),
+        code_parts=job_code(job.config),
+        code_versions=code_versions(job.config),
     )
     last = records[-1] if records else None
     if diverged:  # no accuracy: what a NaN model "scores" is the argmax of NaN logits

@@ -6,7 +6,9 @@ run matches the folder.
 A run is named `<method and settings> · <dataset> · s<seed> · <job id>` (the method first, so
 names that MLflow's table truncates still differ where they matter) and carries:
 - tags: `fedbench.*` labels, MLflow's standard `mlflow.source.name` / `.type` / `.git.commit` and
-  `mlflow.user`, the environment of the process that ran it (`fedbench.env.*`, from summary.json);
+  `mlflow.user`, the environment of the process that ran it (`fedbench.env.*`, from summary.json),
+  the fingerprint of each part's code and the versions of the distributions they come from
+  (`fedbench.code.*`, `fedbench.version.*`);
 - params: the resolved job config, dotted (`method.client.prox.mu`), lists of plain values as
   `a, b, c`, unset values left out;
 - its dataset as an MLflow input (name = the dataset label, digest = the data fingerprint);
@@ -104,6 +106,16 @@ def environment_tags(summary: dict) -> dict[str, str]:
     return {f"fedbench.env.{k}": str(v) for k, v in (summary.get("environment") or {}).items() if v is not None}
 
 
+def code_tags(summary: dict) -> dict[str, str]:
+    """The code that produced the job (summary.json's `code_parts` and `code_versions`):
+    `fedbench.code.<part>` (`fedbench.code.server.acg`) and `fedbench.version.<distribution>` tags."""
+    parts = {
+        f"fedbench.code.{metric_key(k.replace(' ', '.'))}": v for k, v in (summary.get("code_parts") or {}).items()
+    }
+    versions = {f"fedbench.version.{metric_key(k)}": v for k, v in (summary.get("code_versions") or {}).items()}
+    return {k: str(v) for k, v in {**parts, **versions}.items()}
+
+
 def client_acc_metrics(summary: dict) -> dict[str, float]:
     """summary.json's `client_acc` (p10 ... p90, mean, clients) as `client_acc.<key>` metrics."""
     return {metric_key(f"client_acc.{k}"): v for k, v in (summary.get("client_acc") or {}).items()}
@@ -184,7 +196,7 @@ class JobMirror:
         ]
         if final:
             self.client.log_batch(run_id, metrics=final)
-        for key, value in environment_tags(summary).items():
+        for key, value in {**environment_tags(summary), **code_tags(summary)}.items():
             self.client.set_tag(run_id, key, value)
         self.log_dataset(run_id, summary)
         for f in files:

@@ -34,6 +34,7 @@ from benchmark.run.progress import LogProgress, log
 from benchmark.run.ray_worker import code_runtime_env, run_remote_job
 from benchmark.run.results import RESUME_FILES, JobDir, atomic_write_json
 from benchmark.run.staging import DEFAULT_SHIP_MAX_MB, MB, Offer, make_offers, parse_uri_options
+from benchmark.run.stale import marked, set_aside_stale
 from benchmark.run.store import job_lock, link_into_suite
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
@@ -74,9 +75,11 @@ class Driver:
         options: dict,
         threads: int,
         offers: dict[tuple, Offer],
+        keep_stale: bool = False,
     ):
         self.ray, self.suite, self.root, self.device = ray, suite, Path(results_root), device
         self.offers = offers  # (dataset, root) -> how a node without it stages it
+        self.keep_stale = keep_stale
         self.tracker, self.progress, self.stop_after, self.threads = tracker, progress, stop_after, threads
         self.task = ray.remote(run_remote_job).options(**options)
         from ray.util.queue import Queue
@@ -97,6 +100,9 @@ class Driver:
         jobdir = self.jobdir(job)
         if not jobdir.is_done():
             return None
+        return marked(job, self._same_data(job, jobdir), self.keep_stale)
+
+    def _same_data(self, job: Job, jobdir: JobDir) -> dict | None:
         try:
             fingerprint = data_fingerprint(job.config)
         except DatasetMissing:
@@ -280,6 +286,7 @@ def run_jobs_ray(
     cpus_per_job: float = 1.0,
     data_uris: dict | None = None,
     ship_max_mb: float = DEFAULT_SHIP_MAX_MB,
+    keep_stale: bool = False,
 ) -> dict[str, dict]:
     """Run every unfinished job as a Ray task; returns job id -> summary (finished, skipped, or failed).
     `data_uris`: dataset name -> DataUri for nodes without it (else the driver's copy is shipped
@@ -328,6 +335,7 @@ def run_jobs_ray(
                 options,
                 max(1, int(cpus_per_job)),
                 offers,
+                keep_stale,
             )
 
             def start(job: Job, wait: bool) -> bool:
@@ -341,6 +349,7 @@ def run_jobs_ray(
                         summaries[job.id] = done
                         progress.skipped(job, done)
                     else:
+                        set_aside_stale(job, driver.jobdir(job))
                         driver.submit(job)
                 else:
                     return False
@@ -408,6 +417,7 @@ class RayExecutor(Executor):
             cpus_per_job=o.cpus_per_job,
             data_uris=self.data_uris(jobs),
             ship_max_mb=o.ship_max_mb,
+            keep_stale=self.keep_stale,
         )
 
 

@@ -62,6 +62,8 @@ class FailedSummary:
     traceback: str = ""
     status: str = FAILED
     code_fingerprint: str | None = None  # run/code_fingerprint.py
+    code_parts: dict | None = None  # part -> fingerprint of its code (run/code_parts.py)
+    code_versions: dict | None = None  # distribution -> version, of fedbench and the plugins it ran
     schema: int = SUMMARY_SCHEMA
 
     def to_json(self) -> dict:
@@ -110,6 +112,8 @@ class JobSummary:
     # execution: vectorised: clients per call and why, {"chunk", "why", ...} (engine/vmap_chunk.py)
     vmap_chunk: dict | None = None
     code_fingerprint: str | None = None  # the code that produced it (run/code_fingerprint.py)
+    code_parts: dict | None = None  # part -> fingerprint of its code: what makes it stale (run/code_parts.py)
+    code_versions: dict | None = None  # distribution -> version, of fedbench and the plugins it ran
     environment: dict | None = None  # versions, device, threads, determinism flags (run/environment.py)
     diverged: Divergence | None = None
     schema: int = SUMMARY_SCHEMA
