@@ -6,14 +6,14 @@ canonical content, so re-running a suite finds the jobs it already finished.
 
 from __future__ import annotations
 
-import copy
+import functools
 import hashlib
 import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from benchmark.errors import SuiteError
 from benchmark.fl.method import MethodProblems, resolve_method
@@ -57,9 +57,10 @@ def canonical_json(obj) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def job_id(config: JobConfig) -> str:
-    """A short hash of what identifies the job (the fields schema.py declares part of its identity)."""
-    return hashlib.sha256(canonical_json(identity_dump(config)).encode()).hexdigest()[:12]
+def job_id(config: JobConfig, memo: dict | None = None) -> str:
+    """A short hash of what identifies the job (the fields schema.py declares part of its identity);
+    `memo`: params.identity_dump's, shared by the jobs of one expansion."""
+    return hashlib.sha256(canonical_json(identity_dump(config, memo)).encode()).hexdigest()[:12]
 
 
 def set_path(target: dict, dotted: str, value) -> None:
@@ -237,49 +238,103 @@ def _job_config(raw: dict, s_point: dict, applied: list[Setting], file: str) -> 
     return config
 
 
-def _check_model_traits(config: JobConfig, m_index: int, d_index: int, file: str) -> None:
+def _check_model_traits(method: MethodSpec, model_name: str, m_index: int, d_index: int, file: str) -> None:
     from benchmark.models.registry import model_traits
 
-    name = config.model.name
-    problems = model_problems(config.method, name, model_traits(name), f"methods[{m_index}]")
+    problems = model_problems(method, model_name, model_traits(model_name), f"methods[{m_index}]")
     if problems:
         raise SuiteError(file, [(p, f"{m} (the model of datasets[{d_index}])") for p, m in problems])
 
 
-@dataclass
-class _Candidate:
-    """A job before the command-line settings: what `--only` and `--set NAME:` select."""
+def _fresh(value):
+    """A copy of a YAML-like value (dicts, lists, scalars) to write into; deepcopy's memo costs 10x more."""
+    if isinstance(value, dict):
+        return {k: _fresh(v) for k, v in value.items()}
+    return [_fresh(v) for v in value] if isinstance(value, list) else value
 
-    raw: dict
+
+def _sections(raw: dict) -> dict:
+    """`raw` with each nested setting that validates on its own validated, once: the jobs of a
+    template share these objects (their memory, and their identity dumps), and a job validates only
+    what its grid point or --set changes. A section that fails stays as given, so the job's
+    validation reports it at its path."""
+    out = dict(raw)
+    for name, value in raw.items():
+        model = JobConfig.model_fields[name].annotation
+        if isinstance(value, dict) and isinstance(model, type) and issubclass(model, BaseModel):
+            try:
+                out[name] = model.model_validate(value)
+            except ValidationError:
+                pass
+    return out
+
+
+@dataclass
+class _Template:
+    """What the jobs of one method variant on one dataset entry share (all but the suite grid
+    point and the seed): selected or skipped as a whole by `--only` names, before any job is built."""
+
+    raw: dict  # the job's settings as the suite gives them (its method a MethodSpec); never changed
     m_point: dict
-    s_point: dict
     d_index: int
     m_index: int
+    sections: dict = field(init=False)
+    traits_checked: bool = False
 
-    @property
+    def __post_init__(self):
+        self.sections = _sections(self.raw)
+
+    @functools.cached_property
     def labels(self) -> tuple[str, str]:
         return self.raw["method"].label, self.raw["dataset"].get("label") or self.raw["dataset"]["name"]
 
-    @property
+    @functools.cached_property
     def names(self) -> set[str]:
         return label_names(*self.labels)
 
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A job before the command-line settings: what `--only` and `--set NAME:` select."""
+
+    template: _Template
+    s_point: dict
+    seed: int
+
+    @property
+    def labels(self) -> tuple[str, str]:
+        return self.template.labels
+
+    @property
+    def names(self) -> set[str]:
+        return self.template.names
+
     def reached_by(self, setting: Setting) -> bool:
         in_scope = setting.scope is None or setting.scope.lower() in self.names
-        return in_scope and has_field(self.raw, setting.path)
+        return in_scope and has_field(self.template.raw, setting.path)
 
-    def job(self, applied: list[Setting], file: str) -> Job:
-        if any(k.startswith("method.") for k in [*self.s_point, *(s.path for s in applied)]):
-            self.raw["method"] = copy.deepcopy(self.raw["method"])  # shared by the variant's other jobs
-        config = _job_config(self.raw, self.s_point, applied, file)
-        _check_model_traits(config, self.m_index, self.d_index, file)
+    def job(self, applied: list[Setting], file: str, memo: dict | None = None) -> Job:
+        """`memo`: identity dumps of the sections jobs share (params.identity_dump)."""
+        t = self.template
+        keys = [*self.s_point, *(s.path for s in applied)]
+        raw = {**t.sections, "seed": self.seed}
+        for top in {key.split(".")[0] for key in keys} & set(raw):
+            raw[top] = _fresh(t.raw[top])  # set_path writes into it (a method is re-resolved: left as it is)
+        config = _job_config(raw, self.s_point, applied, file)
+        if any(key.startswith(("method.", "model.")) for key in keys):
+            _check_model_traits(config.method, config.model.name, t.m_index, t.d_index, file)
+        elif not t.traits_checked:
+            _check_model_traits(config.method, config.model.name, t.m_index, t.d_index, file)
+            t.traits_checked = True
         point = {**self.s_point, **{s.path: s.value for s in applied}}
-        return Job(job_id(config), config, {**self.m_point, **point}, self.d_index, suite_point=point)
+        return Job(job_id(config, memo), config, {**t.m_point, **point}, t.d_index, suite_point=point)
 
 
-def _candidates(suite: Suite, methods, settings, seeds, file: str):
+def _templates(suite: Suite, methods, settings, file: str):
     for d_index, (entry, base) in enumerate(zip(suite.datasets, settings)):
         metrics = list(dict.fromkeys(base.metrics + (entry.reference.metrics if entry.reference else [])))
+        base_raw = base.model_dump(exclude={"seeds"})
+        dataset = entry.model_dump(exclude=SETTINGS_FIELDS | {"method_overrides"})
         for m_index, (method, method_grid) in enumerate(methods):
             over = entry.method_overrides.get(method.label, MethodOverride())
             try:
@@ -292,13 +347,9 @@ def _candidates(suite: Suite, methods, settings, seeds, file: str):
                 except (KeyError, MethodProblems) as err:
                     msg = err.args[0] if isinstance(err, KeyError) else "; ".join(m for _, m in err.problems)
                     raise SuiteError(file, [(f"methods[{m_index}].grid", f"{m_point}: {msg}")]) from None
-                for s_point in _grid_points(suite.grid):
-                    for seed in seeds or base.seeds:
-                        raw = base.model_dump(exclude={"seeds"})
-                        raw["local"] = merge_local(raw["local"], over.local)
-                        dataset = entry.model_dump(exclude=SETTINGS_FIELDS | {"method_overrides"})
-                        raw.update(dataset=dataset, method=variant, seed=seed, metrics=metrics)
-                        yield _Candidate(raw, m_point, s_point, d_index, m_index)
+                raw = {**base_raw, "local": merge_local(base_raw["local"], over.local)}
+                raw.update(dataset=dataset, method=variant, seed=0, metrics=metrics)  # seed: each job's own
+                yield _Template(raw, m_point, d_index, m_index)
 
 
 def _reaching_none(setting: Setting, kept: list[_Candidate], file: str) -> SuiteError:
@@ -343,9 +394,10 @@ def expand(
     if problems:
         raise SuiteError(file, problems)
 
-    candidates = list(_candidates(suite, methods, settings, overrides.seeds, file))
+    templates = list(_templates(suite, methods, settings, file))
+    s_points = _grid_points(suite.grid)
     wanted = {name.lower() for name in only}
-    by_label = {name for name in wanted if any(name in c.names for c in candidates)}
+    by_label = {name for name in wanted if any(name in t.names for t in templates)}
     maybe_ids = wanted - by_label  # a job's id is known once its settings are applied
     order = sorted(overrides.settings, key=lambda s: s.scope is not None)  # a scoped setting wins
     jobs: list[Job] = []
@@ -353,24 +405,28 @@ def expand(
     seen: set[str] = set()
     used: set[int] = set()  # which settings reached a kept job
     found_ids: set[str] = set()
-    for c in candidates:
-        picked = not wanted or bool(c.names & by_label)
-        if not picked and not maybe_ids:
+    memo: dict = {}
+    for t in templates:
+        picked = not wanted or bool(t.names & by_label)
+        if not picked and not maybe_ids:  # --only by name: the jobs it does not select are never built
             continue
-        reaching = [i for i, s in enumerate(order) if c.reached_by(s)]
-        job = c.job([order[i] for i in reaching], file)
-        if not picked and job.id not in maybe_ids:
-            continue
-        if not picked:
-            found_ids.add(job.id)
-        kept.append(c)
-        used.update(reaching)
-        if job.id not in seen:
-            seen.add(job.id)
-            jobs.append(job)
+        for s_point in s_points:
+            for seed in overrides.seeds or settings[t.d_index].seeds:
+                c = _Candidate(t, s_point, seed)
+                reaching = [i for i, s in enumerate(order) if c.reached_by(s)]
+                job = c.job([order[i] for i in reaching], file, memo)
+                if not picked and job.id not in maybe_ids:
+                    continue
+                if not picked:
+                    found_ids.add(job.id)
+                kept.append(c)
+                used.update(reaching)
+                if job.id not in seen:
+                    seen.add(job.id)
+                    jobs.append(job)
     for name in only:
         if name.lower() not in by_label | found_ids:
-            raise matches_no_job("--only", name, sorted({label for c in candidates for label in c.labels}))
+            raise matches_no_job("--only", name, sorted({label for t in templates for label in t.labels}))
     for i, setting in enumerate(order):
         if i not in used:
             raise _reaching_none(setting, kept, file)
