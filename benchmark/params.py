@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import json
 import typing
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -49,28 +50,53 @@ def _identities(model: type[BaseModel]) -> tuple[tuple[str, Identity], ...]:
     return tuple((name, identity_of(field)) for name, field in model.model_fields.items())
 
 
-def identity_dump(model: BaseModel, memo: dict | None = None) -> dict:
+def identity_dump(model: BaseModel) -> dict:
     """The model's JSON dump without its NEVER fields (UNLESS_DEFAULT ones at their default are not
-    dumped at all): what identifies a job. `memo` keeps the dump of each nested model by its
-    object (held there, so its id stays its own): expand's jobs share their sections, and a
-    section shared by 10^5 jobs is dumped once, not 10^5 times."""
-    memo = {} if memo is None else memo
+    dumped at all): what identifies a job."""
+    data: dict = {}
+    for part, _ in _identity_parts(model, {}):
+        data.update(part)
+    return data
+
+
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), default=str
+)  # built once: json.dumps builds one a call
+
+
+def canonical_json(obj) -> str:
+    return _CANONICAL.encode(obj)
+
+
+def identity_json(model: BaseModel, memo: dict | None = None) -> str:
+    """canonical_json(identity_dump(model)), built from each field's JSON. `memo` keeps the JSON of
+    each nested model by its object (held there, so its id stays its own): expand's jobs share their
+    sections, and a section shared by 10^5 jobs is dumped and encoded once, not 10^5 times."""
+    members = {}
+    for part, encoded in _identity_parts(model, {} if memo is None else memo):
+        members.update(encoded or {key: f"{canonical_json(key)}:{canonical_json(v)}" for key, v in part.items()})
+    return "{" + ",".join(members[key] for key in sorted(members)) + "}"
+
+
+def _identity_parts(model: BaseModel, memo: dict):
+    """(dump, {key: its JSON member} or None) of the plain fields together, then of each nested model."""
     fields = _identities(type(model))
     sections = {name for name, _ in fields if isinstance(getattr(model, name), BaseModel)}
     data = model.model_dump(mode="json", exclude=sections)
     for name, identity in fields:
-        if name not in sections:
-            if identity is Identity.NEVER or isinstance(getattr(model, name), list):
-                _drop_never_field(model, name, identity, data)
-        elif identity is not Identity.NEVER:
+        if name not in sections and (identity is Identity.NEVER or isinstance(getattr(model, name), list)):
+            _drop_never_field(model, name, identity, data)
+    yield data, None
+    for name, identity in fields:
+        if name in sections and identity is not Identity.NEVER:
             value = getattr(model, name)
             key = (name, id(value))
             if key not in memo:
                 part = model.model_dump(mode="json", include={name})  # {} where exclude_if leaves it out
                 _drop_never_field(model, name, identity, part)
-                memo[key] = (value, part)
-            data.update(memo[key][1])
-    return data
+                encoded = {k: f"{canonical_json(k)}:{canonical_json(v)}" for k, v in part.items()}
+                memo[key] = (value, part, encoded)
+            yield memo[key][1:]
 
 
 def _drop_never(model: BaseModel, node: dict) -> None:

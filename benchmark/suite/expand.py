@@ -9,17 +9,16 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from benchmark.errors import SuiteError
+from benchmark.errors import SuiteError, UserError
 from benchmark.fl.method import MethodProblems, resolve_method
 from benchmark.fl.pairing import model_problems
 from benchmark.fl.spec import MethodSpec
-from benchmark.params import identity_dump, pydantic_problems
+from benchmark.params import identity_json, pydantic_problems
 from benchmark.suggest import allowed_names
 from benchmark.suite.extends import withhold_changed_rows
 from benchmark.suite.fields import has_field
@@ -53,14 +52,10 @@ class Job:
         return d.label or d.name
 
 
-def canonical_json(obj) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
-
-
 def job_id(config: JobConfig, memo: dict | None = None) -> str:
     """A short hash of what identifies the job (the fields schema.py declares part of its identity);
-    `memo`: params.identity_dump's, shared by the jobs of one expansion."""
-    return hashlib.sha256(canonical_json(identity_dump(config, memo)).encode()).hexdigest()[:12]
+    `memo`: params.identity_json's, shared by the jobs of one expansion."""
+    return hashlib.sha256(identity_json(config, memo).encode()).hexdigest()[:12]
 
 
 def set_path(target: dict, dotted: str, value) -> None:
@@ -318,7 +313,8 @@ class _Candidate:
         t = self.template
         keys = [*self.s_point, *(s.path for s in applied)]
         raw = {**t.sections, "seed": self.seed}
-        for top in {key.split(".")[0] for key in keys} & set(raw):
+        touched = {key.split(".")[0] for key in keys} & set(raw)
+        for top in touched:
             raw[top] = _fresh(t.raw[top])  # set_path writes into it (a method is re-resolved: left as it is)
         config = _job_config(raw, self.s_point, applied, file)
         if any(key.startswith(("method.", "model.")) for key in keys):
@@ -326,8 +322,11 @@ class _Candidate:
         elif not t.traits_checked:
             _check_model_traits(config.method, config.model.name, t.m_index, t.d_index, file)
             t.traits_checked = True
-        point = {**self.s_point, **{s.path: s.value for s in applied}}
-        return Job(job_id(config, memo), config, {**t.m_point, **point}, t.d_index, suite_point=point)
+        point = {**self.s_point, **{s.path: s.value for s in applied}} if applied else self.s_point
+        identity = job_id(config, memo)
+        for top in touched if memo is not None else ():  # this job's own sections: memoised, they would pile up
+            memo.pop((top, id(getattr(config, top))), None)
+        return Job(identity, config, {**t.m_point, **point}, t.d_index, suite_point=point)
 
 
 def _templates(suite: Suite, methods, settings, file: str):
@@ -377,11 +376,21 @@ def _methods_of(candidates: list[_Candidate]) -> str:
     return ", ".join(sorted({c.labels[0] for c in candidates}))
 
 
+# Jobs a suite may expand into unless --max-jobs says more: above the FedAc figures with 8 seeds
+# (78,624), below what memory and minutes allow (10^5 jobs: benchmarks/README.md, expansion_scale.py).
+MAX_JOBS = 200_000
+
+
 def expand(
-    suite: Suite, file: str = "<suite>", overrides: Overrides | None = None, only: tuple[str, ...] = ()
+    suite: Suite,
+    file: str = "<suite>",
+    overrides: Overrides | None = None,
+    only: tuple[str, ...] = (),
+    max_jobs: int = MAX_JOBS,
 ) -> list[Job]:
     """The suite's jobs; `only`: the names `--only` keeps (selected before the command-line settings
-    are applied, each to the selected jobs whose config has its field)."""
+    are applied, each to the selected jobs whose config has its field). More than `max_jobs` is
+    refused before any job is built."""
     overrides = overrides or Overrides()
     problems: list[tuple[str, str]] = []
     methods = _methods(suite, problems)
@@ -406,10 +415,10 @@ def expand(
     used: set[int] = set()  # which settings reached a kept job
     found_ids: set[str] = set()
     memo: dict = {}
-    for t in templates:
-        picked = not wanted or bool(t.names & by_label)
-        if not picked and not maybe_ids:  # --only by name: the jobs it does not select are never built
-            continue
+    built = [t for t in templates if not wanted or t.names & by_label or maybe_ids]
+    _check_count(sum(len(s_points) * len(overrides.seeds or settings[t.d_index].seeds) for t in built), max_jobs)
+    for t in built:
+        picked = not wanted or bool(t.names & by_label)  # --only by name: the jobs it does not select are never built
         for s_point in s_points:
             for seed in overrides.seeds or settings[t.d_index].seeds:
                 c = _Candidate(t, s_point, seed)
@@ -433,12 +442,21 @@ def expand(
     return jobs
 
 
+def _check_count(count: int, max_jobs: int) -> None:
+    if count > max_jobs:
+        raise UserError(
+            f"this selection expands to {count:,} jobs (datasets x methods x grids x seeds), more than the "
+            f"limit of {max_jobs:,} (default {MAX_JOBS:,}); select fewer with --only or --seeds, or raise the "
+            f"limit with --max-jobs {count}"
+        )
+
+
 def load_jobs(
-    path: str | Path, overrides: Overrides | None = None, only: tuple[str, ...] = ()
+    path: str | Path, overrides: Overrides | None = None, only: tuple[str, ...] = (), max_jobs: int = MAX_JOBS
 ) -> tuple[Suite, list[Job]]:
     suite = load_suite(path)
     if suite.extends:  # the parent's reference rows whose jobs changed are withheld
         parent = load_suite(suite.extends)
-        jobs = expand(suite, str(path))
-        suite = withhold_changed_rows(suite, jobs, parent, expand(parent, suite.extends))
-    return suite, expand(suite, str(path), overrides, only)
+        jobs = expand(suite, str(path), max_jobs=max_jobs)
+        suite = withhold_changed_rows(suite, jobs, parent, expand(parent, suite.extends, max_jobs=max_jobs))
+    return suite, expand(suite, str(path), overrides, only, max_jobs)
