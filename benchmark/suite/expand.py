@@ -308,13 +308,17 @@ class _Candidate:
         in_scope = setting.scope is None or setting.scope.lower() in self.names
         return in_scope and has_field(self.template.raw, setting.path)
 
-    def job(self, applied: list[Setting], file: str, memo: dict | None = None) -> Job:
-        """`memo`: identity dumps of the sections jobs share (params.identity_dump)."""
+    def job(self, applied: list[Setting], file: str, memo: dict | None = None, like: Job | None = None) -> Job:
+        """`memo`: params.identity_json's, shared by an expansion's jobs. `like`: the job of this
+        template and grid point with another seed, when no setting writes `seed`: this job's config
+        is its config but for the seed, copied (sections and all), not validated again."""
         t = self.template
+        if like is not None:
+            config = like.config.model_copy(update={"seed": self.seed})
+            return Job(job_id(config, memo), config, like.grid_point, t.d_index, suite_point=like.suite_point)
         keys = [*self.s_point, *(s.path for s in applied)]
         raw = {**t.sections, "seed": self.seed}
-        touched = {key.split(".")[0] for key in keys} & set(raw)
-        for top in touched:
+        for top in {key.split(".")[0] for key in keys} & set(raw):
             raw[top] = _fresh(t.raw[top])  # set_path writes into it (a method is re-resolved: left as it is)
         config = _job_config(raw, self.s_point, applied, file)
         if any(key.startswith(("method.", "model.")) for key in keys):
@@ -323,10 +327,13 @@ class _Candidate:
             _check_model_traits(config.method, config.model.name, t.m_index, t.d_index, file)
             t.traits_checked = True
         point = {**self.s_point, **{s.path: s.value for s in applied}} if applied else self.s_point
-        identity = job_id(config, memo)
-        for top in touched if memo is not None else ():  # this job's own sections: memoised, they would pile up
-            memo.pop((top, id(getattr(config, top))), None)
-        return Job(identity, config, {**t.m_point, **point}, t.d_index, suite_point=point)
+        return Job(job_id(config, memo), config, {**t.m_point, **point}, t.d_index, suite_point=point)
+
+    def forget_own_sections(self, job: Job, memo: dict) -> None:
+        """Drop from `memo` the sections no other grid point shares (they would pile up: 10^5 of them)."""
+        for name, value in job.config:
+            if isinstance(value, BaseModel) and value is not self.template.sections.get(name):
+                memo.pop((name, id(value)), None)
 
 
 def _templates(suite: Suite, methods, settings, file: str):
@@ -420,10 +427,14 @@ def expand(
     for t in built:
         picked = not wanted or bool(t.names & by_label)  # --only by name: the jobs it does not select are never built
         for s_point in s_points:
+            first = None
             for seed in overrides.seeds or settings[t.d_index].seeds:
                 c = _Candidate(t, s_point, seed)
                 reaching = [i for i, s in enumerate(order) if c.reached_by(s)]
-                job = c.job([order[i] for i in reaching], file, memo)
+                applied = [order[i] for i in reaching]
+                writes_seed = "seed" in s_point or any(s.path == "seed" for s in applied)
+                job = c.job(applied, file, memo, like=None if writes_seed else first)
+                first = first or job
                 if not picked and job.id not in maybe_ids:
                     continue
                 if not picked:
@@ -433,6 +444,8 @@ def expand(
                 if job.id not in seen:
                     seen.add(job.id)
                     jobs.append(job)
+            if first is not None:
+                c.forget_own_sections(first, memo)
     for name in only:
         if name.lower() not in by_label | found_ids:
             raise matches_no_job("--only", name, sorted({label for t in templates for label in t.labels}))
