@@ -70,33 +70,47 @@ def canonical_json(obj) -> str:
 
 def identity_json(model: BaseModel, memo: dict | None = None) -> str:
     """canonical_json(identity_dump(model)), built from each field's JSON. `memo` keeps the JSON of
-    each nested model by its object (held there, so its id stays its own): expand's jobs share their
-    sections, and a section shared by 10^5 jobs is dumped and encoded once, not 10^5 times."""
+    each nested model by its object (held there, so its id stays its own) and of each plain value:
+    expand's jobs share their sections, and a section shared by 10^5 jobs is dumped and encoded
+    once, not 10^5 times."""
+    memo = {} if memo is None else memo
     members = {}
-    for part, encoded in _identity_parts(model, {} if memo is None else memo):
-        members.update(encoded or {key: f"{canonical_json(key)}:{canonical_json(v)}" for key, v in part.items()})
+    for part, encoded in _identity_parts(model, memo):
+        members.update(encoded or {key: _member(key, v, memo) for key, v in part.items()})
     return "{" + ",".join(members[key] for key in sorted(members)) + "}"
+
+
+def _member(key: str, value, memo: dict) -> str:
+    """`"key":value` in canonical JSON; memoised for ints, strings, booleans and None (a float's
+    -0.0 equals 0.0 as a dict key, but not in JSON)."""
+    if type(value) not in (int, str, bool, type(None)):
+        return f"{canonical_json(key)}:{canonical_json(value)}"
+    cached = ("member", key, type(value), value)
+    if cached not in memo:
+        memo[cached] = f"{canonical_json(key)}:{canonical_json(value)}"
+    return memo[cached]
 
 
 def _identity_parts(model: BaseModel, memo: dict):
     """(dump, {key: its JSON member} or None) of the plain fields together, then of each nested model."""
     fields = _identities(type(model))
-    sections = {name for name, _ in fields if isinstance(getattr(model, name), BaseModel)}
-    data = model.model_dump(mode="json", exclude=sections)
+    values = model.__dict__
+    sections = {name for name, _ in fields if isinstance(values[name], BaseModel)}
+    never = {name for name, identity in fields if identity is Identity.NEVER}
+    data = model.model_dump(mode="json", exclude=sections | never)
     for name, identity in fields:
-        if name not in sections and (identity is Identity.NEVER or isinstance(getattr(model, name), list)):
+        if name not in sections and isinstance(values[name], list):
             _drop_never_field(model, name, identity, data)
     yield data, None
-    for name, identity in fields:
-        if name in sections and identity is not Identity.NEVER:
-            value = getattr(model, name)
-            key = (name, id(value))
-            if key not in memo:
-                part = model.model_dump(mode="json", include={name})  # {} where exclude_if leaves it out
-                _drop_never_field(model, name, identity, part)
-                encoded = {k: f"{canonical_json(k)}:{canonical_json(v)}" for k, v in part.items()}
-                memo[key] = (value, part, encoded)
-            yield memo[key][1:]
+    for name in sections - never:
+        value = values[name]
+        key = (name, id(value))
+        if key not in memo:
+            part = model.model_dump(mode="json", include={name})  # {} where exclude_if leaves it out
+            _drop_never_field(model, name, Identity.ALWAYS, part)
+            encoded = {k: f"{canonical_json(k)}:{canonical_json(v)}" for k, v in part.items()}
+            memo[key] = (value, part, encoded)
+        yield memo[key][1:]
 
 
 def _drop_never(model: BaseModel, node: dict) -> None:

@@ -331,8 +331,9 @@ class _Candidate:
 
     def forget_own_sections(self, job: Job, memo: dict) -> None:
         """Drop from `memo` the sections no other grid point shares (they would pile up: 10^5 of them)."""
-        for name, value in job.config:
-            if isinstance(value, BaseModel) and value is not self.template.sections.get(name):
+        for name, shared in self.template.sections.items():
+            value = getattr(job.config, name)
+            if value is not shared and isinstance(value, BaseModel):
                 memo.pop((name, id(value)), None)
 
 
