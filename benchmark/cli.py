@@ -27,9 +27,9 @@ THREADS = click.option(
 )
 
 
-def _select(suite_file: Path, only, sets, seeds, rounds):
+def _select(suite_file: Path, only, sets, seeds, rounds, max_jobs):
     """The parsed selection: (seeds, only) -> (suite, jobs), by default the command line's."""
-    return lambda seeds=seeds, only=only: load_selected(suite_file, only, sets, seeds, rounds)
+    return lambda seeds=seeds, only=only: load_selected(suite_file, only, sets, seeds, rounds, max_jobs)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -99,6 +99,7 @@ def run(
     sets,
     seeds,
     rounds,
+    max_jobs,
     stop_after,
     keep_stale: bool,
     threads,
@@ -116,7 +117,7 @@ def run(
 
     cluster = (ray_address, gpus_per_job, cpus_per_job, data_uris, ship_max_mb)
     run_suite(
-        _select(suite_file, only, sets, seeds, rounds),
+        _select(suite_file, only, sets, seeds, rounds, max_jobs),
         suite_file,
         results_dir,
         tracking_uri,
@@ -161,6 +162,7 @@ def run(
     "participation draws) and its time at step rates measured on --device",
 )
 @click.option("--device", default="auto", show_default=True, help="with --budget: where the step rates are measured")
+@click.option("--jobs", "every_job", is_flag=True, help="list every job, however many (default: up to 200)")
 @job_options
 def plan(
     suite_file: Path,
@@ -170,16 +172,19 @@ def plan(
     audit_only: bool,
     budget: bool,
     device: str,
+    every_job: bool,
     only,
     sets,
     seeds,
     rounds,
+    max_jobs,
 ) -> None:
-    """Print the expanded job table without running anything."""
+    """Print the expanded job table without running anything (over 200 jobs, a row per dataset and
+    method; --jobs lists each) and the workload the jobs add up to."""
     from benchmark.commands.plan import plan_suite
 
-    select = _select(suite_file, only, sets, seeds, rounds)
-    plan_suite(select, splits, max_clients, figures_dir, audit_only, budget, device)
+    select = _select(suite_file, only, sets, seeds, rounds, max_jobs)
+    plan_suite(select, splits, max_clients, figures_dir, audit_only, budget, device, every_job)
 
 
 @cli.command()
@@ -212,6 +217,7 @@ def report(
     sets,
     seeds,
     rounds,
+    max_jobs,
     as_json: bool,
 ) -> None:
     """Print measured vs paper numbers from the results already on disk (never reruns) and write
@@ -219,7 +225,7 @@ def report(
     with a result on disk is reported; --seeds narrows."""
     from benchmark.commands.report import report_suite
 
-    select = _select(suite_file, only, sets, seeds, rounds)
+    select = _select(suite_file, only, sets, seeds, rounds, max_jobs)
     report_suite(select, suite_file, seeds, results_dir, tracking_uri, no_tracking, columns, wide, as_json)
 
 
@@ -230,13 +236,13 @@ def report(
     "--tracking-uri", default=None, help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)"
 )
 @job_options
-def sync(suite_file: Path, results_dir: Path, tracking_uri, only, sets, seeds, rounds) -> None:
+def sync(suite_file: Path, results_dir: Path, tracking_uri, only, sets, seeds, rounds, max_jobs) -> None:
     """Mirror SUITE_FILE's results on disk to MLflow (never runs a job): every finished job whose run
     is missing, KILLED or incomplete is mirrored again, and the suite run gets its headline numbers.
     Every seed on disk is included; jobs run with --set/--rounds need the same options."""
     from benchmark.commands.sync import sync_suite
 
-    sync_suite(_select(suite_file, only, sets, seeds, rounds), suite_file, seeds, results_dir, tracking_uri)
+    sync_suite(_select(suite_file, only, sets, seeds, rounds, max_jobs), suite_file, seeds, results_dir, tracking_uri)
 
 
 @cli.command()
@@ -245,14 +251,16 @@ def sync(suite_file: Path, results_dir: Path, tracking_uri, only, sets, seeds, r
 @click.option("--jobs", "every_job", is_flag=True, help="list every job, however many (default: up to 200)")
 @job_options
 @JSON
-def status(suite_file: Path, results_dir: Path, every_job: bool, only, sets, seeds, rounds, as_json: bool) -> None:
+def status(
+    suite_file: Path, results_dir: Path, every_job: bool, only, sets, seeds, rounds, max_jobs, as_json: bool
+) -> None:
     """Every job as done / running / failed / diverged / pending, with rounds, accuracy and ETA
     (from the results on disk: works while a run is in progress and on interrupted suites).
     Over 200 jobs, a row per dataset and method (--jobs: a row per job; --json: every job).
     Every seed with a result on disk is shown; --seeds narrows."""
     from benchmark.commands.status import show_status
 
-    show_status(_select(suite_file, only, sets, seeds, rounds), seeds, results_dir, as_json, every_job)
+    show_status(_select(suite_file, only, sets, seeds, rounds, max_jobs), seeds, results_dir, as_json, every_job)
 
 
 @cli.command()
@@ -289,13 +297,13 @@ def status(suite_file: Path, results_dir: Path, every_job: bool, only, sets, see
 @job_options
 @THREADS
 @verbosity_options
-def check(suite_file: Path, only, sets, seeds, rounds, **options) -> None:
+def check(suite_file: Path, only, sets, seeds, rounds, max_jobs, **options) -> None:
     """Run SUITE_FILE's jobs (at least 3 seeds each) and compare the means with the baseline's,
     one-sided (docs/runs.md, "The regression gate"); exit 1 on a regression, 2 on bad input."""
     from benchmark.commands.check import check_suite
 
     narrowed = bool(only or sets or rounds)
-    check_suite(_select(suite_file, only, sets, seeds, rounds), suite_file, narrowed, **options)
+    check_suite(_select(suite_file, only, sets, seeds, rounds, max_jobs), suite_file, narrowed, **options)
 
 
 cli.add_command(_data_group)

@@ -56,12 +56,18 @@ job_options = _stacked(
     click.option(
         "--rounds", type=COUNT, default=None, help="rounds per job instead of the suite's (same as --set rounds=N)"
     ),
+    click.option(
+        "--max-jobs",
+        type=COUNT,
+        default=None,
+        help="refuse a selection of more jobs than this, before building any (default 200,000)",
+    ),
 )
 
 
-def load_selected(suite_file: Path, only=(), sets=(), seeds=None, rounds=None):
+def load_selected(suite_file: Path, only=(), sets=(), seeds=None, rounds=None, max_jobs=None):
     """(suite, jobs) after selection and overrides."""
-    from benchmark.suite.expand import load_jobs
+    from benchmark.suite.expand import MAX_JOBS, load_jobs
     from benchmark.suite.overrides import Overrides
 
-    return load_jobs(suite_file, Overrides.parse(sets, seeds, rounds), tuple(only))
+    return load_jobs(suite_file, Overrides.parse(sets, seeds, rounds), tuple(only), max_jobs or MAX_JOBS)

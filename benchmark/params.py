@@ -4,6 +4,8 @@ are a job's identity, and the one formatter that turns pydantic errors into (YAM
 from __future__ import annotations
 
 import enum
+import functools
+import json
 import typing
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -43,26 +45,90 @@ def identity_of(field: FieldInfo) -> Identity:
     return Identity(extra.get("identity", Identity.ALWAYS.value)) if isinstance(extra, dict) else Identity.ALWAYS
 
 
+@functools.cache  # read for every field of every job (10^5 jobs: millions of reads)
+def _identities(model: type[BaseModel]) -> tuple[tuple[str, Identity], ...]:
+    return tuple((name, identity_of(field)) for name, field in model.model_fields.items())
+
+
 def identity_dump(model: BaseModel) -> dict:
     """The model's JSON dump without its NEVER fields (UNLESS_DEFAULT ones at their default are not
     dumped at all): what identifies a job."""
-    data = model.model_dump(mode="json")
-    _drop_never(model, data)
+    data: dict = {}
+    for part, _ in _identity_parts(model, {}):
+        data.update(part)
     return data
 
 
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), default=str
+)  # built once: json.dumps builds one a call
+
+
+def canonical_json(obj) -> str:
+    return _CANONICAL.encode(obj)
+
+
+def identity_json(model: BaseModel, memo: dict | None = None) -> str:
+    """canonical_json(identity_dump(model)), built from each field's JSON. `memo` keeps the JSON of
+    each nested model by its object (held there, so its id stays its own) and of each plain value:
+    expand's jobs share their sections, and a section shared by 10^5 jobs is dumped and encoded
+    once, not 10^5 times."""
+    memo = {} if memo is None else memo
+    members = {}
+    for part, encoded in _identity_parts(model, memo):
+        members.update(encoded or {key: _member(key, v, memo) for key, v in part.items()})
+    return "{" + ",".join(members[key] for key in sorted(members)) + "}"
+
+
+def _member(key: str, value, memo: dict) -> str:
+    """`"key":value` in canonical JSON; memoised for ints, strings, booleans and None (a float's
+    -0.0 equals 0.0 as a dict key, but not in JSON)."""
+    if type(value) not in (int, str, bool, type(None)):
+        return f"{canonical_json(key)}:{canonical_json(value)}"
+    cached = ("member", key, type(value), value)
+    if cached not in memo:
+        memo[cached] = f"{canonical_json(key)}:{canonical_json(value)}"
+    return memo[cached]
+
+
+def _identity_parts(model: BaseModel, memo: dict):
+    """(dump, {key: its JSON member} or None) of the plain fields together, then of each nested model."""
+    fields = _identities(type(model))
+    values = model.__dict__
+    sections = {name for name, _ in fields if isinstance(values[name], BaseModel)}
+    never = {name for name, identity in fields if identity is Identity.NEVER}
+    data = model.model_dump(mode="json", exclude=sections | never)
+    for name, identity in fields:
+        if name not in sections and isinstance(values[name], list):
+            _drop_never_field(model, name, identity, data)
+    yield data, None
+    for name in sections - never:
+        value = values[name]
+        key = (name, id(value))
+        if key not in memo:
+            part = model.model_dump(mode="json", include={name})  # {} where exclude_if leaves it out
+            _drop_never_field(model, name, Identity.ALWAYS, part)
+            encoded = {k: f"{canonical_json(k)}:{canonical_json(v)}" for k, v in part.items()}
+            memo[key] = (value, part, encoded)
+        yield memo[key][1:]
+
+
 def _drop_never(model: BaseModel, node: dict) -> None:
-    for name, field in type(model).model_fields.items():
-        if identity_of(field) is Identity.NEVER:
-            node.pop(name, None)
-            continue
-        value = getattr(model, name)
-        if isinstance(value, BaseModel):  # a part's params are dumped flat into the part itself
-            _drop_never(value, node[name] if isinstance(node.get(name), dict) else node)
-        elif isinstance(value, list) and isinstance(node.get(name), list):
-            for item, item_node in zip(value, node[name]):
-                if isinstance(item, BaseModel):
-                    _drop_never(item, item_node)
+    for name, identity in _identities(type(model)):
+        _drop_never_field(model, name, identity, node)
+
+
+def _drop_never_field(model: BaseModel, name: str, identity: Identity, node: dict) -> None:
+    if identity is Identity.NEVER:
+        node.pop(name, None)
+        return
+    value = getattr(model, name)
+    if isinstance(value, BaseModel):  # a part's params are dumped flat into the part itself
+        _drop_never(value, node[name] if isinstance(node.get(name), dict) else node)
+    elif isinstance(value, list) and isinstance(node.get(name), list):
+        for item, item_node in zip(value, node[name]):
+            if isinstance(item, BaseModel):
+                _drop_never(item, item_node)
 
 
 def format_loc(loc) -> str:

@@ -9,7 +9,9 @@ from benchmark.commands.output import err_console, out
 from benchmark.errors import UserError
 
 
-def plan_suite(select, splits: bool, max_clients: int, figures_dir, audit_only: bool, budget: bool, device: str):
+def plan_suite(
+    select, splits: bool, max_clients: int, figures_dir, audit_only: bool, budget: bool, device: str, every_job=False
+):
     if figures_dir and not splits:
         raise UserError("--figures writes the split figures: use it with --splits")
     suite, jobs = select()
@@ -34,7 +36,61 @@ def plan_suite(select, splits: bool, max_clients: int, figures_dir, audit_only: 
 
             for path in split_figures(jobs, figures_dir):
                 out.print(f"split figure: {path}", markup=False)
-    out.print(job_table(suite, jobs))
+    from benchmark.report.status import LISTED_UP_TO
+
+    if len(jobs) > LISTED_UP_TO and not every_job:
+        out.print(group_table(suite, jobs))
+    else:
+        out.print(job_table(suite, jobs))
+    out.print(workload_line(jobs), markup=False, highlight=False)
+
+
+def group_table(suite, jobs) -> Table:
+    """A row per dataset and method: 10^5 rows take minutes to render and nobody reads them."""
+    groups: dict[tuple[str, str], list] = {}
+    for j in jobs:
+        groups.setdefault((j.dataset_label, j.method_label.split("[")[0]), []).append(j)
+    title = f"{suite.name}: {len(jobs)} jobs, a row per dataset and method (--jobs lists each job)"
+    table = Table(title=escape(title))
+    for col in ("dataset", "method", "jobs", "seeds", "rounds", "clients", "varied settings"):
+        table.add_column(col, justify="left" if col in ("dataset", "method", "varied settings") else "right")
+    for (dataset, method), members in groups.items():
+        varied: dict[str, set] = {}
+        for j in members:
+            for key, value in j.grid_point.items():
+                varied.setdefault(key, set()).add(repr(value))
+        table.add_row(
+            escape(dataset),
+            escape(method),
+            str(len(members)),
+            str(len({j.config.seed for j in members})),
+            _span(j.config.rounds for j in members),
+            _span(j.config.num_clients for j in members),
+            escape(" ".join(f"{k}: {len(v)} values" for k, v in varied.items())),
+        )
+    return table
+
+
+def _span(values) -> str:
+    values = set(values)
+    return f"{min(values)}" if len(values) == 1 else f"{min(values)}-{max(values)}"
+
+
+def workload_line(jobs) -> str:
+    """What the jobs add up to, before any data is loaded: rounds, and client updates (rounds x
+    clients per round, each E epochs or K local steps); `plan --budget` turns it into time."""
+    rounds = sum(j.config.rounds for j in jobs)
+    updates = sum(j.config.rounds * _clients_per_round(j.config) for j in jobs)
+    return f"workload: {len(jobs):,} jobs, {rounds:,} rounds, ≈ {updates:,.0f} client updates (plan --budget: time)"
+
+
+def _clients_per_round(c) -> float:
+    """Expected clients per round (fixed mode: M as sampled, of all or of the pool; bernoulli: rate·N)."""
+    from benchmark.data.participation import clients_per_round
+
+    p = c.participation
+    n = p.pool.size if p.pool and p.relative_to == "pool" else c.num_clients
+    return clients_per_round(p.rate, n) if p.mode == "fixed" else p.rate * n
 
 
 def job_table(suite, jobs) -> Table:

@@ -6,20 +6,19 @@ canonical content, so re-running a suite finds the jobs it already finished.
 
 from __future__ import annotations
 
-import copy
+import functools
 import hashlib
 import itertools
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from benchmark.errors import SuiteError
+from benchmark.errors import SuiteError, UserError
 from benchmark.fl.method import MethodProblems, resolve_method
 from benchmark.fl.pairing import model_problems
 from benchmark.fl.spec import MethodSpec
-from benchmark.params import identity_dump, pydantic_problems
+from benchmark.params import identity_json, pydantic_problems
 from benchmark.suggest import allowed_names
 from benchmark.suite.extends import withhold_changed_rows
 from benchmark.suite.fields import has_field
@@ -53,13 +52,10 @@ class Job:
         return d.label or d.name
 
 
-def canonical_json(obj) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def job_id(config: JobConfig) -> str:
-    """A short hash of what identifies the job (the fields schema.py declares part of its identity)."""
-    return hashlib.sha256(canonical_json(identity_dump(config)).encode()).hexdigest()[:12]
+def job_id(config: JobConfig, memo: dict | None = None) -> str:
+    """A short hash of what identifies the job (the fields schema.py declares part of its identity);
+    `memo`: params.identity_json's, shared by the jobs of one expansion."""
+    return hashlib.sha256(identity_json(config, memo).encode()).hexdigest()[:12]
 
 
 def set_path(target: dict, dotted: str, value) -> None:
@@ -237,49 +233,115 @@ def _job_config(raw: dict, s_point: dict, applied: list[Setting], file: str) -> 
     return config
 
 
-def _check_model_traits(config: JobConfig, m_index: int, d_index: int, file: str) -> None:
+def _check_model_traits(method: MethodSpec, model_name: str, m_index: int, d_index: int, file: str) -> None:
     from benchmark.models.registry import model_traits
 
-    name = config.model.name
-    problems = model_problems(config.method, name, model_traits(name), f"methods[{m_index}]")
+    problems = model_problems(method, model_name, model_traits(model_name), f"methods[{m_index}]")
     if problems:
         raise SuiteError(file, [(p, f"{m} (the model of datasets[{d_index}])") for p, m in problems])
 
 
-@dataclass
-class _Candidate:
-    """A job before the command-line settings: what `--only` and `--set NAME:` select."""
+def _fresh(value):
+    """A copy of a YAML-like value (dicts, lists, scalars) to write into; deepcopy's memo costs 10x more."""
+    if isinstance(value, dict):
+        return {k: _fresh(v) for k, v in value.items()}
+    return [_fresh(v) for v in value] if isinstance(value, list) else value
 
-    raw: dict
+
+def _sections(raw: dict) -> dict:
+    """`raw` with each nested setting that validates on its own validated, once: the jobs of a
+    template share these objects (their memory, and their identity dumps), and a job validates only
+    what its grid point or --set changes. A section that fails stays as given, so the job's
+    validation reports it at its path."""
+    out = dict(raw)
+    for name, value in raw.items():
+        model = JobConfig.model_fields[name].annotation
+        if isinstance(value, dict) and isinstance(model, type) and issubclass(model, BaseModel):
+            try:
+                out[name] = model.model_validate(value)
+            except ValidationError:
+                pass
+    return out
+
+
+@dataclass
+class _Template:
+    """What the jobs of one method variant on one dataset entry share (all but the suite grid
+    point and the seed): selected or skipped as a whole by `--only` names, before any job is built."""
+
+    raw: dict  # the job's settings as the suite gives them (its method a MethodSpec); never changed
     m_point: dict
-    s_point: dict
     d_index: int
     m_index: int
+    sections: dict = field(init=False)
+    traits_checked: bool = False
 
-    @property
+    def __post_init__(self):
+        self.sections = _sections(self.raw)
+
+    @functools.cached_property
     def labels(self) -> tuple[str, str]:
         return self.raw["method"].label, self.raw["dataset"].get("label") or self.raw["dataset"]["name"]
 
-    @property
+    @functools.cached_property
     def names(self) -> set[str]:
         return label_names(*self.labels)
 
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A job before the command-line settings: what `--only` and `--set NAME:` select."""
+
+    template: _Template
+    s_point: dict
+    seed: int
+
+    @property
+    def labels(self) -> tuple[str, str]:
+        return self.template.labels
+
+    @property
+    def names(self) -> set[str]:
+        return self.template.names
+
     def reached_by(self, setting: Setting) -> bool:
         in_scope = setting.scope is None or setting.scope.lower() in self.names
-        return in_scope and has_field(self.raw, setting.path)
+        return in_scope and has_field(self.template.raw, setting.path)
 
-    def job(self, applied: list[Setting], file: str) -> Job:
-        if any(k.startswith("method.") for k in [*self.s_point, *(s.path for s in applied)]):
-            self.raw["method"] = copy.deepcopy(self.raw["method"])  # shared by the variant's other jobs
-        config = _job_config(self.raw, self.s_point, applied, file)
-        _check_model_traits(config, self.m_index, self.d_index, file)
-        point = {**self.s_point, **{s.path: s.value for s in applied}}
-        return Job(job_id(config), config, {**self.m_point, **point}, self.d_index, suite_point=point)
+    def job(self, applied: list[Setting], file: str, memo: dict | None = None, like: Job | None = None) -> Job:
+        """`memo`: params.identity_json's, shared by an expansion's jobs. `like`: the job of this
+        template and grid point with another seed, when no setting writes `seed`: this job's config
+        is its config but for the seed, copied (sections and all), not validated again."""
+        t = self.template
+        if like is not None:
+            config = like.config.model_copy(update={"seed": self.seed})
+            return Job(job_id(config, memo), config, like.grid_point, t.d_index, suite_point=like.suite_point)
+        keys = [*self.s_point, *(s.path for s in applied)]
+        raw = {**t.sections, "seed": self.seed}
+        for top in {key.split(".")[0] for key in keys} & set(raw):
+            raw[top] = _fresh(t.raw[top])  # set_path writes into it (a method is re-resolved: left as it is)
+        config = _job_config(raw, self.s_point, applied, file)
+        if any(key.startswith(("method.", "model.")) for key in keys):
+            _check_model_traits(config.method, config.model.name, t.m_index, t.d_index, file)
+        elif not t.traits_checked:
+            _check_model_traits(config.method, config.model.name, t.m_index, t.d_index, file)
+            t.traits_checked = True
+        point = {**self.s_point, **{s.path: s.value for s in applied}} if applied else self.s_point
+        return Job(job_id(config, memo), config, {**t.m_point, **point}, t.d_index, suite_point=point)
+
+    def forget_own_sections(self, job: Job, memo: dict) -> None:
+        """Drop from `memo` the sections no other grid point shares (they would pile up: 10^5 of them)."""
+        for name, shared in self.template.sections.items():
+            value = getattr(job.config, name)
+            if value is not shared and isinstance(value, BaseModel):
+                memo.pop((name, id(value)), None)
 
 
-def _candidates(suite: Suite, methods, settings, seeds, file: str):
+def _templates(suite: Suite, methods, settings, file: str):
     for d_index, (entry, base) in enumerate(zip(suite.datasets, settings)):
         metrics = list(dict.fromkeys(base.metrics + (entry.reference.metrics if entry.reference else [])))
+        base_raw = base.model_dump(exclude={"seeds"})
+        dataset = entry.model_dump(exclude=SETTINGS_FIELDS | {"method_overrides"})
         for m_index, (method, method_grid) in enumerate(methods):
             over = entry.method_overrides.get(method.label, MethodOverride())
             try:
@@ -292,13 +354,9 @@ def _candidates(suite: Suite, methods, settings, seeds, file: str):
                 except (KeyError, MethodProblems) as err:
                     msg = err.args[0] if isinstance(err, KeyError) else "; ".join(m for _, m in err.problems)
                     raise SuiteError(file, [(f"methods[{m_index}].grid", f"{m_point}: {msg}")]) from None
-                for s_point in _grid_points(suite.grid):
-                    for seed in seeds or base.seeds:
-                        raw = base.model_dump(exclude={"seeds"})
-                        raw["local"] = merge_local(raw["local"], over.local)
-                        dataset = entry.model_dump(exclude=SETTINGS_FIELDS | {"method_overrides"})
-                        raw.update(dataset=dataset, method=variant, seed=seed, metrics=metrics)
-                        yield _Candidate(raw, m_point, s_point, d_index, m_index)
+                raw = {**base_raw, "local": merge_local(base_raw["local"], over.local)}
+                raw.update(dataset=dataset, method=variant, seed=0, metrics=metrics)  # seed: each job's own
+                yield _Template(raw, m_point, d_index, m_index)
 
 
 def _reaching_none(setting: Setting, kept: list[_Candidate], file: str) -> SuiteError:
@@ -326,11 +384,21 @@ def _methods_of(candidates: list[_Candidate]) -> str:
     return ", ".join(sorted({c.labels[0] for c in candidates}))
 
 
+# Jobs a suite may expand into unless --max-jobs says more: above the FedAc figures with 8 seeds
+# (78,624), below what memory and minutes allow (10^5 jobs: benchmarks/README.md, expansion_scale.py).
+MAX_JOBS = 200_000
+
+
 def expand(
-    suite: Suite, file: str = "<suite>", overrides: Overrides | None = None, only: tuple[str, ...] = ()
+    suite: Suite,
+    file: str = "<suite>",
+    overrides: Overrides | None = None,
+    only: tuple[str, ...] = (),
+    max_jobs: int = MAX_JOBS,
 ) -> list[Job]:
     """The suite's jobs; `only`: the names `--only` keeps (selected before the command-line settings
-    are applied, each to the selected jobs whose config has its field)."""
+    are applied, each to the selected jobs whose config has its field). More than `max_jobs` is
+    refused before any job is built."""
     overrides = overrides or Overrides()
     problems: list[tuple[str, str]] = []
     methods = _methods(suite, problems)
@@ -343,9 +411,10 @@ def expand(
     if problems:
         raise SuiteError(file, problems)
 
-    candidates = list(_candidates(suite, methods, settings, overrides.seeds, file))
+    templates = list(_templates(suite, methods, settings, file))
+    s_points = _grid_points(suite.grid)
     wanted = {name.lower() for name in only}
-    by_label = {name for name in wanted if any(name in c.names for c in candidates)}
+    by_label = {name for name in wanted if any(name in t.names for t in templates)}
     maybe_ids = wanted - by_label  # a job's id is known once its settings are applied
     order = sorted(overrides.settings, key=lambda s: s.scope is not None)  # a scoped setting wins
     jobs: list[Job] = []
@@ -353,36 +422,55 @@ def expand(
     seen: set[str] = set()
     used: set[int] = set()  # which settings reached a kept job
     found_ids: set[str] = set()
-    for c in candidates:
-        picked = not wanted or bool(c.names & by_label)
-        if not picked and not maybe_ids:
-            continue
-        reaching = [i for i, s in enumerate(order) if c.reached_by(s)]
-        job = c.job([order[i] for i in reaching], file)
-        if not picked and job.id not in maybe_ids:
-            continue
-        if not picked:
-            found_ids.add(job.id)
-        kept.append(c)
-        used.update(reaching)
-        if job.id not in seen:
-            seen.add(job.id)
-            jobs.append(job)
+    memo: dict = {}
+    built = [t for t in templates if not wanted or t.names & by_label or maybe_ids]
+    _check_count(sum(len(s_points) * len(overrides.seeds or settings[t.d_index].seeds) for t in built), max_jobs)
+    for t in built:
+        picked = not wanted or bool(t.names & by_label)  # --only by name: the jobs it does not select are never built
+        for s_point in s_points:
+            first = None
+            for seed in overrides.seeds or settings[t.d_index].seeds:
+                c = _Candidate(t, s_point, seed)
+                reaching = [i for i, s in enumerate(order) if c.reached_by(s)]
+                applied = [order[i] for i in reaching]
+                writes_seed = "seed" in s_point or any(s.path == "seed" for s in applied)
+                job = c.job(applied, file, memo, like=None if writes_seed else first)
+                first = first or job
+                if not picked and job.id not in maybe_ids:
+                    continue
+                if not picked:
+                    found_ids.add(job.id)
+                kept.append(c)
+                used.update(reaching)
+                if job.id not in seen:
+                    seen.add(job.id)
+                    jobs.append(job)
+            if first is not None:
+                c.forget_own_sections(first, memo)
     for name in only:
         if name.lower() not in by_label | found_ids:
-            raise matches_no_job("--only", name, sorted({label for c in candidates for label in c.labels}))
+            raise matches_no_job("--only", name, sorted({label for t in templates for label in t.labels}))
     for i, setting in enumerate(order):
         if i not in used:
             raise _reaching_none(setting, kept, file)
     return jobs
 
 
+def _check_count(count: int, max_jobs: int) -> None:
+    if count > max_jobs:
+        raise UserError(
+            f"this selection expands to {count:,} jobs (datasets x methods x grids x seeds), more than the "
+            f"limit of {max_jobs:,} (default {MAX_JOBS:,}); select fewer with --only or --seeds, or raise the "
+            f"limit with --max-jobs {count}"
+        )
+
+
 def load_jobs(
-    path: str | Path, overrides: Overrides | None = None, only: tuple[str, ...] = ()
+    path: str | Path, overrides: Overrides | None = None, only: tuple[str, ...] = (), max_jobs: int = MAX_JOBS
 ) -> tuple[Suite, list[Job]]:
     suite = load_suite(path)
     if suite.extends:  # the parent's reference rows whose jobs changed are withheld
         parent = load_suite(suite.extends)
-        jobs = expand(suite, str(path))
-        suite = withhold_changed_rows(suite, jobs, parent, expand(parent, suite.extends))
-    return suite, expand(suite, str(path), overrides, only)
+        jobs = expand(suite, str(path), max_jobs=max_jobs)
+        suite = withhold_changed_rows(suite, jobs, parent, expand(parent, suite.extends, max_jobs=max_jobs))
+    return suite, expand(suite, str(path), overrides, only, max_jobs)

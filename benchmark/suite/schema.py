@@ -26,11 +26,20 @@ class Strict(BaseModel):
 # numpy's and torch's seed range in common use; a larger seed overflowed deep inside a job
 Seed = Annotated[int, Field(ge=0, lt=2**32, description="0 <= seed < 2^32")]
 
+# Upper bounds on counts (docs/suites.md, "Limits"): far above any published protocol (FedAc: 4,096
+# rounds, 8,192 workers; FedACG: 4,000 rounds), so what exceeds one is a typo or a slipped unit
+# (`rounds: 10^30` was accepted, its ETA 4·10^21 h), refused at plan with its path and limit.
+MAX_ROUNDS = 1_000_000
+MAX_CLIENTS = 10_000_000
+MAX_EPOCHS = 10_000
+MAX_STEPS = 1_000_000
+MAX_BATCH = 1_000_000
+
 
 class LocalTraining(Strict):
-    epochs: int | None = Field(5, ge=1, description="local epochs E (exclusive with steps)")
-    steps: int | None = Field(None, ge=1, description="local steps K (exclusive with epochs)")
-    batch_size: int = Field(50, ge=1)
+    epochs: int | None = Field(5, ge=1, le=MAX_EPOCHS, description="local epochs E (exclusive with steps)")
+    steps: int | None = Field(None, ge=1, le=MAX_STEPS, description="local steps K (exclusive with epochs)")
+    batch_size: int = Field(50, ge=1, le=MAX_BATCH)
     lr: float = Field(0.1, gt=0, description="η_0")
     lr_decay: float = Field(1.0, gt=0, le=1, description="round decay d: η_t = η_0 d^t")
     intra_round_decay: bool = Field(False, description="official code: also decay by d^epoch inside a round")
@@ -53,8 +62,8 @@ class LocalTraining(Strict):
 class PoolConfig(Strict):
     """Dynamic client pool (FedACG Table 3)."""
 
-    size: int = Field(ge=1, description="C: clients in the candidate pool")
-    every: int = Field(100, ge=1, description="P: rounds between pool changes")
+    size: int = Field(ge=1, le=MAX_CLIENTS, description="C: clients in the candidate pool")
+    every: int = Field(100, ge=1, le=MAX_ROUNDS, description="P: rounds between pool changes")
     mode: Literal["resample", "replace"] = Field(
         "resample",
         description="resample: draw a new pool of C out of N; replace: each member replaced w.p. replace_prob",
@@ -223,9 +232,9 @@ class JobSettings(Strict):
     suite (Settings), a dataset entry's overrides (DatasetEntry, every field optional) and a
     resolved job (JobConfig) are all built from it."""
 
-    rounds: int = Field(100, ge=1)
-    eval_every: int = Field(1, ge=1)
-    num_clients: int = Field(100, ge=1)
+    rounds: int = Field(100, ge=1, le=MAX_ROUNDS)
+    eval_every: int = Field(1, ge=1, le=MAX_ROUNDS)
+    num_clients: int = Field(100, ge=1, le=MAX_CLIENTS)
     participation: Participation = Field(default_factory=Participation)
     local: LocalTraining = Field(default_factory=LocalTraining)
     model: ModelConfig = Field(default_factory=ModelConfig)

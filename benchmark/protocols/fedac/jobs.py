@@ -7,15 +7,13 @@ the FedAc protocol's jobs (figure.py) without importing either.
 from __future__ import annotations
 
 from benchmark.fl.spec import MethodSpec
-from benchmark.params import identity_dump
+from benchmark.params import canonical_json, identity_dump
 from benchmark.suite.schema import JobConfig
 
 
 def batch_key(job: JobConfig) -> str | None:
     """Jobs with equal keys run as one batch: they differ only in their lr and method (among
     the ones here), and all take K local steps, or all one step per round. None: not for this engine."""
-    from benchmark.suite.expand import canonical_json
-
     local, part, method = job.local, job.participation, job.method
     eligible = (
         job.model.name == "binary_logistic"
