@@ -44,7 +44,7 @@ def report_suite(
             markup=False,
         )
     try:
-        files = write_report(suite, jobs, summaries, results_dir, figures)
+        files = write_report(suite, jobs, summaries, results_dir, figures, picked, wide)
     except OSError as err:  # a read-only or full results folder: say where, no traceback
         raise UserError(
             f"cannot write the report under {report_dir}: {err.strerror or err} ({err.filename or ''})"

@@ -14,8 +14,9 @@ import pandas as pd
 from benchmark.report.entry_tables import LEGEND, EntryTable, entry_tables
 from benchmark.report.figures import Figure
 from benchmark.report.frames import jobs_frame, rounds_frame
+from benchmark.report.latex_table import table_tex
 from benchmark.report.protocol_sections import Section, build_sections
-from benchmark.run.job_status import FINISHED
+from benchmark.report.table import check_columns
 from benchmark.run.results import atomic_write_bytes, strict_json
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -73,62 +74,6 @@ def job_refs(row) -> list[tuple[str, str]]:
 
 def row_jobs_text(row) -> str:
     return "jobs " + ", ".join(j + seed for j, seed in job_refs(row))
-
-
-_TEX = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "±": r"$\pm$",
-    "Δ": r"$\Delta$",
-    "−": r"$-$",
-    "—": "--",
-    "†": r"$^\dagger$",
-    "✓": r"$\checkmark$",
-    "≥": r"$\geq$",
-    "·": r"$\cdot$",
-    "*": r"$^*$",
-    ">": r"$>$",
-    "<": r"$<$",
-}
-
-
-def tex_escape(text) -> str:
-    return "".join(_TEX.get(ch, ch) for ch in str(text))
-
-
-def table_tex(t: EntryTable) -> str:
-    """A booktabs table ready to \\input: centred, captioned, labelled `tab:<slug>`, the best of each
-    column in bold; no status column: a row whose jobs did not all finish gets a footnote mark and
-    its statuses in a footnote under the table."""
-    text, best = t.display()
-    text, best = text.drop(columns="status", errors="ignore"), best.drop(columns="status", errors="ignore")
-    marks = "abcdefghijklmnopqrstuvwxyz"
-    lost = [(i, row) for i, row in enumerate(t.rows) if row.status != FINISHED]
-    escaped = text.map(tex_escape)
-    first = escaped.columns[0]
-    for n, (i, _) in enumerate(lost):
-        escaped.loc[i, first] += f"$^{{{marks[n % 26]}}}$"
-    styler = escaped.style.hide(axis="index").format_index(tex_escape, axis=1)
-    styler = styler.apply(lambda _: best.replace({True: "textbf:--rwrap;", False: ""}), axis=None)
-    latex = styler.to_latex(
-        hrules=True,
-        caption=tex_escape(t.title),
-        label=f"tab:{t.slug}",
-        position_float="centering",
-        column_format="l" * (len(text.columns) - len(t.columns)) + "r" * len(t.columns),
-    )
-    if lost:
-        notes = "; ".join(f"$^{{{marks[n % 26]}}}$ {tex_escape(row.status)}" for n, (_, row) in enumerate(lost))
-        latex = latex.replace("\\end{table}", f"\\par\\smallskip{{\\footnotesize {notes}}}\n\\end{{table}}")
-    return latex
 
 
 def tidy_frame(t: EntryTable) -> pd.DataFrame:
@@ -268,13 +213,17 @@ def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, out: Pat
         )
 
 
-def write_report(suite, jobs, summaries: dict, results_root, figures: list[Figure] = ()) -> list[Path]:
-    """Write the report files for `jobs` of `suite` from the results under `results_root`; returns their paths."""
+def write_report(
+    suite, jobs, summaries: dict, results_root, figures: list[Figure] = (), columns: tuple[str, ...] = (), wide=False
+) -> list[Path]:
+    """Write the report files for `jobs` of `suite` from the results under `results_root`; returns their paths.
+    `columns` / `wide` choose the .tex tables' columns as the terminal's (latex_table.py)."""
     results_root = Path(results_root)
     out = results_root / suite.name / "report"
     runs = jobs_frame(jobs, results_root)
     tables, sections = build_tables(suite, jobs, summaries, results_root, runs)
     protocol_tables = [t for s in sections for t in s.tables]
+    check_columns(_every_table(tables), columns)
     for t in tables:
         if t.sensitivity:
             add_sensitivity_figure(t, runs, jobs, out)
@@ -288,7 +237,7 @@ def write_report(suite, jobs, summaries: dict, results_root, figures: list[Figur
     write("runs.csv", runs[RUN_COLUMNS + [c for c in runs.columns if c not in RUN_COLUMNS]].to_csv(index=False))
     for t in _every_table(tables) + protocol_tables:
         write(f"tables/{t.slug}.csv", table_csv(t))
-        write(f"tables/{t.slug}.tex", table_tex(t))
+        write(f"tables/{t.slug}.tex", table_tex(t, () if t.of_protocol else columns, wide))
     context = dict(
         suite=suite.name,
         description=suite.description,

@@ -51,8 +51,10 @@ def _width(text) -> int:
     return max([header_word, *(len(str(v)) for v in column)]) + BORDER
 
 
-def _chosen(t, text, columns: tuple[str, ...], wide: bool) -> tuple[list[str], list[str]]:
-    """(headers shown, headers left out) of a table's display frame `text`."""
+def choose_columns(t, text, columns: tuple[str, ...], wide: bool, width, budget: float) -> tuple[list[str], list[str]]:
+    """(headers shown, headers left out) of a table's display frame `text`: the label columns, then
+    metric columns by `_priority` while their `width(header)` fits what the labels leave of `budget`
+    (the terminal's characters, the LaTeX page's points); `columns` picks them instead, `wide` takes all."""
     labels = [h for h in t.labels(t.rows[0]) if h != "status"]
     metrics = [h for h in text.columns if h not in labels]
     if wide:
@@ -62,12 +64,12 @@ def _chosen(t, text, columns: tuple[str, ...], wide: bool) -> tuple[list[str], l
         wanted = {c.lower() for c in columns}
         picked = [h for h in metrics if h.lower() in wanted or keys[h].lower() in wanted]
         return labels + picked, [h for h in metrics if h not in picked]
-    budget = TERMINAL_WIDTH - 1 - sum(_width(text[h]) for h in labels)
+    budget -= sum(width(h) for h in labels)
     shown = set()
     for header in sorted(metrics, key=lambda h: _priority(t, h)):  # stable: suite order within a priority
-        if _width(text[header]) <= budget:
+        if width(header) <= budget:
             shown.add(header)
-            budget -= _width(text[header])
+            budget -= width(header)
     return labels + [h for h in metrics if h in shown], [h for h in metrics if h not in shown]
 
 
@@ -84,7 +86,7 @@ def rich_table(t, columns: tuple[str, ...] = (), wide: bool = False) -> Table:
     """An EntryTable for the terminal, best of each column in bold, its notes and the columns left
     out as the caption."""
     text, best = t.display()
-    shown, hidden = _chosen(t, text, columns, wide)
+    shown, hidden = choose_columns(t, text, columns, wide, lambda h: _width(text[h]), TERMINAL_WIDTH - 1)
     notes = list(t.notes)
     if hidden:
         notes.append(f"not shown: {', '.join(hidden)} (--wide shows every column, --columns KEY,... picks them)")

@@ -1,0 +1,146 @@
+"""The report's files fed to the tools that consume them: every .tex compiled by pdflatex in a plain
+article with only the packages its first line names, and checked to fit the text width."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchmark.cli import main
+
+# as a person writes it: a grid (a sensitivity table), many metric columns, a label LaTeX cannot take raw
+SUITE = """\
+name: outputs
+defaults:
+  rounds: 4
+  eval_every: 1
+  seeds: [0, 1]
+  num_clients: 6
+  participation: {rate: 0.5}
+  local: {epochs: 1, batch_size: 8, lr: 0.05}
+  model: {name: logistic}
+  metrics: [acc@2, acc@4, rounds_to@30, rounds_to@40]
+datasets:
+  - name: synthetic
+    label: "synthetic (α = 1, β = 1; Müller's ☃ split)"
+    params: {num_users: 6, dim: 10, num_classes: 3, max_samples: 60}
+    split: {kind: natural}
+methods:
+  - fedavg
+  - fedprox
+  - fedavgm
+  - preset: fedacg
+    grid: {server.lam: [0.8, 0.9]}
+"""
+OVERFULL = re.compile(r"Overfull \\hbox \((\d+\.?\d*)pt too wide\)")
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory) -> tuple[Path, Path]:
+    """(the suite file, the results folder) of a real run of SUITE."""
+    root = tmp_path_factory.mktemp("outputs")
+    suite = root / "suite.yaml"
+    suite.write_text(SUITE)
+    assert (
+        main(["run", str(suite), "--results-dir", str(root / "results"), "--no-tracking", "-q", "--threads", "1"]) == 0
+    )
+    return suite, root / "results"
+
+
+def report(ran, *options: str) -> Path:
+    suite, results = ran
+    assert main(["report", str(suite), "--results-dir", str(results), "--no-tracking", *options]) == 0
+    return results / "outputs" / "report"
+
+
+def compile_tex(table: Path, work: Path) -> str:
+    """pdflatex's log of `table` \\input in a plain article with the packages its first line names."""
+    first = table.read_text().splitlines()[0]
+    packages = re.findall(r"\\usepackage\{[^}]+\}", first)
+    assert first.startswith("% needs") and packages, first
+    document = work / f"{table.stem}-doc.tex"
+    document.write_text(
+        "\\documentclass{article}\n"
+        + "\n".join(packages)
+        + f"\n\\begin{{document}}\n\\input{{{table}}}\n\\end{{document}}\n"
+    )
+    done = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", document.name],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    log = (work / f"{table.stem}-doc.log").read_text(errors="replace")
+    assert done.returncode == 0, log[-3000:]
+    return log
+
+
+def assert_compiles_and_fits(tables: list[Path], work: Path) -> None:
+    assert tables
+    for table in tables:
+        text = table.read_text()
+        assert text.isascii(), f"{table.name}: a raw non-ASCII character: pdflatex would stop on it"
+        log = compile_tex(table, work)
+        overfull = [float(pt) for pt in OVERFULL.findall(log)]
+        assert all(pt <= 1.0 for pt in overfull), f"{table.name} overfull by {overfull} pt"
+
+
+needs_pdflatex = pytest.mark.skipif(
+    shutil.which("pdflatex") is None,
+    reason="pdflatex not installed (apt-get install texlive-latex-base texlive-latex-recommended; .ci/run does)",
+)
+
+
+@needs_pdflatex
+@pytest.mark.parametrize("options", [(), ("--wide",), ("--columns", "acc@2,acc@4,rounds_to@30,bytes_to@30,wall_s")])
+def test_every_tex_compiles_in_a_plain_article_and_fits_the_text_width(ran, tmp_path, options):
+    out = report(ran, *options)
+    assert_compiles_and_fits(sorted((out / "tables").glob("*.tex")), tmp_path)
+
+
+def test_tex_shows_the_headline_columns_by_default_and_every_column_split_with_wide(ran):
+    default = (report(ran) / "tables" / "synthetic_1_1_M_ller_s_split.tex").read_text()
+    # the caption's Unicode escaped: Greek as math, an accent as an accent command, the rest by name
+    assert r"$\alpha$ = 1, $\beta$ = 1; M\"{u}ller's [snowman] split" in default
+    assert "acc@4 (EMA" in default and "% not shown: " in default and "wall_s" in default.split("% not")[1]
+    assert default.count(r"\begin{tabular}{") == 1
+    wide = (report(ran, "--wide") / "tables" / "synthetic_1_1_M_ller_s_split.tex").read_text()
+    assert "% not shown" not in wide and "time (s)" in wide
+    parts = wide.count(r"\begin{tabular}{")
+    assert parts > 1 and wide.count(r"\toprule") == parts  # split: every part a table of its own rows
+    picked = (report(ran, "--columns", "wall_s") / "tables" / "synthetic_1_1_M_ller_s_split.tex").read_text()
+    assert "time (s)" in picked and "acc@4 (EMA" not in picked.split("\\begin{table}")[1]
+
+
+def test_tex_footnotes_only_the_rows_whose_jobs_did_not_finish(tmp_path):
+    from benchmark.report.entry_tables import Cell, Column, EntryTable, Row
+    from benchmark.report.latex_table import table_tex
+
+    column = Column("M=4", "M=4", False, "subopt")
+    rows = [Row(m, m, "", "", "", [], [], {"M=4": Cell("1.00e-03 (0.2)", 1e-3)}) for m in ("FedAc-I", "FedAvg")]
+    protocol = table_tex(EntryTable("K=1", "k1", "K = 1: best F − F* over η", [column], rows, kind="fedac"))
+    assert r"\footnotesize" not in protocol and r"over $\eta$" in protocol  # no line of empty notes
+    rows[1].status, rows[1].n = "finished 1, diverged@3 1", "1/2"
+    main_table = table_tex(EntryTable("e", "e", "e", [column], rows))
+    assert main_table.count("$^{a}$") == 2 and r"{\footnotesize $^{a}$ finished 1, diverged@3 1}" in main_table
+
+
+@needs_pdflatex
+def test_fedac_tex_compiles(tmp_path):
+    from engine.test_fedac_batched import shared_suite
+    from fedtest import write_suite
+    from report.test_fedac_report import fake_results
+
+    from benchmark.suite.expand import load_jobs
+
+    path = write_suite(tmp_path, shared_suite(["fedac1", "mbsgd"], clients=4).model_dump())
+    fake_results(tmp_path / "results", load_jobs(path)[1], [4e-3, 1e-3, 2e-3, 9e-3, 8e-3, "diverged"])
+    assert main(["report", str(path), "--results-dir", str(tmp_path / "results"), "--no-tracking"]) == 0
+    tables = sorted((tmp_path / "results" / "fedac-batched" / "report" / "tables").glob("*.tex"))
+    assert_compiles_and_fits(tables, tmp_path)
+    assert r"$\eta$" in tables[0].read_text()
