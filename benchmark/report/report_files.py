@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from benchmark.report.entry_tables import LEGEND, EntryTable, entry_tables
+from benchmark.report.figure_output import PAGE_WIDTH
 from benchmark.report.figures import Figure
 from benchmark.report.frames import jobs_frame, rounds_frame
 from benchmark.report.latex_table import table_tex
@@ -184,7 +185,7 @@ def build_tables(
     return entry_tables(suite, rest, rest_runs, rounds_frame(rest, results_root)), sections
 
 
-def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, out: Path) -> None:
+def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, out: Path, width: float) -> None:
     """The plot of the table's sensitivity rows, under the sensitivity table (where one can be drawn)."""
     from benchmark.report.figures import method_styles
     from benchmark.report.sensitivity_figure import sensitivity_figure, sensitivity_points
@@ -203,6 +204,7 @@ def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, out: Pat
         out / "figures" / f"sensitivity-{table.slug}.png",
         method_styles(runs.method),
         log_y=convex,
+        width=width,
     )
     if path:
         table.sensitivity.figure = Figure(
@@ -214,10 +216,18 @@ def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, out: Pat
 
 
 def write_report(
-    suite, jobs, summaries: dict, results_root, figures: list[Figure] = (), columns: tuple[str, ...] = (), wide=False
+    suite,
+    jobs,
+    summaries: dict,
+    results_root,
+    figures: list[Figure] = (),
+    columns: tuple[str, ...] = (),
+    wide: bool = False,
+    figure_width: float = PAGE_WIDTH,
 ) -> list[Path]:
     """Write the report files for `jobs` of `suite` from the results under `results_root`; returns their paths.
-    `columns` / `wide` choose the .tex tables' columns as the terminal's (latex_table.py)."""
+    `columns` / `wide` choose the .tex tables' columns as the terminal's (latex_table.py); `figure_width`:
+    the sensitivity figures' width in inches (figure_output.py)."""
     results_root = Path(results_root)
     out = results_root / suite.name / "report"
     runs = jobs_frame(jobs, results_root)
@@ -226,7 +236,7 @@ def write_report(
     check_columns(_every_table(tables), columns)
     for t in tables:
         if t.sensitivity:
-            add_sensitivity_figure(t, runs, jobs, out)
+            add_sensitivity_figure(t, runs, jobs, out, figure_width)
     written = [t.sensitivity.figure.path for t in tables if t.sensitivity and t.sensitivity.figure]
 
     def write(relative: str, text: str) -> None:

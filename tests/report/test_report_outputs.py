@@ -144,3 +144,35 @@ def test_fedac_tex_compiles(tmp_path):
     tables = sorted((tmp_path / "results" / "fedac-batched" / "report" / "tables").glob("*.tex"))
     assert_compiles_and_fits(tables, tmp_path)
     assert r"$\eta$" in tables[0].read_text()
+
+
+def font_subtypes(pdf: bytes) -> set[str]:
+    """The /Subtype of every font dictionary in a PDF (matplotlib writes them uncompressed)."""
+    return set(re.findall(rb"/Type /Font /Subtype /(\w+)", pdf))
+
+
+def test_figures_are_png_pdf_and_svg_with_truetype_fonts_at_the_width_asked(ran):
+    from matplotlib.image import imread
+
+    from benchmark.report.figure_output import DPI
+
+    for width, side_by_side in (("7", True), ("3.25", False)):
+        figures = report(ran, "--figure-width", width) / "figures"
+        pngs = sorted(figures.glob("*.png"))
+        assert {p.name.split("-")[0] for p in pngs} == {"convergence", "clients", "sensitivity"}
+        for png in pngs:
+            assert abs(imread(png).shape[1] - float(width) * DPI) <= 1  # drawn at the width it is printed
+            pdf = png.with_suffix(".pdf").read_bytes()
+            assert font_subtypes(pdf) == {b"Type0", b"CIDFontType2"} and b"/FontFile2" in pdf  # TrueType, embedded
+            assert b"Type3" not in pdf
+            svg = png.with_suffix(".svg").read_text()
+            assert svg.startswith("<?xml") and "<text" not in svg  # text as paths: no font needed to view it
+        convergence = imread(next(figures.glob("convergence-*.png")))
+        wider_than_tall = convergence.shape[1] > convergence.shape[0]
+        assert wider_than_tall == side_by_side  # one column: the three panels one under the other
+
+
+def test_figure_width_out_of_range_exits_2(ran, capsys):
+    suite, results = ran
+    code = main(["report", str(suite), "--results-dir", str(results), "--no-tracking", "--figure-width", "40"])
+    assert code == 2 and "--figure-width" in capsys.readouterr().err
