@@ -112,12 +112,22 @@ LEGEND = (
 )
 
 
+VALIDATION_HEADER = "selected on: val acc (EMA, %, round {rounds})"
+
+
 def _columns(
-    metrics: list[str], rounds: int, target: float | None, convex: bool, raw: bool, extra: list[Column] = ()
+    metrics: list[str],
+    rounds: int,
+    target: float | None,
+    convex: bool,
+    raw: bool,
+    extra: list[Column] = (),
+    validation: bool = False,
 ) -> list[Column]:
     """The metric columns; `raw`: an unsmoothed acc_raw@R beside each acc@R (from the round records);
-    `extra` (client_columns) before the wall time."""
-    cols = []
+    `extra` (client_columns) before the wall time; `validation`: first, the validation accuracy the grid
+    was selected on (the other columns are test numbers)."""
+    cols = [Column("final_val_ema_acc", VALIDATION_HEADER.format(rounds=rounds), True, "acc")] if validation else []
     for m in metrics:
         kind, value = parse_metric(m)
         if kind == "acc":
@@ -303,10 +313,10 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
         raw = rounds_df is not None and not rounds_df.empty
         target, notes = add_round_metrics(entry_jobs, rounds_df, config.metrics, convex) if raw else (None, [])
         by_client = client_columns(entry_jobs)
-        columns = _columns(config.metrics, config.rounds, target, convex, raw, by_client)
+        on = "validation" if all(j.config.select.on == "validation" for j in e_jobs) else "test"
+        columns = _columns(config.metrics, config.rounds, target, convex, raw, by_client, on == "validation")
         notes += [CLIENT_NOTE] if by_client else []
         ref = entry.reference
-        on = "validation" if all(j.config.select.on == "validation" for j in e_jobs) else "test"
         rule = SELECTION_RULE_CONVEX if convex else SELECTION_RULE_VALIDATION if on == "validation" else SELECTION_RULE
         chosen = best_settings(entry_jobs, convex, on)
         main_rows = [_row(entry_jobs[entry_jobs.setting == s], columns, ref, off) for s in chosen.values()]

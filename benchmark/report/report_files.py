@@ -190,9 +190,13 @@ def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, out: Pat
     from benchmark.report.figures import method_styles
     from benchmark.report.sensitivity_figure import sensitivity_figure, sensitivity_points
 
-    convex = any(c.key == "final_subopt" for c in table.columns)
-    metric, ylabel = (
-        ("final_subopt", "final F(w) − F*") if convex else ("final_ema_acc", "final test accuracy (EMA, %)")
+    keys = {c.key for c in table.columns}
+    metric, ylabel = (  # the metric the grid was selected on
+        ("final_subopt", "final F(w) − F*")
+        if "final_subopt" in keys
+        else ("final_val_ema_acc", "final validation accuracy (EMA, %)")
+        if "final_val_ema_acc" in keys
+        else ("final_ema_acc", "final test accuracy (EMA, %)")
     )
     ids = {i for r in table.sensitivity.rows for i in r.job_ids}
     points = {j.id: {**j.grid_point, **j.suite_point} for j in jobs if j.id in ids}
@@ -203,12 +207,13 @@ def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, out: Pat
         ylabel,
         out / "figures" / f"sensitivity-{table.slug}.png",
         method_styles(runs.method),
-        log_y=convex,
+        log_y=metric == "final_subopt",
         width=width,
     )
     if path:
         table.sensitivity.figure = Figure(
-            f"{table.entry}: {ylabel} against each grid parameter, mean ± std over the finished seeds; "
+            f"{table.entry}: {ylabel}, the metric the grid was selected on, against each grid parameter, "
+            "mean ± std over the finished seeds; "
             "a method's other grid parameters are held at the setting its table shows (named above each panel); "
             "×: a setting with no finished seed",
             path,

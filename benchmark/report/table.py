@@ -25,14 +25,15 @@ BORDER = 3  # a column's separator and padding in rich's default box
 
 def _priority(t, header: str) -> int:
     """Lower shows first: the status where a job did not finish (it flags what the numbers miss), the
-    suite's smoothed accuracies, the final accuracy, the paired difference to the baseline, rounds to
+    suite's smoothed accuracies, the final accuracy (and the validation accuracy a grid was selected on),
+    the paired difference to the baseline, rounds to
     a target, the status of an all-finished table, then raw accuracies, bytes and wall time."""
     if header == "status":
         return -1 if any(r.status != FINISHED for r in t.rows) else 4
     col = next(c for c in t.columns if c.header == header)
     if col.key.endswith("-vs-baseline"):
         return 2
-    if col.key in ("final_ema_acc", "final_subopt"):
+    if col.key in ("final_ema_acc", "final_subopt", "final_val_ema_acc"):
         return 1
     if col.unit == "rounds":
         return 3
