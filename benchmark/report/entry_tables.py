@@ -108,7 +108,9 @@ LEGEND = (
     "and the bytes sent down + up (all clients) until then; >R: not reached in R rounds. "
     "Wall time: seconds per job (setup, training, evaluation), shown but never ranked (it measures the machine's "
     "load as much as the method). Cells: mean ± sample std over the finished "
-    "seeds, n = finished seeds / jobs; best per column in bold."
+    "seeds, n = finished seeds / jobs. Bold: the column's best, ahead of every other row by the paired test "
+    "(the 95% Student-t interval of the per-seed differences excludes 0); ≈: tied for best, no paired test "
+    "separates these from the best; no mark: none is separated (with one seed never)."
 )
 
 
@@ -179,18 +181,38 @@ def _status_text(jobs: pd.DataFrame) -> str:
     return ", ".join(s if n == len(labels) else f"{s} {n}" for s, n in counts.items())
 
 
-def mark_best(columns: list[Column], rows: list[Row]) -> None:
-    """Bold the best mean of each column, among the rows whose every job finished where there are
-    any (a mean over the one seed that did not diverge is no fair winner)."""
+TIE_MARK = " ≈"
+
+
+def mark_best(columns: list[Column], rows: list[Row], jobs: pd.DataFrame | None = None) -> None:
+    """Per ranked column, among the rows whose every job finished where there are any (a mean over the one
+    seed that did not diverge is no fair winner): the best mean in bold where it beats every other row by
+    the paired test over their shared seeds (paired.beats); where some rows' seeds do not separate them
+    from it, those rows and the best are tied, each marked TIE_MARK; where none is separated from it,
+    nothing is marked. `jobs`: the rows' jobs with the columns' per-job values; without it (a protocol's
+    table, one value per cell) the lowest / highest is bold untested."""
+    from benchmark.report.paired import beats, by_seed
+
     complete = [r for r in rows if "/" not in r.n] or rows
     for col in (c for c in columns if c.ranked):
-        values = [r.cells[col.key].value for r in complete if r.cells[col.key].value is not None]
-        if len(values) < 2:
+        ranked = [r for r in complete if r.cells[col.key].value is not None]
+        if len(ranked) < 2:
             continue
-        best = max(values) if col.higher_is_better else min(values)
-        for r in complete:
-            if r.cells[col.key].value == best:
-                r.cells[col.key].best = True
+        values = [r.cells[col.key].value for r in ranked]
+        top = max(values) if col.higher_is_better else min(values)
+        if jobs is None:
+            for r in ranked:
+                r.cells[col.key].best = r.cells[col.key].value == top
+            continue
+        lead = next(r for r in ranked if r.cells[col.key].value == top)
+        seeds = {id(r): by_seed(jobs[jobs.job_id.isin(r.job_ids)], col.key) for r in ranked}
+        tied = [r for r in ranked if r is lead or not beats(seeds[id(lead)], seeds[id(r)], col.higher_is_better)]
+        if len(tied) == 1:
+            lead.cells[col.key].best = True
+        elif len(tied) < len(ranked):
+            for r in tied:
+                r.cells[col.key].tied = True
+                r.cells[col.key].text += TIE_MARK
 
 
 def _row(setting_jobs: pd.DataFrame, columns: list[Column], ref, off: dict[str, str] | None = None) -> Row:
@@ -320,7 +342,7 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
         rule = SELECTION_RULE_CONVEX if convex else SELECTION_RULE_VALIDATION if on == "validation" else SELECTION_RULE
         chosen = best_settings(entry_jobs, convex, on)
         main_rows = [_row(entry_jobs[entry_jobs.setting == s], columns, ref, off) for s in chosen.values()]
-        mark_best(columns, main_rows)
+        mark_best(columns, main_rows, entry_jobs)
         main_columns = columns
         if len(main_rows) > 1:
             main_columns = [add_paired_column(main_rows, entry_jobs, convex), *columns]
@@ -364,7 +386,7 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
             rows = [_row(g, columns, ref, off) for _, g in entry_jobs[several].groupby("setting", sort=False)]
             for r in rows:
                 r.chosen = r.setting in chosen.values()
-            mark_best(columns, rows)
+            mark_best(columns, rows, entry_jobs)
             table.sensitivity = EntryTable(
                 table.entry,
                 f"{slug}.sensitivity",

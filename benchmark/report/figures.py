@@ -59,6 +59,11 @@ class Figure:
         pdf = self.path.with_suffix(".pdf")
         return pdf if pdf.exists() else None
 
+    @property
+    def svg(self) -> Path | None:
+        svg = self.path.with_suffix(".svg")
+        return svg if svg.exists() else None
+
     def data_uri(self) -> str:
         return "data:image/png;base64," + base64.b64encode(self.path.read_bytes()).decode()
 

@@ -179,6 +179,14 @@ def _tabular(headers: list[str], labels: list[str], text, best, lines: dict[str,
     return "\n".join(out)
 
 
+def _marks_note(t) -> str:
+    """What the table's marks claim (entry_tables.mark_best), where it has any."""
+    cells = [row.cells[c.key] for row in t.rows for c in t.columns]
+    if t.of_protocol or not any(c.best or c.tied for c in cells):
+        return ""
+    return ". Bold: ahead of every other row by a paired test over seeds (95% interval); ≈: tied for best"
+
+
 def table_tex(t, columns: tuple[str, ...] = (), wide: bool = False) -> str:
     """The table's .tex, ready to \\input: centred, captioned, labelled `tab:<slug>`, marked cells in bold;
     no status column: a row whose jobs did not all finish gets a footnote mark and its statuses in a
@@ -203,7 +211,8 @@ def table_tex(t, columns: tuple[str, ...] = (), wide: bool = False) -> str:
     if hidden:
         keys = {c.header: c.key for c in t.columns}  # ASCII, and what --columns takes
         out.append(f"% not shown: {', '.join(keys[h] for h in hidden)} (in the .csv; fedbench report --columns KEY,..)")
-    out += [r"\begin{table}", r"\centering", rf"\caption{{{tex_escape(t.title)}}}", rf"\label{{tab:{t.slug}}}"]
+    out += [r"\begin{table}", r"\centering", rf"\caption{{{tex_escape(t.title + _marks_note(t))}}}"]
+    out.append(rf"\label{{tab:{t.slug}}}")
     out.append(f"\n{SPLIT_GAP}\n".join(_tabular(labels + part, labels, escaped, best, lines) for part in parts))
     if lost:
         notes = "; ".join(f"$^{{{marks[n % 26]}}}$ {tex_escape(row.status)}" for n, row in enumerate(lost))

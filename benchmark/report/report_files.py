@@ -59,6 +59,7 @@ def html_cells(t: EntryTable) -> tuple[list[str], list[list[dict]]]:
                     "label": False,
                     "text": cell.text,
                     "best": cell.best,
+                    "tied": cell.tied,
                     "id": f"{t.slug}-{i}-{j}",
                     "jobs": ", ".join(cell.job_ids or row.job_ids),
                 }

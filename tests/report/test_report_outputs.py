@@ -176,3 +176,50 @@ def test_figure_width_out_of_range_exits_2(ran, capsys):
     suite, results = ran
     code = main(["report", str(suite), "--results-dir", str(results), "--no-tracking", "--figure-width", "40"])
     assert code == 2 and "--figure-width" in capsys.readouterr().err
+
+
+TIED_SUITE = """\
+name: tied
+defaults:
+  rounds: 4
+  seeds: [0, 1, 2]
+  num_clients: 6
+  participation: {rate: 0.5}
+  local: {epochs: 1, batch_size: 8, lr: 0.05}
+  model: {name: logistic}
+  metrics: [acc@2]
+datasets:
+  - name: synthetic
+    params: {num_users: 6, dim: 10, num_classes: 3, max_samples: 60}
+    split: {kind: natural}
+methods: [fedavg, fedprox, fedacg]
+"""
+
+
+def test_bold_only_where_the_paired_test_separates_the_best_and_ties_marked(tmp_path):
+    from report.test_report_files import _summary
+
+    from benchmark.report.entry_tables import LEGEND
+    from benchmark.run.results import JobDir, atomic_write_json
+    from benchmark.suite.expand import load_jobs
+
+    path = tmp_path / "tied.yaml"
+    path.write_text(TIED_SUITE)
+    # final EMA: FedACG's mean (60.5) leads FedProx's (60) but their per-seed differences (-1, 3, -0.5)
+    # do not exclude 0: tied; FedAvg (+9, +7, +9.5 behind) is separated. acc@2: FedProx 5 ahead at every seed.
+    values = {"FedAvg": ([50, 54, 52], [40, 41, 42]), "FedProx": ([60, 58, 62], [45, 46, 47])}
+    values["FedACG"] = ([59, 61, 61.5], [30, 31, 32])
+    for job in load_jobs(path)[1]:
+        final, acc2 = (v[job.config.seed] for v in values[job.method_label])
+        atomic_write_json(JobDir(tmp_path / "results", job.id).summary, _summary(final, acc2))
+    assert main(["report", str(path), "--results-dir", str(tmp_path / "results"), "--no-tracking", "--wide"]) == 0
+    out = tmp_path / "results" / "tied" / "report"
+    md = (out / "report.md").read_text()
+    assert "| **46.00 ± 1.00** |" in md and "| 60.50 ± 1.32 ≈ |" in md and "| 60.00 ± 2.00 ≈ |" in md
+    assert "52.00 ± 2.00 |" in md and "**52.00" not in md and "52.00 ± 2.00 ≈" not in md
+    assert "**60.50" not in md and LEGEND in md
+    tex = (out / "tables" / "synthetic.tex").read_text()
+    assert r"\textbf{46.00 $\pm$ 1.00}" in tex and r"60.50 $\pm$ 1.32 $\approx$" in tex
+    assert r"Bold: ahead of every other row by a paired test" in tex
+    html = (out / "report.html").read_text()
+    assert html.count('class="best"') == 1 and "60.50 ± 1.32 ≈" in html  # acc@2's
