@@ -48,6 +48,7 @@ class EntryTable:
     # table (report/protocol_sections.py), a row per method, each cell its own text
     kind: str = "main"
     figure: object = None  # report_files.Figure drawn from this table, shown under it
+    jobs: pd.DataFrame | None = None  # per job its value behind each column (runs.csv): its entry's jobs
 
     @property
     def of_protocol(self) -> bool:
@@ -299,7 +300,7 @@ PAIRED_NOTE = (
 def add_paired_column(rows: list[Row], entry_jobs: pd.DataFrame, convex: bool) -> Column:
     """The column of each row's paired difference to the first row (the baseline method), its
     cells added to the rows."""
-    from benchmark.report.paired import paired_cell, paired_column
+    from benchmark.report.paired import by_seed, paired_cell, paired_column
 
     headline = (
         Column("final_subopt", "final F(w) − F*", False, "subopt")
@@ -312,6 +313,13 @@ def add_paired_column(rows: list[Row], entry_jobs: pd.DataFrame, convex: bool) -
     for row in rows[1:]:
         jobs = entry_jobs[entry_jobs.job_id.isin(row.job_ids)]
         row.cells[column.key] = paired_cell(jobs, baseline_jobs, headline.key, headline.unit)
+    # per job (runs.csv): its difference to the baseline's job at its seed
+    base = by_seed(baseline_jobs, headline.key)
+    others = {j for row in rows[1:] for j in row.job_ids}
+    entry_jobs[column.key] = [
+        float(v) - base[int(s)] if j in others and st == FINISHED and is_number(v) and int(s) in base else None
+        for j, s, st, v in zip(entry_jobs.job_id, entry_jobs.seed, entry_jobs.status, entry_jobs[headline.key])
+    ]
     return column
 
 
@@ -379,7 +387,7 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
             for c in (ref.chosen if ref else [])
             if c.status == "assumed"
         ]
-        table = EntryTable(entry.label or entry.name, slug, title, main_columns, main_rows, notes)
+        table = EntryTable(entry.label or entry.name, slug, title, main_columns, main_rows, notes, jobs=entry_jobs)
         if entry_jobs.groupby("method").setting.nunique().max() > 1:
             table.notes.insert(0, rule)
             several = entry_jobs.groupby("method").setting.transform("nunique") > 1

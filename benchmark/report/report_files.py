@@ -169,6 +169,20 @@ def _run_table(runs: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def runs_csv(runs: pd.DataFrame, tables: list[EntryTable]) -> str:
+    """A row per job: its labels, status and every number from its summary, and the per-job value behind
+    each table column the report computed (raw accuracy at R, bytes to a target, the paired difference
+    to the baseline's job at its seed), so every cell can be recomputed from it."""
+    computed = [
+        t.jobs[["job_id", *new]]
+        for t in tables
+        if t.jobs is not None and (new := [c.key for c in t.columns if c.key in t.jobs and c.key not in runs])
+    ]
+    if computed:
+        runs = runs.merge(pd.concat(computed, ignore_index=True), on="job_id", how="left")
+    return runs[RUN_COLUMNS + [c for c in runs.columns if c not in RUN_COLUMNS]].to_csv(index=False)
+
+
 def status_counts(jobs_df: pd.DataFrame) -> str:
     counts = jobs_df.status.value_counts()
     return f"{len(jobs_df)} jobs: " + ", ".join(f"{n} {s}" for s, n in counts.items())
@@ -250,7 +264,7 @@ def write_report(
         written.append(out / relative)
 
     write("report.json", strict_json(report_record(suite.name, runs, _every_table(tables) + protocol_tables), indent=2))
-    write("runs.csv", runs[RUN_COLUMNS + [c for c in runs.columns if c not in RUN_COLUMNS]].to_csv(index=False))
+    write("runs.csv", runs_csv(runs, tables))
     for t in _every_table(tables) + protocol_tables:
         write(f"tables/{t.slug}.csv", table_csv(t))
         write(f"tables/{t.slug}.tex", table_tex(t, () if t.of_protocol else columns, wide))

@@ -223,3 +223,22 @@ def test_bold_only_where_the_paired_test_separates_the_best_and_ties_marked(tmp_
     assert r"Bold: ahead of every other row by a paired test" in tex
     html = (out / "report.html").read_text()
     assert html.count('class="best"') == 1 and "60.50 ± 1.32 ≈" in html  # acc@2's
+
+
+def test_runs_csv_holds_every_value_a_table_shows(ran):
+    import pandas as pd
+
+    out = report(ran)
+    runs = pd.read_csv(out / "runs.csv").set_index("job_id")
+    checked = set()
+    for csv in (out / "tables").glob("*.csv"):
+        for _, row in pd.read_csv(csv).iterrows():
+            jobs = runs.loc[row["jobs"].split()]
+            for key in (c.removesuffix(".mean") for c in row.index if c.endswith(".mean")):
+                # a KeyError: a column runs.csv lacks; rounds_to@X holds ">R" where a job never reached X
+                values = pd.to_numeric(jobs[jobs.status == "finished"][key], errors="coerce").dropna()
+                assert len(values) == row[f"{key}.n"], (csv.name, row["method"], key)
+                if len(values):
+                    assert values.mean() == pytest.approx(row[f"{key}.mean"]), (csv.name, row["method"], key)
+                    checked.add(key)
+    assert {"acc_raw@2", "bytes_to@30", "final_ema_acc-vs-baseline", "client_p50", "acc@4"} <= checked
