@@ -242,3 +242,21 @@ def test_runs_csv_holds_every_value_a_table_shows(ran):
                     assert values.mean() == pytest.approx(row[f"{key}.mean"]), (csv.name, row["method"], key)
                     checked.add(key)
     assert {"acc_raw@2", "bytes_to@30", "final_ema_acc-vs-baseline", "client_p50", "acc@4"} <= checked
+
+
+BROWSER = next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
+
+
+@pytest.mark.skipif(BROWSER is None, reason="no headless browser (Debian: apt install chromium)")
+def test_html_fits_a_1024_px_window_its_wide_tables_scrolling_in_their_own_box(ran, tmp_path):
+    html = (report(ran) / "report.html").read_text()
+    assert html.count('<div class="scroll"><table') == 3  # main, sensitivity, every job
+    # the page's own width as the browser lays it out, written into the DOM by a probe added to a copy
+    probe = tmp_path / "probe.html"
+    script = "<script>document.body.dataset.pageWidth = document.documentElement.scrollWidth;</script>"
+    probe.write_text(html.replace("</body>", script + "</body>"))
+    command = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1024,1400", "--dump-dom"]
+    dom = subprocess.run([*command, probe.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    widths = re.findall(r'data-page-width="(\d+)"', dom)
+    assert widths and int(widths[0]) <= 1024, widths
+    assert 'class="scroll"' in dom and "FedACG" in dom
