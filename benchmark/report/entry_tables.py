@@ -408,9 +408,20 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
     return tables
 
 
-def headline_numbers(suite, jobs, results_root) -> list[tuple[str, float]]:
-    """(name, value) per dataset entry and method: the final EMA accuracy (convex: final F − F*) of
-    the setting the report's table shows, mean over its finished seeds."""
+@dataclass
+class Headline:
+    """One method's headline number in one dataset entry: the final EMA accuracy (convex: final F − F*)
+    of the setting its table shows, mean over its finished seeds."""
+
+    entry: str
+    method: str
+    metric: str  # final_ema_acc or final_subopt
+    value: float
+    seeds: int
+
+
+def headline_numbers(suite, jobs, results_root) -> list[Headline]:
+    """Each dataset entry's methods' headline numbers (Headline)."""
     from benchmark.report.frames import jobs_frame
 
     frame = jobs_frame(jobs, results_root)
@@ -421,5 +432,5 @@ def headline_numbers(suite, jobs, results_root) -> list[tuple[str, float]]:
         for method, setting in best_settings(entry, convex).items():
             values = entry[(entry.setting == setting) & (entry.status == FINISHED)][key].dropna()
             if len(values):
-                numbers.append((f"{entry.entry.iloc[0]}/{method}/{key}", float(values.mean())))
+                numbers.append(Headline(entry.entry.iloc[0], method, key, float(values.mean()), len(values)))
     return numbers
