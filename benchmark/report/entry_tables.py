@@ -49,6 +49,7 @@ class EntryTable:
     kind: str = "main"
     figure: object = None  # report_files.Figure drawn from this table, shown under it
     jobs: pd.DataFrame | None = None  # per job its value behind each column (runs.csv): its entry's jobs
+    numbers: pd.DataFrame | None = None  # a protocol's table: its cells' numbers, one column each (its .csv)
 
     @property
     def of_protocol(self) -> bool:

@@ -107,9 +107,12 @@ def tidy_frame(t: EntryTable) -> pd.DataFrame:
 
 
 def table_frame(t: EntryTable) -> pd.DataFrame:
-    """The tidy frame; a protocol's table keeps each cell's own text (report/protocol_sections.py)."""
+    """The tidy frame; a protocol's table its numbers where it has them, else each cell's own text
+    (report/protocol_sections.py)."""
     if not t.of_protocol:
         return tidy_frame(t)
+    if t.numbers is not None:
+        return t.numbers
     text, _ = t.display()
     text["jobs"] = [" ".join(r.job_ids) for r in t.rows]
     return text
@@ -169,10 +172,24 @@ def _run_table(runs: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def runs_csv(runs: pd.DataFrame, tables: list[EntryTable]) -> str:
-    """A row per job: its labels, status and every number from its summary, and the per-job value behind
-    each table column the report computed (raw accuracy at R, bytes to a target, the paired difference
-    to the baseline's job at its seed), so every cell can be recomputed from it."""
+def setting_columns(jobs) -> pd.DataFrame:
+    """Per job the settings that tell its runs apart, as numbers: clients (M), local steps (K), epochs,
+    learning rate (η), batch size, and every other grid or override setting (`settings` says the same
+    as one string)."""
+    rows = []
+    for job in jobs:
+        local = job.config.local
+        row = {"job_id": job.id, "num_clients": job.config.num_clients, "local.steps": local.steps}
+        row |= {"local.epochs": local.epochs, "local.lr": local.lr, "local.batch_size": local.batch_size}
+        rows.append(row | {k: v for k, v in {**job.grid_point, **job.suite_point}.items() if k not in row})
+    return pd.DataFrame(rows)
+
+
+def runs_csv(runs: pd.DataFrame, tables: list[EntryTable], jobs) -> str:
+    """A row per job: its labels, its settings as numbers (setting_columns), status and every number from
+    its summary, and the per-job value behind each table column the report computed (raw accuracy at R,
+    bytes to a target, the paired difference to the baseline's job at its seed), so every cell can be
+    recomputed from it."""
     computed = [
         t.jobs[["job_id", *new]]
         for t in tables
@@ -180,7 +197,10 @@ def runs_csv(runs: pd.DataFrame, tables: list[EntryTable]) -> str:
     ]
     if computed:
         runs = runs.merge(pd.concat(computed, ignore_index=True), on="job_id", how="left")
-    return runs[RUN_COLUMNS + [c for c in runs.columns if c not in RUN_COLUMNS]].to_csv(index=False)
+    settings = setting_columns(jobs)
+    runs = runs.merge(settings, on="job_id", how="left")
+    first = RUN_COLUMNS + [c for c in settings.columns if c not in RUN_COLUMNS]
+    return runs[first + [c for c in runs.columns if c not in first]].to_csv(index=False)
 
 
 def status_counts(jobs_df: pd.DataFrame) -> str:
@@ -264,7 +284,7 @@ def write_report(
         written.append(out / relative)
 
     write("report.json", strict_json(report_record(suite.name, runs, _every_table(tables) + protocol_tables), indent=2))
-    write("runs.csv", runs_csv(runs, tables))
+    write("runs.csv", runs_csv(runs, tables, jobs))
     for t in _every_table(tables) + protocol_tables:
         write(f"tables/{t.slug}.csv", table_csv(t))
         write(f"tables/{t.slug}.tex", table_tex(t, () if t.of_protocol else columns, wide))

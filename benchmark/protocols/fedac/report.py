@@ -160,12 +160,42 @@ def fedac_entry_tables(cells: dict[tuple[str, int, int], Cell]) -> list:
             row_ids = [i for c in row_cells.values() for i in c.job_ids]
             rows.append(Row(method, method, "", "", "", row_ids, [], row_cells))
         mark_best(columns, rows)
-        tables.append(
-            EntryTable(
-                f"K={k}", f"fedac_K{k}", f"K = {k}: best final F(w) − F* over η (that η)", columns, rows, kind="fedac"
-            )
+        table = EntryTable(
+            f"K={k}", f"fedac_K{k}", f"K = {k}: best final F(w) − F* over η (that η)", columns, rows, kind="fedac"
         )
+        table.numbers = _numbers(cells, methods, workers, k)
+        tables.append(table)
     return tables + comparison_tables(cells)
+
+
+def _numbers(cells: dict[tuple[str, int, int], Cell], methods: list[str], workers: list[int], k: int):
+    """The table's cells as numbers (its .csv): a row per method and M, the best η (eta), its mean final
+    F(w) − F* over seeds (subopt), the seeds at that η, the runs lost to the choice and whether η is at
+    the grid's edge; no best: eta and subopt empty."""
+    import pandas as pd
+
+    records = []
+    for method in methods:
+        for m in workers:
+            cell = cells.get((method, m, k))
+            if cell is None:
+                continue
+            best = cell.best
+            eta, subopt = best if best else (None, None)
+            records.append(
+                {
+                    "method": method,
+                    "K": k,
+                    "M": m,
+                    "eta": eta,
+                    "subopt": subopt,
+                    "seeds": len(cell.finished.get(eta, [])) if best else 0,
+                    "lost_runs": cell.lost_runs,
+                    "eta_at_grid_edge": cell.at_edge,
+                    "jobs": " ".join(cell.jobs[eta] if best else [i for ids in cell.jobs.values() for i in ids]),
+                }
+            )
+    return pd.DataFrame(records)
 
 
 def _cell_text(cell: Cell | None) -> str:
