@@ -170,10 +170,8 @@ def _tabular(headers: list[str], labels: list[str], text, best, lines: dict[str,
     out = [rf"\begin{{tabular}}{{{''.join(align[h] for h in headers)}}}", r"\toprule"]
     out.append(" & ".join(_header_cell(lines[h], align[h]) for h in headers) + r" \\")
     out.append(r"\midrule")
-    for i in range(len(text)):
-        cells = [
-            rf"\textbf{{{text.iloc[i][h]}}}" if best.iloc[i][h] else text.iloc[i][h] for h in headers
-        ]  # text is escaped already
+    for i in range(len(text)):  # `text` is escaped already
+        cells = [rf"\textbf{{{text.iloc[i][h]}}}" if best.iloc[i][h] else text.iloc[i][h] for h in headers]
         out.append(" & ".join(cells) + r" \\")
     out += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(out)
@@ -199,11 +197,10 @@ def table_tex(t, columns: tuple[str, ...] = (), wide: bool = False) -> str:
     shown = [h for h in shown if h in text.columns]
     labels = [h for h in shown if h in t.labels(t.rows[0])]
     marks = "abcdefghijklmnopqrstuvwxyz"
-    lost = [row for row in t.rows if row.status and row.status != FINISHED]  # a protocol's rows carry none
+    lost = [i for i, row in enumerate(t.rows) if row.status and row.status != FINISHED]  # a protocol's: none
     escaped = text.map(tex_escape)
-    first = escaped.columns[0]
-    for n, row in enumerate(lost):
-        escaped.loc[t.rows.index(row), first] += f"$^{{{marks[n % 26]}}}$"
+    for n, i in enumerate(lost):
+        escaped.iloc[i, 0] += f"$^{{{marks[n % 26]}}}$"
     room = TEXT_WIDTH - sum(widths[h] for h in labels)
     parts = _parts([h for h in shown if h not in labels], widths, room)
     lines = {h: wrapped for h, (_, wrapped) in sizes.items()}
@@ -215,7 +212,7 @@ def table_tex(t, columns: tuple[str, ...] = (), wide: bool = False) -> str:
     out.append(rf"\label{{tab:{t.slug}}}")
     out.append(f"\n{SPLIT_GAP}\n".join(_tabular(labels + part, labels, escaped, best, lines) for part in parts))
     if lost:
-        notes = "; ".join(f"$^{{{marks[n % 26]}}}$ {tex_escape(row.status)}" for n, row in enumerate(lost))
+        notes = "; ".join(f"$^{{{marks[n % 26]}}}$ {tex_escape(t.rows[i].status)}" for n, i in enumerate(lost))
         out.append(rf"\par\smallskip{{\footnotesize {notes}}}")
     out.append(r"\end{table}")
     return "\n".join(out) + "\n"
