@@ -200,10 +200,18 @@ def plan(
     "--columns",
     default=None,
     metavar="KEY,..",
-    help="terminal tables: these metric columns (keys such as acc@60, final_acc, wall_s, status), "
-    "instead of those that fit 100 columns",
+    help="tables (terminal and .tex): these metric columns (keys such as acc@60, final_acc, wall_s, status), "
+    "instead of those that fit 100 columns / the page",
 )
-@click.option("--wide", is_flag=True, help="terminal tables: every column, however wide")
+@click.option("--wide", is_flag=True, help="tables: every column, however wide (.tex: split to fit the page)")
+@click.option(
+    "--figure-width",
+    type=Amount(min=2, max=20),
+    default=7.0,
+    show_default=True,
+    metavar="INCHES",
+    help="the figures' width as printed: 7 for a page's text width, 3.25 for one column of a two-column paper",
+)
 @job_options
 @JSON
 def report(
@@ -213,6 +221,7 @@ def report(
     no_tracking: bool,
     columns,
     wide: bool,
+    figure_width: float,
     only,
     sets,
     seeds,
@@ -221,12 +230,15 @@ def report(
     as_json: bool,
 ) -> None:
     """Print measured vs paper numbers from the results already on disk (never reruns) and write
-    results/<suite>/report/: report.md, report.html, tables/*.csv and *.tex, runs.csv. Every seed
-    with a result on disk is reported; --seeds narrows."""
+    results/<suite>/report/: report.md, report.html, tables/*.csv and *.tex (the columns --columns / --wide
+    pick, else those that fit the page), figures as PNG, PDF and SVG, runs.csv. Every seed with a result on
+    disk is reported; --seeds narrows."""
     from benchmark.commands.report import report_suite
 
     select = _select(suite_file, only, sets, seeds, rounds, max_jobs)
-    report_suite(select, suite_file, seeds, results_dir, tracking_uri, no_tracking, columns, wide, as_json)
+    report_suite(
+        select, suite_file, seeds, results_dir, tracking_uri, no_tracking, columns, wide, as_json, figure_width
+    )
 
 
 @cli.command()

@@ -13,7 +13,16 @@ from benchmark.errors import UserError
 
 
 def report_suite(
-    select, suite_file: Path, seeds, results_dir: Path, tracking_uri, no_tracking: bool, columns, wide: bool, as_json
+    select,
+    suite_file: Path,
+    seeds,
+    results_dir: Path,
+    tracking_uri,
+    no_tracking: bool,
+    columns,
+    wide: bool,
+    as_json,
+    figure_width: float = 7.0,
 ) -> None:
     from benchmark.report.figures import protocol_figures, report_figures
     from benchmark.report.on_disk import jobs_with_seeds_on_disk, left_out_of_previous_report
@@ -37,7 +46,7 @@ def report_suite(
     note_unselected(suite, jobs, results_dir)
     if said := stale_line([stale_parts(j, summaries.get(j.id)) for j in jobs]):
         err_console.print(said, markup=False)
-    convergence = report_figures(suite, jobs, results_dir)
+    convergence = report_figures(suite, jobs, results_dir, figure_width)
     figures = [*protocol_figures(results_dir, suite.name), *convergence]
     report_dir = results_dir / suite.name / "report"
     if dropped := left_out_of_previous_report(
@@ -49,7 +58,7 @@ def report_suite(
             markup=False,
         )
     try:
-        files = write_report(suite, jobs, summaries, results_dir, figures)
+        files = write_report(suite, jobs, summaries, results_dir, figures, picked, wide, figure_width)
     except OSError as err:  # a read-only or full results folder: say where, no traceback
         raise UserError(
             f"cannot write the report under {report_dir}: {err.strerror or err} ({err.filename or ''})"

@@ -25,7 +25,8 @@ class Column:
 class Cell:
     text: str  # plain text: "81.75 ± 0.40 (paper 82.30, Δ −0.55)", "diverged (3/3)", ...
     value: float | None = None  # the mean the best is chosen on (rounded as printed)
-    best: bool = False
+    best: bool = False  # ahead of every other row of its column by the paired test (entry_tables.mark_best)
+    tied: bool = False  # tied for best: no paired test separates it from the best
     job_ids: list[str] | None = None  # the jobs behind it, where not the whole row's
     # the numbers behind the text, unrounded (the tidy CSV and --json): over the finished seeds with a value
     mean: float | None = None

@@ -2,8 +2,8 @@
 per method, at the setting its table shows, the empirical distribution function of the users' test
 accuracy at the last round, every finished seed's users pooled (so a user counts once per seed).
 Read across at 0.1 / 0.5 / 0.9 for the pooled percentiles (the table's client acc p10 / p50 / p90
-average each seed's). PNG and PDF, no
-baked-in title (figure_output.py), a method in the style it has in every other figure.
+average each seed's). PNG, PDF and SVG at the report's figure width, no baked-in title (figure_output.py),
+a method in the style it has in every other figure.
 """
 
 from __future__ import annotations
@@ -39,15 +39,25 @@ def _label(method: str, per_job: list[list[float]]) -> str:
     return f"{method} ({count} × {len(per_job)} seeds)" if len(per_job) > 1 else f"{method} ({count})"
 
 
-def client_accuracy_figure(accuracies: dict[str, list[list[float]]], styles: dict[str, dict]):
-    """One panel: a step line per method (the empirical distribution function of its users'
-    accuracies over its seeds)."""
+def client_accuracy_figure(accuracies: dict[str, list[list[float]]], styles: dict[str, dict], width: float):
+    """One panel `width` inches wide: a step line per method (the empirical distribution function of its
+    users' accuracies over its seeds)."""
+    from benchmark.report.figure_output import paper_style
+
+    with paper_style():
+        return _client_accuracy_figure(accuracies, styles, width)
+
+
+def _client_accuracy_figure(accuracies, styles, width):
     import numpy as np
     from matplotlib.figure import Figure
 
-    from benchmark.report.figure_output import legend_columns
+    from benchmark.report.figure_output import legend_columns, legend_height, legend_widest
 
-    fig = Figure(figsize=(6.4, 4.4), layout="constrained")
+    widest = legend_widest([_label(method, per_job) for method, per_job in accuracies.items()], width)
+    fig = Figure(
+        figsize=(width, min(width * 0.55, 3.0) + 0.4 + legend_height(len(accuracies), widest)), layout="constrained"
+    )
     ax = fig.subplots()
     for method, per_job in accuracies.items():
         x = np.sort(np.concatenate([np.asarray(v, dtype=float) for v in per_job]))
@@ -60,16 +70,16 @@ def client_accuracy_figure(accuracies: dict[str, list[list[float]]], styles: dic
     ax.set_ylim(0, 1)
     ax.grid(True, alpha=0.3)
     handles, _ = ax.get_legend_handles_labels()
-    fig.legend(loc="outside lower center", ncol=legend_columns(len(handles), widest=3), frameon=False)
+    fig.legend(loc="outside lower center", ncol=legend_columns(len(handles), widest), frameon=False)
     return fig
 
 
-def write_client_figure(runs, results_dir, out: Path, styles: dict[str, dict]) -> Path | None:
-    """The figure of one entry's shown jobs (`runs`) at `out` (PNG, and PDF beside it); None where no
-    job recorded per-client accuracy."""
+def write_client_figure(runs, results_dir, out: Path, styles: dict[str, dict], width: float) -> Path | None:
+    """The figure of one entry's shown jobs (`runs`) at `out` (PNG, and PDF and SVG beside it), `width`
+    inches wide; None where no job recorded per-client accuracy."""
     from benchmark.report.figure_output import save_figure
 
     accuracies = client_accuracies(runs, results_dir)
     if not accuracies:
         return None
-    return save_figure(client_accuracy_figure(accuracies, styles), out)
+    return save_figure(client_accuracy_figure(accuracies, styles, width), out)

@@ -48,6 +48,8 @@ class EntryTable:
     # table (report/protocol_sections.py), a row per method, each cell its own text
     kind: str = "main"
     figure: object = None  # report_files.Figure drawn from this table, shown under it
+    jobs: pd.DataFrame | None = None  # per job its value behind each column (runs.csv): its entry's jobs
+    numbers: pd.DataFrame | None = None  # a protocol's table: its cells' numbers, one column each (its .csv)
 
     @property
     def of_protocol(self) -> bool:
@@ -108,16 +110,28 @@ LEGEND = (
     "and the bytes sent down + up (all clients) until then; >R: not reached in R rounds. "
     "Wall time: seconds per job (setup, training, evaluation), shown but never ranked (it measures the machine's "
     "load as much as the method). Cells: mean ± sample std over the finished "
-    "seeds, n = finished seeds / jobs; best per column in bold."
+    "seeds, n = finished seeds / jobs. Bold: the column's best, ahead of every other row by the paired test "
+    "(the 95% Student-t interval of the per-seed differences excludes 0); ≈: tied for best, no paired test "
+    "separates these from the best; no mark: none is separated (with one seed never)."
 )
 
 
+VALIDATION_HEADER = "selected on: val acc (EMA, %, round {rounds})"
+
+
 def _columns(
-    metrics: list[str], rounds: int, target: float | None, convex: bool, raw: bool, extra: list[Column] = ()
+    metrics: list[str],
+    rounds: int,
+    target: float | None,
+    convex: bool,
+    raw: bool,
+    extra: list[Column] = (),
+    validation: bool = False,
 ) -> list[Column]:
     """The metric columns; `raw`: an unsmoothed acc_raw@R beside each acc@R (from the round records);
-    `extra` (client_columns) before the wall time."""
-    cols = []
+    `extra` (client_columns) before the wall time; `validation`: first, the validation accuracy the grid
+    was selected on (the other columns are test numbers)."""
+    cols = [Column("final_val_ema_acc", VALIDATION_HEADER.format(rounds=rounds), True, "acc")] if validation else []
     for m in metrics:
         kind, value = parse_metric(m)
         if kind == "acc":
@@ -169,18 +183,38 @@ def _status_text(jobs: pd.DataFrame) -> str:
     return ", ".join(s if n == len(labels) else f"{s} {n}" for s, n in counts.items())
 
 
-def mark_best(columns: list[Column], rows: list[Row]) -> None:
-    """Bold the best mean of each column, among the rows whose every job finished where there are
-    any (a mean over the one seed that did not diverge is no fair winner)."""
+TIE_MARK = " ≈"
+
+
+def mark_best(columns: list[Column], rows: list[Row], jobs: pd.DataFrame | None = None) -> None:
+    """Per ranked column, among the rows whose every job finished where there are any (a mean over the one
+    seed that did not diverge is no fair winner): the best mean in bold where it beats every other row by
+    the paired test over their shared seeds (paired.beats); where some rows' seeds do not separate them
+    from it, those rows and the best are tied, each marked TIE_MARK; where none is separated from it,
+    nothing is marked. `jobs`: the rows' jobs with the columns' per-job values; without it (a protocol's
+    table, one value per cell) the lowest / highest is bold untested."""
+    from benchmark.report.paired import beats, by_seed
+
     complete = [r for r in rows if "/" not in r.n] or rows
     for col in (c for c in columns if c.ranked):
-        values = [r.cells[col.key].value for r in complete if r.cells[col.key].value is not None]
-        if len(values) < 2:
+        ranked = [r for r in complete if r.cells[col.key].value is not None]
+        if len(ranked) < 2:
             continue
-        best = max(values) if col.higher_is_better else min(values)
-        for r in complete:
-            if r.cells[col.key].value == best:
-                r.cells[col.key].best = True
+        values = [r.cells[col.key].value for r in ranked]
+        top = max(values) if col.higher_is_better else min(values)
+        if jobs is None:
+            for r in ranked:
+                r.cells[col.key].best = r.cells[col.key].value == top
+            continue
+        lead = next(r for r in ranked if r.cells[col.key].value == top)
+        seeds = {id(r): by_seed(jobs[jobs.job_id.isin(r.job_ids)], col.key) for r in ranked}
+        tied = [r for r in ranked if r is lead or not beats(seeds[id(lead)], seeds[id(r)], col.higher_is_better)]
+        if len(tied) == 1:
+            lead.cells[col.key].best = True
+        elif len(tied) < len(ranked):
+            for r in tied:
+                r.cells[col.key].tied = True
+                r.cells[col.key].text += TIE_MARK
 
 
 def _row(setting_jobs: pd.DataFrame, columns: list[Column], ref, off: dict[str, str] | None = None) -> Row:
@@ -267,7 +301,7 @@ PAIRED_NOTE = (
 def add_paired_column(rows: list[Row], entry_jobs: pd.DataFrame, convex: bool) -> Column:
     """The column of each row's paired difference to the first row (the baseline method), its
     cells added to the rows."""
-    from benchmark.report.paired import paired_cell, paired_column
+    from benchmark.report.paired import by_seed, paired_cell, paired_column
 
     headline = (
         Column("final_subopt", "final F(w) − F*", False, "subopt")
@@ -280,6 +314,13 @@ def add_paired_column(rows: list[Row], entry_jobs: pd.DataFrame, convex: bool) -
     for row in rows[1:]:
         jobs = entry_jobs[entry_jobs.job_id.isin(row.job_ids)]
         row.cells[column.key] = paired_cell(jobs, baseline_jobs, headline.key, headline.unit)
+    # per job (runs.csv): its difference to the baseline's job at its seed
+    base = by_seed(baseline_jobs, headline.key)
+    others = {j for row in rows[1:] for j in row.job_ids}
+    entry_jobs[column.key] = [
+        float(v) - base[int(s)] if j in others and st == FINISHED and is_number(v) and int(s) in base else None
+        for j, s, st, v in zip(entry_jobs.job_id, entry_jobs.seed, entry_jobs.status, entry_jobs[headline.key])
+    ]
     return column
 
 
@@ -303,14 +344,14 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
         raw = rounds_df is not None and not rounds_df.empty
         target, notes = add_round_metrics(entry_jobs, rounds_df, config.metrics, convex) if raw else (None, [])
         by_client = client_columns(entry_jobs)
-        columns = _columns(config.metrics, config.rounds, target, convex, raw, by_client)
+        on = "validation" if all(j.config.select.on == "validation" for j in e_jobs) else "test"
+        columns = _columns(config.metrics, config.rounds, target, convex, raw, by_client, on == "validation")
         notes += [CLIENT_NOTE] if by_client else []
         ref = entry.reference
-        on = "validation" if all(j.config.select.on == "validation" for j in e_jobs) else "test"
         rule = SELECTION_RULE_CONVEX if convex else SELECTION_RULE_VALIDATION if on == "validation" else SELECTION_RULE
         chosen = best_settings(entry_jobs, convex, on)
         main_rows = [_row(entry_jobs[entry_jobs.setting == s], columns, ref, off) for s in chosen.values()]
-        mark_best(columns, main_rows)
+        mark_best(columns, main_rows, entry_jobs)
         main_columns = columns
         if len(main_rows) > 1:
             main_columns = [add_paired_column(main_rows, entry_jobs, convex), *columns]
@@ -347,14 +388,14 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
             for c in (ref.chosen if ref else [])
             if c.status == "assumed"
         ]
-        table = EntryTable(entry.label or entry.name, slug, title, main_columns, main_rows, notes)
+        table = EntryTable(entry.label or entry.name, slug, title, main_columns, main_rows, notes, jobs=entry_jobs)
         if entry_jobs.groupby("method").setting.nunique().max() > 1:
             table.notes.insert(0, rule)
             several = entry_jobs.groupby("method").setting.transform("nunique") > 1
             rows = [_row(g, columns, ref, off) for _, g in entry_jobs[several].groupby("setting", sort=False)]
             for r in rows:
                 r.chosen = r.setting in chosen.values()
-            mark_best(columns, rows)
+            mark_best(columns, rows, entry_jobs)
             table.sensitivity = EntryTable(
                 table.entry,
                 f"{slug}.sensitivity",
@@ -368,9 +409,20 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
     return tables
 
 
-def headline_numbers(suite, jobs, results_root) -> list[tuple[str, float]]:
-    """(name, value) per dataset entry and method: the final EMA accuracy (convex: final F − F*) of
-    the setting the report's table shows, mean over its finished seeds."""
+@dataclass
+class Headline:
+    """One method's headline number in one dataset entry: the final EMA accuracy (convex: final F − F*)
+    of the setting its table shows, mean over its finished seeds."""
+
+    entry: str
+    method: str
+    metric: str  # final_ema_acc or final_subopt
+    value: float
+    seeds: int
+
+
+def headline_numbers(suite, jobs, results_root) -> list[Headline]:
+    """Each dataset entry's methods' headline numbers (Headline)."""
     from benchmark.report.frames import jobs_frame
 
     frame = jobs_frame(jobs, results_root)
@@ -381,5 +433,5 @@ def headline_numbers(suite, jobs, results_root) -> list[tuple[str, float]]:
         for method, setting in best_settings(entry, convex).items():
             values = entry[(entry.setting == setting) & (entry.status == FINISHED)][key].dropna()
             if len(values):
-                numbers.append((f"{entry.entry.iloc[0]}/{method}/{key}", float(values.mean())))
+                numbers.append(Headline(entry.entry.iloc[0], method, key, float(values.mean()), len(values)))
     return numbers

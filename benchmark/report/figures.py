@@ -4,8 +4,9 @@ communicated and training time; a line per method at its selected setting, mean 
 over seeds, diverged runs marked) and a split's label distribution per client.
 
 Report figures carry no baked-in title: report.md / report.html print their caption, and a paper
-supplies its own. Every line is distinguishable: a method's colour and dash come from one cycler
-(colour fastest, then dash) and a method's further settings shift the dash.
+supplies its own. Every line is distinguishable in colour, in greyscale and by colour-blind readers: a
+method's colour, dash and marker all differ from the previous method's (method_styles), and a method's
+further settings shift the dash. Sizes and fonts: figure_output.py.
 
 Figures are drawn on `matplotlib.figure.Figure` with the Agg canvas, never through pyplot: no
 global backend switch, no figure registry to leak. matplotlib is imported inside the functions
@@ -19,14 +20,22 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmark.report.figure_output import legend_columns, save_figure
+from benchmark.report.figure_output import (
+    PAGE_WIDTH,
+    legend_columns,
+    legend_height,
+    legend_widest,
+    paper_style,
+    save_figure,
+)
 from benchmark.run.job_status import DIVERGED, FINISHED
 
 BAND_LABEL = "band: min–max over seeds"
 DIVERGED_LABEL = "×: last finite round of a diverged run"
 # rounds_frame column -> axis label: the curve shows the metric the entry's table headlines
 ACC_LABELS = {"ema_acc": "test accuracy, EMA-0.9 smoothed (%)", "test_acc": "test accuracy, raw (%)"}
-DASHES = ("-", "--", ":", "-.")
+# solid, dashed, dotted, dash-dot, long dash, dash-dot-dot, short dash: clear at 0.75 pt and print size
+DASHES = ("-", (0, (4, 1.5)), (0, (1, 1.2)), (0, (5, 1.5, 1, 1.5)), (0, (8, 2)), (0, (3, 1, 1, 1, 1, 1)), (0, (2, 2)))
 # (frame column, axis label, scale): bytes on a log axis, so compressed and full-precision methods both read
 X_AXES = (
     ("round", "round", "linear"),
@@ -50,27 +59,38 @@ class Figure:
         pdf = self.path.with_suffix(".pdf")
         return pdf if pdf.exists() else None
 
+    @property
+    def svg(self) -> Path | None:
+        svg = self.path.with_suffix(".svg")
+        return svg if svg.exists() else None
+
     def data_uri(self) -> str:
         return "data:image/png;base64," + base64.b64encode(self.path.read_bytes()).decode()
 
 
-MAX_WIDTH, WIDTH_STEP, MIN_WIDTH = 4.2, 1.4, 1.0  # line widths in points, first method widest
+MAX_WIDTH, WIDTH_STEP, MIN_WIDTH = 2.0, 0.25, 0.75  # line widths in points, first method widest
+# Okabe & Ito's colour-blind-safe palette, yellow (faint on white) last
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h")
+MARK_SPACING = 0.12  # markers this far apart along a line (a share of the axes' diagonal)
 
 
 def method_styles(methods) -> dict[str, dict]:
-    """Per method (in the order given) its line style {"color", "linestyle", "linewidth"}: tab10, then
-    tab20's lighter shades, each with every dash in turn, so no two of the first 80 methods look alike;
-    each later method's line a little thinner, so two methods with the same numbers (FedProx with a tiny
-    μ and FedAvg) show as a thin line inside a thick one instead of one hiding the other.
-    Build it once over a whole report so a method looks the same in every figure."""
-    from cycler import cycler
-    from matplotlib import colormaps
-
-    palette = list(colormaps["tab10"].colors) + list(colormaps["tab20"].colors[1::2])
-    styles = (cycler(linestyle=list(DASHES)) * cycler(color=palette))()  # color varies fastest
+    """Per method (in the order given) its line style {"color", "linestyle", "linewidth", "marker",
+    "markevery"}: colour, dash and marker all change from one method to the next (8 colours, 7 dashes,
+    11 markers: no two of the first 616 methods alike), so methods stay apart in greyscale and for
+    colour-blind readers; markers sparse and offset per method, and each later line a little thinner, so
+    two methods with the same numbers (FedProx with a tiny μ and FedAvg) both show instead of one
+    hiding the other. Build it once over a whole report so a method looks the same in every figure."""
     return {
-        m: {**style, "linewidth": max(MIN_WIDTH, MAX_WIDTH - WIDTH_STEP * i)}
-        for i, (m, style) in enumerate(zip(dict.fromkeys(methods), styles))
+        m: {
+            "color": PALETTE[i % len(PALETTE)],
+            "linestyle": DASHES[i % len(DASHES)],
+            "linewidth": max(MIN_WIDTH, MAX_WIDTH - WIDTH_STEP * i),
+            "marker": MARKERS[i % len(MARKERS)],
+            "markevery": (MARK_SPACING * (i % 5) / 5, MARK_SPACING),
+        }
+        for i, m in enumerate(dict.fromkeys(methods))
     }
 
 
@@ -108,21 +128,21 @@ def _line_label(setting: str, runs) -> str:
     return label
 
 
-def _plot_setting(ax, runs, x: str, y: str, colour, style: str, width: float, label: str) -> None:
+def _plot_setting(ax, runs, x: str, y: str, style: dict, label: str) -> None:
     stats = _seed_stats(runs, x, y)
     if stats.empty:
         return
-    ax.plot(stats.x, stats["mean"], color=colour, linestyle=style, linewidth=width, label=label)
+    ax.plot(stats.x, stats["mean"], label=label, **style)
     if (stats.n > 1).any():
-        ax.fill_between(stats.x, stats.low, stats.high, color=colour, alpha=0.18, linewidth=0)
+        ax.fill_between(stats.x, stats.low, stats.high, color=style["color"], alpha=0.18, linewidth=0)
     for _, run in runs[runs.status == DIVERGED].groupby("job_id"):
         last = run.sort_values("round").iloc[-1]
-        ax.plot([last[x]], [last[y]], marker="x", markersize=9, markeredgewidth=2, color=colour, linestyle="none")
+        ax.plot([last[x]], [last[y]], marker="x", markersize=7, markeredgewidth=1.5, color=style["color"], ls="none")
 
 
 def _bytes_ticks(ax, values) -> None:
-    """Log-axis ticks in B / kB / MB; within less than two decades also the 2× and 5× minor ticks
-    (else a short axis would carry one label or none)."""
+    """Log-axis ticks in B / kB / MB; within less than 1.5 decades also the 5× minor ticks, within one
+    also the 2× (else a short axis would carry one label or none; more would overlap at print size)."""
     import math
 
     from matplotlib.ticker import EngFormatter, FuncFormatter, NullFormatter
@@ -130,40 +150,57 @@ def _bytes_ticks(ax, values) -> None:
     eng = EngFormatter(unit="B")
     ax.xaxis.set_major_formatter(eng)
     positive = values[values > 0]
-    if len(positive) and math.log10(positive.max() / positive.min()) < 2:
+    decades = math.log10(positive.max() / positive.min()) if len(positive) else math.inf
+    if decades < 1.5:
+        labelled = (2, 5) if decades < 1 else (5,)
 
         def minor(value, _):
             mantissa = value / 10 ** math.floor(math.log10(value))
-            return eng(value) if round(mantissa) in (2, 5) else ""
+            return eng(value) if round(mantissa) in labelled else ""
 
         ax.xaxis.set_minor_formatter(FuncFormatter(minor))
     else:
         ax.xaxis.set_minor_formatter(NullFormatter())
 
 
-def convergence_figure(rounds, styles: dict[str, dict], y: str = "ema_acc"):
-    """One entry's figure: three panels (accuracy `y` — ema_acc or test_acc — against round, bytes,
-    training time); a line per setting (the method's name when it has one setting in the entry) in
-    its method's style (`method_styles`), a method's further settings with the next dashes; the
-    legend below the panels. `rounds` has rounds_frame's columns."""
+def convergence_figure(rounds, styles: dict[str, dict], y: str = "ema_acc", width: float = PAGE_WIDTH):
+    """One entry's figure, `width` inches wide: three panels (accuracy `y` — ema_acc or test_acc — against
+    round, bytes, training time), side by side at a page's width, one under the other in a column; a line
+    per setting (the method's name when it has one setting in the entry) in its method's style
+    (`method_styles`), a method's further settings with the next dashes; the legend below the panels.
+    `rounds` has rounds_frame's columns."""
+    with paper_style():
+        return _convergence_figure(rounds, styles, y, width)
+
+
+def _convergence_figure(rounds, styles, y, width):
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
 
-    fig = Figure(figsize=(15, 4.8), layout="constrained")
-    axes = fig.subplots(1, len(X_AXES), sharey=True)
     settings_of = rounds.groupby("method", sort=False).setting.unique()
+    labels = [_line_label(s, runs) for s, runs in rounds.groupby("setting", sort=False)] + [BAND_LABEL]
+    diverged = int((rounds.status == DIVERGED).any())
+    entries = len(labels) + diverged
+    side_by_side = width >= 5
+    widest = legend_widest(labels + [DIVERGED_LABEL] * diverged, width)
+    panel = width / 3 * 0.8 if side_by_side else width * 0.55
+    fig = Figure(
+        figsize=(width, panel * (1 if side_by_side else 3) + 0.45 + legend_height(entries, widest)),
+        layout="constrained",
+    )
+    axes = fig.subplots(1, 3, sharey=True) if side_by_side else fig.subplots(3, 1)
     for setting, runs in rounds.groupby("setting", sort=False):
         method = runs.method.iloc[0]
         shift = list(settings_of[method]).index(setting)
         base = styles[method]
-        dash = DASHES[(DASHES.index(base["linestyle"]) + shift) % len(DASHES)]
+        style = {**base, "linestyle": DASHES[(DASHES.index(base["linestyle"]) + shift) % len(DASHES)]}
         label = _line_label(setting, runs)
         for ax, (x, _, _) in zip(axes, X_AXES):
-            _plot_setting(ax, runs, x, y, base["color"], dash, base["linewidth"], label)
+            _plot_setting(ax, runs, x, y, style, label)
     for ax, (x, xlabel, scale) in zip(axes, X_AXES):
-        ax.set_xlabel(xlabel)
+        ax.set_xlabel(xlabel.replace(" (", "\n(", 1) if side_by_side else xlabel)  # a panel is ~2 in wide
         ax.grid(True, alpha=0.3)
         if not ax.lines:
             ax.text(0.5, 0.5, f"no {x} recorded", transform=ax.transAxes, ha="center", va="center", color="grey")
@@ -173,23 +210,26 @@ def convergence_figure(rounds, styles: dict[str, dict], y: str = "ema_acc"):
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         if x == "bytes":
             _bytes_ticks(ax, rounds.bytes)
-    axes[0].set_ylabel(ACC_LABELS[y])
+    for ax in axes if not side_by_side else axes[:1]:
+        ax.set_ylabel(ACC_LABELS[y].replace(", ", ",\n", 1))  # two lines: a panel is under 2.5 in tall
     handles, labels = axes[0].get_legend_handles_labels()
     handles.append(Patch(color="grey", alpha=0.3, label=BAND_LABEL))
     if (rounds.status == DIVERGED).any():
         handles.append(
-            Line2D([], [], marker="x", markeredgewidth=2, color="grey", linestyle="none", label=DIVERGED_LABEL)
+            Line2D([], [], marker="x", markeredgewidth=1.5, color="grey", linestyle="none", label=DIVERGED_LABEL)
         )
-    fig.legend(handles=handles, loc="outside lower center", ncol=legend_columns(len(handles)), frameon=False)
+    fig.legend(handles=handles, loc="outside lower center", ncol=legend_columns(len(handles), widest), frameon=False)
     return fig
 
 
-def write_convergence_figures(frame, out_dir, metrics: dict | None = None) -> list[tuple[str, str, Path]]:
+def write_convergence_figures(
+    frame, out_dir, metrics: dict | None = None, width: float = PAGE_WIDTH
+) -> list[tuple[str, str, Path]]:
     """A PNG (and PDF) per dataset entry of `frame` (rounds_frame's columns) under `out_dir`, as
     (entry, y column, path); a method looks the same in all of them, entries without rounds get no
     file, and an optional `entry_index` column keeps apart two entries that share a label. `metrics`
     maps an entry (its index where the frame has `entry_index`, else its label) to the y column,
-    ema_acc by default."""
+    ema_acc by default; `width`: the figures' width in inches."""
     metrics = metrics or {}
     out_dir = Path(out_dir)
     styles = method_styles(frame.method)
@@ -202,7 +242,7 @@ def write_convergence_figures(frame, out_dir, metrics: dict | None = None) -> li
         if rounds.empty:
             continue
         path = out_dir / unique_name(f"convergence-{file_slug(entry)}", {p.stem for _, _, p in written}, ".png")
-        written.append((entry, y, save_figure(convergence_figure(rounds, styles, y), path)))
+        written.append((entry, y, save_figure(convergence_figure(rounds, styles, y, width), path)))
     return written
 
 
@@ -293,11 +333,12 @@ def curve_metric(metrics: list[str]) -> str:
     return "test_acc" if "acc_raw" in kinds and "acc" not in kinds else "ema_acc"
 
 
-def report_figures(suite, jobs, results_dir) -> list:
+def report_figures(suite, jobs, results_dir, width: float = PAGE_WIDTH) -> list:
     """The convergence figures of `fedbench report` in results/<suite>/report/figures/, as the
     report's Figure entries: per entry each method at the setting its table shows (the grid's other
     settings are in the sensitivity figure), then per entry whose jobs recorded per-client accuracy
-    its distribution (client_figure.py). A protocol's jobs have their section's figure instead."""
+    its distribution (client_figure.py). A protocol's jobs have their section's figure instead. `width`: the
+    figures' width in inches (figure_output.py)."""
     from benchmark.report.entry_tables import best_settings
     from benchmark.report.frames import jobs_frame, rounds_frame
     from benchmark.report.protocol_sections import unclaimed
@@ -326,12 +367,12 @@ def report_figures(suite, jobs, results_dir) -> list:
             ),
             path,
         )
-        for entry, y, path in write_convergence_figures(frame, out_dir, metrics)
+        for entry, y, path in write_convergence_figures(frame, out_dir, metrics, width)
     ]
-    return convergence + client_figures(runs[runs.job_id.isin(shown)], results_dir, out_dir)
+    return convergence + client_figures(runs[runs.job_id.isin(shown)], results_dir, out_dir, width)
 
 
-def client_figures(runs, results_dir, out_dir: Path) -> list[Figure]:
+def client_figures(runs, results_dir, out_dir: Path, width: float = PAGE_WIDTH) -> list[Figure]:
     """Per entry of `runs` (a jobs_frame of the jobs the tables show) whose jobs recorded per-client
     accuracy, its distribution figure, methods styled as in the convergence figures."""
     from benchmark.report.client_figure import CAPTION, write_client_figure
@@ -341,7 +382,7 @@ def client_figures(runs, results_dir, out_dir: Path) -> list[Figure]:
         entry = entry_runs.entry.iloc[0]
         name = unique_name(f"clients-{file_slug(entry)}", names)
         names.add(name)
-        path = write_client_figure(entry_runs, results_dir, out_dir / f"{name}.png", styles)
+        path = write_client_figure(entry_runs, results_dir, out_dir / f"{name}.png", styles, width)
         if path is not None:
             seeds = entry_runs[entry_runs.status == FINISHED].seed.nunique()
             figures.append(Figure(CAPTION.format(entry=entry, seeds=f"{seeds} seed{'s' * (seeds != 1)}"), path))

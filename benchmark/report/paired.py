@@ -34,14 +34,28 @@ def _signed(x: float, unit: str) -> str:
     return ("−" if x < 0 else "+") + number_text(abs(x), unit)
 
 
-def _by_seed(jobs: pd.DataFrame, key: str) -> dict[int, float]:
+def by_seed(jobs: pd.DataFrame, key: str) -> dict[int, float]:
+    """seed -> `key` of each finished job with a number."""
+    if key not in jobs:
+        return {}
     done = jobs[jobs.status == FINISHED]
     return {int(s): float(v) for s, v in zip(done.seed, done[key]) if is_number(v)}
 
 
+def beats(better: dict[int, float], worse: dict[int, float], higher_is_better: bool) -> bool:
+    """Whether the per-seed values `better` beat `worse` by the paired test: the 95% interval of their
+    differences over the shared seeds lies wholly on the better side (never with under 2 shared seeds)."""
+    shared = sorted(better.keys() & worse.keys())
+    if len(shared) < 2:
+        return False
+    sign = 1 if higher_is_better else -1
+    _, low, _ = paired_interval([sign * (better[s] - worse[s]) for s in shared])
+    return low > 0
+
+
 def paired_cell(jobs: pd.DataFrame, baseline_jobs: pd.DataFrame, key: str, unit: str) -> Cell:
     """The difference of `key` between two settings' jobs over their shared finished seeds."""
-    mine, base = _by_seed(jobs, key), _by_seed(baseline_jobs, key)
+    mine, base = by_seed(jobs, key), by_seed(baseline_jobs, key)
     if not mine or not base:
         return Cell("-")
     shared = sorted(mine.keys() & base.keys())

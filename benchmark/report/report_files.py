@@ -12,10 +12,12 @@ from pathlib import Path
 import pandas as pd
 
 from benchmark.report.entry_tables import LEGEND, EntryTable, entry_tables
+from benchmark.report.figure_output import PAGE_WIDTH
 from benchmark.report.figures import Figure
 from benchmark.report.frames import jobs_frame, rounds_frame
+from benchmark.report.latex_table import table_tex
 from benchmark.report.protocol_sections import Section, build_sections
-from benchmark.run.job_status import FINISHED
+from benchmark.report.table import check_columns
 from benchmark.run.results import atomic_write_bytes, strict_json
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -57,6 +59,7 @@ def html_cells(t: EntryTable) -> tuple[list[str], list[list[dict]]]:
                     "label": False,
                     "text": cell.text,
                     "best": cell.best,
+                    "tied": cell.tied,
                     "id": f"{t.slug}-{i}-{j}",
                     "jobs": ", ".join(cell.job_ids or row.job_ids),
                 }
@@ -73,62 +76,6 @@ def job_refs(row) -> list[tuple[str, str]]:
 
 def row_jobs_text(row) -> str:
     return "jobs " + ", ".join(j + seed for j, seed in job_refs(row))
-
-
-_TEX = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "±": r"$\pm$",
-    "Δ": r"$\Delta$",
-    "−": r"$-$",
-    "—": "--",
-    "†": r"$^\dagger$",
-    "✓": r"$\checkmark$",
-    "≥": r"$\geq$",
-    "·": r"$\cdot$",
-    "*": r"$^*$",
-    ">": r"$>$",
-    "<": r"$<$",
-}
-
-
-def tex_escape(text) -> str:
-    return "".join(_TEX.get(ch, ch) for ch in str(text))
-
-
-def table_tex(t: EntryTable) -> str:
-    """A booktabs table ready to \\input: centred, captioned, labelled `tab:<slug>`, the best of each
-    column in bold; no status column: a row whose jobs did not all finish gets a footnote mark and
-    its statuses in a footnote under the table."""
-    text, best = t.display()
-    text, best = text.drop(columns="status", errors="ignore"), best.drop(columns="status", errors="ignore")
-    marks = "abcdefghijklmnopqrstuvwxyz"
-    lost = [(i, row) for i, row in enumerate(t.rows) if row.status != FINISHED]
-    escaped = text.map(tex_escape)
-    first = escaped.columns[0]
-    for n, (i, _) in enumerate(lost):
-        escaped.loc[i, first] += f"$^{{{marks[n % 26]}}}$"
-    styler = escaped.style.hide(axis="index").format_index(tex_escape, axis=1)
-    styler = styler.apply(lambda _: best.replace({True: "textbf:--rwrap;", False: ""}), axis=None)
-    latex = styler.to_latex(
-        hrules=True,
-        caption=tex_escape(t.title),
-        label=f"tab:{t.slug}",
-        position_float="centering",
-        column_format="l" * (len(text.columns) - len(t.columns)) + "r" * len(t.columns),
-    )
-    if lost:
-        notes = "; ".join(f"$^{{{marks[n % 26]}}}$ {tex_escape(row.status)}" for n, (_, row) in enumerate(lost))
-        latex = latex.replace("\\end{table}", f"\\par\\smallskip{{\\footnotesize {notes}}}\n\\end{{table}}")
-    return latex
 
 
 def tidy_frame(t: EntryTable) -> pd.DataFrame:
@@ -160,9 +107,12 @@ def tidy_frame(t: EntryTable) -> pd.DataFrame:
 
 
 def table_frame(t: EntryTable) -> pd.DataFrame:
-    """The tidy frame; a protocol's table keeps each cell's own text (report/protocol_sections.py)."""
+    """The tidy frame; a protocol's table its numbers where it has them, else each cell's own text
+    (report/protocol_sections.py)."""
     if not t.of_protocol:
         return tidy_frame(t)
+    if t.numbers is not None:
+        return t.numbers
     text, _ = t.display()
     text["jobs"] = [" ".join(r.job_ids) for r in t.rows]
     return text
@@ -222,6 +172,37 @@ def _run_table(runs: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def setting_columns(jobs) -> pd.DataFrame:
+    """Per job the settings that tell its runs apart, as numbers: clients (M), local steps (K), epochs,
+    learning rate (η), batch size, and every other grid or override setting (`settings` says the same
+    as one string)."""
+    rows = []
+    for job in jobs:
+        local = job.config.local
+        row = {"job_id": job.id, "num_clients": job.config.num_clients, "local.steps": local.steps}
+        row |= {"local.epochs": local.epochs, "local.lr": local.lr, "local.batch_size": local.batch_size}
+        rows.append(row | {k: v for k, v in {**job.grid_point, **job.suite_point}.items() if k not in row})
+    return pd.DataFrame(rows)
+
+
+def runs_csv(runs: pd.DataFrame, tables: list[EntryTable], jobs) -> str:
+    """A row per job: its labels, its settings as numbers (setting_columns), status and every number from
+    its summary, and the per-job value behind each table column the report computed (raw accuracy at R,
+    bytes to a target, the paired difference to the baseline's job at its seed), so every cell can be
+    recomputed from it."""
+    computed = [
+        t.jobs[["job_id", *new]]
+        for t in tables
+        if t.jobs is not None and (new := [c.key for c in t.columns if c.key in t.jobs and c.key not in runs])
+    ]
+    if computed:
+        runs = runs.merge(pd.concat(computed, ignore_index=True), on="job_id", how="left")
+    settings = setting_columns(jobs)
+    runs = runs.merge(settings, on="job_id", how="left")
+    first = RUN_COLUMNS + [c for c in settings.columns if c not in RUN_COLUMNS]
+    return runs[first + [c for c in runs.columns if c not in first]].to_csv(index=False)
+
+
 def status_counts(jobs_df: pd.DataFrame) -> str:
     counts = jobs_df.status.value_counts()
     return f"{len(jobs_df)} jobs: " + ", ".join(f"{n} {s}" for s, n in counts.items())
@@ -239,14 +220,18 @@ def build_tables(
     return entry_tables(suite, rest, rest_runs, rounds_frame(rest, results_root)), sections
 
 
-def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, out: Path) -> None:
+def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, out: Path, width: float) -> None:
     """The plot of the table's sensitivity rows, under the sensitivity table (where one can be drawn)."""
     from benchmark.report.figures import method_styles
     from benchmark.report.sensitivity_figure import sensitivity_figure, sensitivity_points
 
-    convex = any(c.key == "final_subopt" for c in table.columns)
-    metric, ylabel = (
-        ("final_subopt", "final F(w) − F*") if convex else ("final_ema_acc", "final test accuracy (EMA, %)")
+    keys = {c.key for c in table.columns}
+    metric, ylabel = (  # the metric the grid was selected on
+        ("final_subopt", "final F(w) − F*")
+        if "final_subopt" in keys
+        else ("final_val_ema_acc", "final validation accuracy (EMA, %)")
+        if "final_val_ema_acc" in keys
+        else ("final_ema_acc", "final test accuracy (EMA, %)")
     )
     ids = {i for r in table.sensitivity.rows for i in r.job_ids}
     points = {j.id: {**j.grid_point, **j.suite_point} for j in jobs if j.id in ids}
@@ -257,27 +242,41 @@ def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, out: Pat
         ylabel,
         out / "figures" / f"sensitivity-{table.slug}.png",
         method_styles(runs.method),
-        log_y=convex,
+        log_y=metric == "final_subopt",
+        width=width,
     )
     if path:
         table.sensitivity.figure = Figure(
-            f"{table.entry}: {ylabel} against each grid parameter, mean ± std over the finished seeds; "
+            f"{table.entry}: {ylabel}, the metric the grid was selected on, against each grid parameter, "
+            "mean ± std over the finished seeds; "
             "a method's other grid parameters are held at the setting its table shows (named above each panel); "
             "×: a setting with no finished seed",
             path,
         )
 
 
-def write_report(suite, jobs, summaries: dict, results_root, figures: list[Figure] = ()) -> list[Path]:
-    """Write the report files for `jobs` of `suite` from the results under `results_root`; returns their paths."""
+def write_report(
+    suite,
+    jobs,
+    summaries: dict,
+    results_root,
+    figures: list[Figure] = (),
+    columns: tuple[str, ...] = (),
+    wide: bool = False,
+    figure_width: float = PAGE_WIDTH,
+) -> list[Path]:
+    """Write the report files for `jobs` of `suite` from the results under `results_root`; returns their paths.
+    `columns` / `wide` choose the .tex tables' columns as the terminal's (latex_table.py); `figure_width`:
+    the sensitivity figures' width in inches (figure_output.py)."""
     results_root = Path(results_root)
     out = results_root / suite.name / "report"
     runs = jobs_frame(jobs, results_root)
     tables, sections = build_tables(suite, jobs, summaries, results_root, runs)
     protocol_tables = [t for s in sections for t in s.tables]
+    check_columns(_every_table(tables), columns)
     for t in tables:
         if t.sensitivity:
-            add_sensitivity_figure(t, runs, jobs, out)
+            add_sensitivity_figure(t, runs, jobs, out, figure_width)
     written = [t.sensitivity.figure.path for t in tables if t.sensitivity and t.sensitivity.figure]
 
     def write(relative: str, text: str) -> None:
@@ -285,10 +284,10 @@ def write_report(suite, jobs, summaries: dict, results_root, figures: list[Figur
         written.append(out / relative)
 
     write("report.json", strict_json(report_record(suite.name, runs, _every_table(tables) + protocol_tables), indent=2))
-    write("runs.csv", runs[RUN_COLUMNS + [c for c in runs.columns if c not in RUN_COLUMNS]].to_csv(index=False))
+    write("runs.csv", runs_csv(runs, tables, jobs))
     for t in _every_table(tables) + protocol_tables:
         write(f"tables/{t.slug}.csv", table_csv(t))
-        write(f"tables/{t.slug}.tex", table_tex(t))
+        write(f"tables/{t.slug}.tex", table_tex(t, () if t.of_protocol else columns, wide))
     context = dict(
         suite=suite.name,
         description=suite.description,

@@ -4,7 +4,8 @@ error bars; settings without a finished seed (diverged, failed, not run) are mar
 bottom of the panel. One panel per grid
 parameter; a method whose settings differ in several parameters is plotted against each, the
 others fixed at its chosen values, and the panel says at which (`held_fixed`). No baked-in title
-(the report prints the caption); the legend sits below the panels; PNG and PDF."""
+(the report prints the caption); the legend sits below the panels; PNG, PDF and SVG at the report's
+figure width, panels wrapped onto rows where they would be narrower than 2.2 in (figure_output.py)."""
 
 from __future__ import annotations
 
@@ -82,20 +83,37 @@ def sensitivity_figure(
     path: Path,
     styles: dict[str, dict] | None = None,
     log_y: bool = False,
+    width: float | None = None,
 ) -> Path | None:
-    """Write the PNG and PDF (None when no method has two settings differing in one parameter);
-    `styles`: figures.method_styles over the report, so a method looks the same in every figure."""
-    from matplotlib.figure import Figure
-
-    from benchmark.report.figure_output import legend_columns, save_figure
+    """Write the PNG, PDF and SVG, `width` inches wide (default: a page's text width), or nothing and
+    None when no method has two settings differing in one parameter; `styles`: figures.method_styles
+    over the report, so a method looks the same in every figure."""
+    from benchmark.report.figure_output import PAGE_WIDTH, paper_style, save_figure
     from benchmark.report.figures import method_styles
 
     panels = _panels(data, chosen)
     if not panels:
         return None
-    colours = {m: s["color"] for m, s in (styles or method_styles(data.method)).items()}
-    fig = Figure(figsize=(max(5.5, 4.6 * len(panels)), 4.2), layout="constrained")
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    with paper_style():
+        fig = _figure(panels, data, chosen, styles or method_styles(data.method), ylabel, log_y, width or PAGE_WIDTH)
+    return save_figure(fig, path)
+
+
+def _figure(panels, data, chosen, styles: dict[str, dict], ylabel: str, log_y: bool, width: float):
+    from matplotlib.figure import Figure
+
+    from benchmark.report.figure_output import legend_columns, legend_height, legend_widest, panel_grid
+
+    colours = {m: s["color"] for m, s in styles.items()}
+    rows, cols = panel_grid(len(panels), width)
+    methods = {method for lines in panels.values() for method, _ in lines}
+    widest = legend_widest([f"{m}: {LOST_LABEL}" for m in methods], width)
+    height = rows * min(2.6, width / cols * 0.75) + legend_height(2 * len(methods), widest)
+    fig = Figure(figsize=(width, height), layout="constrained")
+    grid = fig.subplots(rows, cols, squeeze=False).flat
+    axes = [next(grid) for _ in panels]
+    for ax in grid:
+        ax.axis("off")
     for ax, (key, lines) in zip(axes, panels.items()):
         xs = [x for _, line in lines for x, _, _ in line]
         numeric = _numeric(xs)
@@ -107,8 +125,8 @@ def sensitivity_figure(
                 ax.errorbar(
                     *zip(*[(xi, m) for xi, m, _ in kept]),
                     yerr=[s for _, _, s in kept],
-                    marker="o",
-                    markersize=4,
+                    marker=styles[method]["marker"],
+                    linestyle=styles[method]["linestyle"],
                     capsize=3,
                     color=colours[method],
                     label=method,
@@ -120,7 +138,7 @@ def sensitivity_figure(
                     [0.04] * len(lost),
                     "x",
                     color=colours[method],
-                    markersize=9,
+                    markersize=7,
                     clip_on=False,
                     transform=ax.get_xaxis_transform(),
                     label=f"{method}: {LOST_LABEL}",
@@ -134,13 +152,12 @@ def sensitivity_figure(
         ax.set_xlabel(key)
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
-        ax.set_title(_fixed_text(held_fixed(data, chosen, key)), fontsize=8, wrap=True)
+        ax.set_title(_fixed_text(held_fixed(data, chosen, key)), fontsize=7, wrap=True)
     handles = {h.get_label(): h for ax in axes for h in ax.get_legend_handles_labels()[0]}
     fig.legend(
         handles=list(handles.values()),
         loc="outside lower center",
-        ncol=legend_columns(len(handles)),
+        ncol=legend_columns(len(handles), widest),
         frameon=False,
-        fontsize=8,
     )
-    return save_figure(fig, path)
+    return fig

@@ -25,14 +25,15 @@ BORDER = 3  # a column's separator and padding in rich's default box
 
 def _priority(t, header: str) -> int:
     """Lower shows first: the status where a job did not finish (it flags what the numbers miss), the
-    suite's smoothed accuracies, the final accuracy, the paired difference to the baseline, rounds to
+    suite's smoothed accuracies, the final accuracy (and the validation accuracy a grid was selected on),
+    the paired difference to the baseline, rounds to
     a target, the status of an all-finished table, then raw accuracies, bytes and wall time."""
     if header == "status":
         return -1 if any(r.status != FINISHED for r in t.rows) else 4
     col = next(c for c in t.columns if c.header == header)
     if col.key.endswith("-vs-baseline"):
         return 2
-    if col.key in ("final_ema_acc", "final_subopt"):
+    if col.key in ("final_ema_acc", "final_subopt", "final_val_ema_acc"):
         return 1
     if col.unit == "rounds":
         return 3
@@ -51,8 +52,10 @@ def _width(text) -> int:
     return max([header_word, *(len(str(v)) for v in column)]) + BORDER
 
 
-def _chosen(t, text, columns: tuple[str, ...], wide: bool) -> tuple[list[str], list[str]]:
-    """(headers shown, headers left out) of a table's display frame `text`."""
+def choose_columns(t, text, columns: tuple[str, ...], wide: bool, width, budget: float) -> tuple[list[str], list[str]]:
+    """(headers shown, headers left out) of a table's display frame `text`: the label columns, then
+    metric columns by `_priority` while their `width(header)` fits what the labels leave of `budget`
+    (the terminal's characters, the LaTeX page's points); `columns` picks them instead, `wide` takes all."""
     labels = [h for h in t.labels(t.rows[0]) if h != "status"]
     metrics = [h for h in text.columns if h not in labels]
     if wide:
@@ -62,12 +65,12 @@ def _chosen(t, text, columns: tuple[str, ...], wide: bool) -> tuple[list[str], l
         wanted = {c.lower() for c in columns}
         picked = [h for h in metrics if h.lower() in wanted or keys[h].lower() in wanted]
         return labels + picked, [h for h in metrics if h not in picked]
-    budget = TERMINAL_WIDTH - 1 - sum(_width(text[h]) for h in labels)
+    budget -= sum(width(h) for h in labels)
     shown = set()
     for header in sorted(metrics, key=lambda h: _priority(t, h)):  # stable: suite order within a priority
-        if _width(text[header]) <= budget:
+        if width(header) <= budget:
             shown.add(header)
-            budget -= _width(text[header])
+            budget -= width(header)
     return labels + [h for h in metrics if h in shown], [h for h in metrics if h not in shown]
 
 
@@ -84,7 +87,7 @@ def rich_table(t, columns: tuple[str, ...] = (), wide: bool = False) -> Table:
     """An EntryTable for the terminal, best of each column in bold, its notes and the columns left
     out as the caption."""
     text, best = t.display()
-    shown, hidden = _chosen(t, text, columns, wide)
+    shown, hidden = choose_columns(t, text, columns, wide, lambda h: _width(text[h]), TERMINAL_WIDTH - 1)
     notes = list(t.notes)
     if hidden:
         notes.append(f"not shown: {', '.join(hidden)} (--wide shows every column, --columns KEY,... picks them)")

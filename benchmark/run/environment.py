@@ -1,6 +1,7 @@
 """Where a job ran: the code (fedbench version and git commit), torch with its CUDA and cuDNN, the
-device, the thread count and the determinism flags: recorded in summary.json (`environment`) and
-as MLflow tags (`fedbench.env.*`), so a number can be traced to the software and hardware behind it."""
+host, the device by name (the CPU's model, the GPU's), the thread count and the determinism flags:
+recorded in summary.json (`environment`) and as MLflow tags (mlflow_mirror.environment_tags), so a number
+can be traced to the software and hardware behind it."""
 
 from __future__ import annotations
 
@@ -36,6 +37,19 @@ def package_version(name: str) -> str | None:
         return None
 
 
+def cpu_name() -> str:
+    """The CPU's model ("AMD EPYC 7B13"): /proc/cpuinfo's model name on Linux, else what the platform
+    says; the architecture ("x86_64") only where nothing names the model."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "Hardware", "Model") and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def environment(device) -> dict:
     """The record for a job that ran on `device` (a torch.device or its name)."""
     import torch
@@ -50,10 +64,9 @@ def environment(device) -> dict:
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        "host": platform.node(),
         "device": str(device),
-        "device_name": torch.cuda.get_device_name(torch.device(device))
-        if cuda
-        else (platform.processor() or platform.machine()),
+        "device_name": torch.cuda.get_device_name(torch.device(device)) if cuda else cpu_name(),
         "threads": torch.get_num_threads(),
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
         "cudnn_deterministic": torch.backends.cudnn.deterministic,

@@ -6,8 +6,9 @@ run matches the folder.
 A run is named `<method and settings> · <dataset> · s<seed> · <job id>` (the method first, so
 names that MLflow's table truncates still differ where they matter) and carries:
 - tags: `fedbench.*` labels, MLflow's standard `mlflow.source.name` / `.type` / `.git.commit` and
-  `mlflow.user`, the environment of the process that ran it (`fedbench.env.*`, from summary.json),
-  the fingerprint of each part's code and the versions of the distributions they come from
+  `mlflow.user`, the environment of the process that ran it (from summary.json: `fedbench.version.*`,
+  `fedbench.git_dirty`, `fedbench.host`, `fedbench.env.*`: one tag per fact, environment_tags), the
+  fingerprint of each part's code and the versions of the distributions they come from
   (`fedbench.code.*`, `fedbench.version.*`);
 - params: the resolved job config, dotted (`method.client.prox.mu`), lists of plain values as
   `a, b, c`, unset values left out;
@@ -101,9 +102,29 @@ def source_tags(source: str | None) -> dict[str, str]:
     return tags
 
 
+# environment keys that a run's provenance tags also carry: one tag per fact, the job's own value winning
+# on its run (a Ray worker may run other versions than the driver); every other key is fedbench.env.<key>
+ENVIRONMENT_TAG = {
+    "git_commit": "mlflow.source.git.commit",
+    "git_dirty": "fedbench.git_dirty",
+    "host": "fedbench.host",
+    **{package: f"fedbench.version.{package}" for package in ("python", "fedbench", "torch", "mlflow", "numpy")},
+}
+
+
+def tag_value(value) -> str:
+    """A tag's text: booleans as `true` / `false` (the same spelling wherever they come from)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def environment_tags(summary: dict) -> dict[str, str]:
-    """summary.json's `environment` record as `fedbench.env.<key>` tags."""
-    return {f"fedbench.env.{k}": str(v) for k, v in (summary.get("environment") or {}).items() if v is not None}
+    """summary.json's `environment` record as tags: versions, git and host under ENVIRONMENT_TAG's keys,
+    the rest (device, device_name, threads, cuda, cudnn, determinism flags) as `fedbench.env.<key>`."""
+    return {
+        ENVIRONMENT_TAG.get(k, f"fedbench.env.{k}"): tag_value(v)
+        for k, v in (summary.get("environment") or {}).items()
+        if v is not None
+    }
 
 
 def code_tags(summary: dict) -> dict[str, str]:

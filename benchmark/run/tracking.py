@@ -83,19 +83,18 @@ def runs_page(uri: str, experiment_id: str) -> str:
 
 
 def provenance_tags() -> dict[str, str]:
-    """Code and environment of this process: git commit (MLflow's own tag), package versions."""
+    """Code and environment of this process, under the keys a job's own environment record uses
+    (mlflow_mirror.environment_tags): git commit (MLflow's own tag), dirty flag, versions, host."""
     import platform
 
     from benchmark.run.environment import git_commit, package_version
+    from benchmark.run.mlflow_mirror import environment_tags
 
-    tags = {"fedbench.python": platform.python_version()}
-    for package in ("fedbench", "torch", "mlflow", "numpy"):
-        if found := package_version(package):
-            tags[f"fedbench.version.{package}"] = found
+    record = {"python": platform.python_version(), "host": platform.node()}
+    record |= {package: package_version(package) for package in ("fedbench", "torch", "mlflow", "numpy")}
     if git := git_commit():
-        tags["mlflow.source.git.commit"] = git[0]
-        tags["fedbench.git_dirty"] = str(git[1]).lower()
-    return tags
+        record |= {"git_commit": git[0], "git_dirty": git[1]}
+    return environment_tags({"environment": record})
 
 
 class NullTracker:
@@ -109,8 +108,9 @@ class NullTracker:
     def start_job(self, job, config: dict) -> None: ...
     def log_records(self, records: list[dict], job_id: str | None = None) -> None: ...
     def end_job(self, summary: dict, files: list[Path]) -> None: ...
-    def summarise(self, suite, jobs, headline: list[tuple[str, float]]) -> None:
-        """The suite's shared settings and `headline` numbers (name, value) on its parent run."""
+    def summarise(self, suite, jobs, headline: list) -> None:
+        """The suite's shared settings on its parent run, and its `headline` numbers
+        (report.entry_tables.Headline) as runs under it."""
 
     def attach(self, files: list[Path], artifact_path: str | None = None) -> None:
         """Files for the suite's parent run (the suite file, the report's tables and figures)."""
@@ -321,16 +321,14 @@ class MlflowTracker(NullTracker):
         self.mirror.mirror(child.job, jobdir, summary, files)
 
     @tracking_may_fail
-    def summarise(self, suite, jobs, headline: list[tuple[str, float]]) -> None:
+    def summarise(self, suite, jobs, headline: list) -> None:
         """Parent run: params = the settings every job of the selection shares (a value the run
-        already has from an earlier invocation is kept: MLflow params are immutable), metrics =
-        `headline` (report.entry_tables.headline_numbers: per dataset and method the table's final
-        EMA accuracy as `<dataset>/<method>/final_ema_acc`; MLflow charts group by the part before
-        the first `/` and truncate long titles, so the method shows),
-        inputs = each dataset the jobs trained on (so the runs table's Dataset column is filled)."""
-        from mlflow.entities import Metric, Param
+        already has from an earlier invocation is kept: MLflow params are immutable), inputs = each
+        dataset the jobs trained on (so the runs table's Dataset column is filled); `headline`
+        (report.entry_tables.headline_numbers) as runs under it (headline_runs)."""
+        from mlflow.entities import Param
 
-        from benchmark.run.mlflow_mirror import flatten, metric_key
+        from benchmark.run.mlflow_mirror import flatten
 
         if self.results_root is None or not jobs:
             return
@@ -344,10 +342,43 @@ class MlflowTracker(NullTracker):
         summaries = [s for j in jobs if (s := self._jobdir(j.id).read_summary())]
         for dataset in {(s.get("dataset"), s.get("data_fingerprint")): s for s in summaries}.values():
             self.mirror.log_dataset(self.parent, dataset)  # MLflow keeps one input per (name, digest)
+        self.headline_runs(headline)
+
+    def headline_runs(self, headline: list) -> None:
+        """A run per (dataset entry, method) under the parent (`fedbench.kind` = headline), its headline
+        number as the metric `<entry>/<metric>`: MLflow's chart view draws a chart per metric key, a bar per
+        run, in a section per part before the `/`, so each entry's methods compare in one chart (one metric
+        key per method on one run would give a chart per method). Found again by tag: a later summary
+        updates the same runs."""
+        from mlflow.entities import Metric
+
+        from benchmark.run.mlflow_mirror import metric_key
+
+        found = {
+            r.data.tags.get("fedbench.headline"): r.info.run_id
+            for r in self.client.search_runs([self.experiment_id], "tags.`fedbench.kind` = 'headline'")
+        }
         now = int(time.time() * 1000)
-        metrics = [Metric(metric_key(k), v, now, 0) for k, v in headline]
-        if metrics:
-            self.client.log_batch(self.parent, metrics=metrics)
+        for h in headline:
+            name = f"{h.entry}/{h.method}"
+            run_id = (
+                found.get(name)
+                or self.client.create_run(
+                    self.experiment_id,
+                    run_name=f"{h.method} · {h.entry} · mean over seeds",
+                    tags={
+                        "mlflow.parentRunId": self.parent,
+                        "fedbench.kind": "headline",
+                        "fedbench.suite": self.suite,
+                        "fedbench.headline": name,
+                        "fedbench.dataset": h.entry,
+                        "fedbench.method": h.method,
+                    },
+                ).info.run_id
+            )
+            metric = Metric(metric_key(f"{h.entry}/{h.metric}"), h.value, now, 0)
+            self.client.log_batch(run_id, metrics=[metric, Metric("seeds", h.seeds, now, 0)])
+            self.client.set_terminated(run_id, "FINISHED")
 
     @tracking_may_fail
     def attach(self, files: list[Path], artifact_path: str | None = None) -> None:

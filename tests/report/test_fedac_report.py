@@ -68,8 +68,15 @@ def test_report_prints_the_table_and_writes_the_figure(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert png.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-"  # the vector copy for a paper
     report = tmp_path / "results" / "fedac-batched" / "report"
-    csv = (report / "tables" / "fedac_K3.csv").read_text()
-    assert "FedAc-I,1.00e-03 (0.2)," in csv and "MB-SGD,8.00e-03 (0.2) x1," in csv
+    import pandas as pd
+
+    csv = pd.read_csv(report / "tables" / "fedac_K3.csv").set_index("method")  # numbers, not display text
+    assert list(csv.columns[:6]) == ["K", "M", "eta", "subopt", "seeds", "lost_runs"]
+    assert tuple(csv.loc["FedAc-I", ["K", "M", "eta", "subopt", "lost_runs"]]) == (3, 4, 0.2, 1e-3, 0)
+    assert tuple(csv.loc["MB-SGD", ["eta", "subopt", "seeds", "lost_runs"]]) == (0.2, 8e-3, 1, 1)
+    runs = pd.read_csv(report / "runs.csv")
+    assert {"num_clients", "local.steps", "local.lr"} <= set(runs.columns) and set(runs["local.steps"]) == {3}
+    assert sorted(set(runs["local.lr"])) == [0.05, 0.2, 1.0] and set(runs.num_clients) == {4}
     assert r"\textbf{1.00e-03 (0.2)}" in (report / "tables" / "fedac_K3.tex").read_text()  # lowest F − F*
     html = (report / "report.html").read_text()
     assert "K = 3: best final F(w) − F* over η" in html and "data:image/png;base64," in html

@@ -14,6 +14,9 @@ from benchmark.cli import main
 from benchmark.report.figure_output import legend_columns
 from benchmark.report.figures import (
     BAND_LABEL,
+    DASHES,
+    MARKERS,
+    PALETTE,
     convergence_figure,
     curve_metric,
     label_distribution_figure,
@@ -73,10 +76,10 @@ def test_mean_over_seeds_with_min_max_band_on_three_axes(frame):
     assert [(list(c.get_xdata()), list(c.get_ydata())) for c in crosses] == [([1], [40])]  # diverged run's last round
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert BAND_LABEL in legend and any("diverged run" in t for t in legend)
-    assert [a.get_xlabel() for a in fig.axes[:3]] == [
+    assert [a.get_xlabel() for a in fig.axes[:3]] == [  # side by side: two lines under a ~2 in panel
         "round",
-        "bytes communicated (down + up, cumulative)",
-        "training time (s, cumulative)",
+        "bytes communicated\n(down + up, cumulative)",
+        "training time\n(s, cumulative)",
     ]
 
 
@@ -110,11 +113,13 @@ def test_one_png_per_entry_with_the_same_colour_per_method(frame, tmp_path):
     assert method_styles(["FedAvg", "FedACG", "FedAvg"]) == method_styles(["FedAvg", "FedACG"])
 
 
-def test_no_two_methods_share_colour_and_dash():
-    styles = method_styles([f"M{i}" for i in range(80)])
-    looks = {(tuple(s["color"]), s["linestyle"]) for s in styles.values()}
-    assert len(looks) == 80 and styles["M0"]["linestyle"] == styles["M19"]["linestyle"] == "-"
-    assert styles["M20"]["color"] == styles["M0"]["color"] and styles["M20"]["linestyle"] == "--"
+def test_each_method_differs_from_the_last_in_colour_dash_and_marker_and_none_look_alike_in_greyscale():
+    styles = list(method_styles([f"M{i}" for i in range(80)]).values())
+    for before, after in zip(styles, styles[1:]):
+        assert all(before[k] != after[k] for k in ("color", "linestyle", "marker"))
+    assert len({(s["linestyle"], s["marker"]) for s in styles}) == 77 == len(DASHES) * len(MARKERS)  # no colour
+    assert len({(s["color"], s["linestyle"], s["marker"]) for s in styles}) == 80
+    assert {s["color"] for s in styles} == set(PALETTE) and PALETTE[0] == "#0072B2"  # Okabe-Ito, blue first
 
 
 def test_the_curve_is_the_tables_metric_and_the_axis_says_which(frame):

@@ -66,6 +66,9 @@ def test_validation_selects_another_setting_than_the_test_set(tmp_path, monkeypa
     assert main(["report", str(path), "--no-tracking", "--results-dir", str(results)]) == 0
     report = (results / "flipped" / "report" / "report.md").read_text()
     assert "selected on: validation" in report and "lr=0.5" in report
+    # the selection metric shown beside the test numbers, and plotted against the grid
+    assert "| selected on: val acc (EMA, %, round 5) |" in report
+    assert "final validation accuracy (EMA, %), the metric the grid was selected on, against each" in report
     # the same suite selected on the test set: other job ids, and the report marks the protocol
     _, test_jobs = load_jobs(write_suite(tmp_path, suite(None), "test.yaml"))
     assert not {j.id for j in test_jobs} & {j.id for j in jobs}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import platform
 
 import pytest
 import torch
@@ -112,8 +113,15 @@ def test_runs_carry_tags_unique_names_named_term_params_and_final_metrics(tmp_pa
     runs = client.search_runs([client.get_experiment_by_name("tiny").experiment_id])
     [parent] = [r for r in runs if r.data.tags["fedbench.kind"] == "suite"]
     children = [r for r in runs if r.data.tags["fedbench.kind"] == "job"]
+    headlines = [r for r in runs if r.data.tags["fedbench.kind"] == "headline"]
     assert len(children) == 4 and len({r.info.run_name for r in children}) == 4
     assert len(parent.data.tags["mlflow.source.git.commit"]) == 40 and "fedbench.version.torch" in parent.data.tags
+    # one tag per fact: no fedbench.env.* copy of a version, git or host tag; booleans spelt one way
+    for run in [parent, *children]:
+        tags = run.data.tags
+        assert tags["fedbench.version.python"] == platform.python_version() and tags["fedbench.host"]
+        assert not {"fedbench.python", "fedbench.env.torch", "fedbench.env.git_commit", "fedbench.env.host"} & set(tags)
+        assert tags["fedbench.git_dirty"] in ("true", "false")
     assert [a.path for a in client.list_artifacts(parent.info.run_id, "suite")] == ["suite/suite.yaml"]
     # the parent shows something in MLflow's default views: shared settings and each method's headline
     assert parent.data.params["suite"] == "tiny" and parent.data.params["rounds"] == "3"
@@ -123,8 +131,13 @@ def test_runs_carry_tags_unique_names_named_term_params_and_final_metrics(tmp_pa
         m: [c.data.metrics["final_ema_acc"] for c in children if c.data.tags["fedbench.method"] == m]
         for m in ("FedAvg", "FedACG")
     }
-    for method, values in finals.items():  # one seed: the better lr's final EMA accuracy
-        assert parent.data.metrics[f"synthetic/{method}/final_ema_acc"] == max(values)
+    # a run per method under the parent, the same metric key in each: MLflow's chart view compares them in one
+    # chart (section "synthetic"); one seed: the better lr's final EMA accuracy
+    assert {r.data.tags["fedbench.method"]: r.data.metrics["synthetic/final_ema_acc"] for r in headlines} == {
+        method: max(values) for method, values in finals.items()
+    }
+    assert {r.data.tags["mlflow.parentRunId"] for r in headlines} == {parent.info.run_id}
+    assert not parent.data.metrics  # no chart per method
     for child in children:
         tags, params, metrics = child.data.tags, child.data.params, child.data.metrics
         summary = json.loads((results / "tiny" / tags["fedbench.job_id"] / "summary.json").read_text())
@@ -144,7 +157,9 @@ def test_runs_carry_tags_unique_names_named_term_params_and_final_metrics(tmp_pa
         env = summary["environment"]  # where the job ran, in summary.json and as tags
         assert env["torch"] == torch.__version__ and env["device"] == "cpu" and env["threads"] >= 1
         assert {"cuda", "cudnn", "git_commit", "deterministic_algorithms"} <= set(env)
-        assert tags["fedbench.env.torch"] == torch.__version__ and tags["fedbench.env.device"] == "cpu"
+        assert tags["fedbench.version.torch"] == torch.__version__ and tags["fedbench.env.device"] == "cpu"
+        assert tags["fedbench.env.device_name"] not in ("x86_64", "aarch64", "")  # the CPU's model
+        assert tags["fedbench.env.deterministic_algorithms"] in ("true", "false")
         if tags["fedbench.method"] == "FedACG":
             assert params["method.client.prox.mu"] == "0.01"  # keyed by the term's name, not its position
         assert metrics["final_acc"] == summary["final_acc"] and metrics["wall_time_s"] == summary["wall_time_s"]

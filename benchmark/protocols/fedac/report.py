@@ -160,12 +160,42 @@ def fedac_entry_tables(cells: dict[tuple[str, int, int], Cell]) -> list:
             row_ids = [i for c in row_cells.values() for i in c.job_ids]
             rows.append(Row(method, method, "", "", "", row_ids, [], row_cells))
         mark_best(columns, rows)
-        tables.append(
-            EntryTable(
-                f"K={k}", f"fedac_K{k}", f"K = {k}: best final F(w) − F* over η (that η)", columns, rows, kind="fedac"
-            )
+        table = EntryTable(
+            f"K={k}", f"fedac_K{k}", f"K = {k}: best final F(w) − F* over η (that η)", columns, rows, kind="fedac"
         )
+        table.numbers = _numbers(cells, methods, workers, k)
+        tables.append(table)
     return tables + comparison_tables(cells)
+
+
+def _numbers(cells: dict[tuple[str, int, int], Cell], methods: list[str], workers: list[int], k: int):
+    """The table's cells as numbers (its .csv): a row per method and M, the best η (eta), its mean final
+    F(w) − F* over seeds (subopt), the seeds at that η, the runs lost to the choice and whether η is at
+    the grid's edge; no best: eta and subopt empty."""
+    import pandas as pd
+
+    records = []
+    for method in methods:
+        for m in workers:
+            cell = cells.get((method, m, k))
+            if cell is None:
+                continue
+            best = cell.best
+            eta, subopt = best if best else (None, None)
+            records.append(
+                {
+                    "method": method,
+                    "K": k,
+                    "M": m,
+                    "eta": eta,
+                    "subopt": subopt,
+                    "seeds": len(cell.finished.get(eta, [])) if best else 0,
+                    "lost_runs": cell.lost_runs,
+                    "eta_at_grid_edge": cell.at_edge,
+                    "jobs": " ".join(cell.jobs[eta] if best else [i for ids in cell.jobs.values() for i in ids]),
+                }
+            )
+    return pd.DataFrame(records)
 
 
 def _cell_text(cell: Cell | None) -> str:
@@ -183,35 +213,39 @@ def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path) -> Path:
     """The paper's figure: a panel per K, best F − F* against M (log-log), a line per method; written
     as PNG and PDF (figure_output.save_figure) with no baked-in title: the report prints its caption
     (FedAcSection.figure_caption)."""
+    from benchmark.report.figure_output import paper_style, save_figure
+
+    with paper_style():
+        fig = _figure(cells)
+    return save_figure(fig, path)
+
+
+def _figure(cells: dict[tuple[str, int, int], Cell]):
+    """The figure at most a page wide (figure_output.PAGE_WIDTH), methods styled as in every report figure."""
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    from benchmark.report.figure_output import legend_columns, save_figure
+    from benchmark.report.figure_output import PAGE_WIDTH, legend_columns
+    from benchmark.report.figures import method_styles
 
     intervals = _intervals(cells)
     methods = list(dict.fromkeys(m for m, _, _ in cells))
+    styles = method_styles(methods)
     cols = min(3, len(intervals))
     rows = math.ceil(len(intervals) / cols)
-    fig = Figure(figsize=(4.2 * cols, 3.4 * rows + 0.6), layout="constrained")
+    width = min(PAGE_WIDTH, 2.6 * cols + 0.8)  # a page's width for three panels, less for fewer
+    fig = Figure(figsize=(width, min(2.4, width / cols * 0.8) * rows + 0.9), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False, sharey=True)
-    markers = "osD^vP*X"
     any_lost = any_authors = any_band = False
     for ax, k in zip(axes.flat, intervals):
         lost = []  # (M, colour) of cells where no η finished: drawn as × on the panel's top edge
-        for i, method in enumerate(methods):
+        for method in methods:
             mine = {m: cell for (meth, m, kk), cell in cells.items() if meth == method and kk == k}
             points = sorted((m, cell.best[1]) for m, cell in mine.items() if cell.best)
-            if points:  # distinct markers and dashes: at K = 1 FedAc-I is MB-AC-SGD, FedAvg is MB-SGD
-                ax.plot(
-                    *zip(*points),
-                    marker=markers[i % len(markers)],
-                    markersize=4,
-                    label=method,
-                    color=f"C{i}",
-                    linestyle="--" if method.startswith("MB") else "-",
-                    alpha=0.85,
-                )
+            style = styles[method]
+            if points:  # distinct colours, markers and dashes: at K = 1 FedAc-I is MB-AC-SGD, FedAvg is MB-SGD
+                ax.plot(*zip(*points), label=method, alpha=0.85, **{**style, "markevery": None})
             band = sorted(
                 (m, min(bests), max(bests))
                 for m, cell in mine.items()
@@ -219,12 +253,12 @@ def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path) -> Path:
             )
             if band:  # the seeds' spread: each seed's best over η, lowest to highest
                 any_band = True
-                ax.fill_between(*zip(*band), color=f"C{i}", alpha=0.12, linewidth=0)
-            lost += [(m, f"C{i}") for m, cell in mine.items() if cell.best is None]
+                ax.fill_between(*zip(*band), color=style["color"], alpha=0.12, linewidth=0)
+            lost += [(m, style["color"]) for m, cell in mine.items() if cell.best is None]
             theirs = authors_points(cells, method, k)
             if theirs:  # the authors' released runs: same colour and marker, hollow
                 any_authors = True
-                ax.scatter(*zip(*theirs), marker=markers[i % len(markers)], s=30, facecolors="none", edgecolors=f"C{i}")
+                ax.scatter(*zip(*theirs), marker=style["marker"], s=24, facecolors="none", edgecolors=style["color"])
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         if lost:
@@ -256,7 +290,7 @@ def write_figure(cells: dict[tuple[str, int, int], Cell], path: Path) -> Path:
         labels.append("hollow: the authors' released runs")
     ncol = legend_columns(len(handles), widest=2 * cols)  # two entries per panel's width fit
     fig.legend(handles, labels, loc="outside lower center", ncol=ncol, frameon=False)
-    return save_figure(fig, path)
+    return fig
 
 
 def fedac_note(cells: dict[tuple[str, int, int], Cell]) -> str:
