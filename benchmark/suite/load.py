@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import difflib
+import errno
+import stat
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -16,13 +18,32 @@ from benchmark.suite.safe_yaml import YamlRefused, decode, parse_yaml
 from benchmark.suite.schema import Suite
 
 
+def _not_a_file(path: Path) -> str:
+    """Why `path` is no regular file, in the words of what it is (a FIFO or a device would be read
+    forever or block: they are refused before any read)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "is a symbolic link that loops back on itself, not a suite file"
+        if err.errno == errno.ENOENT:
+            return "is a symbolic link to a missing file" if path.is_symlink() else "no such suite file"
+        return f"cannot be read ({err.strerror or err})"
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a suite file"
+    kinds = {stat.S_ISFIFO: "a named pipe (FIFO)", stat.S_ISCHR: "a character device", stat.S_ISBLK: "a block device"}
+    kind = next((name for test, name in kinds.items() if test(mode)), "a socket")
+    return f"is {kind}, not a suite file; give the path of a YAML file"
+
+
 def missing_suite(path: Path) -> UserError:
-    """A path that is no file: say so plainly, and list the suites in the folder it names (or its own)."""
+    """A path that is no file: say why plainly, and list the suites in the folder it names (or its own)."""
     folder = path if path.is_dir() else path.parent
-    message = f"{path}: " + ("is a folder, not a suite file" if path.is_dir() else "no such suite file")
-    names = sorted(p.name for p in folder.glob("*.y*ml")) if folder.is_dir() else []
+    reason = _not_a_file(path)
+    message = f"{path}: {reason}"
+    names = sorted(p.name for p in folder.glob("*.y*ml") if p.name != path.name) if folder.is_dir() else []
     if names:
-        close = [] if path.is_dir() else difflib.get_close_matches(path.name, names, n=1, cutoff=0.8)
+        close = difflib.get_close_matches(path.name, names, n=1, cutoff=0.8) if reason == "no such suite file" else []
         message += f"; suites in {folder}/: {', '.join(names)}" + (
             f"; did you mean {str(folder / close[0])!r}?" if close else ""
         )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 from fedtest import tiny_suite, write_suite
 
@@ -140,3 +143,29 @@ def test_method_override_of_a_missing_term_names_its_path(tmp_path):
     suite["datasets"][0]["method_overrides"] = {"FedAvg": {"client": {"prox": {"mu": 0.1}}}}
     ((path, msg),) = problems_of(tmp_path, suite)
     assert path == "datasets[0].method_overrides.FedAvg.client.prox" and "no client term" in msg
+
+
+@pytest.mark.parametrize(
+    "make, reason",
+    [
+        ("fifo", "is a named pipe (FIFO), not a suite file"),
+        ("device", "is a character device, not a suite file"),
+        ("loop", "is a symbolic link that loops back on itself"),
+        ("dangling", "is a symbolic link to a missing file"),
+    ],
+)
+def test_a_suite_path_that_is_no_regular_file_says_what_it_is(tmp_path, capsys, make, reason):
+    """Each was "no such suite file"; a FIFO or /dev/zero must not be read at all (it would block or never end)."""
+    path = tmp_path / "suite.yaml"
+    if make == "fifo":
+        os.mkfifo(path)
+    elif make == "device":
+        path = Path("/dev/zero")
+    elif make == "loop":
+        path.symlink_to(tmp_path / "other.yaml")
+        (tmp_path / "other.yaml").symlink_to(path)
+    else:
+        path.symlink_to(tmp_path / "gone.yaml")
+    assert main(["plan", str(path)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{path}: {reason}" in err and "no such suite file" not in err and "Traceback" not in err, err
