@@ -25,6 +25,7 @@ from benchmark.suite.extends import withhold_changed_rows
 from benchmark.suite.fields import has_field
 from benchmark.suite.load import load_suite
 from benchmark.suite.merge import deep_merge, merge_local
+from benchmark.suite.metric_rounds import warn_metrics_past_the_end
 from benchmark.suite.overrides import Overrides, Setting
 from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, MethodOverride, Settings, Suite
 from benchmark.suite.selection import label_names, matches_no_job
@@ -109,13 +110,26 @@ def _settings_for(suite: Suite, index: int, problems: list) -> Settings | None:
 
 
 def _methods(suite: Suite, problems: list) -> list[tuple[MethodSpec, dict]]:
-    """(method, its own grid) per entry of `methods:`."""
+    """(method, its own grid) per entry of `methods:`; each label once (tables, `--only` and the
+    selection tell methods apart by it)."""
     out = []
+    by_label: dict[str, tuple[int, MethodSpec, dict]] = {}
     for i, entry in enumerate(suite.methods):
         try:
-            out.append((resolve_method(entry, f"methods[{i}]"), entry.grid))
+            method = resolve_method(entry, f"methods[{i}]")
         except MethodProblems as err:
             problems.extend(err.problems)
+            continue
+        if method.label in by_label:
+            first, other, grid = by_label[method.label]
+            same = other == method and grid == entry.grid
+            problems.append(
+                (f"methods[{i}]", f"the same method as methods[{first}]: remove one")
+                if same
+                else (f"methods[{i}]", f"label {method.label!r} is methods[{first}]'s too: give one a `label:`")
+            )
+        by_label.setdefault(method.label, (i, method, entry.grid))
+        out.append((method, entry.grid))
     return out
 
 
@@ -385,4 +399,6 @@ def load_jobs(
         parent = load_suite(suite.extends)
         jobs = expand(suite, str(path))
         suite = withhold_changed_rows(suite, jobs, parent, expand(parent, suite.extends))
-    return suite, expand(suite, str(path), overrides, only)
+    jobs = expand(suite, str(path), overrides, only)
+    warn_metrics_past_the_end(suite, jobs)
+    return suite, jobs

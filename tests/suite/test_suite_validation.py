@@ -169,3 +169,67 @@ def test_a_suite_path_that_is_no_regular_file_says_what_it_is(tmp_path, capsys, 
     assert main(["plan", str(path)]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert f"{path}: {reason}" in err and "no such suite file" not in err and "Traceback" not in err, err
+
+
+SMALL = """\
+name: small
+defaults:
+  rounds: 3
+  num_clients: 6
+  seeds: {seeds}
+  metrics: [acc@2, {metric}]
+  model: {{name: logistic}}
+datasets:
+  - name: synthetic
+    params: {{num_users: 6, dim: 10, num_classes: 3, max_samples: 60}}
+    split: {{kind: natural}}
+methods:
+{methods}
+"""
+
+
+def small_suite(tmp_path, seeds="[0]", metric="acc@3", methods="  - fedavg") -> Path:
+    path = tmp_path / "small.yaml"
+    path.write_text(SMALL.format(seeds=seeds, metric=metric, methods=methods))
+    return path
+
+
+@pytest.mark.parametrize(
+    "methods, problem, fixed",
+    [
+        (
+            "  - fedavg\n  - fedprox\n  - fedavg",
+            "methods[2]: the same method as methods[0]: remove one",
+            "  - fedavg\n  - fedprox",
+        ),
+        (
+            "  - fedavg\n  - {preset: fedavg, server: {global_lr: 0.5}}",
+            "methods[1]: label 'FedAvg' is methods[0]'s too: give one a `label:`",
+            "  - fedavg\n  - {preset: fedavg, server: {global_lr: 0.5}, label: FedAvg-half}",
+        ),
+    ],
+)
+def test_a_method_listed_twice_or_under_a_taken_label_is_exit_2(tmp_path, capsys, methods, problem, fixed):
+    """[fedavg, fedavg] planned one job without a word; two FedAvg rows would share a table row."""
+    assert main(["plan", str(small_suite(tmp_path, methods=methods))]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert problem in err and "Traceback" not in err, err
+    assert main(["plan", str(small_suite(tmp_path, methods=fixed))]) == 0
+
+
+def test_seeds_listed_twice_in_the_suite_are_exit_2(tmp_path, capsys):
+    assert main(["plan", str(small_suite(tmp_path, seeds="[0, 1, 0]"))]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "defaults.seeds: seed 0 is listed twice" in err, err
+
+
+def test_a_metric_past_the_last_round_is_warned_at_plan(tmp_path, capsys):
+    """acc@1000 with rounds: 3 is an empty column: plan says so, and still plans (--rounds 3 on a paper
+    suite is a smoke run that falls short on purpose)."""
+    path = small_suite(tmp_path, metric="acc@1000")
+    assert main(["plan", str(path)]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "acc@1000 (defaults.metrics) is past the last round of jobs with rounds: 3" in err, err
+    assert main(["plan", str(path), "--rounds", "1000"]) == 0
+    assert main(["plan", str(small_suite(tmp_path, metric="rounds_to@30"))]) == 0
+    assert "past the last round" not in capsys.readouterr().err
