@@ -10,7 +10,7 @@ import copy
 
 from benchmark.fl.registry import discover
 from benchmark.registry import check_new, registering_module
-from benchmark.suggest import allowed_names
+from benchmark.suggest import allowed_names, unknown_name
 
 IDENTITY = {"codec": "identity"}
 
@@ -70,7 +70,7 @@ def preset(name: str) -> dict:
     discover()
     base_key, *mod_keys = name.lower().split("+")
     if base_key not in PRESETS:
-        raise KeyError(f"unknown preset {base_key!r}; " + allowed_names(base_key, PRESETS))
+        raise KeyError(unknown_name("preset", base_key, PRESETS))
     out = copy.deepcopy(PRESETS[base_key])
     for key in mod_keys:
         if key not in MODIFIERS:

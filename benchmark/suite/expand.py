@@ -20,7 +20,7 @@ from benchmark.fl.method import MethodProblems, resolve_method
 from benchmark.fl.pairing import model_problems
 from benchmark.fl.spec import MethodSpec
 from benchmark.params import identity_dump, pydantic_problems
-from benchmark.suggest import allowed_names
+from benchmark.suggest import allowed_names, unknown_name
 from benchmark.suite.extends import withhold_changed_rows
 from benchmark.suite.fields import has_field
 from benchmark.suite.load import load_suite
@@ -181,7 +181,7 @@ def _check_names(suite: Suite, settings: list[Settings | None], problems: list) 
             problems.append(
                 (
                     f"datasets[{i}].name",
-                    f"unknown dataset {entry.name!r}; " + allowed_names(entry.name, DATASETS.names()),
+                    unknown_name("dataset", entry.name, DATASETS.names()),
                 )
             )
         else:
@@ -192,7 +192,7 @@ def _check_names(suite: Suite, settings: list[Settings | None], problems: list) 
                 problems.extend(pydantic_problems(err, f"datasets[{i}].params", params))
         if s is not None and s.model.name not in known_models():
             where = f"datasets[{i}].model.name" if entry.model and "name" in entry.model else "defaults.model.name"
-            problems.append((where, f"unknown model {s.model.name!r}; " + allowed_names(s.model.name, known_models())))
+            problems.append((where, unknown_name("model", s.model.name, known_models())))
 
 
 def _source(applied: list[Setting], path: str) -> str | None:
@@ -241,7 +241,7 @@ def _job_config(raw: dict, s_point: dict, applied: list[Setting], file: str) -> 
 
         name, where = config.dataset.name, _source(applied, "dataset.name") or f"grid ({s_point})"
         if name not in DATASETS:
-            raise SuiteError(file, [(where, f"unknown dataset {name!r}; " + allowed_names(name, DATASETS.names()))])
+            raise SuiteError(file, [(where, unknown_name("dataset", name, DATASETS.names()))])
         params = DATASETS.get(name).params
         try:
             params(**config.dataset.params)

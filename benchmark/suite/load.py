@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from benchmark.errors import SuiteError, UserError
 from benchmark.params import pydantic_problems
-from benchmark.plugins import import_suite_plugins
+from benchmark.plugins import anchored, import_suite_plugins
 from benchmark.registry import load_installed
 from benchmark.suite.extends import merge_suites
 from benchmark.suite.safe_yaml import YamlRefused, decode, parse_yaml
@@ -67,6 +67,8 @@ def read_suite(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     raw = read_yaml(path)
     if not isinstance(raw, dict):
         raise SuiteError(str(path), [("", "a suite is a YAML mapping with name, datasets and methods")])
+    if "plugins" in raw:
+        raw["plugins"] = anchored(raw["plugins"], path.parent)
     parent = raw.get("extends")
     if parent is None:
         return raw
