@@ -174,7 +174,8 @@ def _overridden(method: MethodSpec, over: MethodOverride, path: str) -> MethodSp
 def _check_names(suite: Suite, settings: list[Settings | None], problems: list) -> None:
     """Dataset and model names must be registered (checked here so errors carry YAML paths)."""
     from benchmark.data.source import DATASETS
-    from benchmark.models.registry import known_models
+    from benchmark.models.factory_params import model_param_problems
+    from benchmark.models.registry import MODELS, known_models
 
     for i, (entry, s) in enumerate(zip(suite.datasets, settings)):
         if entry.name not in DATASETS:
@@ -193,6 +194,12 @@ def _check_names(suite: Suite, settings: list[Settings | None], problems: list) 
         if s is not None and s.model.name not in known_models():
             where = f"datasets[{i}].model.name" if entry.model and "name" in entry.model else "defaults.model.name"
             problems.append((where, unknown_name("model", s.model.name, known_models())))
+        elif s is not None:
+            where = (
+                f"datasets[{i}].model.params" if entry.model and "params" in entry.model else "defaults.model.params"
+            )
+            found = model_param_problems(MODELS[s.model.name].factory, s.model.params, where)
+            problems.extend(p for p in found if p not in problems)  # defaults' once, not once per dataset
 
 
 def _source(applied: list[Setting], path: str) -> str | None:

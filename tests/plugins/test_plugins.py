@@ -282,3 +282,7 @@ def test_a_plugin_model_and_executor_named_by_the_suite(tmp_path):
     done = fedbench(*args, cwd=tmp_path, path=[tmp_path])
     assert done.returncode == 0, done.stderr
     assert set(final_accuracies(tmp_path / "results")) == {"FedAvg", "MOON"}
+    suite["defaults"]["model"]["params"] = {"hiden": 8}  # a plugin model's parameters are checked at plan too
+    done = fedbench("plan", str(write_suite(tmp_path, suite)), cwd=tmp_path, path=[tmp_path])
+    err = " ".join(done.stderr.split())
+    assert done.returncode == 2 and "defaults.model.params.hiden: unknown model parameter 'hiden'" in err, err

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from fedtest import tiny_suite, write_suite
+from fedtest import REPO, tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.errors import SuiteError
@@ -233,3 +235,35 @@ def test_a_metric_past_the_last_round_is_warned_at_plan(tmp_path, capsys):
     assert main(["plan", str(path), "--rounds", "1000"]) == 0
     assert main(["plan", str(small_suite(tmp_path, metric="rounds_to@30"))]) == 0
     assert "past the last round" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "model, problem",
+    [
+        (
+            "{name: femnist_cnn, params: {norms: group}}",
+            "defaults.model.params.norms: unknown model parameter 'norms'; allowed: groups, norm; did you mean 'norm'?",
+        ),
+        ("{name: femnist_cnn, params: {groups: two}}", "defaults.model.params.groups: Input should be a valid integer"),
+        ("{name: logistic, params: {width: 3}}", "unknown model parameter 'width': this model takes none"),
+    ],
+)
+def test_model_params_are_checked_at_plan_without_torch(tmp_path, capsys, model, problem):
+    """They failed only when the job built its model, after the run had started."""
+    path = small_suite(tmp_path)
+    path.write_text(path.read_text().replace("model: {name: logistic}", f"model: {model}"))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\nfrom benchmark.cli import main\nc = main(['plan', sys.argv[1]])\n"
+            "sys.exit(c if 'torch' not in sys.modules else 99)",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
+    err = " ".join(done.stderr.split())
+    assert done.returncode == 2 and problem in err and "Traceback" not in err, (done.returncode, err)
