@@ -23,7 +23,7 @@ from benchmark.params import identity_dump, pydantic_problems
 from benchmark.suggest import allowed_names, unknown_name
 from benchmark.suite.extends import withhold_changed_rows
 from benchmark.suite.fields import has_field
-from benchmark.suite.load import load_suite
+from benchmark.suite.load import load_suite, located
 from benchmark.suite.merge import deep_merge, merge_local
 from benchmark.suite.metric_rounds import warn_metrics_past_the_end
 from benchmark.suite.overrides import Overrides, Setting
@@ -402,10 +402,13 @@ def load_jobs(
     path: str | Path, overrides: Overrides | None = None, only: tuple[str, ...] = ()
 ) -> tuple[Suite, list[Job]]:
     suite = load_suite(path)
-    if suite.extends:  # the parent's reference rows whose jobs changed are withheld
-        parent = load_suite(suite.extends)
-        jobs = expand(suite, str(path))
-        suite = withhold_changed_rows(suite, jobs, parent, expand(parent, suite.extends))
-    jobs = expand(suite, str(path), overrides, only)
+    try:
+        if suite.extends:  # the parent's reference rows whose jobs changed are withheld
+            parent = load_suite(suite.extends)
+            jobs = expand(suite, str(path))
+            suite = withhold_changed_rows(suite, jobs, parent, expand(parent, suite.extends))
+        jobs = expand(suite, str(path), overrides, only)
+    except SuiteError as err:
+        raise located(err, Path(path)) if err.file == str(path) else err from None
     warn_metrics_past_the_end(suite, jobs)
     return suite, jobs

@@ -14,6 +14,7 @@ from benchmark.params import pydantic_problems
 from benchmark.plugins import anchored, import_suite_plugins
 from benchmark.registry import load_installed
 from benchmark.suite.extends import merge_suites
+from benchmark.suite.located import written_at
 from benchmark.suite.safe_yaml import YamlRefused, decode, parse_yaml
 from benchmark.suite.schema import Suite
 
@@ -61,9 +62,10 @@ def read_yaml(path: Path) -> object:
         raise UserError(f"{path}: cannot be read ({err.strerror or err})") from None
 
 
-def read_suite(path: Path, seen: tuple[Path, ...] = ()) -> dict:
+def read_suite(path: Path, seen: tuple[Path, ...] = (), origins: dict | None = None) -> dict:
     """The suite's mapping; one that `extends:` another is merged over it (suite/extends.py), and its
-    `extends` becomes the parent's path as given from here."""
+    `extends` becomes the parent's path as given from here. `origins`, when given, is filled with
+    where each method and dataset entry was written (merge_suites)."""
     raw = read_yaml(path)
     if not isinstance(raw, dict):
         raise SuiteError(str(path), [("", "a suite is a YAML mapping with name, datasets and methods")])
@@ -71,6 +73,10 @@ def read_suite(path: Path, seen: tuple[Path, ...] = ()) -> dict:
         raw["plugins"] = anchored(raw["plugins"], path.parent)
     parent = raw.get("extends")
     if parent is None:
+        if origins is not None:
+            for key in ("methods", "datasets"):
+                if isinstance(raw.get(key), list):
+                    origins[key] = [[(str(path), i)] for i in range(len(raw[key]))]
         return raw
     if not isinstance(parent, str):
         raise SuiteError(str(path), [("extends", "expected the path of a suite file, relative to this one")])
@@ -79,7 +85,7 @@ def read_suite(path: Path, seen: tuple[Path, ...] = ()) -> dict:
         raise SuiteError(str(path), [("extends", f"{parent}: suites that extend each other in a circle")])
     if not parent_path.is_file():
         raise SuiteError(str(path), [("extends", str(missing_suite(parent_path)))])
-    merged = merge_suites(read_suite(parent_path, (*seen, path.resolve())), raw, str(path))
+    merged = merge_suites(read_suite(parent_path, (*seen, path.resolve()), origins), raw, str(path), origins)
     return {**merged, "extends": str(parent_path)}
 
 
@@ -91,4 +97,17 @@ def load_suite(path: str | Path) -> Suite:
     try:
         return Suite.model_validate(raw)
     except ValidationError as err:
-        raise SuiteError(str(path), pydantic_problems(err, model=Suite)) from None
+        raise located(SuiteError(str(path), pydantic_problems(err, model=Suite)), path) from None
+
+
+def located(err: SuiteError, path: Path) -> SuiteError:
+    """An extending suite's problems at methods[i] / datasets[i] of the merged suite, placed at the
+    file, index and line where the user wrote that entry (the merged index counts the parent's)."""
+    origins: dict = {}
+    try:
+        raw = read_suite(Path(path), origins=origins)
+    except UserError:
+        return err
+    if raw.get("extends") is None:
+        return err
+    return SuiteError(err.file, [(written_at(where, origins), message) for where, message in err.problems])

@@ -135,3 +135,50 @@ def test_the_report_shows_each_methods_tuning_budget_and_the_withheld_rows(tmp_p
     )
     assert "50.0" in report and "60.0" not in report  # FedAvg's paper number beside it, FedACG's withheld
     assert "grid selected on the test set" in report and "selected on: THE TEST SET (the papers' protocol)" in report
+
+
+PAPER = """\
+name: paper
+defaults:
+  rounds: 3
+  num_clients: 6
+  model: {name: logistic}
+datasets:
+  - name: synthetic
+    label: a
+    params: {num_users: 6, dim: 10, num_classes: 3, max_samples: 60}
+    split: {kind: natural}
+methods:
+  - fedavg
+  - fedacg
+  - {preset: fedprox, client: {prox: {mu: -1}}}
+"""
+
+MINE = """\
+name: mine
+extends: ../paper.yaml
+datasets:
+  - label: a
+    params: {dimm: 3}
+methods:
+  - preset: feddyn
+    server: {alpha: 0.5}
+    client: {dyn: {alpah: 0.1}}
+  - {preset: fedacg, server: {lam: 1.5}}
+"""
+
+
+def test_an_extending_suites_errors_point_at_the_file_and_line_they_were_written_at(tmp_path, capsys):
+    """methods[3] (the parent's three methods counted) was the child's methods[0]; the parent's own
+    mistake is placed in the parent's file."""
+    (tmp_path / "paper.yaml").write_text(PAPER)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "mine.yaml").write_text(MINE)
+    mine, paper = tmp_path / "mine" / "mine.yaml", tmp_path / "mine" / ".." / "paper.yaml"
+    assert main(["plan", str(mine)]) == 2
+    err = " ".join(capsys.readouterr().err.split())  # the console wraps long lines
+    assert f"methods[0].client[0].alpah ({mine}, line 9): unknown parameter 'alpah'" in err, err
+    assert f"methods[1].server.lam ({mine}, line 10): Input should be less than 1" in err, err
+    assert f"methods[2].client[0].mu ({paper}, line 14):" in err, err
+    assert f"datasets[0].params.dimm ({mine}, line 5): unknown field 'dimm'" in err, err
+    assert "methods[3]" not in err and "Traceback" not in err
