@@ -7,6 +7,7 @@ canonical content, so re-running a suite finds the jobs it already finished.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -38,6 +39,14 @@ class Job:
     grid_point: dict = field(default_factory=dict)
     dataset_index: int = 0  # which entry of the suite's `datasets:` it came from
     suite_point: dict = field(default_factory=dict)  # the suite grid's and command-line overrides' settings
+    # the same job (same id) as other methods' or entries' grid points: run once, counted in each one's
+    # selection and tuning budget (report/frames.py)
+    also: tuple[Job, ...] = ()
+
+    @property
+    def views(self) -> tuple[Job, ...]:
+        """This job as every method (and grid point) that expands to it."""
+        return (self, *self.also)
 
     @property
     def setting_label(self) -> str:
@@ -371,7 +380,7 @@ def expand(
     order = sorted(overrides.settings, key=lambda s: s.scope is not None)  # a scoped setting wins
     jobs: list[Job] = []
     kept: list[_Candidate] = []
-    seen: set[str] = set()
+    seen: dict[str, int] = {}  # job id -> its place in `jobs`
     used: set[int] = set()  # which settings reached a kept job
     found_ids: set[str] = set()
     for c in candidates:
@@ -387,8 +396,11 @@ def expand(
         kept.append(c)
         used.update(reaching)
         if job.id not in seen:
-            seen.add(job.id)
+            seen[job.id] = len(jobs)
             jobs.append(job)
+        elif _another_view(job, jobs[seen[job.id]]):
+            first = jobs[seen[job.id]]
+            jobs[seen[job.id]] = dataclasses.replace(first, also=(*first.also, job))
     for name in only:
         if name.lower() not in by_label | found_ids:
             raise matches_no_job("--only", name, sorted({label for c in candidates for label in c.labels}))
@@ -396,6 +408,12 @@ def expand(
         if i not in used:
             raise _reaching_none(setting, kept, file)
     return jobs
+
+
+def _another_view(job: Job, first: Job) -> bool:
+    """Whether `job` (the id of `first`) is another method's, grid point's or entry's view of it."""
+    key = lambda j: (j.method_label, j.dataset_index, j.grid_point, j.suite_point)  # noqa: E731
+    return all(key(job) != key(view) for view in first.views)
 
 
 def load_jobs(
