@@ -59,6 +59,9 @@ def import_installed(module: str, named_by: str) -> None:
     try:
         import_plugin(module, named_by)
     except PluginError as err:
+        from benchmark.registry import withdraw  # (registry imports this module)
+
+        withdraw(module)
         if module not in _broken:
             _broken[module] = str(err)
             log.warning("%s; skipped: suites that use none of its names run without it", err)

@@ -120,10 +120,12 @@ def test_a_broken_installed_plugin_is_skipped_with_one_warning_unless_a_suite_na
     """It made every command exit 2 for every suite; now only a suite that uses it does, naming it."""
     broken = tmp_path / "site"
     shutil.copytree(installed, broken)
-    (broken / "fedmedian.py").write_text("import math\nraise ImportError('needs scipy')\n")
+    # it registers its rule and preset, then fails: half a plugin must not run either
+    (broken / "fedmedian.py").write_text(FEDMEDIAN + "raise ImportError('needs scipy')\n")
+    line = len(FEDMEDIAN.splitlines()) + 1
     why = (
         "plugin module 'fedmedian' (entry point 'fedmedian' of fedmedian 0.1.0) cannot be imported: "
-        f"ImportError: needs scipy ({broken / 'fedmedian.py'}:2: raise ImportError('needs scipy'))"
+        f"ImportError: needs scipy ({broken / 'fedmedian.py'}:{line}: raise ImportError('needs scipy'))"
     )
     path = write_suite(tmp_path, tiny_suite(methods=["fedavg"]))
     for args in (
