@@ -264,6 +264,16 @@ def _job_config(raw: dict, s_point: dict, applied: list[Setting], file: str) -> 
         except ValidationError as err:
             found = pydantic_problems(err, "dataset.params", params)
             raise SuiteError(file, _located(found, s_point, applied)) from None
+    if any(k.startswith("model.") for k in keys):  # as _check_names does for the YAML
+        from benchmark.models.factory_params import model_param_problems
+        from benchmark.models.registry import MODELS, known_models
+
+        name = config.model.name
+        if name not in known_models():
+            where = _source(applied, "model.name") or f"grid ({s_point})"
+            raise SuiteError(file, [(where, unknown_name("model", name, known_models()))])
+        if found := model_param_problems(MODELS[name].factory, config.model.params, "model.params"):
+            raise SuiteError(file, _located(found, s_point, applied))
     return config
 
 
