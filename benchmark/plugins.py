@@ -25,6 +25,7 @@ import importlib.util
 import logging
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from benchmark.errors import SuiteError, UserError
@@ -53,14 +54,30 @@ def import_plugin(module: str, named_by: str) -> None:
         raise PluginError(f"plugin module {module!r} ({named_by}) cannot be imported: {_describe(err)}") from None
 
 
+# (origins, remove) of every table of names: each registry, the presets', the models'
+_TABLES: list[tuple[dict[str, str], Callable[[str], object]]] = []
+
+
+def withdrawable(origins: dict[str, str], remove: Callable[[str], object]) -> None:
+    """Declare a table of names (name -> registering module) and how to remove one, for `withdraw`."""
+    _TABLES.append((origins, remove))
+
+
+def withdraw(module: str) -> None:
+    """Forget every name `module` (or a submodule) registered before its import failed: half a
+    broken plugin must not run, and a suite naming its parts then exits 2 naming it."""
+    for origins, remove in _TABLES:
+        for name in [n for n, origin in origins.items() if origin == module or origin.startswith(module + ".")]:
+            del origins[name]
+            remove(name)
+
+
 def import_installed(module: str, named_by: str) -> None:
     """Import an installed plugin (an entry point's, $FEDBENCH_PLUGINS'); one that fails is warned
     about once and skipped: suites that use none of its names must not pay for it."""
     try:
         import_plugin(module, named_by)
     except PluginError as err:
-        from benchmark.registry import withdraw  # (registry imports this module)
-
         withdraw(module)
         if module not in _broken:
             _broken[module] = str(err)

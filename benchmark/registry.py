@@ -65,34 +65,14 @@ def check_new(kind: str, name: str, origins: dict[str, str], origin: str) -> Non
     origins[name] = origin
 
 
-def withdraw(module: str) -> None:
-    """Forget every name `module` (or a submodule) registered before its import failed: half a
-    broken plugin must not run, and a suite naming its parts then exits 2 naming it (plugins.py)."""
-    from benchmark.fl import presets
-    from benchmark.models import registry as models
-
-    def by(origin: str) -> bool:
-        return origin == module or origin.startswith(module + ".")
-
-    tables = [(r._origins, r._items) for r in Registry.instances] + [(models.ORIGINS, models.MODELS)]
-    for origins, items in tables:
-        for name in [n for n, origin in origins.items() if by(origin)]:
-            del origins[name], items[name]
-    for name in [n for n, origin in presets.ORIGINS.items() if by(origin)]:
-        del presets.ORIGINS[name]
-        del (presets.MODIFIERS if name.startswith("+") else presets.PRESETS)[name.removeprefix("+")]
-
-
 class Registry(Generic[T]):
     """Items registered under their `name` attribute; `package` is where they are defined."""
-
-    instances: list[Registry] = []  # every registry (what `withdraw` clears a broken plugin from)
 
     def __init__(self, kind: str, package: str):
         self.kind, self.package = kind, package
         self._items: dict[str, T] = {}
         self._origins: dict[str, str] = {}  # name -> the module that registered it
-        Registry.instances.append(self)
+        plugins.withdrawable(self._origins, self._items.pop)
 
     def register(self, item: T) -> T:
         """Usable as a class decorator, or called with an instance (a dataset's spec)."""

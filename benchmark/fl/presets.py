@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 
 from benchmark.fl.registry import discover
+from benchmark.plugins import withdrawable
 from benchmark.registry import check_new, registering_module
 from benchmark.suggest import allowed_names, unknown_name
 
@@ -20,6 +21,7 @@ PRESETS: dict[str, dict] = {}
 # Modifiers usable after '+': they replace the server rule and/or add terms or codecs.
 MODIFIERS: dict[str, dict] = {}
 ORIGINS: dict[str, str] = {}  # "preset x" / "modifier x" -> the module that registered it
+withdrawable(ORIGINS, lambda key: (MODIFIERS if key.startswith("+") else PRESETS).pop(key.removeprefix("+")))
 
 
 def register_preset(
