@@ -10,7 +10,8 @@ Registering functions (each usable as a class decorator, except where it takes a
   register_dataset(DatasetSpec(...))                             a dataset (benchmark/data/source.py)
   register_executor                                              where jobs run (benchmark/run/executor_base.py)
 A plugin module is named by an entry point of the group `fedbench.plugins` or a suite's
-`plugins:` (benchmark/plugins.py). Importing this module does not import torch: use `torch`,
+`plugins:` (benchmark/plugins.py). A randomised part draws from `ctx.rng()` (ClientContext) or
+`rnd.rng(device)` (RoundInfo): streams seeded per job seed, round and client, as built-ins' are. Importing this module does not import torch: use `torch`,
 `nn` and `F` from here (bound on first use) in code that a suite's validation imports.
 """
 

@@ -14,7 +14,7 @@ from typing import Generic, TypeVar
 
 from benchmark import plugins
 from benchmark.errors import UserError
-from benchmark.suggest import allowed_names
+from benchmark.suggest import unknown_name
 
 T = TypeVar("T")
 
@@ -45,10 +45,10 @@ def load_installed() -> None:
     for package in BUILT_IN:
         discover(package)
     for entry in importlib.metadata.entry_points(group=plugins.GROUP):
-        dist = entry.dist.name if entry.dist else "an installed distribution"
-        plugins.import_plugin(entry.module, f"entry point {entry.name!r} of {dist}")
+        dist = f"{entry.dist.name} {entry.dist.version}" if entry.dist else "an installed distribution"
+        plugins.import_installed(entry.module, f"entry point {entry.name!r} of {dist}")
     for module in filter(None, (m.strip() for m in os.environ.get(plugins.ENV, "").split(","))):
-        plugins.import_plugin(module, f"${plugins.ENV}")
+        plugins.import_installed(module, f"${plugins.ENV}")
 
 
 def registering_module(depth: int = 2) -> str:
@@ -72,6 +72,7 @@ class Registry(Generic[T]):
         self.kind, self.package = kind, package
         self._items: dict[str, T] = {}
         self._origins: dict[str, str] = {}  # name -> the module that registered it
+        plugins.withdrawable(self._origins, self._items.pop)
 
     def register(self, item: T) -> T:
         """Usable as a class decorator, or called with an instance (a dataset's spec)."""
@@ -88,7 +89,7 @@ class Registry(Generic[T]):
     def require(self, name: str) -> T:
         """The item called `name`; a UserError listing the names when there is none."""
         if name not in self:
-            raise UserError(f"unknown {self.kind} {name!r}; " + allowed_names(name, self.names()))
+            raise UserError(unknown_name(self.kind, name, self.names()))
         return self._items[name]
 
     def __contains__(self, name: object) -> bool:

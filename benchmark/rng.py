@@ -23,6 +23,7 @@ class Stream(enum.IntEnum):
     CODEC = 6
     INIT = 7
     HOLDOUT = 9  # (8 was DATA, never drawn and removed: values are part of every derived seed)
+    PARTS = 10  # a method part's own draws (RoundInfo.rng, ClientContext.rng), built-in or plugin
 
 
 def derive_seed(seed: int, stream: Stream, *keys: int) -> int:

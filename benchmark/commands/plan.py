@@ -117,7 +117,7 @@ def job_table(suite, jobs) -> Table:
             str(c.num_clients),
             f"{c.participation.rate:g}",
             str(c.rounds),
-            escape(j.method_label),
+            escape(" = ".join(v.method_label for v in j.views)),  # one job, every method that expands to it
             escape(" ".join(hyper + [local])),
             str(c.seed),
         )

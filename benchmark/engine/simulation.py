@@ -173,6 +173,7 @@ class Simulation:
             num_clients=self.setup.data.num_clients,
             spec=self.setup.spec,
             weight_decay=self.job.local.weight_decay,
+            seed=self.job.seed,
         )
 
     def run_round(self, t: int, on_clients: OnClients | None = None) -> float:

@@ -51,6 +51,14 @@ class RoundInfo:
     num_clients: int  # N: all clients of the federation
     spec: ParamSpec
     weight_decay: float = 0.0  # local.weight_decay λ (FedAc's strong convexity μ unless set)
+    seed: int = 0  # the job's training seed (what `rng` streams are keyed by)
+    _rngs: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def rng(self, device: str | torch.device = "cpu") -> torch.Generator:
+        """The server side's random stream of this round, for a randomised server rule or codec:
+        keyed by the job's seed and the round only, so it differs across seeds, is the same for a
+        resumed job, and no other draw (sampling, batches, another part) shifts it."""
+        return part_rng(self._rngs, self.seed, self.round, -1, device)
 
     @property
     def lr(self) -> float:
@@ -135,10 +143,30 @@ class ClientContext:
     lr_sum: float = 0.0  # Σ_k η_k over the K steps (= K·η_t unless the lr also decays inside the round)
     messages: dict[str, torch.Tensor] = field(default_factory=dict)  # extra uplink messages
     scratch: dict[str, Any] = field(default_factory=dict)  # per-round precomputations of terms
+    _rngs: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def start(self) -> torch.Tensor:
         return self.received["model"]
+
+    def rng(self, device: str | torch.device | None = None) -> torch.Generator:
+        """This client's random stream in this round (on the model's device unless told), for a
+        randomised client term: keyed by the job's seed, the round and the client, so its draws
+        differ across seeds and clients, are the same in a resumed job, and shift no other randomness.
+        A term that draws is not `vmappable` (vmap's clients share one context)."""
+        if self.client_id < 0:
+            raise RuntimeError("ctx.rng() inside vmap: a term that draws random numbers sets vmappable = False")
+        return part_rng(self._rngs, self.rnd.seed, self.rnd.round, self.client_id, device or self.start.device)
+
+
+def part_rng(cache: dict, seed: int, round_: int, client: int, device) -> torch.Generator:
+    """One generator per (seed, round, client) and device, made on first use (Stream.PARTS)."""
+    from benchmark.rng import Stream, generator
+
+    key = str(torch.device(device))
+    if key not in cache:
+        cache[key] = generator(seed, Stream.PARTS, round_, client, device=key)
+    return cache[key]
 
 
 class ClientTerm:

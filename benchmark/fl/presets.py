@@ -9,8 +9,9 @@ from __future__ import annotations
 import copy
 
 from benchmark.fl.registry import discover
+from benchmark.plugins import withdrawable
 from benchmark.registry import check_new, registering_module
-from benchmark.suggest import allowed_names
+from benchmark.suggest import allowed_names, unknown_name
 
 IDENTITY = {"codec": "identity"}
 
@@ -20,6 +21,7 @@ PRESETS: dict[str, dict] = {}
 # Modifiers usable after '+': they replace the server rule and/or add terms or codecs.
 MODIFIERS: dict[str, dict] = {}
 ORIGINS: dict[str, str] = {}  # "preset x" / "modifier x" -> the module that registered it
+withdrawable(ORIGINS, lambda key: (MODIFIERS if key.startswith("+") else PRESETS).pop(key.removeprefix("+")))
 
 
 def register_preset(
@@ -70,7 +72,7 @@ def preset(name: str) -> dict:
     discover()
     base_key, *mod_keys = name.lower().split("+")
     if base_key not in PRESETS:
-        raise KeyError(f"unknown preset {base_key!r}; " + allowed_names(base_key, PRESETS))
+        raise KeyError(unknown_name("preset", base_key, PRESETS))
     out = copy.deepcopy(PRESETS[base_key])
     for key in mod_keys:
         if key not in MODIFIERS:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_seriali
 
 from benchmark.fl.registry import CLIENT_TERMS, CODECS, SERVER_RULES, Registry
 from benchmark.params import Identity, StrictParams, declared
-from benchmark.suggest import allowed_names
+from benchmark.suggest import unknown_name
 
 
 class PartSpec(BaseModel):
@@ -32,7 +32,7 @@ class PartSpec(BaseModel):
     def registered(cls, name):
         """The registered part called `name` (the registry read now: plugins included)."""
         if name not in cls.REGISTRY:
-            raise ValueError(f"unknown {cls.REGISTRY.kind} {name!r}; " + allowed_names(name, cls.REGISTRY.names()))
+            raise ValueError(unknown_name(cls.REGISTRY.kind, name, cls.REGISTRY.names()))
         return cls.REGISTRY.get(name)
 
     @model_validator(mode="before")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from benchmark.lazy import nn, torch
+from benchmark.plugins import withdrawable
 from benchmark.registry import check_new, load_installed, registering_module
 from benchmark.rng import Stream, generator
 
@@ -34,6 +35,7 @@ class ModelEntry:
 
 MODELS: dict[str, ModelEntry] = {}
 ORIGINS: dict[str, str] = {}  # name -> the module that registered it
+withdrawable(ORIGINS, MODELS.pop)
 
 
 def register_model(name: str, factory: str, traits: tuple[str, ...] = ()) -> None:

@@ -11,6 +11,7 @@ from an interrupted run in metrics.jsonl).
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from pathlib import Path
@@ -118,12 +119,12 @@ def jobs_frame(jobs: list[Job], results_root=None, summaries: dict[str, dict] | 
             summary = summaries.get(job.id)
             status = (summary or {}).get("status") or NOT_RUN
         s = summary or {}
-        rows.append(
+        rows.extend(
             {
-                **_labels(job, status),
-                "entry_index": job.dataset_index,
-                "method_label": job.method_label,
-                "settings": job_settings(job),
+                **_labels(view, status),
+                "entry_index": view.dataset_index,
+                "method_label": view.method_label,
+                "settings": job_settings(view),
                 "rounds": job.config.rounds,
                 "rounds_completed": s.get("rounds_completed"),
                 "diverged_at_round": s.get("diverged_at_round"),
@@ -139,6 +140,7 @@ def jobs_frame(jobs: list[Job], results_root=None, summaries: dict[str, dict] | 
                 # natural-user data: the last round's per-client accuracy, summarised (client_p10 ... client_mean)
                 **{f"client_{k}": v for k, v in (s.get("client_acc") or {}).items() if k != "clients"},
             }
+            for view in job.views  # a job another method's grid point shares counts for that method too
         )
     frame = pd.DataFrame(rows)
     metric_columns = [c for c in frame.columns if c not in JOB_COLUMNS]
@@ -153,8 +155,9 @@ def rounds_frame(jobs: list[Job], results_root) -> pd.DataFrame:
     for job in jobs:
         jobdir, _, status = _summary_and_status(job, Path(results_root), now)
         records = jobdir.read_metrics()
-        labels = _labels(job, status)
-        for rec, wall in zip(records, _wall_seconds(records)):
+        for labels, (rec, wall) in itertools.product(
+            [_labels(view, status) for view in job.views], zip(records, _wall_seconds(records))
+        ):
             rows.append(
                 {
                     **labels,

@@ -117,12 +117,15 @@ class Stamp(RoundCallback):
 
     def __init__(self, records: list[RoundRecord], tracked: Callable[[], float] = lambda: 0.0):
         self.trained_before = (records[-1].wall_s or 0.0) if records else 0.0
-        self.since, self.tracked = time.monotonic(), tracked
+        # tracking time is counted from here, as the clock is: what it spent before (start_job) was
+        # never on this clock, and subtracting it too made the first rounds' wall_s negative
+        self.since, self.tracked, self.tracked_before = time.monotonic(), tracked, tracked()
 
     def on_eval(self, rec):
         rec.time = round(time.time(), 3)
         if rec.wall_s is None:
-            rec.wall_s = round(self.trained_before + time.monotonic() - self.since - self.tracked(), 3)
+            tracked = self.tracked() - self.tracked_before
+            rec.wall_s = round(self.trained_before + time.monotonic() - self.since - tracked, 3)
 
 
 def validation_summary(job: Job, sim: JobRounds, records: list[RoundRecord]) -> dict:
@@ -205,7 +208,7 @@ def run_job(
     tracker = tracker or NullTracker()
     # a tracker that times its calls (NullTracker's `seconds`) has them left out of the wall time;
     # a relay of calls to elsewhere (the Ray worker's) spends none here
-    start, tracked_before = time.time(), getattr(tracker, "seconds", 0.0)
+    start, tracked_before = time.monotonic(), getattr(tracker, "seconds", 0.0)
 
     def tracked() -> float:  # MLflow time (an outage's timeouts included) is no training time
         return getattr(tracker, "seconds", 0.0) - tracked_before
@@ -281,7 +284,7 @@ def run_job(
             summary.client_acc = client_spread(list(sim.client_accuracy.values()))
     elif summary.status == STOPPED:  # stopped early on purpose: keep a checkpoint to resume from
         save_checkpoint(jobdir, sim)
-    summary.wall_time_s = round(time.time() - start - tracked(), 3)
+    summary.wall_time_s = round(time.monotonic() - start - tracked(), 3)
     summary.environment = environment(device)
     atomic_write_json(jobdir.summary, summary.to_json())
     if summary.status != STOPPED:  # resume material is no longer needed (memmap client state can be large)

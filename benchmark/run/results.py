@@ -68,9 +68,18 @@ def _atomic_file(path: Path, durable: bool = True):
             if durable:
                 os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            named(err, path)
         raise
+
+
+def named(err: OSError, path: Path) -> OSError:
+    """`err` naming `path` when it names no file: a failed write() or fsync() (a full disk) does not."""
+    if err.filename is None:
+        err.filename = str(path)
+    return err
 
 
 def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
@@ -121,7 +130,7 @@ def check_writable(folder: Path) -> None:
         with tempfile.TemporaryFile(dir=folder) as probe:
             probe.write(b"fedbench")
     except OSError as err:
-        raise environment_error(err, "write results") from None
+        raise environment_error(named(err, folder), "write results") from None
 
 
 # `.<file name>.<8 random characters>`: what `_temp_beside` (tempfile.mkstemp) names its temp files

@@ -6,6 +6,7 @@ canonical content, so re-running a suite finds the jobs it already finished.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import itertools
@@ -19,11 +20,12 @@ from benchmark.fl.method import MethodProblems, resolve_method
 from benchmark.fl.pairing import model_problems
 from benchmark.fl.spec import MethodSpec
 from benchmark.params import identity_json, pydantic_problems
-from benchmark.suggest import allowed_names
+from benchmark.suggest import allowed_names, unknown_name
 from benchmark.suite.extends import withhold_changed_rows
 from benchmark.suite.fields import has_field
-from benchmark.suite.load import load_suite
+from benchmark.suite.load import load_suite, located
 from benchmark.suite.merge import deep_merge, merge_local
+from benchmark.suite.metric_rounds import warn_metrics_past_the_end
 from benchmark.suite.overrides import Overrides, Setting
 from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, MethodOverride, Settings, Suite
 from benchmark.suite.selection import label_names, matches_no_job
@@ -36,6 +38,14 @@ class Job:
     grid_point: dict = field(default_factory=dict)
     dataset_index: int = 0  # which entry of the suite's `datasets:` it came from
     suite_point: dict = field(default_factory=dict)  # the suite grid's and command-line overrides' settings
+    # the same job (same id) as other methods' or entries' grid points: run once, counted in each one's
+    # selection and tuning budget (report/frames.py)
+    also: tuple[Job, ...] = ()
+
+    @property
+    def views(self) -> tuple[Job, ...]:
+        """This job as every method (and grid point) that expands to it."""
+        return (self, *self.also)
 
     @property
     def setting_label(self) -> str:
@@ -105,13 +115,26 @@ def _settings_for(suite: Suite, index: int, problems: list) -> Settings | None:
 
 
 def _methods(suite: Suite, problems: list) -> list[tuple[MethodSpec, dict]]:
-    """(method, its own grid) per entry of `methods:`."""
+    """(method, its own grid) per entry of `methods:`; each label once (tables, `--only` and the
+    selection tell methods apart by it)."""
     out = []
+    by_label: dict[str, tuple[int, MethodSpec, dict]] = {}
     for i, entry in enumerate(suite.methods):
         try:
-            out.append((resolve_method(entry, f"methods[{i}]"), entry.grid))
+            method = resolve_method(entry, f"methods[{i}]")
         except MethodProblems as err:
             problems.extend(err.problems)
+            continue
+        if method.label in by_label:
+            first, other, grid = by_label[method.label]
+            same = other == method and grid == entry.grid
+            problems.append(
+                (f"methods[{i}]", f"the same method as methods[{first}]: remove one")
+                if same
+                else (f"methods[{i}]", f"label {method.label!r} is methods[{first}]'s too: give one a `label:`")
+            )
+        by_label.setdefault(method.label, (i, method, entry.grid))
+        out.append((method, entry.grid))
     return out
 
 
@@ -156,14 +179,15 @@ def _overridden(method: MethodSpec, over: MethodOverride, path: str) -> MethodSp
 def _check_names(suite: Suite, settings: list[Settings | None], problems: list) -> None:
     """Dataset and model names must be registered (checked here so errors carry YAML paths)."""
     from benchmark.data.source import DATASETS
-    from benchmark.models.registry import known_models
+    from benchmark.models.factory_params import model_param_problems
+    from benchmark.models.registry import MODELS, known_models
 
     for i, (entry, s) in enumerate(zip(suite.datasets, settings)):
         if entry.name not in DATASETS:
             problems.append(
                 (
                     f"datasets[{i}].name",
-                    f"unknown dataset {entry.name!r}; " + allowed_names(entry.name, DATASETS.names()),
+                    unknown_name("dataset", entry.name, DATASETS.names()),
                 )
             )
         else:
@@ -174,7 +198,13 @@ def _check_names(suite: Suite, settings: list[Settings | None], problems: list) 
                 problems.extend(pydantic_problems(err, f"datasets[{i}].params", params))
         if s is not None and s.model.name not in known_models():
             where = f"datasets[{i}].model.name" if entry.model and "name" in entry.model else "defaults.model.name"
-            problems.append((where, f"unknown model {s.model.name!r}; " + allowed_names(s.model.name, known_models())))
+            problems.append((where, unknown_name("model", s.model.name, known_models())))
+        elif s is not None:
+            where = (
+                f"datasets[{i}].model.params" if entry.model and "params" in entry.model else "defaults.model.params"
+            )
+            found = model_param_problems(MODELS[s.model.name].factory, s.model.params, where)
+            problems.extend(p for p in found if p not in problems)  # defaults' once, not once per dataset
 
 
 def _source(applied: list[Setting], path: str) -> str | None:
@@ -223,13 +253,23 @@ def _job_config(raw: dict, s_point: dict, applied: list[Setting], file: str) -> 
 
         name, where = config.dataset.name, _source(applied, "dataset.name") or f"grid ({s_point})"
         if name not in DATASETS:
-            raise SuiteError(file, [(where, f"unknown dataset {name!r}; " + allowed_names(name, DATASETS.names()))])
+            raise SuiteError(file, [(where, unknown_name("dataset", name, DATASETS.names()))])
         params = DATASETS.get(name).params
         try:
             params(**config.dataset.params)
         except ValidationError as err:
             found = pydantic_problems(err, "dataset.params", params)
             raise SuiteError(file, _located(found, s_point, applied)) from None
+    if any(k.startswith("model.") for k in keys):  # as _check_names does for the YAML
+        from benchmark.models.factory_params import model_param_problems
+        from benchmark.models.registry import MODELS, known_models
+
+        name = config.model.name
+        if name not in known_models():
+            where = _source(applied, "model.name") or f"grid ({s_point})"
+            raise SuiteError(file, [(where, unknown_name("model", name, known_models()))])
+        if found := model_param_problems(MODELS[name].factory, config.model.params, "model.params"):
+            raise SuiteError(file, _located(found, s_point, applied))
     return config
 
 
@@ -419,7 +459,7 @@ def expand(
     order = sorted(overrides.settings, key=lambda s: s.scope is not None)  # a scoped setting wins
     jobs: list[Job] = []
     kept: list[_Candidate] = []
-    seen: set[str] = set()
+    seen: dict[str, int] = {}  # job id -> its place in `jobs`
     used: set[int] = set()  # which settings reached a kept job
     found_ids: set[str] = set()
     memo: dict = {}
@@ -443,8 +483,11 @@ def expand(
                 kept.append(c)
                 used.update(reaching)
                 if job.id not in seen:
-                    seen.add(job.id)
+                    seen[job.id] = len(jobs)
                     jobs.append(job)
+                elif _another_view(job, jobs[seen[job.id]]):
+                    shared = jobs[seen[job.id]]
+                    jobs[seen[job.id]] = dataclasses.replace(shared, also=(*shared.also, job))
             if first is not None:
                 c.forget_own_sections(first, memo)
     for name in only:
@@ -465,12 +508,23 @@ def _check_count(count: int, max_jobs: int) -> None:
         )
 
 
+def _another_view(job: Job, first: Job) -> bool:
+    """Whether `job` (the id of `first`) is another method's, grid point's or entry's view of it."""
+    key = lambda j: (j.method_label, j.dataset_index, j.grid_point, j.suite_point)  # noqa: E731
+    return all(key(job) != key(view) for view in first.views)
+
+
 def load_jobs(
     path: str | Path, overrides: Overrides | None = None, only: tuple[str, ...] = (), max_jobs: int = MAX_JOBS
 ) -> tuple[Suite, list[Job]]:
     suite = load_suite(path)
-    if suite.extends:  # the parent's reference rows whose jobs changed are withheld
-        parent = load_suite(suite.extends)
-        jobs = expand(suite, str(path), max_jobs=max_jobs)
-        suite = withhold_changed_rows(suite, jobs, parent, expand(parent, suite.extends, max_jobs=max_jobs))
-    return suite, expand(suite, str(path), overrides, only, max_jobs)
+    try:
+        if suite.extends:  # the parent's reference rows whose jobs changed are withheld
+            parent = load_suite(suite.extends)
+            jobs = expand(suite, str(path), max_jobs=max_jobs)
+            suite = withhold_changed_rows(suite, jobs, parent, expand(parent, suite.extends, max_jobs=max_jobs))
+        jobs = expand(suite, str(path), overrides, only, max_jobs)
+    except SuiteError as err:
+        raise located(err, Path(path)) if err.file == str(path) else err from None
+    warn_metrics_past_the_end(suite, jobs)
+    return suite, jobs

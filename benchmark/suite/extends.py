@@ -23,8 +23,14 @@ from benchmark.errors import SuiteError
 from benchmark.suite.merge import deep_merge, merge_local
 
 
-def merge_suites(parent: dict, child: dict, file: str) -> dict:
-    """The raw extending suite `child` laid over its raw `parent` (both mappings as read from YAML)."""
+def merge_suites(parent: dict, child: dict, file: str, origins: dict | None = None) -> dict:
+    """The raw extending suite `child` laid over its raw `parent` (both mappings as read from YAML).
+    `origins` ("methods"/"datasets" -> per merged item, the (file, index) pairs it was written at,
+    the latest file first) holds the parent's and is updated to the merged suite's (suite/located.py)."""
+    origins = {} if origins is None else origins
+    for key in ("methods", "datasets"):  # the child's own, until the merge below says otherwise
+        if isinstance(child.get(key), list) and not isinstance(parent.get(key), list):
+            origins[key] = [[(file, i)] for i in range(len(child[key]))]
     out = copy.deepcopy(parent)
     for key, value in child.items():
         old = parent.get(key)
@@ -40,12 +46,20 @@ def merge_suites(parent: dict, child: dict, file: str) -> dict:
             new = {k: _extended(old.get(k, []), v) if isinstance(v, list) else v for k, v in value.items()}
             out[key] = {**old, **new}
         elif key == "datasets":
-            out[key] = _merged_datasets(old, value, _seeds(parent.get("defaults")))
+            written = _written(origins, key, old)
+            out[key] = _merged_datasets(old, value, _seeds(parent.get("defaults")), file, written)
         elif key == "methods":
-            out[key] = _merged_methods(old, value, file)
+            out[key] = _merged_methods(old, value, file, _written(origins, key, old))
         else:
             out[key] = copy.deepcopy(value)
     return out
+
+
+def _written(origins: dict, key: str, old: list) -> list:
+    """Where each of the parent's `key` items was written (the merge appends and replaces in it)."""
+    if len(origins.get(key, [])) != len(old):  # a parent read without origins: its items are its own
+        origins[key] = [[("<parent>", i)] for i in range(len(old))]
+    return origins[key]
 
 
 def _extended(old: list, new: list) -> list:
@@ -77,15 +91,17 @@ def _entry_label(entry) -> str | None:
     return (entry.get("label") or entry.get("name")) if isinstance(entry, dict) else None
 
 
-def _merged_datasets(old: list, new: list, seeds: list) -> list:
+def _merged_datasets(old: list, new: list, seeds: list, file: str, written: list) -> list:
     out = copy.deepcopy(old)
     where = {_entry_label(e): i for i, e in enumerate(out)}
-    for entry in new:
+    for i, entry in enumerate(new):
         label = _entry_label(entry)
         if label is not None and label in where:
             out[where[label]] = _merged_settings(out[where[label]], entry, seeds)
+            written[where[label]] = [(file, i), *written[where[label]]]
         else:
             out.append(copy.deepcopy(entry))
+            written.append([(file, i)])
     return out
 
 
@@ -102,7 +118,7 @@ def method_label(entry) -> str | None:
         return None
 
 
-def _merged_methods(old: list, new: list, file: str) -> list:
+def _merged_methods(old: list, new: list, file: str, written: list) -> list:
     out = copy.deepcopy(old)
     labels = [method_label(m) for m in out]
     for i, entry in enumerate(new):
@@ -114,9 +130,11 @@ def _merged_methods(old: list, new: list, file: str) -> list:
         label = method_label(entry)
         if label is not None and label in labels:
             out[labels.index(label)] = copy.deepcopy(entry)
+            written[labels.index(label)] = [(file, i)]
         else:
             out.append(copy.deepcopy(entry))
             labels.append(label)
+            written.append([(file, i)])
     return out
 
 

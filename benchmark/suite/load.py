@@ -3,26 +3,48 @@
 from __future__ import annotations
 
 import difflib
+import errno
+import stat
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from benchmark.errors import SuiteError, UserError
 from benchmark.params import pydantic_problems
-from benchmark.plugins import import_suite_plugins
+from benchmark.plugins import anchored, import_suite_plugins
 from benchmark.registry import load_installed
 from benchmark.suite.extends import merge_suites
+from benchmark.suite.located import written_at
 from benchmark.suite.safe_yaml import YamlRefused, decode, parse_yaml
 from benchmark.suite.schema import Suite
 
 
+def _not_a_file(path: Path) -> str:
+    """Why `path` is no regular file, in the words of what it is (a FIFO or a device would be read
+    forever or block: they are refused before any read)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "is a symbolic link that loops back on itself, not a suite file"
+        if err.errno == errno.ENOENT:
+            return "is a symbolic link to a missing file" if path.is_symlink() else "no such suite file"
+        return f"cannot be read ({err.strerror or err})"
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a suite file"
+    kinds = {stat.S_ISFIFO: "a named pipe (FIFO)", stat.S_ISCHR: "a character device", stat.S_ISBLK: "a block device"}
+    kind = next((name for test, name in kinds.items() if test(mode)), "a socket")
+    return f"is {kind}, not a suite file; give the path of a YAML file"
+
+
 def missing_suite(path: Path) -> UserError:
-    """A path that is no file: say so plainly, and list the suites in the folder it names (or its own)."""
+    """A path that is no file: say why plainly, and list the suites in the folder it names (or its own)."""
     folder = path if path.is_dir() else path.parent
-    message = f"{path}: " + ("is a folder, not a suite file" if path.is_dir() else "no such suite file")
-    names = sorted(p.name for p in folder.glob("*.y*ml")) if folder.is_dir() else []
+    reason = _not_a_file(path)
+    message = f"{path}: {reason}"
+    names = sorted(p.name for p in folder.glob("*.y*ml") if p.name != path.name) if folder.is_dir() else []
     if names:
-        close = [] if path.is_dir() else difflib.get_close_matches(path.name, names, n=1, cutoff=0.8)
+        close = difflib.get_close_matches(path.name, names, n=1, cutoff=0.8) if reason == "no such suite file" else []
         message += f"; suites in {folder}/: {', '.join(names)}" + (
             f"; did you mean {str(folder / close[0])!r}?" if close else ""
         )
@@ -40,14 +62,21 @@ def read_yaml(path: Path) -> object:
         raise UserError(f"{path}: cannot be read ({err.strerror or err})") from None
 
 
-def read_suite(path: Path, seen: tuple[Path, ...] = ()) -> dict:
+def read_suite(path: Path, seen: tuple[Path, ...] = (), origins: dict | None = None) -> dict:
     """The suite's mapping; one that `extends:` another is merged over it (suite/extends.py), and its
-    `extends` becomes the parent's path as given from here."""
+    `extends` becomes the parent's path as given from here. `origins`, when given, is filled with
+    where each method and dataset entry was written (merge_suites)."""
     raw = read_yaml(path)
     if not isinstance(raw, dict):
         raise SuiteError(str(path), [("", "a suite is a YAML mapping with name, datasets and methods")])
+    if "plugins" in raw:
+        raw["plugins"] = anchored(raw["plugins"], path.parent)
     parent = raw.get("extends")
     if parent is None:
+        if origins is not None:
+            for key in ("methods", "datasets"):
+                if isinstance(raw.get(key), list):
+                    origins[key] = [[(str(path), i)] for i in range(len(raw[key]))]
         return raw
     if not isinstance(parent, str):
         raise SuiteError(str(path), [("extends", "expected the path of a suite file, relative to this one")])
@@ -56,7 +85,7 @@ def read_suite(path: Path, seen: tuple[Path, ...] = ()) -> dict:
         raise SuiteError(str(path), [("extends", f"{parent}: suites that extend each other in a circle")])
     if not parent_path.is_file():
         raise SuiteError(str(path), [("extends", str(missing_suite(parent_path)))])
-    merged = merge_suites(read_suite(parent_path, (*seen, path.resolve())), raw, str(path))
+    merged = merge_suites(read_suite(parent_path, (*seen, path.resolve()), origins), raw, str(path), origins)
     return {**merged, "extends": str(parent_path)}
 
 
@@ -68,4 +97,17 @@ def load_suite(path: str | Path) -> Suite:
     try:
         return Suite.model_validate(raw)
     except ValidationError as err:
-        raise SuiteError(str(path), pydantic_problems(err, model=Suite)) from None
+        raise located(SuiteError(str(path), pydantic_problems(err, model=Suite)), path) from None
+
+
+def located(err: SuiteError, path: Path) -> SuiteError:
+    """An extending suite's problems at methods[i] / datasets[i] of the merged suite, placed at the
+    file, index and line where the user wrote that entry (the merged index counts the parent's)."""
+    origins: dict = {}
+    try:
+        raw = read_suite(Path(path), origins=origins)
+    except UserError:
+        return err
+    if raw.get("extends") is None:
+        return err
+    return SuiteError(err.file, [(written_at(where, origins), message) for where, message in err.problems])

@@ -54,10 +54,7 @@ class Overrides:
         seed_list = next((s.value for s in settings if s.path == "seeds" and s.scope is None), None)
         settings = [s for s in settings if s.path != "seeds"]
         if seeds is not None:
-            try:
-                seed_list = [int(s) for s in seeds.split(",") if s.strip()]
-            except ValueError:
-                raise UserError(f"--seeds {seeds!r}: expected comma-separated integers, e.g. --seeds 0,1,2") from None
+            seed_list = _seed_list(seeds)
         if seed_list is not None and (
             not isinstance(seed_list, list) or not seed_list or not all(isinstance(s, int) for s in seed_list)
         ):
@@ -72,6 +69,18 @@ class Overrides:
         return {s.path: s.value for s in self.settings if s.scope is None}
 
 
+def _seed_list(text: str) -> list[int]:
+    """--seeds S1,S2,..: each item an integer, none empty (`1,,2` is a typo, not seeds 1 and 2)."""
+    items = [item.strip() for item in text.split(",")]
+    if "" in items:
+        raise UserError(f"--seeds {text!r}: item {items.index('') + 1} is empty; expected e.g. --seeds 0,1,2")
+    try:
+        seeds = [int(item) for item in items]
+    except ValueError:
+        raise UserError(f"--seeds {text!r}: expected comma-separated integers, e.g. --seeds 0,1,2") from None
+    return seeds
+
+
 def _check_seeds(seeds: list[int], flag: str) -> None:
     """Each seed in the range a suite's `seeds:` accepts, the error naming the option."""
     from pydantic import TypeAdapter, ValidationError
@@ -83,3 +92,5 @@ def _check_seeds(seeds: list[int], flag: str) -> None:
             TypeAdapter(Seed).validate_python(seed)
         except ValidationError as err:
             raise UserError(f"{flag}: seed {seed}: {err.errors()[0]['msg']}") from None
+    if twice := [seed for i, seed in enumerate(seeds) if seed in seeds[:i]]:
+        raise UserError(f"{flag}: seed {twice[0]} is given twice (each seed runs once)")

@@ -307,6 +307,13 @@ class Settings(JobSettings):
 
     seeds: list[Seed] = Field(default_factory=lambda: [0], min_length=1)
 
+    @field_validator("seeds")
+    @classmethod
+    def _each_once(cls, v):
+        if twice := [seed for i, seed in enumerate(v) if seed in v[:i]]:
+            raise ValueError(f"seed {twice[0]} is listed twice (each seed runs once)")
+        return v
+
 
 SETTINGS_FIELDS = set(Settings.model_fields)
 

@@ -4,6 +4,7 @@ JSON forms on disk unchanged."""
 from __future__ import annotations
 
 import json
+import time
 
 from fedtest import tiny_suite, write_suite
 
@@ -11,6 +12,7 @@ from benchmark.run.callbacks import RoundCallback
 from benchmark.run.job_runner import run_job
 from benchmark.run.records import Divergence, JobSummary, RoundRecord
 from benchmark.run.results import JobDir
+from benchmark.run.tracking import NullTracker, tracking_may_fail
 from benchmark.suite.expand import load_jobs
 
 LINE = {
@@ -79,3 +81,43 @@ def test_a_callback_sees_every_round_and_the_end(tmp_path):
         ("close",),
         ("end", "finished"),
     ]
+
+
+class FarStore(NullTracker):
+    """A tracker whose every call takes 10 s of the (fake) monotonic clock, timed by the real wrapper."""
+
+    offline = False
+
+    def __init__(self, clock):
+        self.clock = clock
+
+    @tracking_may_fail
+    def start_job(self, job, config):
+        self.clock.offset += 10.0
+
+    @tracking_may_fail
+    def log_records(self, records, job_id=None):
+        self.clock.offset += 10.0
+
+
+class Clock:
+    def __init__(self, real):
+        self.real, self.offset = real, 0.0
+
+    def __call__(self):
+        return self.real() + self.offset
+
+
+def test_wall_s_leaves_out_tracking_time_once_and_is_never_negative(tmp_path, monkeypatch):
+    """start_job's time was subtracted from the first rounds although their clock began after it."""
+    clock = Clock(time.monotonic)
+    monkeypatch.setattr(time, "monotonic", clock)
+    suite = tiny_suite(methods=["fedavg"])
+    suite["defaults"].update(rounds=4, checkpoint_minutes=0)
+    s, (job,) = load_jobs(write_suite(tmp_path, suite))
+    jobdir = JobDir(tmp_path, job.id)
+    summary = run_job(job, s.name, jobdir, tracker=FarStore(clock))
+    walls = [r["wall_s"] for r in jobdir.read_metrics()]
+    assert clock.offset >= 30  # start_job and a log per flush: each 10 s the records must not count
+    assert len(walls) == 4 and walls == sorted(walls) and 0 <= walls[0] and walls[-1] < 10, walls
+    assert walls[-1] <= summary["wall_time_s"] < 10

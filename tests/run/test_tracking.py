@@ -41,6 +41,9 @@ def test_parent_and_child_runs_in_a_sqlite_store(tmp_path, monkeypatch, capfd):
         assert [m.step for m in history] == [1, 2, 3, 4]
         artifacts = {a.path for a in client.list_artifacts(child.info.run_id)}
         assert {"summary.json", "metrics.jsonl", "config.json"} <= artifacts
+    # with a real store's calls left out of the training time once (they were subtracted twice: -0.11 s)
+    records = [json.loads(line) for f in (tmp_path / "results").rglob("metrics.jsonl") for line in f.open()]
+    assert len(records) == 8 and all(r["wall_s"] >= 0 for r in records)
 
 
 def test_env_variable_selects_the_store(tmp_path, monkeypatch, mlflow_store):

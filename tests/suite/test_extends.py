@@ -135,3 +135,87 @@ def test_the_report_shows_each_methods_tuning_budget_and_the_withheld_rows(tmp_p
     )
     assert "50.0" in report and "60.0" not in report  # FedAvg's paper number beside it, FedACG's withheld
     assert "grid selected on the test set" in report and "selected on: THE TEST SET (the papers' protocol)" in report
+
+
+PAPER = """\
+name: paper
+defaults:
+  rounds: 3
+  num_clients: 6
+  model: {name: logistic}
+datasets:
+  - name: synthetic
+    label: a
+    params: {num_users: 6, dim: 10, num_classes: 3, max_samples: 60}
+    split: {kind: natural}
+methods:
+  - fedavg
+  - fedacg
+  - {preset: fedprox, client: {prox: {mu: -1}}}
+"""
+
+MINE = """\
+name: mine
+extends: ../paper.yaml
+datasets:
+  - label: a
+    params: {dimm: 3}
+methods:
+  - preset: feddyn
+    server: {alpha: 0.5}
+    client: {dyn: {alpah: 0.1}}
+  - {preset: fedacg, server: {lam: 1.5}}
+"""
+
+
+def test_an_extending_suites_errors_point_at_the_file_and_line_they_were_written_at(tmp_path, capsys):
+    """methods[3] (the parent's three methods counted) was the child's methods[0]; the parent's own
+    mistake is placed in the parent's file."""
+    (tmp_path / "paper.yaml").write_text(PAPER)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "mine.yaml").write_text(MINE)
+    mine, paper = tmp_path / "mine" / "mine.yaml", tmp_path / "mine" / ".." / "paper.yaml"
+    assert main(["plan", str(mine)]) == 2
+    err = " ".join(capsys.readouterr().err.split())  # the console wraps long lines
+    assert f"methods[0].client[0].alpah ({mine}, line 9): unknown parameter 'alpah'" in err, err
+    assert f"methods[1].server.lam ({mine}, line 10): Input should be less than 1" in err, err
+    assert f"methods[2].client[0].mu ({paper}, line 14):" in err, err
+    assert f"datasets[0].params.dimm ({mine}, line 5): unknown field 'dimm'" in err, err
+    assert "methods[3]" not in err and "Traceback" not in err
+
+
+SHARED = """\
+name: shared
+defaults:
+  rounds: 2
+  num_clients: 6
+  participation: {rate: 0.5}
+  local: {epochs: 1, batch_size: 8, lr: 0.05}
+  model: {name: logistic}
+datasets:
+  - name: synthetic
+    params: {num_users: 6, dim: 10, num_classes: 3, max_samples: 60}
+    split: {kind: natural}
+methods:
+  - fedacg
+  - preset: fedacg
+    label: FedACG-tune
+    grid: {server.lam: [0.8, 0.85, 0.9, 0.95]}
+"""
+
+
+def test_a_grid_point_shared_with_another_methods_job_counts_in_both(tmp_path, capsys):
+    """FedACG's job is FedACG-tune's lam=0.85 point (λ 0.85 is the default): it runs once, and the
+    tuned method's budget reads 4, not 3 (the shared point was dropped from its grid)."""
+    path = tmp_path / "shared.yaml"
+    path.write_text(SHARED)
+    _, jobs = load_jobs(path)
+    assert len(jobs) == 4 and [v.method_label for v in jobs[0].views] == ["FedACG", "FedACG-tune[lam=0.85]"]
+    assert main(["plan", str(path)]) == 0
+    assert "FedACG = FedACG-tune[lam=0.85]" in capsys.readouterr().out
+    results = tmp_path / "results"
+    assert main(["run", str(path), "--no-tracking", "--results-dir", str(results), "-q"]) == 0
+    assert main(["report", str(path), "--no-tracking", "--results-dir", str(results)]) == 0
+    report = (results / "shared" / "report" / "report.md").read_text()
+    assert "tuning budget (settings tried per method): FedACG 1, FedACG-tune 4" in report
+    assert "FedACG-tune[lam=0.85]" in report  # in its sensitivity table, and selectable

@@ -52,7 +52,12 @@ def test_seeds_and_method_override_through_the_cli(tmp_path, capsys):
         (["--set", "local.lr"], ["expected PATH=VALUE"]),
         (["--set", "dataset.params.num_user=3"], ["--set dataset.params.num_user", "did you mean 'num_users'"]),
         (["--set", "dataset.name=femnistt"], ["--set dataset.name", "did you mean 'femnist'"]),
+        (["--set", "model.name=logistc"], ["--set model.name", "unknown model 'logistc'", "did you mean 'logistic'"]),
+        (["--set", "model.params.width=3"], ["--set model.params.width", "unknown model parameter 'width'"]),
         (["--seeds", "0,x"], ["--seeds", "comma-separated integers"]),
+        (["--seeds", "1,,2"], ["--seeds '1,,2': item 2 is empty"]),  # ran seeds 1 and 2 without a word
+        (["--seeds", "1,2,1"], ["--seeds: seed 1 is given twice"]),
+        (["--set", "seeds=[3, 3]"], ["--set seeds: seed 3 is given twice"]),
         (["--rounds", "0"], ["--rounds", "0 is not in the range x>=1"]),
         (["--set", "local.lr=.inf"], ["--set local.lr", "finite number"]),
         (["--set", "local.batch_size=true"], ["--set local.batch_size", "valid integer"]),  # no bool for int

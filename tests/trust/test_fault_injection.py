@@ -127,3 +127,35 @@ def test_a_finished_jobs_stale_temp_files_are_removed_by_the_next_run(tmp_path, 
     assert temps(jobdir) == [".metrics.jsonl.k3j9x2ab"]
     assert main(args) == 0  # the job is skipped, and tidied
     assert temps(jobdir) == [] and jobdir.read_summary()["status"] == "finished"
+
+
+def disk_full(*args, **kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # as write() and fsync() raise it: no file named
+
+
+class FullDiskFile:
+    """What TemporaryFile gives on a full disk: a file that is created, then refuses its bytes."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    write = staticmethod(disk_full)
+
+
+@pytest.mark.parametrize("where", ["probe", "first result"])
+def test_a_full_disk_before_the_first_write_names_the_path(tmp_path, straight, monkeypatch, capsys, where):
+    """A failed write() names no file: the error named none either ("cannot write results: No space left")."""
+    suite, reference = straight
+    target = tmp_path / "r"
+    if where == "probe":  # the results folder's write probe, before any job
+        monkeypatch.setattr(results.tempfile, "TemporaryFile", lambda **kwargs: FullDiskFile())
+        expected = f"cannot write results: {target / 'tiny'}:"
+    else:  # the first file a job writes (its config.json), at its fsync
+        monkeypatch.setattr(results.os, "fsync", disk_full)
+        expected = f"{target / 'jobs' / reference.path.name / 'config.json'}:"
+    assert main(["run", str(suite), "--no-tracking", "--results-dir", str(target)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "Traceback" not in err and f"{expected} No space left on device (ENOSPC)" in err, err
