@@ -98,6 +98,7 @@ def test_a_halved_fedavg_server_step_fails(monkeypatch, capsys):
         (["--seeds", "0,1"], None, "synthetic / FedAvg: 2 seed(s); the gate compares means over at least 3 seeds"),
         (["--reuse"], None, "--reuse reuses the jobs of --results-dir"),
         (["--update", "--only", "FedAvg"], None, "--update writes the suite's own baseline"),
+        (["--update", "--json"], None, "--update writes a baseline and compares nothing: drop --junit-xml and --json"),
     ],
 )
 def test_input_the_gate_cannot_trust_exits_2_before_any_job(tmp_path, capsys, args, content, message):
