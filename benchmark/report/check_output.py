@@ -62,6 +62,7 @@ def as_json(outcome: Outcome) -> dict:
         "suite": outcome.suite,
         "baseline": str(outcome.baseline) if outcome.baseline else None,
         "verdict": outcome.verdict,
+        "passed": outcome.verdict == "passed",
         "exit_code": outcome.exit_code,
         "error": outcome.error,
         "test": {

@@ -63,7 +63,7 @@ def test_a_check_that_cannot_compare_still_writes_junit_and_json_naming_the_reas
     argv = CHECK + ["--no-tracking", "--baseline", str(baseline), "--junit-xml", str(junit), "--json", *args]
     assert main(argv) == 2
     report = valid_report(capsys)
-    assert (report["verdict"], report["exit_code"], report["rows"]) == ("error", 2, [])
+    assert (report["verdict"], report["passed"], report["exit_code"], report["rows"]) == ("error", False, 2, [])
     assert reason in report["error"]
     [case] = read_junit(junit)
     [error] = case.result
