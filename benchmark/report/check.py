@@ -9,7 +9,8 @@ The test, per (dataset, method) and metric: the mean over the seeds run now agai
 baseline's mean, with Welch's t-test, two-sided (a reference implementation that changes its
 numbers either way has changed): the tolerance is the (1 - ALPHA) quantile of Student's t with
 Welch-Satterthwaite degrees of freedom times the standard error of the difference of the means,
-sqrt(s_b²/n_b + s_n²/n_n), on each side, and never less than the metric's FLOOR (cross-machine
+sqrt(s_b²/n_b + s_n²/n_n), on each side, bounded by the same test on the baseline's spread alone
+(tolerance()), and never less than the metric's FLOOR (cross-machine
 float noise; one round for rounds_to, whose tolerance is rounded up to whole rounds). A change
 beyond the tolerance for the better is "improved" and fails too unless improvements are allowed
 (one-sided). A floor given by the user is at most MAX_FLOOR: above the seeds' spread, a larger one
@@ -200,7 +201,11 @@ class Row:
 
 
 def tolerance(metric: str, base: list[float], now: list[float], floor: float | None = None) -> float:
-    """max(floor, t_{1-ALPHA, Welch df} x the standard error of the difference of the means)."""
+    """max(floor, the smaller of two 1 - ALPHA quantiles of Student's t times a standard error of the
+    difference of the means: Welch's (both samples' variances) and the baseline's seeds' alone
+    (s_b·sqrt(1/n_b + 1/n_n), n_b - 1 degrees of freedom)). The second bounds the tolerance by the
+    spread the baseline shows: a change that scatters the seeds now cannot widen it to pass a shift.
+    Each is a test at level ALPHA per side, so the pair fails unchanged code at most 2·ALPHA per side."""
     from scipy.stats import t
 
     rounds = not higher_is_better(metric)
@@ -210,7 +215,13 @@ def tolerance(metric: str, base: list[float], now: list[float], floor: float | N
     allowed = floor
     if se > 0:
         df = se**4 / (vb**2 / (len(base) - 1) + vn**2 / (len(now) - 1))
-        allowed = max(floor, float(t.ppf(1 - ALPHA, df)) * se)
+        welch = float(t.ppf(1 - ALPHA, df)) * se
+        by_baseline = (
+            float(t.ppf(1 - ALPHA, len(base) - 1))
+            * math.sqrt(statistics.variance(base))
+            * math.sqrt(1 / len(base) + 1 / len(now))
+        )
+        allowed = max(floor, min(welch, by_baseline))
     return float(math.ceil(allowed)) if rounds else allowed
 
 

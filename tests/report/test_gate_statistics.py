@@ -77,6 +77,20 @@ def test_welch_tolerance_two_sided_against_hand_computed_values(tmp_path):
     assert gate.summary_line(rows, allow_improvements=True).startswith("0 regressions, 2 improved (passing: --allow")
 
 
+def test_seeds_that_scatter_now_cannot_widen_the_tolerance_beyond_the_baselines_spread(tmp_path):
+    # baseline 60, 62, 64 (s_b = 2); now 30, 50, 70 (mean 50, s_n = 20): Welch's SE = sqrt(4/3 + 400/3) = 11.6,
+    # df = 2.04, tolerance 79 would pass Δ = -12. The baseline's seeds alone: t(0.99, 2) = 6.965 x 2 x
+    # sqrt(1/3 + 1/3) = 11.37, and Δ = -12 is beyond it
+    path = write(tmp_path, baseline_of([summary("A", s, 60 + 2 * s, 10) for s in range(3)]))
+    now = [summary("A", s, acc, 10) for s, acc in enumerate((30, 50, 70))]
+    acc = next(r for r in gate.compare(gate.load_baseline(path), now) if r.metric == "final_acc")
+    assert acc.tolerance == pytest.approx(6.9646 * 2 * math.sqrt(2 / 3), abs=1e-3) and acc.verdict == gate.REGRESSION
+    # a scatter without a shift of the mean beyond it passes: 50, 62, 74 (mean 62)
+    now = [summary("A", s, acc, 10) for s, acc in enumerate((50, 62, 74))]
+    acc = next(r for r in gate.compare(gate.load_baseline(path), now) if r.metric == "final_acc")
+    assert acc.delta == 0 and acc.verdict == gate.WITHIN
+
+
 def test_equal_values_get_the_floor_and_unfinished_jobs_fail(tmp_path):
     base = [summary("A", s, 70.0, 5) for s in range(3)]
     path = write(tmp_path, baseline_of(base))
