@@ -121,3 +121,12 @@ def test_each_check_is_its_own_mlflow_run_with_its_verdict(tmp_path, capsys, mon
     assert "2 seed(s)" in runs[2].data.tags["fedbench.error"]
     logged = {a.path for a in client.list_artifacts(failing.info.run_id, "check")}
     assert logged == {"check/check.json", "check/check.xml"}
+
+
+def test_a_tracking_store_that_cannot_be_reached_leaves_the_verdict_and_files_alone(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")  # the discard port: refused at once
+    junit = tmp_path / "check.xml"
+    assert main(CHECK + ["--baseline", str(BASELINE), "--seeds", "0,1", "--junit-xml", str(junit)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "warning: this check was not logged to MLflow (ConnectionError: tracking server" in err, err
+    assert "2 seed(s)" in err and read_junit(junit).errors == 1
