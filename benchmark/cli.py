@@ -280,9 +280,19 @@ def status(suite_file: Path, results_dir: Path, every_job: bool, only, sets, see
     "change of a reference implementation does)",
 )
 @click.option("--update", is_flag=True, help="write the baseline from these runs instead of checking")
-@click.option("--junit-xml", type=click.Path(path_type=Path), default=None, help="also write a JUnit XML report here")
-@click.option("--json", "as_json", is_flag=True, help="print the comparison as JSON instead of the table")
-@click.option("--no-tracking", is_flag=True, help="do not log the run to MLflow")
+@click.option(
+    "--junit-xml",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="also write a JUnit XML report here (an <error> case when the check cannot compare)",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="print the outcome as JSON instead of the table (docs/schemas/check.schema.json), errors included",
+)
+@click.option("--no-tracking", is_flag=True, help="do not log this check as an MLflow run")
 @job_options
 @THREADS
 @verbosity_options
