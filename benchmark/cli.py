@@ -299,19 +299,34 @@ def status(
     "--tolerance",
     type=Amount(min=0),
     default=None,
-    help="the smallest tolerance for every metric (accuracy points / rounds); default 0.5 points, 1 round",
+    help="the smallest tolerance for every metric (accuracy points / rounds), at most 5; default 0.5 points, 1 round",
 )
-@click.option("--strict", is_flag=True, help="an improvement beyond the tolerance fails too")
+@click.option(
+    "--allow-improvements",
+    is_flag=True,
+    help="one-sided: a change for the better beyond the tolerance passes (default: it fails, as any significant "
+    "change of a reference implementation does)",
+)
 @click.option("--update", is_flag=True, help="write the baseline from these runs instead of checking")
-@click.option("--junit-xml", type=click.Path(path_type=Path), default=None, help="also write a JUnit XML report here")
-@click.option("--json", "as_json", is_flag=True, help="print the comparison as JSON instead of the table")
-@click.option("--no-tracking", is_flag=True, help="do not log the run to MLflow")
+@click.option(
+    "--junit-xml",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="also write a JUnit XML report here (an <error> case when the check cannot compare)",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="print the outcome as JSON instead of the table (docs/schemas/check.schema.json), errors included",
+)
+@click.option("--no-tracking", is_flag=True, help="do not log this check as an MLflow run")
 @job_options
 @THREADS
 @verbosity_options
 def check(suite_file: Path, only, sets, seeds, rounds, max_jobs, **options) -> None:
     """Run SUITE_FILE's jobs (at least 3 seeds each) and compare the means with the baseline's,
-    one-sided (docs/runs.md, "The regression gate"); exit 1 on a regression, 2 on bad input."""
+    two-sided (docs/runs.md, "The regression gate"); exit 1 on a significant change, 2 on bad input."""
     from benchmark.commands.check import check_suite
 
     narrowed = bool(only or sets or rounds)

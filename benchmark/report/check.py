@@ -6,13 +6,16 @@ method). It is keyed by labels, not job ids, so a change of defaults that alters
 compared, and `--set`/`--seeds` runs are compared with the suite's baseline.
 
 The test, per (dataset, method) and metric: the mean over the seeds run now against the
-baseline's mean, with Welch's t-test, one-sided (only a change for the worse fails): the
-tolerance is the (1 - ALPHA) quantile of Student's t with Welch-Satterthwaite degrees of freedom
-times the standard error of the difference of the means, sqrt(s_b²/n_b + s_n²/n_n), and never
-less than the metric's FLOOR (cross-machine float noise; one round for rounds_to, whose tolerance
-is rounded up to whole rounds). A change larger than the tolerance for the better is "improved"
-(a failure too with `strict`). Different seeds than the baseline's ("a reshuffle") are another
-sample of the same distribution, which the test allows for.
+baseline's mean, with Welch's t-test, two-sided (a reference implementation that changes its
+numbers either way has changed): the tolerance is the (1 - ALPHA) quantile of Student's t with
+Welch-Satterthwaite degrees of freedom times the standard error of the difference of the means,
+sqrt(s_b²/n_b + s_n²/n_n), on each side, bounded by the same test on the baseline's spread alone
+(tolerance()), and never less than the metric's FLOOR (cross-machine
+float noise; one round for rounds_to, whose tolerance is rounded up to whole rounds). A change
+beyond the tolerance for the better is "improved" and fails too unless improvements are allowed
+(one-sided). A floor given by the user is at most MAX_FLOOR: above the seeds' spread, a larger one
+only blinds the gate. Different seeds than the baseline's ("a reshuffle") are another sample of
+the same distribution, which the test allows for.
 """
 
 from __future__ import annotations
@@ -28,14 +31,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmark.errors import UserError
+from benchmark.metrics import is_metric
 from benchmark.run.results import JobDir, atomic_write_json, check_writable
 from benchmark.run.store import job_lock, open_results
 
 log = logging.getLogger(__name__)
 
 MIN_SEEDS = 3
-ALPHA = 0.01  # one-sided, per comparison (docs/runs.md: "The regression gate")
+ALPHA = 0.01  # per side and comparison (docs/runs.md: "The regression gate")
 FLOOR = {"acc": 0.5, "rounds": 1.0}  # accuracy points / rounds
+# --tolerance's ceiling (points / rounds): the floor stands for float noise between machines, which moves
+# suites/ci.yaml's numbers by hundredths; 5 points is 3x what halving its learning rate costs.
+MAX_FLOOR = 5.0
 REGRESSION, IMPROVED, WITHIN = "regression", "improved", "within tolerance"
 SEP = " / seed "
 
@@ -96,28 +103,67 @@ def load_baseline(path: Path) -> dict[str, dict[str, list[float]]]:
         raw = json.loads(path.read_text())
     except (ValueError, OSError) as err:
         raise UserError(f"{path}: not a baseline file ({err})") from None
-    if not isinstance(raw, dict) or not raw:
+    if not isinstance(raw, dict):
+        raise UserError(
+            f"{path}: a JSON {type(raw).__name__}, not a baseline (an object of "
+            "'<dataset> / <method> / seed <n>': {metric: value}); regenerate it with `fedbench check SUITE --update`"
+        )
+    if not raw:
         raise UserError(
             f"{path}: an empty baseline compares nothing; regenerate it with `fedbench check SUITE --update`"
         )
     groups: dict[str, dict[str, list[float]]] = {}
+    metrics_of: dict[str, dict[str, set]] = {}  # group -> seed key -> its metrics
     for k, values in raw.items():
         name, sep, seed = k.rpartition(SEP)
         if not sep or not seed.isdigit() or not isinstance(values, dict) or not values:
             raise UserError(f"{path}: entry {k!r} is not '<dataset> / <method> / seed <n>' with metric values")
         for metric, value in values.items():
-            number = as_number(value)
-            if number is None:
-                raise UserError(f"{path}: {k}: {metric} = {value!r} is not a finite number")
-            groups.setdefault(name, {}).setdefault(metric, []).append(number)
+            problem = value_problem(metric, value)
+            if problem:
+                raise UserError(f"{path}: {k}: {metric} = {value!r} {problem}; regenerate it with --update")
+            groups.setdefault(name, {}).setdefault(metric, []).append(as_number(value))
+        metrics_of.setdefault(name, {})[k] = set(values)
     for name, metrics in groups.items():
-        n = min(len(v) for v in metrics.values())
-        if n < MIN_SEEDS or len({len(v) for v in metrics.values()}) > 1:
+        every = set(metrics)
+        for k, has in metrics_of[name].items():
+            lacking = sorted(every - has) + sorted(REQUIRED - every)
+            if lacking:
+                raise UserError(f"{path}: {k} lacks {', '.join(lacking)}; regenerate it with --update")
+        zero = [m for m, v in metrics.items() if is_accuracy(m) and not any(v)]
+        if zero:
             raise UserError(
-                f"{path}: {name} has {n} seed(s) with every metric; the gate compares means over at least "
+                f"{path}: {name}: {', '.join(zero)} is 0 for every seed (a model that never predicts a class "
+                "right: a broken run, not a baseline); regenerate it with --update"
+            )
+        n = len(metrics_of[name])
+        if n < MIN_SEEDS:
+            raise UserError(
+                f"{path}: {name} has {n} seed(s); the gate compares means over at least "
                 f"{MIN_SEEDS} seeds: regenerate it with `fedbench check SUITE --update --seeds 0,1,2`"
             )
     return groups
+
+
+REQUIRED = {"final_acc", "final_ema_acc"}  # every summary has them
+
+
+def is_accuracy(metric: str) -> bool:
+    return metric in REQUIRED or metric.startswith(("acc@", "acc_raw@"))
+
+
+def value_problem(metric: str, value) -> str | None:
+    """Why a baseline value cannot be one of `metric` (None: it can)."""
+    if not (metric in REQUIRED or is_metric(metric)):
+        return "is not a metric the gate compares (final_acc, final_ema_acc, acc@R, acc_raw@R, rounds_to@X)"
+    number = as_number(value)
+    if number is None:
+        return "is not a finite number"
+    if is_accuracy(metric) and not 0 <= number <= 100:
+        return "is not an accuracy in [0, 100]"
+    if not is_accuracy(metric) and (number < 0 or number != int(number)):
+        return "is not a whole number of rounds"
+    return None
 
 
 def check_matches(baseline: dict, selected: set[str], in_suite: set[str], path: Path) -> None:
@@ -149,12 +195,16 @@ class Row:
     n_baseline: int
     n_now: int
 
-    def failed(self, strict: bool) -> bool:
-        return self.verdict not in (WITHIN, IMPROVED) or (strict and self.verdict == IMPROVED)
+    def failed(self, allow_improvements: bool) -> bool:
+        return self.verdict != WITHIN and not (allow_improvements and self.verdict == IMPROVED)
 
 
 def tolerance(metric: str, base: list[float], now: list[float], floor: float | None = None) -> float:
-    """max(floor, t_{1-ALPHA, Welch df} x the standard error of the difference of the means)."""
+    """max(floor, the smaller of two 1 - ALPHA quantiles of Student's t times a standard error of the
+    difference of the means: Welch's (both samples' variances) and the baseline's seeds' alone
+    (s_b·sqrt(1/n_b + 1/n_n), n_b - 1 degrees of freedom)). The second bounds the tolerance by the
+    spread the baseline shows: a change that scatters the seeds now cannot widen it to pass a shift.
+    Each is a test at level ALPHA per side, so the pair fails unchanged code at most 2·ALPHA per side."""
     from scipy.stats import t
 
     rounds = not higher_is_better(metric)
@@ -164,8 +214,24 @@ def tolerance(metric: str, base: list[float], now: list[float], floor: float | N
     allowed = floor
     if se > 0:
         df = se**4 / (vb**2 / (len(base) - 1) + vn**2 / (len(now) - 1))
-        allowed = max(floor, float(t.ppf(1 - ALPHA, df)) * se)
+        welch = float(t.ppf(1 - ALPHA, df)) * se
+        by_baseline = (
+            float(t.ppf(1 - ALPHA, len(base) - 1))
+            * math.sqrt(statistics.variance(base))
+            * math.sqrt(1 / len(base) + 1 / len(now))
+        )
+        allowed = max(floor, min(welch, by_baseline))
     return float(math.ceil(allowed)) if rounds else allowed
+
+
+def check_floor(floor: float | None) -> None:
+    """A user's floor above MAX_FLOOR is refused: it would pass changes the seeds' spread can tell apart."""
+    if floor is not None and floor > MAX_FLOOR:
+        raise UserError(
+            f"--tolerance {floor:g} is above {MAX_FLOOR:g}, the most the gate allows: it is a floor for float "
+            f"noise between machines (default {FLOOR['acc']:g} points / {FLOOR['rounds']:g} round); above it the "
+            'tolerance comes from the seeds\' spread (docs/runs.md, "The regression gate")'
+        )
 
 
 def compare(baseline: dict, summaries: list[dict], floor: float | None = None) -> list[Row]:
@@ -204,12 +270,15 @@ def compare(baseline: dict, summaries: list[dict], floor: float | None = None) -
     return rows
 
 
-def summary_line(rows: list[Row], strict: bool) -> str:
-    failed = sum(r.failed(strict) for r in rows)
+def summary_line(rows: list[Row], allow_improvements: bool) -> str:
+    """e.g. "1 regression, 2 improved (failing: the gate is two-sided), 17 within tolerance"."""
+    regressions = sum(r.verdict not in (WITHIN, IMPROVED) for r in rows)
     improved = sum(r.verdict == IMPROVED for r in rows)
     within = sum(r.verdict == WITHIN for r in rows)
-    parts = [f"{failed} regression{'s' * (failed != 1)}"]
-    parts += [f"{improved} improved" + (" (failing: --strict)" if strict and improved else "")] if improved else []
+    parts = [f"{regressions} regression{'s' * (regressions != 1)}"]
+    if improved:
+        why = "passing: --allow-improvements" if allow_improvements else "failing: the gate is two-sided"
+        parts.append(f"{improved} improved ({why})")
     return ", ".join(parts + [f"{within} within tolerance"])
 
 

@@ -97,6 +97,18 @@ def provenance_tags() -> dict[str, str]:
     return environment_tags({"environment": record})
 
 
+def experiment_id(client, name: str) -> str:
+    """The experiment `name`'s id, created if the store has none."""
+    if exp := client.get_experiment_by_name(name):
+        return exp.experiment_id
+    try:
+        return client.create_experiment(name)
+    except Exception:  # created meanwhile by another process (a remote store has no lock file)
+        if exp := client.get_experiment_by_name(name):
+            return exp.experiment_id
+        raise
+
+
 class NullTracker:
     uri: str | None = None  # where runs go; None: nowhere
     seconds: float = 0.0  # spent in tracking calls so far (a job's recorded wall time excludes it)
@@ -211,14 +223,7 @@ class MlflowTracker(NullTracker):
         self.describe_parent(suite_file)
 
     def _experiment(self, name: str) -> str:
-        if exp := self.client.get_experiment_by_name(name):
-            return exp.experiment_id
-        try:
-            return self.client.create_experiment(name)
-        except Exception:  # created meanwhile by another process (a remote store has no lock file)
-            if exp := self.client.get_experiment_by_name(name):
-                return exp.experiment_id
-            raise
+        return experiment_id(self.client, name)
 
     def _parent(self, suite_name: str) -> str:
         """The suite's one parent run. On a remote store two processes may both create one: the
