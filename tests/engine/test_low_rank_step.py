@@ -29,7 +29,7 @@ FUSED = [
     PROX,
     "fedacg",
     "fedagm",
-    {"preset": "fedprox", "client": {"prox": {"mu": 0.05, "halved": False}}},
+    {"preset": "fedprox", "label": "FedProx-unhalved", "client": {"prox": {"mu": 0.05, "halved": False}}},
 ]
 GENERAL = ["scaffold", "fedlc", "fedntd", "feddyn"]  # a direction, adjusted logits, a loss
 
