@@ -198,6 +198,7 @@ def runs_csv(runs: pd.DataFrame, tables: list[EntryTable], jobs) -> str:
     if computed:
         runs = runs.merge(pd.concat(computed, ignore_index=True), on="job_id", how="left")
     settings = setting_columns(jobs)
+    settings = settings[[c for c in settings.columns if c == "job_id" or c not in runs]]  # e.g. rounds: one column
     runs = runs.merge(settings, on="job_id", how="left")
     first = RUN_COLUMNS + [c for c in settings.columns if c not in RUN_COLUMNS]
     return runs[first + [c for c in runs.columns if c not in first]].to_csv(index=False)
