@@ -268,7 +268,8 @@ def test_added_cells_and_identical_algorithms_are_left_out_of_the_stated_power()
         ("FedAc-II", 4, 2): _cell({0.1: [1.0, 2.0]}, (1.0, 0.1), "β differs"),  # not compared at all
     }
     pairs, added, duplicates = power.pairs_of(cells)
-    assert pairs == [power.Pair(1.0, (1.0, 2.0)), power.Pair(3.0, (1.0, 2.0))] and (added, duplicates) == (2, 1)
+    assert pairs == [power.Pair(1.0, (1.0, 2.0), (0, 1)), power.Pair(3.0, (1.0, 2.0), (0, 1))]
+    assert (added, duplicates) == (2, 1)
     assert power.pairs_of({("MB-SGD", 4, 1): cells["MB-SGD", 4, 1]})[0]  # without FedAvg in the suite it counts
 
 
@@ -289,3 +290,15 @@ def test_the_comparison_recomputes_from_the_reports_runs_csv(tmp_path):
     (tmp_path / "other.csv").write_text("job_id,status\nabc,finished\n")
     other = CliRunner().invoke(recompute.main, [str(path), str(tmp_path / "other.csv")])
     assert other.exit_code == 2 and "lacks the columns final_subopt" in other.output
+
+
+def test_a_seed_is_held_out_by_its_number_across_cells():
+    # seed 0 has no best in the second cell (its η 0.2 not run): seed 1 must not take its place there
+    first = _cell({0.1: [1.0, 2.0, 3.0]}, (2.0, 0.1))
+    second = _cell({0.1: [5.0, 6.0, 7.0, 8.0], 0.2: [9.0, 9.0, 9.0, 9.0]}, (6.5, 0.1))
+    second.runs[0][0.2] = (None, "not run", "s0-0.2")
+    pairs, _, _ = power.pairs_of({("FedAvg", 4, 2): first, ("FedAc-I", 4, 2): second})
+    assert pairs[1] == power.Pair(6.5, (6.0, 7.0, 8.0), (1, 2, 3))
+    held = power.held_out(pairs)
+    assert [[p.reference for p in cells] for cells in held] == [[1.0], [2.0, 6.0], [3.0, 7.0], [8.0]]
+    assert held[1][1] == power.Pair(6.0, (7.0, 8.0))

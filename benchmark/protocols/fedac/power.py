@@ -43,13 +43,14 @@ class Pair:
 
     reference: float
     seeds: tuple[float, ...]
+    ids: tuple[int, ...] = ()  # the seeds' numbers, in the order of `seeds` (to hold one seed out across cells)
 
     @property
     def ratio(self) -> float:
         return self.reference / (sum(self.seeds) / len(self.seeds))
 
     def scaled(self, factor: float) -> Pair:
-        return Pair(self.reference * factor, self.seeds)
+        return Pair(self.reference * factor, self.seeds, self.ids)
 
 
 def pairs_of(cells: dict) -> tuple[list[Pair], int, int]:
@@ -58,7 +59,8 @@ def pairs_of(cells: dict) -> tuple[list[Pair], int, int]:
     methods = {method for method, _, _ in cells}
     pairs, added, duplicates = [], 0, 0
     for (method, workers, k), cell in cells.items():
-        bests = tuple(value for value, _, _ in cell.seed_bests())
+        by_seed = cell.bests_by_seed()
+        bests = tuple(value for value, _, _ in by_seed.values())
         if cell.authors is None or cell.not_compared or not bests:
             continue
         if not is_paper_own(method, workers):
@@ -66,7 +68,7 @@ def pairs_of(cells: dict) -> tuple[list[Pair], int, int]:
         elif is_duplicate(method, k, methods):
             duplicates += 1
         else:
-            pairs.append(Pair(cell.authors[0], bests))
+            pairs.append(Pair(cell.authors[0], bests, tuple(by_seed)))
     return pairs, added, duplicates
 
 
@@ -117,13 +119,16 @@ def median_interval(ratios: list[float]) -> tuple[float, float, float]:
 
 
 def held_out(pairs: list[Pair]) -> list[list[Pair]]:
-    """Per seed index i: each cell's seed i as the reference against its other seeds (cells with fewer
-    than 3 seeds, or without seed i, left out)."""
-    most = max((len(p.seeds) for p in pairs), default=0)
-    return [
-        [Pair(p.seeds[i], p.seeds[:i] + p.seeds[i + 1 :]) for p in pairs if len(p.seeds) >= 3 and i < len(p.seeds)]
-        for i in range(most)
-    ]
+    """Per seed: in each cell where it has a value, that value as the reference against the cell's other
+    seeds (cells with fewer than 3 seeds left out). Seeds are matched across cells by `ids` (by position
+    where a pair has none)."""
+    out: dict[int, list[Pair]] = {}
+    for p in pairs:
+        if len(p.seeds) < 3:
+            continue
+        for i, seed in enumerate(p.ids or range(len(p.seeds))):
+            out.setdefault(seed, []).append(Pair(p.seeds[i], p.seeds[:i] + p.seeds[i + 1 :]))
+    return [out[seed] for seed in sorted(out)]
 
 
 def smallest_detected(own: list[list[Pair]], up: bool) -> float | None:
