@@ -58,9 +58,10 @@ MAX_REDRAWS = 1000
 
 @splitter("dirichlet_unbalanced")
 def split_dirichlet_unbalanced(src: SourceData, num_clients: int, cfg, seed: int) -> list[torch.Tensor]:
-    """Hsu et al. 2019 (FedCM, App. C.1): for every class, proportions q ~ Dir(α·1_N) over the
-    clients and the class's (shuffled) examples are cut by q; client sizes differ. The whole draw
-    is repeated until every client has at least `cfg.min_size` examples."""
+    """Hsu et al. 2019: for every class, proportions q ~ Dir(α·1_N) over the clients and the class's
+    (shuffled) examples are cut by q; client sizes differ. The whole draw is repeated until every
+    client has at least `cfg.min_size` examples. Not FedCM's split: its App. C.1 keeps every client
+    the same size with a class mix drawn per client (`dirichlet`)."""
     rng = numpy_rng(seed, Stream.SPLIT)
     labels = src.train_y.numpy()
     if num_clients * cfg.min_size > len(labels):

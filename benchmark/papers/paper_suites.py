@@ -188,7 +188,15 @@ ASSUMED = {
         for name in ("cifar10", "cifar100")
     },
     ("fedcm", "FedAdam"): {
-        "method.server.beta1": "FedCM states FedAdam's α = 0.1 (004:644): read as its first-moment weight, β1 = 1 − α"
+        "method.server.beta1": "FedCM states FedAdam's α = 0.1 (004:644): read as its first-moment weight, β1 = 1 − α",
+        "method.server.per_step": "004:640 'In our implementation, the global learning rate $\\eta_g$ in line 14 "
+        "is multiplies by $\\eta_l K$' is about FedCM's own step (its Algorithm 1, line 14); that FedAdam's η_g is scaled "
+        "the same way is our reading",
+    },
+    ("fedacg", "FedProx"): {
+        "method.client.prox.mu": "002:227 'In FedProx, FedNTD, and FedDecorr, is set to 0.001, 0.3, and 0.01' "
+        "(the symbol is lost in the final text; the same paragraph gives FedProx another parameter from "
+        "{0.1, 0.01, 0.001}, and the ICLR draft gives a set): μ = 0.001 is our reading",
     },
     ("fedacg.dynamic_pool_final.cifar100", None): {
         "num_clients": "the final paper (002:122-124) does not restate N: 500 is the ICLR draft's "
@@ -196,6 +204,15 @@ ASSUMED = {
     },
 }
 
+# Settings read from the paper's text rather than stated by it (status "read from the text"), with the
+# sentence they rest on; moved out of `stated` like ASSUMED.
+READ_FROM_TEXT = {
+    ("fedagm", None): {
+        "participation.mode": "001:277 (Algorithm 1) 'Sample subset of clients St ⊆ {1, . . . , N}' with the tables' "
+        "participation rate: a subset of exactly rate x N clients a round is our reading; the text gives the rate "
+        "only, not how the subset is drawn",
+    },
+}
 # Cells the paper contradicts beyond what `_contradictions` derives (from the reference notes).
 PAPER_FLAGS = {
     "fedacg.moderate_iid.cifar100": [
@@ -512,16 +529,21 @@ def dataset_entry(table: dict, methods: dict[str, MethodSpec], row_chosen: list[
 
 
 def assumed_settings(table_id: str, said: dict[str, dict]) -> list[dict]:
-    """Move the settings ASSUMED names out of `said` (stated) into 'assumed' entries with their reason."""
+    """Move the settings ASSUMED and READ_FROM_TEXT name out of `said` (stated) into entries of their
+    status with their reason."""
     out = []
-    for (scope, method), paths in ASSUMED.items():
-        if table_id != scope and paper_of(table_id) != scope:
-            continue
-        values = said.get(method or "all", {})
-        for path, reason in paths.items():
-            if path in values:
-                entry = {"setting": path, "value": values.pop(path), "reason": reason, "status": "assumed"}
-                out.append({**entry, "method": method} if method else entry)
+    for readings, status in (
+        (ASSUMED, "assumed"),
+        (READ_FROM_TEXT, "read from the text"),
+    ):
+        for (scope, method), paths in readings.items():
+            if table_id != scope and paper_of(table_id) != scope:
+                continue
+            values = said.get(method or "all", {})
+            for path, reason in paths.items():
+                if path in values:
+                    entry = {"setting": path, "value": values.pop(path), "reason": reason, "status": status}
+                    out.append({**entry, "method": method} if method else entry)
     return out
 
 

@@ -382,11 +382,11 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
         notes += [f"{NOT_SCORED} {m}: not scored against the paper, the jobs ran {t}" for m, t in off.items()]
         notes += [f"another paper prints other numbers: {ref.also_printed}"] if ref and ref.also_printed else []
         notes += [
-            f"assumed, not stated by the paper: {c.setting} = {c.value}"
+            f"{c.status}, not stated by the paper: {c.setting} = {c.value}"
             + (f" ({c.method})" if c.method else "")
             + f" — {c.reason}"
             for c in (ref.chosen if ref else [])
-            if c.status == "assumed"
+            if c.status in ("assumed", "read from the text")
         ]
         table = EntryTable(entry.label or entry.name, slug, title, main_columns, main_rows, notes, jobs=entry_jobs)
         if entry_jobs.groupby("method").setting.nunique().max() > 1:

@@ -153,10 +153,11 @@ class Chosen(Strict):
     value: Any
     reason: str = Field(description="why this value, and where it comes from (authors' code, a default, a measurement)")
     method: str | None = Field(None, description="the method label it applies to; None: every method")
-    status: Literal["chosen", "assumed", "not reproducible"] = Field(
+    status: Literal["read from the text", "chosen", "assumed", "not reproducible"] = Field(
         "chosen",
-        description="chosen: the paper is silent or gives a set; assumed: our reading of an ambiguous or lost "
-        "passage; not reproducible: the suite cannot run what the paper did",
+        description="read from the text: implied by the paper's text, not stated outright (the reason quotes it); "
+        "chosen: the paper is silent or gives a set; assumed: our reading of an ambiguous or lost "
+        "passage, or of a sentence about something else; not reproducible: the suite cannot run what the paper did",
     )
 
 

@@ -18,6 +18,7 @@ from report.test_fedac_report import fake_results
 from benchmark.cli import cli
 from benchmark.papers import fedac_authors
 from benchmark.papers.paper_settings import GenerationError
+from benchmark.protocols.fedac import power, recompute
 from benchmark.protocols.fedac.compare import comparison_summary, comparisons, self_agreement
 from benchmark.protocols.fedac.report import Cell
 from benchmark.suite.expand import load_jobs
@@ -108,7 +109,19 @@ def test_the_comparison_and_its_summary_are_hand_computed():
         "ratio within 1.5x: 1 of 3 (33.3 %), within 2.5x: 3 of 3 (100.0 %); authors' value within 1.5x of "
         "fedbench's seed mean or inside its seed range: 2 of 3 (66.7 %); '^' = the authors' best η lies outside "
         "the grid fedbench ran: 1 cells, 1 of them with a seed's best η at the edge of fedbench's grid\n"
-        "agreement per method: FedAvg 1 of 1 (100.0 %), FedAc-I 0 of 1 (0.0 %), MB-SGD 1 of 1 (100.0 %)"
+        "agreement per method: FedAvg 1 of 1 (100.0 %), FedAc-I 0 of 1 (0.0 %), MB-SGD 1 of 1 (100.0 %)\n"
+        # MB-SGD at K = 1 is FedAvg: counted once. Ratios 0.9/1.25 = 0.72 and 2.0/1.1 = 1.818: median 1.269; a
+        # resample of two cells has the median 0.72, 1.269 or 1.818. Ranks 0 and 2 of 0..2: the rank sum 2 is
+        # its mean; chi-square ((1 - 2/3)² + (2/3)² + (1 - 2/3)²) / (2/3) = 1 on 2 df: p = e^-0.5 = 0.61. Scaled by 1.25
+        # and 1.5 FedAvg's 0.9 passes its seed 1.0: rank sum 3 against 2, z = 1 / √(4/3), p = 0.39
+        "stated power, over the paper's own cells, each once (2; left out: 0 cells the suite adds, 1 duplicates "
+        "of an identical algorithm at K = 1): median ratio authors / fedbench seed mean 1.269 (95 % bootstrap "
+        "interval 0.720-1.818, 10000 resamples of the cells, seed 0); the authors' value below the seed mean in "
+        "1 of 2 cells (50.0 %)\n"
+        "the authors' rank among the seeds (seeds below it), cells per rank 0..2: 1 0 1; rank-sum test z = 0.0, p = 1; "
+        "chi-square on the rank histogram p = 0.61; the authors' values scaled: x0.67 p = 1, x0.8 p = 1, "
+        "x0.9 p = 1, x1.1 p = 1, x1.25 p = 0.39, x1.5 p = 0.39\n"
+        "p-values treat cells as independent; they are not (one w₀ per seed, one for all of the authors' runs)"
     )
 
 
@@ -124,7 +137,7 @@ def test_each_seed_is_its_own_best_and_the_seeds_agreement_with_each_other_is_co
     assert self_agreement({("FedAvg", 4, 1): cell}) == (1, 3)
     assert self_agreement({("FedAvg", 4, 1): _cell({0.1: [1.0, 1.2, 3.0]}, None)}) == (0, 0)  # no authors' value
     summary = comparison_summary({("FedAvg", 4, 1): cell}).splitlines()
-    assert summary[-1] == (
+    assert next(line for line in summary if line.startswith("fedbench's own")) == (
         "fedbench's own seeds, each against the other seeds by the same rule (what one run reaches; "
         "against one seed fewer than the authors' value): 1 of 3 (33.3 %)"
     )
@@ -208,3 +221,84 @@ def test_a_cell_run_with_another_setting_is_not_compared(tmp_path):
     assert "0 cells compared (shown, not compared: FedAvg: ran rounds 4 -> 2)" in " ".join(result.output.split())
     md = (tmp_path / "results" / "fedac-batched" / "report" / "report.md").read_text()
     assert "2.00e-03 vs 3.00e-03 (0.2): not compared" in md
+
+
+def test_ranks_and_the_rank_sum_test_are_hand_computed():
+    assert power.rank(2.0, (1.0, 2.0, 3.0)) == 1.5  # one seed below, one tie
+    # two cells of 2 seeds, the reference below both: rank sum 0 against its mean 2, variance 2 · 2·4/12 = 4/3:
+    # z = 2 / √(4/3) = 1.732, two-sided p = 0.0833
+    below = [power.Pair(0.5, (1.0, 2.0)), power.Pair(0.1, (0.2, 0.3))]
+    assert math.isclose(power.rank_sum_p(below), 0.08326, rel_tol=1e-3)
+    assert power.rank_sum_p([p.scaled(5.0) for p in below]) == power.rank_sum_p(below)  # now above both seeds
+    assert power.rank_sum_p([p.scaled(5.0) for p in below[:1]] + below[1:]) == 1.0  # ranks 2 and 0: the mean
+    assert power.rank_histogram(below) == [2, 0, 0]
+    assert power.rank_histogram([power.Pair(1.0, (1.0,))] + below) is None  # seed counts differ
+
+
+def test_the_median_ratio_interval_and_the_held_out_seeds():
+    assert power.median_interval([0.5, 0.5, 0.5]) == (0.5, 0.5, 0.5)
+    median, low, high = power.median_interval([0.5, 1.0, 4.0])
+    assert median == 1.0 and low == 0.5 and high == 4.0  # a resample of 3 can be all one value
+    # four cells, seeds (2, 3, 4), authors 1.5: held out, seed 2 ranks 0 of its 2 others, seed 3 1, seed 4 2:
+    # seeds 2 and 4 reject alone (z = 4 / √(8/3) = 2.45, p = 0.014); at x1.5 seed 2 reaches the middle
+    pairs = [power.Pair(1.5, (2.0, 3.0, 4.0))] * 4
+    own = power.held_out(pairs)
+    assert [[p.reference for p in cells] for cells in own] == [[2.0] * 4, [3.0] * 4, [4.0] * 4]
+    assert [power.rank_sum_p(cells) < power.ALPHA for cells in own] == [True, False, True]
+    # held-out seeds 2 and 4 already sit at the extreme z (±2.45): no offset can be told from them
+    assert power.smallest_detected(own, up=True) is None and power.smallest_detected(own, up=False) is None
+    # half the cells with the seeds the other way round: every held-out seed has z = 0; upwards seed 3 passes
+    # its others at x1.34, seeds 2 and 4 at x2.01: all ranks 2, z = 4 / √(8/3) = 2.45 > 1.96
+    mixed = power.held_out(pairs[:2] + [power.Pair(1.5, (4.0, 3.0, 2.0))] * 2)
+    assert [power.rank_sum_z(cells) for cells in mixed] == [0.0, 0.0, 0.0]
+    assert power.smallest_detected(mixed, up=True) == 2.01 and power.smallest_detected(mixed, up=False) == 1 / 2.01
+    # reference ranks all 0 of 0..3: rank sum 0 against 6, variance 4 · 3·5/12 = 5: p = 2 Φ(−6/√5) = 0.0073
+    text = power.power_summary(pairs, 0, 0)
+    assert "rank-sum test z = -2.7, p = 0.0073; chi-square on the rank histogram p = 0.0074" in text
+    assert "x1 2 of 3" in text and "their z from -2.4 to 2.4" in text and ": none within 3x and none within 3x" in text
+
+
+def test_added_cells_and_identical_algorithms_are_left_out_of_the_stated_power():
+    cells = {
+        ("FedAvg", 4, 1): _cell({0.1: [1.0, 2.0]}, (1.0, 0.1)),
+        ("MB-SGD", 4, 1): _cell({0.1: [1.0, 2.0]}, (1.0, 0.1)),  # FedAvg's cell again
+        ("MB-SGD", 4, 2): _cell({0.1: [1.0, 2.0]}, (3.0, 0.1)),  # not at K = 2
+        ("FedAvg", 2, 2): _cell({0.1: [1.0, 2.0]}, (1.0, 0.1)),  # M = 2: added below the paper's 2^2
+        (fedac_authors.AUTHORS_BETA, 4, 2): _cell({0.1: [1.0, 2.0]}, (1.0, 0.1)),  # added
+        ("FedAc-II", 4, 2): _cell({0.1: [1.0, 2.0]}, (1.0, 0.1), "β differs"),  # not compared at all
+    }
+    pairs, added, duplicates = power.pairs_of(cells)
+    assert pairs == [power.Pair(1.0, (1.0, 2.0), (0, 1)), power.Pair(3.0, (1.0, 2.0), (0, 1))]
+    assert (added, duplicates) == (2, 1)
+    assert power.pairs_of({("MB-SGD", 4, 1): cells["MB-SGD", 4, 1]})[0]  # without FedAvg in the suite it counts
+
+
+def test_the_comparison_recomputes_from_the_reports_runs_csv(tmp_path):
+    path = _suite_with_authors(tmp_path)
+    jobs = load_jobs(path)[1]
+    fake_results(tmp_path / "results", jobs, [4e-3, 2e-3])
+    assert CliRunner().invoke(cli, ["report", str(path), "--results-dir", str(tmp_path / "results")]).exit_code == 0
+    report = tmp_path / "results" / "fedac-batched" / "report"
+    result = CliRunner().invoke(recompute.main, [str(path), str(report / "runs.csv")])
+    assert result.exit_code == 0, result.output
+    md = (report / "report.md").read_text()
+    assert result.output.startswith("authors vs fedbench"), result.output
+    assert all(line in md for line in result.output.splitlines()), md
+    (tmp_path / "broken.csv").write_bytes(b"\x1f\x8b\x08garbage")
+    broken = CliRunner().invoke(recompute.main, [str(path), str(tmp_path / "broken.csv")])
+    assert broken.exit_code == 2 and "not a readable CSV" in broken.output and "Traceback" not in broken.output
+    (tmp_path / "other.csv").write_text("job_id,status\nabc,finished\n")
+    other = CliRunner().invoke(recompute.main, [str(path), str(tmp_path / "other.csv")])
+    assert other.exit_code == 2 and "lacks the columns final_subopt" in other.output
+
+
+def test_a_seed_is_held_out_by_its_number_across_cells():
+    # seed 0 has no best in the second cell (its η 0.2 not run): seed 1 must not take its place there
+    first = _cell({0.1: [1.0, 2.0, 3.0]}, (2.0, 0.1))
+    second = _cell({0.1: [5.0, 6.0, 7.0, 8.0], 0.2: [9.0, 9.0, 9.0, 9.0]}, (6.5, 0.1))
+    second.runs[0][0.2] = (None, "not run", "s0-0.2")
+    pairs, _, _ = power.pairs_of({("FedAvg", 4, 2): first, ("FedAc-I", 4, 2): second})
+    assert pairs[1] == power.Pair(6.5, (6.0, 7.0, 8.0), (1, 2, 3))
+    held = power.held_out(pairs)
+    assert [[p.reference for p in cells] for cells in held] == [[1.0], [2.0, 6.0], [3.0, 7.0], [8.0]]
+    assert held[1][1] == power.Pair(6.0, (7.0, 8.0))

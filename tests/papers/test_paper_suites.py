@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 
 import pytest
 import yaml
@@ -233,3 +234,32 @@ def test_ablation_check_marks_must_match_the_compositions(tmp_path):
 def test_audit_of_a_suite_without_stated_settings_says_so(capsys):
     assert main(["plan", str(REPO / "suites" / "quickstart.yaml"), "--audit"]) == 2
     assert "no dataset entry has reference.stated" in capsys.readouterr().err
+
+
+# The papers' texts beside the transcribed tables; the audit's line references name them by number.
+PAPERS = REFERENCE.parent / "papers"
+PAPER_FILES = {"000": "fedacg-iclr-draft", "001": "fedagm-cvpr", "002": "fedacg-final", "004": "fedcm"}
+READINGS = {  # suite -> (method or None, setting, its class now)
+    "fedcm.settingI_iid": ("FedAdam", "method.server.per_step", "assumed"),
+    "fedagm.iid_100clients_p5": (None, "participation.mode", "read from the text"),
+    "fedacg.moderate_iid": ("FedProx", "method.client.prox.mu", "assumed"),
+}
+
+
+@pytest.mark.skipif(not PAPERS.is_dir(), reason="shared/papers is not beside the checkout")
+@pytest.mark.parametrize("name", sorted(READINGS))
+def test_readings_leave_stated_with_the_sentence_they_rest_on(name):
+    """Each of issue 36's three readings is out of `stated`, in `chosen` with its class, and the sentence its
+    reason quotes is in the cited paper's text (whitespace aside)."""
+    method, setting, status = READINGS[name]
+    suite = yaml.safe_load((REPO / "suites" / "papers" / f"{name}.yaml").read_text())
+    for entry in suite["datasets"]:
+        ref = entry["reference"]
+        assert setting not in ref["stated"].get(method or "all", {}), (name, setting)
+        (reading,) = [c for c in ref["chosen"] if c["setting"] == setting and c.get("method") == method]
+        assert reading["status"] == status
+        paper, quote = re.match(r"(\d{3}):\d+[^']*'([^']+)'", reading["reason"]).groups()
+        text = " ".join((PAPERS / f"{PAPER_FILES[paper]}.txt").read_text().split())
+        assert " ".join(quote.split()) in text, (name, quote)
+    rows = audit(*jobs_of(name))
+    assert {r.status for r in rows if r.setting == setting and r.method == (method or r.method)} == {status}

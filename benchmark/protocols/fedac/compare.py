@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from benchmark.protocols.fedac.power import pairs_of, power_summary
+
 CLOSE, FAR = 1.5, 2.5  # the summary's two bands of the ratio
 
 
@@ -159,6 +161,7 @@ def comparison_summary(cells: dict) -> str:
                 f"against one seed fewer than the authors' value): {share(own, tried)}"
                 if tried
                 else "",
+                power_summary(*pairs_of(cells)),
             ],
         )
     )

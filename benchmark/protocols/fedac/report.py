@@ -64,13 +64,17 @@ class Cell:
         """(best final F − F* over η, that η, its job) of each seed: the statistic the authors' single
         run per cell gives. A seed with an η not run, failed or unfinished is left out (its best is
         unknown); a diverged η is simply not its best."""
-        out = []
-        for by_lr in self.runs.values():
+        return list(self.bests_by_seed().values())
+
+    def bests_by_seed(self) -> dict[int, tuple[float, float, str]]:
+        """seed_bests keyed by seed."""
+        out = {}
+        for seed, by_lr in self.runs.items():
             if len(by_lr) < len(self.lrs) or any(fate not in ("finished", "diverged") for _, fate, _ in by_lr.values()):
                 continue
             finite = [(value, lr, job) for lr, (value, _, job) in by_lr.items() if value is not None]
             if finite:
-                out.append(min(finite))
+                out[seed] = min(finite)
         return out
 
     @property
