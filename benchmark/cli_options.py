@@ -61,7 +61,12 @@ job_options = _stacked(
 
 def load_selected(suite_file: Path, only=(), sets=(), seeds=None, rounds=None):
     """(suite, jobs) after selection and overrides."""
+    from benchmark.errors import SuiteError
     from benchmark.suite.expand import load_jobs
+    from benchmark.suite.load import with_lines
     from benchmark.suite.overrides import Overrides
 
-    return load_jobs(suite_file, Overrides.parse(sets, seeds, rounds), tuple(only))
+    try:
+        return load_jobs(suite_file, Overrides.parse(sets, seeds, rounds), tuple(only))
+    except SuiteError as err:
+        raise with_lines(err) from None
