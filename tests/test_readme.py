@@ -29,8 +29,8 @@ def test_readme_example_suite_expands():
 def test_the_override_example_plans_as_printed(capsys):
     from benchmark.cli import main
 
-    readme = (REPO / "README.md").read_text()
-    (line,) = re.findall(r"^ {4}fedbench run (suites/quickstart\.yaml --set .*)$", readme, flags=re.M)
+    commands = (REPO / "docs" / "commands.md").read_text()
+    (line,) = re.findall(r"^ {4}fedbench run (suites/quickstart\.yaml --set .*)$", commands, flags=re.M)
     suite, *args = shlex.split(line)
     assert main(["plan", str(REPO / suite), *args]) == 0
     out = capsys.readouterr().out
