@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 import shlex
 
-import yaml
 from fedtest import REPO
 
 from benchmark.suite.expand import expand
+from benchmark.suite.safe_yaml import parse_yaml
 from benchmark.suite.schema import Suite
 
 
@@ -22,7 +22,7 @@ def test_ci_runs_the_readme_test_command():
 def test_readme_example_suite_expands():
     readme = (REPO / "README.md").read_text()
     (block,) = re.findall(r"```yaml\n(.*?)```", readme, flags=re.S)
-    jobs = expand(Suite(**yaml.safe_load(block)))
+    jobs = expand(Suite(**parse_yaml(block)))
     assert len(jobs) == (1 + 1 + 3 + 1) * 2 * 3  # methods (with the λ sweep) x lr grid x seeds
 
 
@@ -35,3 +35,10 @@ def test_the_override_example_plans_as_printed(capsys):
     assert main(["plan", str(REPO / suite), *args]) == 0
     out = capsys.readouterr().out
     assert "3 jobs" in out and "lam=0.9" in out and "lr=0.1" in out and "FedAvg " not in out
+
+
+def test_readme_is_a_landing_page():
+    """What fedbench is, the two commands, a suite, the commands, links: the manual is docs/."""
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    assert readme.count("\n## ") <= 12
