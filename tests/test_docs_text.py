@@ -20,7 +20,7 @@ from benchmark.suite.safe_yaml import parse_yaml
 
 BLOCKS = every_block()
 YAML = [b for b in BLOCKS if b.lang == "yaml"]
-MARKERS = ("fragment", "run (slow)", "plan (slow)", "run by tests/")
+MARKERS = ("fragment", "run (slow)", "run (slow, realdata)", "plan (slow)", "run by tests/")
 # What a fragment lacks, from a minimal suite: each top-level key the fragment does not give.
 MINIMAL = {
     "name": "name: fragment\n",
@@ -188,9 +188,19 @@ def test_bash_run_blocks_are_the_extending_docs(block):
     )
 
 
+RUN = [
+    pytest.param(b, id=b.where, marks=[pytest.mark.realdata] if "realdata" in b.marker else [])
+    for b in BLOCKS
+    if b.marker.startswith("run (slow")
+]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("block", [b for b in BLOCKS if b.marker == "run (slow)"], ids=lambda b: b.where)
-def test_commands_marked_run_run(tmp_path, block):
+@pytest.mark.parametrize("block", RUN)
+def test_commands_marked_run_run(tmp_path, request, block):
+    """As a reader runs them, in a fresh folder; `run (slow, realdata)`: with the datasets of FEDBENCH_DATA."""
+    if "realdata" in block.marker:
+        request.getfixturevalue("data_root")  # skips, saying why, where the datasets are not there
     cwd = workspace(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     for words in block.commands():
