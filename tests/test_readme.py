@@ -24,6 +24,7 @@ def test_readme_example_suite_expands():
     (block,) = re.findall(r"```yaml\n(.*?)```", readme, flags=re.S)
     jobs = expand(Suite(**parse_yaml(block)))
     assert len(jobs) == (1 + 1 + 3 + 1) * 2 * 3  # methods (with the λ sweep) x lr grid x seeds
+    assert {(j.config.select.on, j.config.select.holdout) for j in jobs} == {("validation", 0.1)}  # `on`: a word
 
 
 def test_the_override_example_plans_as_printed(capsys):
