@@ -92,7 +92,7 @@ def workspace(tmp_path):
     return tmp_path
 
 
-def plan_all(cwd, argvs: list[list[str]]) -> list[dict]:
+def plan_all(cwd, argvs: list, timeout: int = 600) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
         [sys.executable, "-c", DRIVER, json.dumps(SELECTION)],
@@ -101,7 +101,7 @@ def plan_all(cwd, argvs: list[list[str]]) -> list[dict]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=timeout,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -145,7 +145,7 @@ def plan_commands(tmp_path, slow: bool) -> None:
     items += [(b.where, argv, slow or b.marker != "plan (slow)") for b, argv in fedbench_commands()]
     if slow:
         items = [item for item, (b, _) in zip(items[len(YAML) :], fedbench_commands()) if b.marker == "plan (slow)"]
-    results = plan_all(cwd, [[argv, plan_it] for _, argv, plan_it in items])
+    results = plan_all(cwd, [[argv, plan_it] for _, argv, plan_it in items], timeout=3600 if slow else 600)
     failed = [
         f"{where}: fedbench {' '.join(r['argv'])}\n{r['err']}" for (where, _, _), r in zip(items, results) if r["code"]
     ]
