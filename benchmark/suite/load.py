@@ -80,9 +80,9 @@ def with_lines(err: SuiteError) -> SuiteError:
     also given the line it is written on, where the suite file writes that path itself (a suite that
     `extends` another has its lists merged: its own indices are not the error's)."""
     problems = err.problems
-    if not any(about_booleans(message) for _, message in problems):
-        return err
     path = Path(err.file)
+    if not path.is_file() or not any(about_booleans(message) for _, message in problems):
+        return err
     lines = scalar_lines(decode(path.read_bytes())) if "extends" not in read_yaml(path) else {}
     return SuiteError(
         err.file,
