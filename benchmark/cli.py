@@ -60,7 +60,7 @@ def cli() -> None:
     default="local",
     show_default=True,
     help="where jobs run: local (this process), ray (Ray tasks, one machine or a cluster), or any "
-    "executor registered in benchmark/run (README: Extending fedbench)",
+    "executor registered in benchmark/run (docs/extending.md)",
 )
 @click.option("--ray-address", default=None, help="Ray cluster to join (e.g. auto); default: start a local one")
 @click.option(

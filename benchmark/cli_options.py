@@ -67,7 +67,12 @@ job_options = _stacked(
 
 def load_selected(suite_file: Path, only=(), sets=(), seeds=None, rounds=None, max_jobs=None):
     """(suite, jobs) after selection and overrides."""
+    from benchmark.errors import SuiteError
     from benchmark.suite.expand import MAX_JOBS, load_jobs
+    from benchmark.suite.load import with_lines
     from benchmark.suite.overrides import Overrides
 
-    return load_jobs(suite_file, Overrides.parse(sets, seeds, rounds), tuple(only), max_jobs or MAX_JOBS)
+    try:
+        return load_jobs(suite_file, Overrides.parse(sets, seeds, rounds), tuple(only), max_jobs or MAX_JOBS)
+    except SuiteError as err:
+        raise with_lines(err) from None

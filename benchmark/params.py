@@ -170,14 +170,26 @@ def _is_mapping(annotation) -> bool:
     return typing.get_origin(annotation) is dict or any(_is_mapping(a) for a in typing.get_args(annotation))
 
 
+# Words YAML 1.1 reads as booleans (PyYAML's and the spec's y/n); suites read YAML 1.2, where they
+# are strings (benchmark/suite/safe_yaml.py), so a boolean field given one says how to write it.
+YAML11_BOOL_WORDS = frozenset(v for w in ("yes", "no", "on", "off", "y", "n") for v in (w, w.capitalize(), w.upper()))
+NOT_A_BOOLEAN = "is a string: only true and false are booleans (YAML 1.2); write true or false"
+NOT_A_STRING = "is a boolean (YAML 1.2: true and false are); quote it for the word"
+
+
+def yaml_loc(loc) -> list:
+    """An error's location as keys and indices into the YAML: pydantic puts union/function-validator
+    branch names into loc; keep the real fields only."""
+    return [p for p in loc if not (isinstance(p, str) and ("[" in p or p.startswith("function-")))]
+
+
 def pydantic_problems(
     err: ValidationError, prefix: str = "", model: type[BaseModel] | None = None, noun: str = "field"
 ) -> list[tuple[str, str]]:
     """(YAML path, message) per error; with `model`, unknown fields list the allowed names."""
     problems = []
     for e in err.errors():
-        # pydantic puts union/function-validator branch names into loc; keep the real fields only
-        loc = [p for p in e["loc"] if not (isinstance(p, str) and ("[" in p or p.startswith("function-")))]
+        loc = yaml_loc(e["loc"])
         path = format_loc(loc)
         if prefix:
             path = prefix + ("" if not path or path.startswith("[") else ".") + path
@@ -190,6 +202,12 @@ def pydantic_problems(
                 else "unknown field (check its spelling and where it is nested)"
             )
         elif e["type"] in ("literal_error", "enum") and "expected" in e.get("ctx", {}):
-            msg = f"{e['input']!r} is not allowed; allowed: {e['ctx']['expected']}"
+            wrong = e["input"]
+            what = f"{str(wrong).lower()} {NOT_A_STRING}" if isinstance(wrong, bool) else f"{wrong!r} is not allowed"
+            msg = f"{what}; allowed: {e['ctx']['expected']}"
+        elif e["type"] == "bool_type" and e["input"] in YAML11_BOOL_WORDS:
+            msg = f"{e['input']!r} {NOT_A_BOOLEAN}"
+        elif e["type"] == "string_type" and isinstance(e["input"], bool):
+            msg = f"{str(e['input']).lower()} {NOT_A_STRING}"
         problems.append((path, msg))
     return problems

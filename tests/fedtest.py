@@ -20,9 +20,12 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_FILE = re.compile(r"```\w+ file=(\S+)\n(.*?)```", flags=re.S)
 
 
-def readme_examples() -> dict[str, str]:
-    """The README's example files (```python file=NAME blocks): name -> text."""
-    return dict(EXAMPLE_FILE.findall((REPO / "README.md").read_text()))
+EXTENDING = REPO / "docs" / "extending.md"
+
+
+def extending_examples() -> dict[str, str]:
+    """docs/extending.md's example files (```python file=NAME blocks): name -> text."""
+    return dict(EXAMPLE_FILE.findall(EXTENDING.read_text()))
 
 
 def write_suite(tmp_path: Path, suite: dict, name: str = "suite.yaml") -> Path:

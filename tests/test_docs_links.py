@@ -120,6 +120,19 @@ def test_exempt_names_are_still_written_by_fedbench(name, writer):
     assert f'"{name}"' in (REPO / writer).read_text()
 
 
+def test_the_manual_does_not_point_back_into_the_readme():
+    """README.md is the landing page; the manual's content lives in docs/ (a reader of docs/ is never
+    sent back to it for a section)."""
+    back = re.compile(r"\(\.\./README\.md[#)]|\bthe README\b|\bREADME,", re.I)
+    found = [
+        f"{rel(p)}:{n}"
+        for p in sorted((REPO / "docs").rglob("*.md"))
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if back.search(line)
+    ]
+    assert found == []
+
+
 def test_the_scan_sees_what_it_checks():
     """Guards the regexes: a mention, a link and an anchor are found where they are known to be."""
     readme = REPO / "README.md"

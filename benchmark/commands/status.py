@@ -6,6 +6,10 @@ from pathlib import Path
 
 from benchmark.commands.output import note_unselected, out, print_json
 
+# `status --json`'s layout, described by docs/schemas/status.schema.json: a change of a key's meaning
+# or type is a new version.
+STATUS_SCHEMA_VERSION = 1
+
 
 def show_status(select, seeds, results_dir: Path, as_json: bool, every_job: bool = False) -> None:
     from benchmark.report.on_disk import jobs_with_seeds_on_disk
@@ -17,7 +21,7 @@ def show_status(select, seeds, results_dir: Path, as_json: bool, every_job: bool
     suite, jobs = jobs_with_seeds_on_disk(select, results_dir, seeds)
     statuses = suite_status(jobs, results_dir)
     if as_json:
-        print_json({"suite": suite.name, "jobs": status_records(statuses)})
+        print_json({"schema_version": STATUS_SCHEMA_VERSION, "suite": suite.name, "jobs": status_records(statuses)})
     else:
         out.print(status_table(suite.name, statuses, every_job))
         for line in failed_lines(statuses) if grouped(statuses, every_job) else []:

@@ -122,17 +122,41 @@ def table_csv(t: EntryTable) -> str:
     return table_frame(t).to_csv(index=False)
 
 
+# report.json's layout, described by docs/schemas/report.schema.json: a change of a key's meaning or
+# type is a new version.
+REPORT_SCHEMA_VERSION = 1
+
+
 def report_record(suite_name: str, runs: pd.DataFrame, tables: list[EntryTable]) -> dict:
     """report.json and `report --json`: the jobs behind the report (what a later, narrower report is
     compared with) and every table as its tidy rows, numbers as numbers (JSON null where missing)."""
     return {
+        "schema_version": REPORT_SCHEMA_VERSION,
         "suite": suite_name,
         "jobs": list(runs.job_id),
         "status": runs.status.value_counts().to_dict(),
         "tables": [
-            {"entry": t.entry, "kind": t.kind, "title": t.title, "notes": t.notes, "rows": _records(table_frame(t))}
+            {
+                "entry": t.entry,
+                "kind": t.kind,
+                "title": t.title,
+                "notes": t.notes,
+                "rows": [_json_row(r, row) for r, row in zip(_records(table_frame(t)), t.rows, strict=True)],
+            }
             for t in tables
         ],
+    }
+
+
+def _json_row(record: dict, row) -> dict:
+    """A tidy row with lists as lists: the CSV's "2/3" seeds and space-joined job ids are for reading;
+    JSON has the seeds and job ids behind the row and the count of finished seeds as a number."""
+    finished = row.n.partition("/")[0]
+    return {
+        **record,
+        "seeds": list(row.seeds),
+        "finished_seeds": int(finished) if finished.isdigit() else 0,
+        "jobs": list(row.job_ids),
     }
 
 

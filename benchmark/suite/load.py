@@ -10,12 +10,12 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from benchmark.errors import SuiteError, UserError
-from benchmark.params import pydantic_problems
+from benchmark.params import NOT_A_BOOLEAN, NOT_A_STRING, pydantic_problems
 from benchmark.plugins import anchored, import_suite_plugins
 from benchmark.registry import load_installed
 from benchmark.suite.extends import merge_suites
 from benchmark.suite.located import written_at
-from benchmark.suite.safe_yaml import YamlRefused, decode, parse_yaml
+from benchmark.suite.safe_yaml import YamlRefused, decode, parse_yaml, scalar_lines
 from benchmark.suite.schema import Suite
 
 
@@ -111,3 +111,27 @@ def located(err: SuiteError, path: Path) -> SuiteError:
     if raw.get("extends") is None:
         return err
     return SuiteError(err.file, [(written_at(where, origins), message) for where, message in err.problems])
+
+
+def about_booleans(message: str) -> bool:
+    return NOT_A_BOOLEAN in message or NOT_A_STRING in message
+
+
+def with_lines(err: SuiteError) -> SuiteError:
+    """A boolean where a string is meant, or a YAML 1.1 word (`yes`, `off`) where a boolean is, is
+    also given the line it is written on, where the suite file writes that path itself (a suite that
+    `extends` another has its lists merged: its own indices are not the error's)."""
+    problems = err.problems
+    path = Path(err.file)
+    if not path.is_file() or not any(about_booleans(message) for _, message in problems):
+        return err
+    lines = scalar_lines(decode(path.read_bytes())) if "extends" not in read_yaml(path) else {}
+    return SuiteError(
+        err.file,
+        [
+            (where, f"line {lines[where]}: {message}")
+            if about_booleans(message) and where in lines
+            else (where, message)
+            for where, message in problems
+        ],
+    )

@@ -6,11 +6,19 @@ nesting level (RecursionError on a deep document) and lets a repeated key silent
 first. `parse_yaml` streams the document's events first — the event parser is not recursive —
 and refuses it when its nesting, its size with every alias expanded, or a mapping's keys are
 out of bounds; only then is it built.
+
+Booleans are YAML 1.2's: only true and false (True, TRUE, ...). PyYAML follows YAML 1.1, where
+`on`, `off`, `yes` and `no` are booleans too, so `select: {on: validation}` had a key True; here
+such a word is the string a person wrote (docs/suites.md, "How suites read YAML").
 """
 
 from __future__ import annotations
 
+import re
+
 import yaml
+
+from benchmark.params import format_loc
 
 MAX_BYTES = 4 << 20  # the largest shipped suite is 16 kB
 MAX_DEPTH = 64  # nesting of mappings/sequences; shipped suites reach 7
@@ -80,6 +88,14 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _UniqueKeyLoader.construct_mapping)
 
+BOOL_TAG = "tag:yaml.org,2002:bool"
+_YAML12_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+_UniqueKeyLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != BOOL_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_UniqueKeyLoader.add_implicit_resolver(BOOL_TAG, _YAML12_BOOL, list("tTfF"))
+
 
 def parse_yaml(text: str) -> object:
     """The document's value; YamlRefused when it is not valid YAML or is out of bounds."""
@@ -91,6 +107,22 @@ def parse_yaml(text: str) -> object:
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         raise YamlRefused(f"not valid YAML: {_where(mark)}{getattr(err, 'problem', None) or err}") from None
+
+
+def scalar_lines(text: str) -> dict[str, int]:
+    """The line of every scalar value of a valid document, by its YAML path as errors name it
+    (`methods[1].server.lam`)."""
+    found: dict[str, int] = {}
+    stack = [((), yaml.compose(text, Loader=_UniqueKeyLoader))]
+    while stack:  # iterative: a document may nest up to MAX_DEPTH
+        path, node = stack.pop()
+        if isinstance(node, yaml.ScalarNode):
+            found[format_loc(path)] = node.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode):
+            stack += [((*path, i), item) for i, item in enumerate(node.value)]
+        elif isinstance(node, yaml.MappingNode):
+            stack += [((*path, k.value), v) for k, v in node.value if isinstance(k, yaml.ScalarNode)]
+    return found
 
 
 def decode(data: bytes) -> str:

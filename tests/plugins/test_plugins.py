@@ -1,4 +1,4 @@
-"""Plugins from the user's own code: the README's FedMedian file as an installed distribution (entry
+"""Plugins from the user's own code: docs/extending.md's FedMedian file as an installed distribution (entry
 point `fedbench.plugins`, tests/plugins/fedmedian_pkg) and as a plain module (a suite's `plugins:`).
 Every run is a subprocess: a plugin registers names for the life of its process."""
 
@@ -13,9 +13,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from fedtest import REPO, readme_examples, tiny_suite, write_suite
+from fedtest import REPO, extending_examples, tiny_suite, write_suite
 
-FEDMEDIAN = readme_examples()["benchmark/fl/fedmedian.py"]  # the README's text, unchanged
+FEDMEDIAN = extending_examples()["benchmark/fl/fedmedian.py"]  # docs/extending.md's text, unchanged
 
 
 def fedbench(*args: str, cwd: Path, path: list[Path] = (), env: dict | None = None):
@@ -210,7 +210,7 @@ def test_the_public_api_is_importable_as_fedbench():
 def test_the_walkthrough_suite_extends_the_paper_suite_with_the_installed_method(tmp_path, installed):
     from benchmark.suite.expand import load_jobs
 
-    text = textwrap.dedent(readme_examples()["fedmedian-vs-fedacg.yaml"])
+    text = textwrap.dedent(extending_examples()["fedmedian-vs-fedacg.yaml"])
     (tmp_path / "fedmedian-vs-fedacg.yaml").write_text(text)
     (tmp_path / "suites").symlink_to(REPO / "suites")
     plan = fedbench("plan", "fedmedian-vs-fedacg.yaml", cwd=tmp_path, path=[installed])

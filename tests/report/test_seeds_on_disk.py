@@ -39,7 +39,7 @@ def test_status_and_report_read_every_seed_on_disk(tmp_path, capsys):
     assert main(["report", str(path), *base, "--json"]) == 0
     report = _json(capsys)
     main_table = next(t for t in report["tables"] if t["kind"] == "main")
-    assert [row["seeds"] for row in main_table["rows"]] == ["3", "3"]
+    assert [(row["seeds"], row["finished_seeds"]) for row in main_table["rows"]] == [([0, 1, 2], 3)] * 2
     table = pd.read_csv(tmp_path / "results" / "tiny" / "report" / "tables" / "synthetic.csv")
     assert list(table["final_ema_acc.n"]) == [3, 3]
     # a narrower report replaces the fuller one only saying so
