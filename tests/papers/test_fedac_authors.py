@@ -178,6 +178,11 @@ def test_report_prints_the_comparison_per_k_and_the_summary(tmp_path):
     assert "K = 3: the best final F(w) − F* over η of each run: fedbench's seed mean [range] vs the authors'" in md
     assert "2.00e-03 vs 3.00e-03 (0.2): x1.50" in md and "ratio within 1.5x: 1 of 1 (100.0 %)" in md
     assert "\n\nauthors vs fedbench (best final F − F* over η of each run" in md  # a paragraph of its own
+    # the comparison's .csv holds numbers, not the cell's display text
+    row = pd.read_csv(tmp_path / "results" / "fedac-batched" / "report" / "tables" / "fedac_K3_authors.csv").iloc[0]
+    assert (row["method"], row["K"], row["M"], row["seeds"]) == ("FedAvg", 3, 4, 1)
+    assert (row["subopt_mean"], row["authors_subopt"], row["authors_eta"]) == pytest.approx((2e-3, 3e-3, 0.2))
+    assert row["ratio"] == pytest.approx(1.5) and bool(row["agrees"]) and pd.isna(row["not_compared"])
 
 
 @pytest.mark.skipif(not REFERENCE.is_dir(), reason="shared/reference is not beside the checkout")
