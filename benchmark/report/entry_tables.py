@@ -191,8 +191,8 @@ def mark_best(columns: list[Column], rows: list[Row], jobs: pd.DataFrame | None 
     seed that did not diverge is no fair winner): the best mean in bold where it beats every other row by
     the paired test over their shared seeds (paired.beats); where some rows' seeds do not separate them
     from it, those rows and the best are tied, each marked TIE_MARK; where none is separated from it,
-    nothing is marked. `jobs`: the rows' jobs with the columns' per-job values; without it (a protocol's
-    table, one value per cell) the lowest / highest is bold untested."""
+    nothing is marked. `jobs`: the rows' jobs with the columns' per-job values (a FedAc table's: each run at its cell's
+    best η); without it the lowest / highest is bold untested."""
     from benchmark.report.paired import beats, by_seed
 
     complete = [r for r in rows if "/" not in r.n] or rows

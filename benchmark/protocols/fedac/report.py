@@ -163,13 +163,32 @@ def fedac_entry_tables(cells: dict[tuple[str, int, int], Cell]) -> list:
                 row_cells[f"M={m}"] = TableCell(_cell_text(cell), best[1] if best else None, job_ids=ids)
             row_ids = [i for c in row_cells.values() for i in c.job_ids]
             rows.append(Row(method, method, "", "", "", row_ids, [], row_cells))
-        mark_best(columns, rows)
+        mark_best(columns, rows, _seed_values(cells, k))
         table = EntryTable(
             f"K={k}", f"fedac_K{k}", f"K = {k}: best final F(w) − F* over η (that η)", columns, rows, kind="fedac"
         )
         table.numbers = _numbers(cells, methods, workers, k)
         tables.append(table)
     return tables + comparison_tables(cells)
+
+
+def _seed_values(cells: dict[tuple[str, int, int], Cell], k: int):
+    """Each finished run at its cell's best η as a job row (job_id, seed, status, and its F − F* under the
+    column `M=<m>`): what mark_best's paired test compares, so a table bolds a method only where its
+    seeds beat every other method's at the same seeds."""
+    import pandas as pd
+
+    from benchmark.run.job_status import FINISHED
+
+    rows = []
+    for (_, m, kk), cell in cells.items():
+        if kk != k or not (best := cell.best):
+            continue
+        for seed, by_lr in cell.runs.items():
+            value, fate, job_id = by_lr.get(best[0], (None, "", ""))
+            if value is not None and fate == FINISHED:
+                rows.append({"job_id": job_id, "seed": seed, "status": FINISHED, f"M={m}": value})
+    return pd.DataFrame(rows, columns=["job_id", "seed", "status"]) if not rows else pd.DataFrame(rows)
 
 
 def _numbers(cells: dict[tuple[str, int, int], Cell], methods: list[str], workers: list[int], k: int):
