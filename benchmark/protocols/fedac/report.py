@@ -144,7 +144,8 @@ def _intervals(cells) -> list[int]:
 
 def fedac_entry_tables(cells: dict[tuple[str, int, int], Cell]) -> list:
     """One report table per K: a row per method, a column per M, each cell 'F − F* (η)' traced
-    to the job of that η (to every job of the cell when none has a number); the lowest per M bold where the paired test over seeds separates it."""
+    to the job of that η (to every job of the cell when none has a number); the lowest per M bold where
+    the paired test over seeds separates it."""
     from benchmark.report.entry_tables import Cell as TableCell
     from benchmark.report.entry_tables import Column, EntryTable, Row, mark_best
 
