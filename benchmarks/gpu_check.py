@@ -162,13 +162,16 @@ def judge_parity(job, data, device: torch.device, device_job=None) -> tuple[bool
     over PARITY_SEEDS seeds must stay within max(PARITY_TOL, FLOOR_FACTOR x the median one-ulp movement), the
     movement of each seed measured on both devices and the larger taken."""
     cpu, on_device = torch.device("cpu"), device_job or job
-    first = relative(update_after(on_device, data, device), update_after(job, data, cpu))
-    if first <= PARITY_TOL:
-        return True, first, PARITY_TOL, "‖Δ_dev − Δ_cpu‖/‖Δ_cpu‖"
+    first = update_after(on_device, data, device), update_after(job, data, cpu)
+    if relative(*first) <= PARITY_TOL:
+        return True, relative(*first), PARITY_TOL, "‖Δ_dev − Δ_cpu‖/‖Δ_cpu‖"
     diffs, floors = [], []
     for seed in range(PARITY_SEEDS):
         seeded, seeded_on_device = (j.model_copy(update={"seed": j.seed + seed}) for j in (job, on_device))
-        dev, ref = update_after(seeded_on_device, data, device), update_after(seeded, data, cpu)
+        # seed 0 is the first run's: not trained again
+        dev, ref = (
+            first if seed == 0 else (update_after(seeded_on_device, data, device), update_after(seeded, data, cpu))
+        )
         diffs.append(relative(dev, ref))
         arms = ((seeded, cpu, ref), (seeded_on_device, device, dev))
         moved = [relative(update_after(j, data, d, nudge=True), base) for j, d, base in arms]
