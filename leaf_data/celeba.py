@@ -75,9 +75,11 @@ def link_images(raw: Path, out: Path) -> None:
 
 def build(raw: Path, out: Path, opts: LeafOptions) -> dict[str, int]:
     """CelebA's LEAF JSON into `<out>/data/{train,test}/*.json` (and a link to the images); returns counts."""
+    if opts.shard_order != "numeric":
+        raise ValueError("--shard-order applies to femnist: CelebA is one all_data shard, its order draws nothing")
     everything = all_data(raw)
     link_images(raw, out)
     kept = list(sample_and_remove(iter([everything]), opts))
     counts = [len(b["users"]) for b in kept]
-    stats = write_splits(out, split_shards(kept, opts, counts), f"{opts.tag()}_{opts.seed}")
+    stats = write_splits(out, split_shards(kept, opts, counts), opts.tag())
     return {"celebrities": len(everything["users"]), "images": sum(everything["num_samples"])} | stats
