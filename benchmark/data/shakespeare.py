@@ -96,13 +96,14 @@ def build_from_text(raw: Path, dest: Path, options: dict) -> dict:
         raise ValueError("the Shakespeare build splits each user's windows by position: use -t sample")
     if options.get("iid_users") is not None:
         raise ValueError("--iu applies to femnist and celeba (the Shakespeare iid build deals to 100 users)")
-    if options.get("split_seed") is not None:
-        raise ValueError("the Shakespeare build splits each user's windows by position: no draw uses --spltseed")
     if options.get("shard_order") is not None:
         raise ValueError("--shard-order applies to femnist: the Shakespeare text is one shard")
     fields = ("iid", "fraction", "min_samples", "train_fraction", "sampling_seed", "test_gap")
     given = {k: options[k] for k in fields if options.get(k) is not None}
-    return build(raw, dest / "shakespeare", BuildOptions(**given))
+    stats = build(raw, dest / "shakespeare", BuildOptions(**given))
+    # LEAF takes --spltseed here too (its published command passes one) and draws nothing with it
+    unused = {"spltseed": "draws nothing (the split is by position, as LEAF's)"}
+    return stats | (unused if options.get("split_seed") is not None else {})
 
 
 # a LEAF archive next to the raw text (e.g. a sample) is not what `data prepare` builds: the text wins

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import numpy as np
 import pytest
 from test_celeba_official import ROWS, write_official
+from test_leaf_builder import RAW
 
 from benchmark.cli import main
 from leaf_data.femnist import all_data
@@ -110,7 +112,6 @@ def test_prepare_runs_leafs_published_seed_pair_on_celeba(tmp_path):
     "name, option, says",
     [
         ("celeba", ["--shard-order", "name"], "CelebA is one all_data shard"),
-        ("shakespeare", ["--spltseed", "1"], "no draw uses --spltseed"),
         ("shakespeare", ["--shard-order", "name"], "the Shakespeare text is one shard"),
     ],
 )
@@ -121,3 +122,24 @@ def test_an_option_that_draws_nothing_for_the_dataset_is_refused(tmp_path, capsy
         (tmp_path / "shakespeare-complete-works.txt").write_text("THE SONNETS\n")
     assert main(["data", "prepare", name, "--root", str(tmp_path), *option]) == 2
     assert says in capsys.readouterr().err
+
+
+LEAF_SHAKESPEARE = ["-t", "sample", "--tf", "0.9", "--smplseed", "1550262838", "--spltseed", "1550262839"]
+
+
+def test_shakespeare_takes_leafs_published_seeds_and_says_the_split_seed_draws_nothing(tmp_path, capsys):
+    """LEAF's Shakespeare tutorial passes --smplseed 1550262838 --spltseed 1550262839; LEAF's own split of
+    Shakespeare is by position, so its split seed draws nothing there either."""
+    (tmp_path / "shakespeare-complete-works.txt").write_text(RAW)  # too short for LEAF's gap of 79 windows
+    args = ["data", "prepare", "shakespeare", "--root", str(tmp_path), "--test-gap", "0"]
+    assert main([*args, *LEAF_SHAKESPEARE]) == 0
+    assert "spltseed draws nothing (the split is by position, as LEAF's)" in capsys.readouterr().out
+
+
+@pytest.mark.realdata
+def test_leafs_published_shakespeare_command_runs_on_the_complete_works(data_root, tmp_path, capsys):
+    """The tutorial's whole command (--sf 0.05 -k 64 besides the seeds) on the text LEAF downloads."""
+    args = ["data", "prepare", "shakespeare", "--root", str(data_root), "--dest", str(tmp_path)]
+    assert main([*args, "--sf", "0.05", "-k", "64", *LEAF_SHAKESPEARE]) == 0
+    out = capsys.readouterr().out
+    assert int(re.search(r"users_kept (\d+)", out).group(1)) > 0 and "test examples ready" in out
