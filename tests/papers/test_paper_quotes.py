@@ -34,6 +34,7 @@ def test_every_stated_setting_carries_a_quote_of_a_known_paper():
     assert {parse(r[4])[0] for r in rows} == set(PAPER_FILES)
 
 
+@pytest.mark.papers
 def test_every_quote_is_on_the_lines_it_cites(papers_root):
     quotes = {r[4] for r in stated_quotes()}
     assert {q: why for q in sorted(quotes) if (why := unquoted(q, papers_root))} == {}

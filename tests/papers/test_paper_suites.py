@@ -244,6 +244,7 @@ READINGS = {  # suite -> (method or None, setting, its class now)
 }
 
 
+@pytest.mark.papers
 @pytest.mark.parametrize("name", sorted(READINGS))
 def test_readings_leave_stated_with_the_sentence_they_rest_on(name, papers_root):
     """Each of issue 36's three readings is out of `stated`, in `chosen` with its class, and the sentence its
