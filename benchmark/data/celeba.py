@@ -125,7 +125,7 @@ def _load(p: CelebaParams, root: Path | None) -> SourceData:
     fmt, where = route(hub, p, root)
     if fmt == "hf":
         return hub_source(hub, where, p.hf_split_seed, 2, "image", tag=f"{p.image_size}-{p.resample}")
-    users, train, test = load_leaf_users(root, "celeba")
+    users, train, test = load_leaf_users(root, "celeba", order=p.user_order)
     img_dir = image_folder(root, where)
     train_imgs, train_x = _images(users, train, img_dir, p.image_size, "train", p.resample)
     _, test_x = _images(users, test, img_dir, p.image_size, "test", p.resample)

@@ -65,7 +65,7 @@ def load_shakespeare(p: ShakespeareParams, root: Path | None) -> SourceData:
         return hub_source(HUB, where, p.hf_split_seed, len(VOCAB), "sequence")
 
     def build() -> SourceData:
-        users, train, test = load_leaf_users(root, "shakespeare")
+        users, train, test = load_leaf_users(root, "shakespeare", order=p.user_order)
         return leaf_source(
             users,
             train,
@@ -76,7 +76,7 @@ def load_shakespeare(p: ShakespeareParams, root: Path | None) -> SourceData:
             "sequence",
         )
 
-    return cached_leaf_source(root, "shakespeare", build)
+    return cached_leaf_source(root, "shakespeare", build, p.user_order)
 
 
 def probe_shakespeare(root: Path | None) -> Found | str:
