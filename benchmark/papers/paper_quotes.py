@@ -3,7 +3,7 @@ header of the paper's text, with the paper and lines it is on.
 
 A quote is written `NNN:L: text` or `NNN:L-L2: text` (NNN: the paper, PAPER_FILES; L: the line of
 its plain-text extraction). `tests/papers/test_paper_quotes.py` checks each one occurs on those
-lines, whitespace and line-break hyphenation aside. The generator refuses a stated setting no
+lines, whitespace and hyphens aside (a word broken over two lines). The generator refuses a stated setting no
 quote covers: such a setting is a reading (paper_suites.ASSUMED / READ_FROM_TEXT / UNSTATED), not
 a statement.
 """
@@ -477,14 +477,14 @@ _AC = [
     ),
 ]
 
-# (table id, re.fullmatch; method or None for any; setting path or its prefix ending in "." ("" for every
-# setting); the value it states or ANY; the quote). The first entry that matches a setting is its quote.
+# (table id, re.fullmatch; method or None for any; setting path or its prefix ending in "."; the value it
+# states or ANY; the quote). The first entry that matches a setting is its quote.
 QUOTES = [*_ACG, *_AGM, *_CM, *_AC]
 
 
 def _matches(entry, table_id: str, method: str | None, path: str, value) -> bool:
     pattern, who, setting, said, _ = entry
-    covers = path == setting or (setting.endswith(".") or setting == "") and path.startswith(setting)
+    covers = path == setting or setting.endswith(".") and path.startswith(setting)
     return bool(re.fullmatch(pattern, table_id) and who in (None, method) and covers and (said == ANY or said == value))
 
 
