@@ -87,7 +87,7 @@ def _fetch(spec: DatasetSpec, dest: Path) -> None:
 
 
 def _leaf_option(flag: str, name: str, kind, default, text: str):
-    """An option of the LEAF builds (femnist, celeba, shakespeare), named as in LEAF's preprocess.sh."""
+    """An option of the LEAF builds (femnist, celeba, shakespeare), named as in LEAF's preprocess.sh where LEAF has it."""
     return click.option(flag, name, type=kind, default=default, show_default=True, help=f"LEAF builds: {text}")
 
 
@@ -123,7 +123,28 @@ def _leaf_option(flag: str, name: str, kind, default, text: str):
 @_leaf_option(
     "--tf", "train_fraction", Amount(min=0, max=1, min_open=True, max_open=True), 0.9, "LEAF --tf: train fraction"
 )
-@_leaf_option("--seed", "seed", SEED, 0, "sampling and split seed")
+@_leaf_option(
+    "--smplseed",
+    "sampling_seed",
+    SEED,
+    None,
+    "LEAF --smplseed: seed of the sampling draw (-s, --sf) [default: 0; LEAF's: the clock]",
+)
+@_leaf_option(
+    "--spltseed",
+    "split_seed",
+    SEED,
+    None,
+    "LEAF --spltseed: seed of the train/test draw (-t, --tf) [default: 0; LEAF's: the clock]",
+)
+@_leaf_option(
+    "--shard-order",
+    "shard_order",
+    click.Choice(["numeric", "name"]),
+    None,
+    "femnist: the order its all_data shards are drawn from (numeric: all_data_0, 1, 2, ...; name: 0, 1, 10, "
+    "100, ...) [default: numeric; LEAF's: os.listdir, the file system's]",
+)
 @click.option(
     "--test-gap",
     type=click.IntRange(min=0),

@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     sp.add_argument("--sf", type=float, default=1.0, help="LEAF --sf: fraction of the data sampled")
     sp.add_argument("-k", type=int, default=0, help="LEAF -k: keep users with at least K samples")
     sp.add_argument("--tf", type=float, default=0.9, help="LEAF --tf: train fraction of each user's samples")
-    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--smplseed", type=int, default=0, help="LEAF --smplseed: seed of the sampling draw")
     sp.add_argument("--test-gap", type=int, default=None, help="windows between train and test (default 79, LEAF's)")
     sp.add_argument("--iid-users", type=int, default=100, help="iid only: number of users")
     args = ap.parse_args(argv)
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    opts = BuildOptions(args.iid, args.sf, args.k, args.tf, args.seed, args.iid_users, test_gap=args.test_gap)
+    opts = BuildOptions(args.iid, args.sf, args.k, args.tf, args.smplseed, args.iid_users, test_gap=args.test_gap)
     print(json.dumps(build(args.raw, args.out, opts), indent=1))
     return 0
 

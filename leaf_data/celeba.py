@@ -2,7 +2,7 @@
 
 Users are celebrities (`identity_CelebA.txt`: image name, celebrity id), kept when they have at least
 5 images; x = the image file names in the identity file's order, y = the image's Smiling attribute in
-`list_attr_celeba.txt` (-1/1 become 0/1). All celebrities form one all_data shard, then LEAF's
+`list_attr_celeba.txt` as LEAF writes it, (attribute + 1) / 2: the floats 0.0 / 1.0. All celebrities form one all_data shard, then LEAF's
 sampling, -k and split follow (`sampling.py`). The images themselves are read by the loader.
 """
 
@@ -38,7 +38,7 @@ def celebrities(identity_file: Path) -> dict[str, list[str]]:
     return {c: names for c, names in images.items() if len(names) >= MIN_IMAGES}
 
 
-def smiling(attr_file: Path) -> dict[str, int]:
+def smiling(attr_file: Path) -> dict[str, float]:
     """image name -> 0/1: line 1 is the image count, line 2 the 40 attribute names, then one row per image."""
     lines = attr_file.read_text().splitlines()
     if len(lines) < 2 or ATTRIBUTE not in lines[1].split():
@@ -50,7 +50,7 @@ def smiling(attr_file: Path) -> dict[str, int]:
         if fields:
             if fields[col] not in ("-1", "1"):
                 raise ValueError(f"{attr_file}: {fields[0]} has {ATTRIBUTE} = {fields[col]!r}, not -1 or 1")
-            out[fields[0]] = (int(fields[col]) + 1) // 2
+            out[fields[0]] = (int(fields[col]) + 1) / 2
     return out
 
 
@@ -75,9 +75,11 @@ def link_images(raw: Path, out: Path) -> None:
 
 def build(raw: Path, out: Path, opts: LeafOptions) -> dict[str, int]:
     """CelebA's LEAF JSON into `<out>/data/{train,test}/*.json` (and a link to the images); returns counts."""
+    if opts.shard_order != "numeric":
+        raise ValueError("--shard-order applies to femnist: CelebA is one all_data shard, its order draws nothing")
     everything = all_data(raw)
     link_images(raw, out)
     kept = list(sample_and_remove(iter([everything]), opts))
     counts = [len(b["users"]) for b in kept]
-    stats = write_splits(out, split_shards(kept, opts, counts), f"{opts.tag()}_{opts.seed}")
+    stats = write_splits(out, split_shards(kept, opts, counts), opts.tag())
     return {"celebrities": len(everything["users"]), "images": sum(everything["num_samples"])} | stats

@@ -73,8 +73,8 @@ def read_shard(path: Path) -> dict:
     return {"users": users, "num_samples": counts.tolist(), "user_data": data}
 
 
-def all_data(work: Path, count: int) -> Iterator[dict]:
-    return (read_shard(work / f"all_data_{i}.npz") for i in range(count))
+def all_data(work: Path, count: int, opts: LeafOptions) -> Iterator[dict]:
+    return (read_shard(work / f"all_data_{i}.npz") for i in opts.ordered(count))
 
 
 def check_sources(work: Path, parts: dict[str, nist.NistPart]) -> None:
@@ -98,9 +98,9 @@ def build(root: Path, out: Path, opts: LeafOptions, show: Callable = progress_ba
     writer_hashes = hashes(work, parts["by_write"], nist.writer_images(parts["by_write"].members()), show)
     writers, unmatched = nist.match_writers(class_hashes, writer_hashes)
     shards = convert(work, parts["by_write"], writers, show)
-    kept = sample_and_remove(all_data(work, shards), opts)
+    kept = sample_and_remove(all_data(work, shards, opts), opts)
     if opts.split == "user":  # the user split draws over all kept users at once
         kept = list(kept)
     counts = [len(b["users"]) for b in kept] if opts.split == "user" else None
-    stats = write_splits(out, split_shards(kept, opts, counts), f"{opts.tag()}_{opts.seed}", pixels_json)
+    stats = write_splits(out, split_shards(kept, opts, counts), opts.tag(), pixels_json, opts.ordered(shards))
     return {"writers": len(writers), "samples": sum(len(v) for v in writers.values()), "unmatched": unmatched} | stats

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -38,17 +38,23 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def write_splits(
-    out: Path, pairs: Iterable[tuple[dict, dict]], name: str, x_text: Callable = plain_json
+    out: Path,
+    pairs: Iterable[tuple[dict, dict]],
+    name: str,
+    x_text: Callable = plain_json,
+    numbers: Sequence[int] | None = None,
 ) -> dict[str, int]:
-    """Write each (train, test) shard pair as `<out>/data/{train,test}/all_data_<i>_<name>_{train,test}.json`,
-    replacing an earlier build's shards (they would be read with these); returns counts."""
+    """Write each (train, test) shard pair as `<out>/data/{train,test}/all_data_<i>_<name>_{train,test}.json`
+    (i: the all_data shard it comes from, `numbers` in the order drawn; default 0, 1, ...), replacing an
+    earlier build's shards (they would be read with these); returns counts."""
     folders = {split: out / "data" / split for split in ("train", "test")}
     for folder in folders.values():
         folder.mkdir(parents=True, exist_ok=True)
         for earlier in folder.glob("*.json"):
             earlier.unlink()
     stats = {"train_users": 0, "test_users": 0, "train_samples": 0, "test_samples": 0}
-    for i, pair in enumerate(pairs):
+    for k, pair in enumerate(pairs):
+        i = numbers[k] if numbers is not None else k
         for split, blob in zip(("train", "test"), pair):
             if blob["users"]:
                 write_atomic(folders[split] / f"all_data_{i}_{name}_{split}.json", shard_text(blob, x_text))

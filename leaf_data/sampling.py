@@ -3,8 +3,9 @@
 A shard is LEAF's all_data JSON object: {"users": [...], "num_samples": [...], "user_data":
 {user: {"x": xs, "y": ys}}}; xs may be a list or a numpy array (indexed by position). The random
 draws are LEAF's, made with `random.Random(seed)` in LEAF's order, so the same all_data shards
-read in the same order give LEAF's users and samples: one generator for sampling over all shards,
-a second (same seed) for the split.
+read in the same order give LEAF's users and samples: one generator for sampling over all shards
+(seeded with LEAF's --smplseed), a second for the split (--spltseed). LEAF reads the shards in
+file-system order (os.listdir); the order here is SHARD_ORDERS' choice.
 """
 
 from __future__ import annotations
@@ -16,11 +17,17 @@ from dataclasses import dataclass
 import numpy as np
 
 SPLITS = ("sample", "user")
+# The order the all_data shards are sampled and split in: one generator runs over all of them, so the
+# order changes the draw. numeric: all_data_0, 1, 2, ..., 10 (the order LEAF writes them); name:
+# all_data_0, 1, 10, 100, 11, ... (sorted names, what `ls` shows). LEAF's own order is os.listdir's,
+# which differs between file systems and is recorded nowhere.
+SHARD_ORDERS = ("numeric", "name")
 
 
 @dataclass(frozen=True)
 class LeafOptions:
-    """LEAF's preprocess.sh options: -s niid|iid, --sf, --iu, -k, -t sample|user, --tf, seeds."""
+    """LEAF's preprocess.sh options: -s niid|iid, --sf, --iu, -k, -t sample|user, --tf, --smplseed,
+    --spltseed; and the shard order (more than one shard: FEMNIST)."""
 
     iid: bool = False  # -s iid
     fraction: float = 1.0  # --sf: fraction of each all_data shard's samples kept
@@ -28,11 +35,15 @@ class LeafOptions:
     min_samples: int = 0  # -k: users with fewer samples are removed (LEAF keeps >= k)
     split: str = "sample"  # -t: each user's samples split (sample) or users split (user)
     train_fraction: float = 0.9  # --tf
-    seed: int = 0  # --smplseed and --spltseed
+    sampling_seed: int = 0  # --smplseed (LEAF's default: the clock, int(time.time()))
+    split_seed: int = 0  # --spltseed (LEAF's default: the clock)
+    shard_order: str = "numeric"  # SHARD_ORDERS
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, not {self.split!r}")
+        if self.shard_order not in SHARD_ORDERS:
+            raise ValueError(f"--shard-order must be one of {SHARD_ORDERS}, not {self.shard_order!r}")
         if not 0 < self.fraction <= 1 or not 0 < self.train_fraction < 1:
             raise ValueError("--sf must be in (0, 1] and --tf in (0, 1)")
 
@@ -45,9 +56,15 @@ class LeafOptions:
         return cls(**fields)
 
     def tag(self) -> str:
-        """LEAF-like file name part, e.g. niid_05_keep_0."""
+        """LEAF-like file name part with both seeds, e.g. niid_05_keep_0_sample_1549786595_1549786796."""
         frac = str(self.fraction).replace(".", "")[:3]
-        return f"{'iid' if self.iid else 'niid'}_{frac}_keep_{self.min_samples}_{self.split}"
+        kind = f"{'iid' if self.iid else 'niid'}_{frac}_keep_{self.min_samples}_{self.split}"
+        return f"{kind}_{self.sampling_seed}_{self.split_seed}"
+
+    def ordered(self, count: int) -> list[int]:
+        """The shard numbers 0..count-1 in the order they are sampled and split (SHARD_ORDERS)."""
+        numbers = list(range(count))
+        return numbers if self.shard_order == "numeric" else sorted(numbers, key=lambda i: f"all_data_{i}")
 
 
 def shard(users: dict[str, dict]) -> dict:
@@ -139,7 +156,7 @@ def choose_train_users(counts: list[int], train_fraction: float, rng: random.Ran
 
 def sample_and_remove(shards: Iterator[dict], opts: LeafOptions) -> Iterator[dict]:
     """LEAF's sample step (niid or iid) then remove_users, one all_data shard at a time."""
-    sampling = random.Random(opts.seed)
+    sampling = random.Random(opts.sampling_seed)
     next_iid_user = 0
     for blob in shards:
         if opts.iid:
@@ -154,7 +171,7 @@ def split_shards(
     kept: Iterable[dict], opts: LeafOptions, counts: list[int] | None = None
 ) -> Iterator[tuple[dict, dict]]:
     """(train, test) per kept shard: by sample, or by user (`counts`: every kept shard's users)."""
-    rng = random.Random(opts.seed)
+    rng = random.Random(opts.split_seed)
     if opts.split == "sample":
         for blob in kept:
             yield split_by_sample(blob, opts.train_fraction, rng)

@@ -30,7 +30,7 @@ class BuildOptions:
     fraction: float = 1.0  # LEAF --sf
     min_samples: int = 0  # LEAF -k
     train_fraction: float = 0.9  # LEAF --tf
-    seed: int = 0  # sampling and iid dealing
+    sampling_seed: int = 0  # LEAF's --smplseed: sampling and iid dealing (numpy's generator, not LEAF's draw)
     iid_users: int = 100  # iid only: users the pooled samples are dealt to
     seq_len: int = SEQ_LEN
     test_gap: int | None = None  # windows skipped between train and test (default LEAF's seq_len - 1; 0 = none)
@@ -54,7 +54,7 @@ def windows(text: str, seq_len: int, count: int | None = None) -> tuple[list[str
 
 def sample_users(texts: dict[str, str], opts: BuildOptions) -> dict[str, tuple[list[str], list[str]]]:
     """user -> (x, y) after LEAF's sampling step; windows are cut only for what is sampled."""
-    rng = np.random.default_rng(opts.seed)
+    rng = np.random.default_rng(opts.sampling_seed)
     names = list(texts)
     counts = np.array([max(0, len(texts[u]) - opts.seq_len) for u in names])
     total = int(counts.sum())
@@ -90,7 +90,7 @@ def split_user(x: list[str], y: list[str], opts: BuildOptions):
 
 
 def build(raw: Path, out: Path, opts: BuildOptions) -> dict[str, int]:
-    """Write `<out>/data/{train,test}/all_data_<tag>_{train,test}_<seed>.json` in place of any
+    """Write `<out>/data/{train,test}/all_data_<tag>_{train,test}_<sampling seed>.json` in place of any
     earlier shards there; returns counts."""
     texts = {u: t for u, t in users_text(read_raw(raw)).items() if len(t) > opts.seq_len}
     sampled = sample_users(texts, opts)
@@ -107,7 +107,7 @@ def build(raw: Path, out: Path, opts: BuildOptions) -> dict[str, int]:
         for earlier in folder.glob("*.json"):  # an earlier build's shards would be read with these
             earlier.unlink()
         blob = {"users": list(users), "num_samples": [len(d["y"]) for d in users.values()], "user_data": users}
-        (folder / f"all_data_{opts.tag()}_{split}_{opts.seed}.json").write_text(json.dumps(blob))
+        (folder / f"all_data_{opts.tag()}_{split}_{opts.sampling_seed}.json").write_text(json.dumps(blob))
     return {
         "users": len(texts),  # with at least one window: LEAF's all_data users
         "users_sampled": len(sampled),

@@ -26,12 +26,23 @@ def isolated_cache(tmp_path_factory):
         os.environ["FEDBENCH_CACHE"] = previous
 
 
+def _shared(variable: str, needs: str) -> Path:
+    """Shared material outside the repository, named by an environment variable; the test skips without it."""
+    root = os.environ.get(variable)
+    if not root:
+        pytest.skip(f"{variable} is not set: {needs} (bash .ci/run sets it)")
+    return Path(root)
+
+
 @pytest.fixture
 def data_root() -> Path:
-    root = os.environ.get("FEDBENCH_DATA")
-    if not root:
-        pytest.skip("FEDBENCH_DATA is not set: real-data tests need the shared datasets (bash .ci/run sets it)")
-    return Path(root)
+    return _shared("FEDBENCH_DATA", "real-data tests need the shared datasets")
+
+
+@pytest.fixture
+def papers_root() -> Path:
+    """The papers' plain text the suites quote (paper_quotes.PAPER_FILES)."""
+    return _shared("FEDBENCH_PAPERS", "the quote checks need the papers' text")
 
 
 @pytest.fixture(scope="session")

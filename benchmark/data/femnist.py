@@ -54,11 +54,11 @@ def load_femnist(p: LeafRouteParams, root: Path | None) -> SourceData:
         return hub_source(HUB, where, p.hf_split_seed, 62, "image")
 
     def build() -> SourceData:
-        users, train, test = load_leaf_users(root, "femnist", leaf_pixels)
+        users, train, test = load_leaf_users(root, "femnist", leaf_pixels, p.user_order)
         to_tensor = lambda a, u: torch.from_numpy(a)  # noqa: E731
         return leaf_source(users, train, test, to_tensor, to_tensor, 62, "image")
 
-    return cached_leaf_source(root, "femnist", build)
+    return cached_leaf_source(root, "femnist", build, p.user_order)
 
 
 def probe_femnist(root: Path | None) -> Found | str:

@@ -25,10 +25,10 @@ def _pil():
 
 
 def decode_images(
-    paths: Sequence[Path], size: tuple[int, int] | None = None, threads: int | None = None
+    paths: Sequence[Path], size: tuple[int, int] | None = None, threads: int | None = None, resample: str = "lanczos"
 ) -> torch.Tensor:
-    """(N, 3, H, W) uint8. With `size` = (H, W) images are resized (Lanczos, as LEAF does);
-    without it every image must have the size of the first."""
+    """(N, 3, H, W) uint8. With `size` = (H, W) images are resized with Pillow's `resample` filter
+    (lanczos, bicubic or nearest); without it every image must have the size of the first."""
     if not paths:
         raise DatasetMissing("no image files to decode")
     image_mod = _pil()
@@ -38,7 +38,7 @@ def decode_images(
             with image_mod.open(path) as img:
                 img = img.convert("RGB")
                 if size is not None and img.size != (size[1], size[0]):
-                    img = img.resize((size[1], size[0]), image_mod.Resampling.LANCZOS)
+                    img = img.resize((size[1], size[0]), image_mod.Resampling[resample.upper()])
                 return np.asarray(img)
         except (OSError, ValueError) as err:
             raise DatasetMissing(f"cannot decode image {path}: {err}") from None

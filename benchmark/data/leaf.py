@@ -2,7 +2,7 @@
 
 Each shard is {"users": [...], "num_samples": [...], "user_data": {user: {"x": [...], "y": [...]}}}.
 Users are ordered as they first appear in the (sorted) train shards, which is what "first N
-users" selects from.
+users" selects from; or, with `user_order: name`, by user id, as LEAF's own models order their clients.
 """
 
 from __future__ import annotations
@@ -105,11 +105,15 @@ def leaf_dirs(root: Path | None, name: str) -> tuple[Path, Path]:
     return require_dir(base / "train", name, "data/train/*.json"), require_dir(base / "test", name, "data/test/*.json")
 
 
-def load_leaf_users(root: Path | None, name: str, encode: Encode | None = None) -> tuple[list[str], dict, dict]:
-    """(users with both train and test data in first-seen order, train users, test users)."""
+def load_leaf_users(
+    root: Path | None, name: str, encode: Encode | None = None, order: str = "files"
+) -> tuple[list[str], dict, dict]:
+    """(users with both train and test data in first-seen order, or sorted by id with `order` name;
+    train users, test users)."""
     train_dir, test_dir = leaf_dirs(root, name)
     train, test = read_leaf_split(train_dir, encode), read_leaf_split(test_dir, encode)
     users = [u for u in train if u in test]
+    users = sorted(users) if order == "name" else users
     if not users:
         raise DatasetMissing(
             f"{name}: no user has both train and test data under {train_dir.parent}; fedbench's clients need "

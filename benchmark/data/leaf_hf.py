@@ -25,7 +25,7 @@ from benchmark.data.hf import has_local_copy, open_hf
 from benchmark.data.images import channel_stats
 from benchmark.data.leaf import CACHE_LAYOUT, leaf_location
 from benchmark.data.source import SourceData
-from benchmark.errors import DataInvalid, DatasetMissing
+from benchmark.errors import DataInvalid, DatasetMissing, UserError
 from benchmark.lazy import torch
 from benchmark.params import StrictParams
 
@@ -39,6 +39,9 @@ class LeafRouteParams(StrictParams):
     hf_dir: str | None = None  # local copy under the root (save_to_disk folder or parquet), default <name>-hf
     hf_id: str | None = None  # hub id read when no local copy exists (online); format hf: Flower's by default
     hf_split_seed: int = Field(0, ge=0)  # hf only: seed of LEAF's per-user train/test split
+    # LEAF JSON only: the clients' order, which the participation draw picks from. files: as the users first
+    # appear in the JSON shards sorted by name; name: sorted user ids, as LEAF's models/utils/model_utils.py
+    user_order: Literal["files", "name"] = "files"
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,10 @@ def route(table: HubTable, p: LeafRouteParams, root: Path | None) -> tuple[str, 
             problems.append(str(missing))
     if p.format in ("auto", "hf"):
         hf_dir = p.hf_dir or f"{table.name}-hf"
-        if root is not None and has_local_copy(root / hf_dir):
+        local = root is not None and has_local_copy(root / hf_dir)
+        if (local or p.hf_id or p.format == "hf") and p.user_order != "files":
+            raise UserError(f"{table.name}: user_order applies to LEAF's JSON, not to Flower's {table.hub_id} table")
+        if local:
             return "hf", Found(root / hf_dir, route=f"Flower's {table.hub_id} copy")
         if p.hf_id or p.format == "hf":  # asking for hf names Flower's table; auto never goes online unasked
             return "hf", p.hf_id or table.hub_id

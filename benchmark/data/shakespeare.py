@@ -65,7 +65,7 @@ def load_shakespeare(p: ShakespeareParams, root: Path | None) -> SourceData:
         return hub_source(HUB, where, p.hf_split_seed, len(VOCAB), "sequence")
 
     def build() -> SourceData:
-        users, train, test = load_leaf_users(root, "shakespeare")
+        users, train, test = load_leaf_users(root, "shakespeare", order=p.user_order)
         return leaf_source(
             users,
             train,
@@ -76,7 +76,7 @@ def load_shakespeare(p: ShakespeareParams, root: Path | None) -> SourceData:
             "sequence",
         )
 
-    return cached_leaf_source(root, "shakespeare", build)
+    return cached_leaf_source(root, "shakespeare", build, p.user_order)
 
 
 def probe_shakespeare(root: Path | None) -> Found | str:
@@ -89,15 +89,21 @@ def raw_text(root: Path | None) -> Path | None:
 
 def build_from_text(raw: Path, dest: Path, options: dict) -> dict:
     """LEAF's preprocessing of the raw text into dest/shakespeare/data (leaf_data/shakespeare.py);
-    `options` are `fedbench data prepare`'s (-s, --sf, -k, --tf, --seed, --test-gap; iid deals to 100 users)."""
+    `options` are `fedbench data prepare`'s (-s, --sf, -k, --tf, --smplseed, --test-gap; iid deals to 100 users)."""
     from leaf_data.shakespeare import BuildOptions, build
 
     if options.get("split", "sample") != "sample":
         raise ValueError("the Shakespeare build splits each user's windows by position: use -t sample")
     if options.get("iid_users") is not None:
         raise ValueError("--iu applies to femnist and celeba (the Shakespeare iid build deals to 100 users)")
-    fields = ("iid", "fraction", "min_samples", "train_fraction", "seed", "test_gap")
-    return build(raw, dest / "shakespeare", BuildOptions(**{k: options[k] for k in fields if k in options}))
+    if options.get("shard_order") is not None:
+        raise ValueError("--shard-order applies to femnist: the Shakespeare text is one shard")
+    fields = ("iid", "fraction", "min_samples", "train_fraction", "sampling_seed", "test_gap")
+    given = {k: options[k] for k in fields if options.get(k) is not None}
+    stats = build(raw, dest / "shakespeare", BuildOptions(**given))
+    # LEAF takes --spltseed here too (its published command passes one) and draws nothing with it
+    unused = {"spltseed": "draws nothing (the split is by position, as LEAF's)"}
+    return stats | (unused if options.get("split_seed") is not None else {})
 
 
 # a LEAF archive next to the raw text (e.g. a sample) is not what `data prepare` builds: the text wins

@@ -36,7 +36,7 @@ class AuditRow:
     paper: object  # the stated value; for the other kinds the value the suite decided
     runs: str
     ok: bool
-    reason: str = ""  # where a stated value is written; why the suite decided one
+    reason: str = ""  # a stated value's quote (or where it is written); why the suite decided one
     entry: int = -1  # the suite's dataset entry
 
 
@@ -155,8 +155,9 @@ def audit(suite: Suite, jobs: list[Job], written: list[Job] | None = None) -> li
             continue
         suite_jobs = written.get((d_index, label), [])
         where = ref.stated_where + (f"; {ref.also_printed}" if ref.also_printed else "")
+        quotes = {**ref.quotes.get("all", {}), **ref.quotes.get(label, {})}
         group = [
-            _row(ref.source, label, path, value, m_jobs, suite_jobs, "stated", where, cache)
+            _row(ref.source, label, path, value, m_jobs, suite_jobs, "stated", quotes.get(path, where), cache)
             for path, value in {**ref.stated.get("all", {}), **ref.stated.get(label, {})}.items()
         ]
         group += [

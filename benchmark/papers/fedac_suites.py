@@ -18,6 +18,7 @@ from benchmark.papers.fedac_authors import (
     read_runs,
     summary_file,
 )
+from benchmark.papers.paper_quotes import quotes_for
 
 T = 4096  # parallel runtime K·R of every job (the authors' code)
 EVAL_STEPS = 512  # F(w) is recorded every 512 steps and at the end
@@ -56,6 +57,12 @@ HEADER = """\
 
 CODE = "the authors' released code (the paper's appendix is not in our text)"
 APPENDIX = "the authors' released runs at this lambda (their appendix experiments; the appendix is not in our text)"
+CODE_PATHS = {"model.init", "dataset.split.kind", "local.batch_size", "rounds", "local.clip_norm", "model.name"}
+ALL_WORKERS = (
+    "003:27 'In FEDAVG, each worker runs a local thread of SGD [Robbins and Monro, 1951], and periodically "
+    "synchronizes with other workers by collecting the averages and broadcast to all workers.': every one of the M "
+    "workers in every round is our reading, for all four algorithms"
+)
 # Figure 1's text tests M = 2^2..2^13; M = 1 and 2 are added (cells of seconds each) so that the
 # speed-up from a single worker can be read off; the header says so.
 BELOW_PAPER = {"fedac.fig1": [1, 2]}
@@ -69,9 +76,8 @@ def reference(source: str, lam: float, k: int, in_text: bool = True) -> dict:
     """No printed numbers (the paper has figures only): what the paper states, and what the suite
     takes from the authors' code, for `fedbench plan --audit`. `in_text`: False for the appendix
     runs, whose λ and grid come from the authors' files alone."""
-    stated = {"local.weight_decay": lam, "model.name": "binary_logistic"} if in_text else {}
-    stated.update({"local.steps": k, "participation.rate": 1.0})
-    chosen = [] if in_text else [("model.name", "binary_logistic")]
+    stated = {"local.weight_decay": lam, "model.name": "binary_logistic", "local.steps": k} if in_text else {}
+    chosen = [] if in_text else [("model.name", "binary_logistic"), ("local.steps", k)]
     chosen += [
         ("model.init", "normal"),
         ("dataset.split.kind", "shared"),
@@ -86,12 +92,16 @@ def reference(source: str, lam: float, k: int, in_text: bool = True) -> dict:
         "metrics": [],
         "rows": {},
         "stated": {"all": stated},
+        "quotes": quotes_for(source, {"all": stated}),
         "stated_where": "003:255 (Section 5: l2-regularised logistic regression on a9a, lambda, M, K, the eta range)"
         if in_text
         else "",
         "chosen": [
-            {"setting": path, "value": value, "reason": CODE if in_text or path != "local.weight_decay" else APPENDIX}
-            for path, value in chosen
+            {"setting": "participation.rate", "value": 1.0, "reason": ALL_WORKERS, "status": "read from the text"},
+            *(
+                {"setting": path, "value": value, "reason": CODE if in_text or path in CODE_PATHS else APPENDIX}
+                for path, value in chosen
+            ),
         ],
     }
 

@@ -25,6 +25,7 @@ import yaml
 from benchmark.fl.method import resolve_method
 from benchmark.fl.spec import MethodSpec
 from benchmark.metrics import is_metric, parse_metric
+from benchmark.papers.paper_quotes import quotes_for
 from benchmark.papers.paper_settings import (
     ACC_METRIC,
     DATASET,
@@ -202,8 +203,30 @@ ASSUMED = {
         "num_clients": "the final paper (002:122-124) does not restate N: 500 is the ICLR draft's "
         "(fedacg_iclr.dynamic_clients)"
     },
+    ("fedacg", "FedNTD"): {
+        "method.client.ntd.beta": "002:227 'In FedProx, FedNTD, and FedDecorr, is set to 0.001, 0.3, and 0.01, "
+        "respectively.' (the symbol is lost in the final text and the ICLR draft has no FedNTD): FedNTD's β, the "
+        "weight of its not-true distillation loss, is our reading"
+    },
+    ("fedacg", "FedDecorr"): {
+        "method.client.decorr.beta": "002:227 'In FedProx, FedNTD, and FedDecorr, is set to 0.001, 0.3, and 0.01, "
+        "respectively.' (the symbol is lost in the final text and the ICLR draft has no FedDecorr): FedDecorr's β, "
+        "the weight of its decorrelation loss, is our reading"
+    },
+    ("fedagm.local_reg_ablation", None): dict.fromkeys(
+        ("dataset.split.kind", "dataset.split.alpha"),
+        "001:817-819 Table 11's caption names CIFAR-100, the participation rate and the number of clients, not the "
+        "split: the Dirichlet(0.3) of the paper's main tables is our reading",
+    ),
 }
 
+_SCALE_PATHS = (
+    "dataset.split.kind",
+    "dataset.split.alpha",
+    "num_clients",
+    "participation.rate",
+    "participation.per_round",
+)
 # Settings read from the paper's text rather than stated by it (status "read from the text"), with the
 # sentence they rest on; moved out of `stated` like ASSUMED.
 READ_FROM_TEXT = {
@@ -212,6 +235,39 @@ READ_FROM_TEXT = {
         "participation rate: a subset of exactly rate x N clients a round is our reading; the text gives the rate "
         "only, not how the subset is drawn",
     },
+    **{
+        (f"fedagm.{scale}_dir0.3.tiny_imagenet", None): {
+            "rounds": f"{header}: the header prints 800R over Tiny-ImageNet's columns, but FedACG prints the same "
+            "numbers under 1000R and the '1000+' cells show training ran 1000 rounds"
+        }
+        for scale, header in (("moderate", "001:519"), ("large", "001:536"))
+    },
+    # FedACG's tables give a participation rate (Algorithm 2 '000:685 Sample subset of clients'); only its LEAF
+    # and dynamic-client texts say how many clients are drawn (paper_quotes)
+    **{
+        (scope, None): {
+            "participation.mode": "000:685 (Algorithm 2) 'Sample subset of clients $S_t \\subseteq \\{1, ..., N\\}$' "
+            "with the table's participation rate: a subset of exactly rate x N clients a round is our reading; the "
+            "text gives the rate only, not how the subset is drawn"
+        }
+        for scope in (
+            *(f"fedacg.{g}" for g in ("moderate", "large", "lowpart", "ablation", "lambda", "beta", "plus_acg")),
+            *("fedacg.dynamic_pool_final", "fedacg.quantization", "fedacg.leaf.shakespeare"),
+            *("fedacg_iclr.lambda", "fedacg_iclr.lowpart"),
+        )
+    },
+}
+# Settings a table records that no sentence of the paper states (status "chosen"), with why the suite runs them.
+UNSTATED = {
+    ("fedcm", None): {
+        "model.name": "FedCM's text names no network; ResNet-18 with GroupNorm is the network FedACG (002:88) and "
+        "FedAGM (001:491-494) train when they follow FedCM's evaluation protocol"
+    },
+    ("fedacg.quantization", None): dict.fromkeys(
+        (*_SCALE_PATHS, "rounds", "dataset.name"),
+        "Table 6 is absent from both versions of the paper (002:131 names it, without a setting): the large-scale "
+        "Dirichlet(0.3) setting of its ablations",
+    ),
 }
 # Cells the paper contradicts beyond what `_contradictions` derives (from the reference notes).
 PAPER_FLAGS = {
@@ -524,20 +580,22 @@ def dataset_entry(table: dict, methods: dict[str, MethodSpec], row_chosen: list[
     where = f"{table.get('source_table', '')} [{table.get('source_lines', '')}]; paper text {_paper_lines(table)}"
     where += f"; {NUMBERS_FROM[table['source']]}" if table.get("source") in NUMBERS_FROM else ""
     also = {"also_printed": ALSO_PRINTED[table["id"]]} if table["id"] in ALSO_PRINTED else {}
-    entry["reference"] = {**ref, "stated": said, "stated_where": where, "chosen": chosen, **also}
+    quotes = quotes_for(table["id"], said)
+    entry["reference"] = {**ref, "stated": said, "quotes": quotes, "stated_where": where, "chosen": chosen, **also}
     return entry
 
 
 def assumed_settings(table_id: str, said: dict[str, dict]) -> list[dict]:
-    """Move the settings ASSUMED and READ_FROM_TEXT name out of `said` (stated) into entries of their
-    status with their reason."""
+    """Move the settings ASSUMED, READ_FROM_TEXT and UNSTATED name out of `said` (stated) into entries of
+    their status with their reason."""
     out = []
     for readings, status in (
         (ASSUMED, "assumed"),
         (READ_FROM_TEXT, "read from the text"),
+        (UNSTATED, "chosen"),
     ):
         for (scope, method), paths in readings.items():
-            if table_id != scope and paper_of(table_id) != scope:
+            if not table_id.startswith(scope) and paper_of(table_id) != scope:  # a table, a group or a paper
                 continue
             values = said.get(method or "all", {})
             for path, reason in paths.items():
@@ -696,6 +754,7 @@ def pool_protocol(suite: dict) -> None:
                 "participation.pool.every": 100,
             }
         )
+        e["reference"]["quotes"] = quotes_for(e["reference"]["source"], e["reference"]["stated"])
 
 
 def suites_from(reference_files: list[Path]) -> tuple[dict[str, dict], dict[str, list[dict]]]:

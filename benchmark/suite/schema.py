@@ -192,6 +192,12 @@ class Reference(Strict):
     rows: dict[str, list[float | int | str | None]]
     contradicted: list[Contradicted] = Field(default_factory=list)
     stated: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    quotes: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        exclude_if=lambda v: not v,
+        description="`stated`'s shape, each setting's quote of the paper: 'NNN:L[-L2]: verbatim text' "
+        "(benchmark/papers/paper_quotes.py)",
+    )
     stated_where: str = Field("", description="the paper's table and lines the stated settings are read from")
     chosen: list[Chosen] = Field(default_factory=list)
     withheld: dict[str, str] = Field(

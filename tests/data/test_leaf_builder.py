@@ -166,7 +166,7 @@ def test_min_samples_keeps_users_with_at_least_k(tmp_path):
 
 def test_niid_sampling_cuts_the_last_user_to_the_remainder():
     texts = {"a": "x" * 90, "b": "y" * 85}  # 10 and 5 windows
-    sampled = sample_users(texts, BuildOptions(fraction=0.8, seed=3))  # int(0.8 * 15) = 12 windows
+    sampled = sample_users(texts, BuildOptions(fraction=0.8, sampling_seed=3))  # int(0.8 * 15) = 12 windows
     counts = {u: len(y) for u, (_, y) in sampled.items()}
     assert sum(counts.values()) == 12 and sorted(counts.items()) in ([("a", 10), ("b", 2)], [("a", 7), ("b", 5)])
 
@@ -201,8 +201,8 @@ def test_default_gap_keeps_test_windows_off_the_training_text(tmp_path):
 def test_niid_fraction_samples_whole_users_and_is_seeded(tmp_path):
     raw = tmp_path / "works.txt"
     raw.write_text(RAW)
-    a = build(raw, tmp_path / "a", BuildOptions(fraction=0.3, seed=1, train_fraction=0.5, test_gap=0))
-    b = build(raw, tmp_path / "b", BuildOptions(fraction=0.3, seed=1, train_fraction=0.5, test_gap=0))
+    a = build(raw, tmp_path / "a", BuildOptions(fraction=0.3, sampling_seed=1, train_fraction=0.5, test_gap=0))
+    b = build(raw, tmp_path / "b", BuildOptions(fraction=0.3, sampling_seed=1, train_fraction=0.5, test_gap=0))
     assert a == b and 1 <= a["users_sampled"] < 3
 
 
@@ -210,7 +210,7 @@ def test_iid_pools_windows_and_deals_them_to_users(tmp_path):
     raw = tmp_path / "works.txt"
     raw.write_text(RAW)
     texts = users_text(RAW)
-    opts = BuildOptions(iid=True, fraction=0.5, iid_users=4, seed=2)
+    opts = BuildOptions(iid=True, fraction=0.5, iid_users=4, sampling_seed=2)
     sampled = sample_users(texts, opts)
     total = sum(max(0, len(t) - 80) for t in texts.values())
     assert list(sampled) == [f"iid_{k:04d}" for k in range(4)]

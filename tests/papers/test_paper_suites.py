@@ -17,6 +17,7 @@ from benchmark.data.participation import sample_clients
 from benchmark.papers.audit import audit, job_value
 from benchmark.papers.generate import TOP_LEVEL
 from benchmark.papers.generate import main as generate
+from benchmark.papers.paper_quotes import PAPER_FILES, normalised
 from benchmark.papers.paper_settings import GenerationError
 from benchmark.papers.paper_suites import suites_from
 from benchmark.suite.expand import load_jobs
@@ -236,9 +237,6 @@ def test_audit_of_a_suite_without_stated_settings_says_so(capsys):
     assert "no dataset entry has reference.stated" in capsys.readouterr().err
 
 
-# The papers' texts beside the transcribed tables; the audit's line references name them by number.
-PAPERS = REFERENCE.parent / "papers"
-PAPER_FILES = {"000": "fedacg-iclr-draft", "001": "fedagm-cvpr", "002": "fedacg-final", "004": "fedcm"}
 READINGS = {  # suite -> (method or None, setting, its class now)
     "fedcm.settingI_iid": ("FedAdam", "method.server.per_step", "assumed"),
     "fedagm.iid_100clients_p5": (None, "participation.mode", "read from the text"),
@@ -246,9 +244,9 @@ READINGS = {  # suite -> (method or None, setting, its class now)
 }
 
 
-@pytest.mark.skipif(not PAPERS.is_dir(), reason="shared/papers is not beside the checkout")
+@pytest.mark.papers
 @pytest.mark.parametrize("name", sorted(READINGS))
-def test_readings_leave_stated_with_the_sentence_they_rest_on(name):
+def test_readings_leave_stated_with_the_sentence_they_rest_on(name, papers_root):
     """Each of issue 36's three readings is out of `stated`, in `chosen` with its class, and the sentence its
     reason quotes is in the cited paper's text (whitespace aside)."""
     method, setting, status = READINGS[name]
@@ -259,7 +257,7 @@ def test_readings_leave_stated_with_the_sentence_they_rest_on(name):
         (reading,) = [c for c in ref["chosen"] if c["setting"] == setting and c.get("method") == method]
         assert reading["status"] == status
         paper, quote = re.match(r"(\d{3}):\d+[^']*'([^']+)'", reading["reason"]).groups()
-        text = " ".join((PAPERS / f"{PAPER_FILES[paper]}.txt").read_text().split())
-        assert " ".join(quote.split()) in text, (name, quote)
+        text = normalised((papers_root / f"{PAPER_FILES[paper]}.txt").read_text())
+        assert normalised(quote) in text, (name, quote)
     rows = audit(*jobs_of(name))
     assert {r.status for r in rows if r.setting == setting and r.method == (method or r.method)} == {status}
