@@ -10,11 +10,12 @@ writes OUT/runs.csv.gz (one row per released run, in the files' order) and OUT/r
 
 from __future__ import annotations
 
+import functools
 import math
 import platform
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import click
@@ -30,8 +31,13 @@ WHY = {
     "authors_diverged": "the authors' final loss is not finite, fedbench's is",
     "fedbench_diverged": "fedbench's run diverged (a non-finite loss or model), the authors' final loss is finite",
     "not_run": "no finished replay in the results store",
-    "differs": "finite in both, more than 1e-6 apart",
+    "rounding": "rounding-chaotic: fedbench's own replay from w0 moved by a few units in its last place "
+    "(w0·(1 + 2^-50)) ends more than 1e-6 away from itself, so no two float64 implementations agree to 1e-6 "
+    "(nudged_rel_change)",
+    "differs": "finite in both, more than 1e-6 apart, and not shown rounding-chaotic",
+    "differs_unchecked": "finite in both, more than 1e-6 apart; not checked for rounding (the record's time ran out)",
 }
+NUDGE = 2.0**-50  # w0 scaled by 1 + NUDGE: each coordinate moves by a few units in its last place
 
 
 def replayed(suite: str, results_dir: Path, reference: Path, every_run: bool = True) -> pd.DataFrame:
@@ -76,17 +82,61 @@ def replayed(suite: str, results_dir: Path, reference: Path, every_run: bool = T
     return pd.DataFrame(rows)
 
 
-def job_ids_by_key(suite: str) -> dict[tuple, str]:
-    """(method label, λ, η, M, K) -> the id of the suite's job with these settings."""
+@functools.cache
+def _jobs(suite: str) -> dict:
     from benchmark.suite.expand import load_jobs
 
-    _, jobs = load_jobs(suite)
+    return {job.id: job for job in load_jobs(suite)[1]}
+
+
+def job_ids_by_key(suite: str) -> dict[tuple, str]:
+    """(method label, λ, η, M, K) -> the id of the suite's job with these settings."""
     return {
         (view.method_label, c.local.weight_decay, c.local.lr, c.num_clients, c.local.steps): job.id
-        for job in jobs
+        for job in _jobs(suite).values()
         for view in job.views
         for c in (view.config,)
     }
+
+
+def nudged_changes(suite: str, job_ids: list[str], workers: int, budget_s: float) -> dict[str, float]:
+    """job id -> |F'/F − 1|, F' the final loss of its replay from w0·(1 + NUDGE), F the unnudged one:
+    how far rounding alone moves it. The jobs run by batch (batch_key), smallest M first, `workers`
+    at a time (forked), until `budget_s` is spent; the jobs not reached are left out."""
+    import multiprocessing
+
+    from benchmark.protocols.fedac.jobs import batch_key
+
+    jobs = _jobs(suite)
+    groups = defaultdict(list)
+    for job_id in job_ids:
+        groups[batch_key(jobs[job_id].config)].append((job_id, jobs[job_id].config))
+    tasks = sorted(groups.values(), key=lambda g: g[0][1].num_clients)
+    out, deadline = {}, time.monotonic() + budget_s
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        pending = [pool.apply_async(_nudged, (task,)) for task in tasks]
+        for result in pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                out.update(result.get(timeout=left))
+            except multiprocessing.TimeoutError:
+                break
+        pool.terminate()
+    return out
+
+
+def _nudged(task: list[tuple[str, object]]) -> dict[str, float]:
+    from benchmark.papers.fedac_authors import f_star
+    from benchmark.protocols.fedac.replay import run_group
+
+    configs = [c for _, c in task]
+    fstar = f_star(configs[0].local.weight_decay)  # one λ per batch
+    a, b = (
+        [o.records[-1]["subopt"] + fstar if o.records else math.nan for o in run_group(configs, n)] for n in (0, NUDGE)
+    )
+    return {job_id: abs(nudged / plain - 1) for (job_id, _), plain, nudged in zip(task, a, b)}
 
 
 def write_record(
@@ -97,8 +147,18 @@ def write_record(
     command: str,
     wall_s: float | None,
     every_run: bool = True,
+    workers: int = 1,
+    check_s: float = 0.0,
 ) -> None:
+    """OUT/runs.csv.gz and OUT/report.md; the runs that differ are checked for rounding (nudged_changes,
+    within `check_s` seconds on `workers` processes)."""
     runs = replayed(suite, results_dir, reference, every_run)
+    differs = runs["why"] == "differs"
+    changes = nudged_changes(suite, sorted(set(runs.loc[differs, "job_id"])), workers, check_s) if check_s else {}
+    runs["nudged_rel_change"] = runs["job_id"].map(changes)
+    chaotic = differs & (runs["nudged_rel_change"] > TOLERANCE)
+    unchecked = differs & runs["nudged_rel_change"].isna()
+    runs.loc[chaotic, "why"], runs.loc[unchecked, "why"] = "rounding", "differs_unchecked"
     out.mkdir(parents=True, exist_ok=True)
     runs.to_csv(out / "runs.csv.gz", index=False, float_format="%.17g")
     (out / "report.md").write_text(report(runs, command, wall_s, _environment(runs, results_dir)))
@@ -167,6 +227,7 @@ def _examples(part: pd.DataFrame, shown: int = 20) -> list[str]:
         f"{r.runid}: {r.method}, λ = {r['lambda']:g}, η = {r.eta:g}, M = {r.M}, K = {r.K}: authors "
         f"{r.authors_final_loss:.10g}, fedbench {r.fedbench_final_loss:.10g}"
         + (f" (relative {r.rel_diff:.1e})" if math.isfinite(r.rel_diff) else "")
+        + (f"; from the nudged w0 fedbench moves {r.nudged_rel_change:.1e}" if r.nudged_rel_change >= 0 else "")
         for _, r in part.sort_values("rel_diff", ascending=False, na_position="last").head(shown).iterrows()
     ]
     if len(part) > shown:
@@ -204,13 +265,25 @@ def _environment(runs: pd.DataFrame, results_dir: Path) -> dict:
 @click.option("--started", type=float, default=None, help="the run's start (seconds since the epoch): wall time")
 @click.option("--command", "command", default="(not given)", help="the command that ran the suite, as recorded")
 @click.option("--some-runs", is_flag=True, help="SUITE replays some of the released runs: leave the others out")
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=1, show_default=True, help="processes checking for rounding"
+)
+@click.option("--check-s", type=float, default=60.0, show_default=True, help="seconds to spend checking for rounding")
 def main(
-    suite: str, results_dir: Path, reference: Path, out: Path, started: float | None, command: str, some_runs: bool
+    suite: str,
+    results_dir: Path,
+    reference: Path,
+    out: Path,
+    started: float | None,
+    command: str,
+    some_runs: bool,
+    workers: int,
+    check_s: float,
 ) -> None:
     """Write OUT/runs.csv.gz and OUT/report.md: SUITE's replays against the authors' released runs."""
     wall = None if started is None else time.time() - started
     try:
-        write_record(suite, results_dir, reference, out, command, wall, not some_runs)
+        write_record(suite, results_dir, reference, out, command, wall, not some_runs, workers, check_s)
     except (UserError, FileNotFoundError) as err:
         click.echo(f"error: {err}", err=True)
         sys.exit(2)
