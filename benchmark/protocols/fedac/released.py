@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import platform
 import sys
 import time
@@ -22,6 +23,7 @@ import click
 import pandas as pd
 
 from benchmark.errors import UserError
+from benchmark.papers.paper_settings import GenerationError
 
 TOLERANCE = 1e-6  # relative, on F(w): the issue's bar ("match to 1e-6 relative")
 
@@ -184,6 +186,8 @@ def _why(authors: float, ours: float, status: str | None) -> str:
 
 def report(runs: pd.DataFrame, command: str, wall_s: float | None, environment: dict) -> str:
     """report.md: the counts, per λ and method, and every kind of non-match with its runs."""
+    from benchmark.run.environment import package_version
+
     total, matched = len(runs), int(runs["match"].sum())
     lines = [
         "# The FedAc authors' released runs, replayed",
@@ -194,9 +198,9 @@ def report(runs: pd.DataFrame, command: str, wall_s: float | None, environment: 
         "    " + command,
         "",
         f"- commit: {environment.get('git_commit', '?')}{' (dirty)' if environment.get('git_dirty') else ''}",
-        f"- machine: {environment.get('device_name', '?')}, {environment.get('host', '?')}, python "
-        f"{environment.get('python', '?')}, torch {environment.get('torch', '?')}, "
-        f"{platform.machine()}",
+        f"- machine: {environment.get('device_name', '?')} ({os.cpu_count()} CPUs, {platform.machine()}), host "
+        f"{environment.get('host', '?')}, python {environment.get('python', '?')}, torch {environment.get('torch', '?')}, "
+        f"numba {package_version('numba')}",
         f"- wall time: {_duration(wall_s)}",
         "",
         "| λ | method | runs | match | largest relative difference among matches |",
@@ -242,14 +246,15 @@ def _duration(seconds: float | None) -> str:
 
 
 def _environment(runs: pd.DataFrame, results_dir: Path) -> dict:
-    """The environment the first finished replay recorded (commit, machine)."""
+    """The environment the first finished replay recorded (commit, machine), else this process's."""
+    from benchmark.run.environment import environment
     from benchmark.run.results import JobDir
 
     for job_id in runs.loc[runs["fedbench_status"] == "finished", "job_id"]:
         summary = JobDir.for_reading(results_dir, job_id).read_summary() or {}
         if summary.get("environment"):
             return summary["environment"]
-    return {}
+    return environment("cpu")
 
 
 @click.command()
@@ -284,7 +289,7 @@ def main(
     wall = None if started is None else time.time() - started
     try:
         write_record(suite, results_dir, reference, out, command, wall, not some_runs, workers, check_s)
-    except (UserError, FileNotFoundError) as err:
+    except (UserError, GenerationError, FileNotFoundError) as err:
         click.echo(f"error: {err}", err=True)
         sys.exit(2)
 
