@@ -130,9 +130,12 @@ def nudged_changes(suite: str, job_ids: list[str], workers: int, budget_s: float
 
 
 def _nudged(task: list[tuple[str, object]]) -> dict[str, float]:
+    import torch
+
     from benchmark.papers.fedac_authors import f_star
     from benchmark.protocols.fedac.replay import run_group
 
+    torch.set_num_threads(1)  # one of `workers` processes: as the engine runs (FedAcProtocol.threads)
     configs = [c for _, c in task]
     fstar = f_star(configs[0].local.weight_decay)  # one λ per batch
     a, b = (
