@@ -43,6 +43,43 @@ def shared_positions(seed: int, rnd: int, num_clients: int, steps: int, batch_si
     return torch.randint(n, (num_clients, steps, batch_size), generator=gen)
 
 
+def authors_positions(seed: int, w0_size: int, rnd: int, num_clients: int, steps: int, batch_size: int, n: int):
+    """(clients, steps, batch) example indices of one round as the FedAc authors' logistic.py draws
+    them (`split.samples: authors_numpy`): `np.random.seed(seed)`, w0 = `randn(w0_size)`, then per
+    local step `choice(n, batch·M)` (worker m's s-th example at s·M + m), or per round of the
+    minibatch methods `choice(n, M·K·batch)` (the same examples: legacy integers use whole 32-bit
+    words, so consecutive draws continue one stream)."""
+    return _authors_stream(seed, w0_size, n, num_clients, steps, batch_size).round(rnd)
+
+
+class _AuthorsStream:
+    """numpy's legacy generator past w0, one round's draw at a time (M = 8,192: 33.5M indices in
+    all); rounds are asked for in order (both paths), an earlier one replays from the seed."""
+
+    def __init__(self, seed: int, w0_size: int, n: int, clients: int, steps: int, batch_size: int):
+        self.start, self.n, self.shape = (seed, w0_size), n, (steps, batch_size, clients)
+        self.rewind()
+
+    def rewind(self) -> None:
+        import numpy as np
+
+        self.gen = np.random.RandomState(self.start[0])
+        self.gen.randn(self.start[1])
+        self.last, self.drawn = -1, None
+
+    def round(self, rnd: int) -> torch.Tensor:
+        if rnd < self.last:
+            self.rewind()
+        while self.last < rnd:
+            self.drawn, self.last = self.gen.randint(0, self.n, self.shape), self.last + 1
+        return torch.from_numpy(self.drawn).permute(2, 0, 1)
+
+
+@functools.lru_cache(maxsize=2)
+def _authors_stream(seed: int, w0_size: int, n: int, clients: int, steps: int, batch_size: int) -> _AuthorsStream:
+    return _AuthorsStream(seed, w0_size, n, clients, steps, batch_size)
+
+
 @dataclass
 class Batch:
     x: torch.Tensor
@@ -59,6 +96,7 @@ class FederatedData:
     shared: bool = False  # split kind shared: every client samples with replacement from all data
     validation: torch.Tensor | None = None  # rows of src.train_* held out to select on (engine/holdout.py)
     too_small: tuple[int, ...] = ()  # clients with too few examples to hold any out
+    authors_w0_size: int | None = None  # shared split drawn by `authors_positions` after a w0 of this size
 
     @property
     def num_clients(self) -> int:
@@ -100,7 +138,11 @@ class FederatedData:
                     "split kind 'shared' samples with replacement, so it has no epochs: "
                     "set local.steps (and local.batch_size) instead of local.epochs"
                 )
-            drawn = shared_positions(seed, rnd, self.num_clients, local.steps, local.batch_size, n)[client]
+            shape = (self.num_clients, local.steps, local.batch_size, n)
+            if self.authors_w0_size is None:
+                drawn = shared_positions(seed, rnd, *shape)[client]
+            else:
+                drawn = authors_positions(seed, self.authors_w0_size, rnd, *shape)[client]
             return [(pos, 0) for pos in drawn]
         gen = generator(seed, Stream.BATCHES, rnd, client)
         b = min(local.batch_size, n)

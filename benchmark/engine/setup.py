@@ -117,4 +117,6 @@ def build_simulation(job: JobConfig, device: str = "cpu", state_dir=None) -> Sim
         )
     except (TypeError, ValueError) as err:
         raise UserError(f"model {job.model.name!r}: bad params {job.model.params}: {err}") from None
+    if job.dataset.split.samples == "authors_numpy":  # their samples follow w0's draw in the same generator
+        data.authors_w0_size = sum(p.numel() for p in model.parameters())
     return Simulation(job, data, model, device, state_dir)

@@ -97,11 +97,20 @@ class SplitConfig(Strict):
     seed: Seed = Field(0, description="split seed (independent of the training seed)")
     select: Literal["first", "random"] = Field("first", description="natural splits: which users become clients")
     min_size: int = Field(10, ge=1, description="dirichlet_unbalanced: minimum client size")
+    samples: Literal["fedbench", "authors_numpy"] = declared(
+        "fedbench",
+        identity=Identity.UNLESS_DEFAULT,  # added after shared-split jobs existed: their ids stand
+        description="kind shared: which stream draws the examples. fedbench: its own (seed, round) stream; "
+        "authors_numpy: the FedAc authors' logistic.py, numpy's legacy generator at the job's seed after "
+        "model.init normal_numpy's w0, one draw of M*batch per local step, in float64 (docs/reproductions/fedac/replay)",
+    )
 
     @model_validator(mode="after")
     def _alpha_needed(self):
         if self.kind.startswith("dirichlet") and self.alpha is None:
             raise ValueError(f"split kind {self.kind!r} needs alpha (e.g. alpha: 0.3)")
+        if self.samples != "fedbench" and self.kind != "shared":
+            raise ValueError(f"samples: {self.samples} draws from a shared split only (kind: shared)")
         return self
 
 
@@ -416,6 +425,15 @@ class JobConfig(JobSettings):
     dataset: DatasetEntry
     method: MethodSpec
     seed: Seed
+
+    @model_validator(mode="after")
+    def _authors_samples_follow_their_w0(self):
+        # their stream is what numpy's generator draws after w0: the job must draw w0 there first
+        if self.dataset.split.samples == "authors_numpy" and self.model.init != "normal_numpy":
+            raise ValueError(
+                "split samples: authors_numpy continues the generator that drew w0: set model.init: normal_numpy"
+            )
+        return self
 
     def evaluates(self, r: int) -> bool:
         """Whether round r (1-based) is evaluated: only where a metric needs it (metrics.evaluated_round)."""

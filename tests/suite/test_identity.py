@@ -67,6 +67,7 @@ JOB_FIELDS = {
     "dataset.split.seed": A,
     "dataset.split.select": A,
     "dataset.split.min_size": A,
+    "dataset.split.samples": D,  # added after shared-split jobs existed (the FedAc authors' sample stream)
     "dataset.augment": A,
     "dataset.augment.crop_padding": A,
     "dataset.augment.flip": A,

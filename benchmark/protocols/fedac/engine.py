@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from benchmark.engine.convex import BinaryLogistic
-from benchmark.engine.fed_data import shared_positions
+from benchmark.engine.fed_data import authors_positions, shared_positions
 from benchmark.fl.fedac import coefficients
 from benchmark.fl.flat import flat_params
 from benchmark.metrics import ema_update
@@ -113,13 +113,14 @@ class Recursion:
 
     def step(self, state: torch.Tensor, data_grad: torch.Tensor) -> torch.Tensor:
         """state (B, c, d), data_grad (B, d) = mean ℓ'(z) x: one step of every job."""
-        return self.T.float() @ state - self.v.float()[:, :, None] * data_grad[:, None, :]
+        return self.T.to(state.dtype) @ state - self.v.to(state.dtype)[:, :, None] * data_grad[:, None, :]
 
-    def schedule(self, steps: int) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor | None]]:
+    def schedule(self, steps: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor | None]]:
         """For K local steps on the lazy form X_k = P_k U_k (P_k c × c per job, shared by every
         worker): r P_k (how U gives the score), P_{k+1}⁻¹ v (how the data term enters U), and
         where P is folded back into U (when its condition number passes FOLD_CONDITION, so
-        float32 U loses no precision); P at the end. The same every round: computed once per batch, in float64."""
+        float32 U loses no precision); P at the end, all in `dtype`. The same every round: computed once per
+        batch, in float64."""
         eye = torch.eye(self.size, dtype=torch.float64).expand_as(self.T)
         p, reads, enters, folds = eye, [], [], []
         for k in range(steps):
@@ -127,10 +128,10 @@ class Recursion:
             p = self.T @ p
             enters.append(torch.linalg.solve(p, self.v))
             fold = k + 1 == steps or float(torch.linalg.cond(p).max()) > FOLD_CONDITION
-            folds.append(p.float() if fold else None)
+            folds.append(p.to(dtype) if fold else None)
             if fold:
                 p = eye
-        return torch.stack(reads).float(), torch.stack(enters).float(), folds
+        return torch.stack(reads).to(dtype), torch.stack(enters).to(dtype), folds
 
 
 FOLD_CONDITION = 50.0
@@ -200,23 +201,29 @@ def run_batch(
     test_x: torch.Tensor,
     test_y01: torch.Tensor,
     objective: BinaryLogistic | None,
+    nudge: float = 0.0,
 ) -> list[Outcome]:
-    """Run jobs (equal `batch_key`s) together; one Outcome per job, in order."""
+    """Run jobs (equal `batch_key`s) together; one Outcome per job, in order. `nudge`: θ₀ scaled by
+    1 + nudge (a few units in its last place: how much a run amplifies rounding, fedac/released.py)."""
     first = jobs[0]
     outcomes = [Outcome() for _ in jobs]
     batch = Batch.of(jobs, outcomes)
     live = batch.outcomes
     if not batch.jobs:
         return outcomes
-    x, test_x = x.flatten(1).float(), test_x.flatten(1).float()
-    y, test_y = 2.0 * y01.float() - 1.0, 2.0 * test_y01.float() - 1.0
+    # the authors' sample stream runs in float64, as their numpy code does: their runs to 1e-6, not float32's 1e-3
+    authors = first.dataset.split.samples == "authors_numpy"
+    dtype = torch.float64 if authors else torch.float32
+    rows_x, test_x = x.flatten(1).float(), test_x.flatten(1).float()  # sparse rows: float32 values, any state
+    x = rows_x.to(dtype)
+    y, test_y = 2.0 * y01.to(dtype) - 1.0, 2.0 * test_y01.to(dtype) - 1.0
     n, d = x.shape
     b_count, m, k, bs = len(batch.jobs), first.num_clients, first.local.steps, first.local.batch_size
     linear = batch.linear
-    state = initial_model(first).expand(b_count, linear.size, d).clone()  # (B, c, d): w (and w_ag)
+    state = (initial_model(first, dtype) * (1 + nudge)).expand(b_count, linear.size, d).clone()  # (B, c, d): w, w_ag
     # (θ, θ_ag) down and (Δ, Δ_ag) up per worker for FedAc, θ and Δ for SGD
     round_bytes = [m * (2 if server_kind(j.method) == "fedac" else 1) * d * 4 for j in batch.jobs]
-    train_rows = PER_DATASET.get(first, ("train rows",), lambda: SparseRows.of(x))
+    train_rows = PER_DATASET.get(first, ("train rows",), lambda: SparseRows.of(rows_x))
     test_rows = PER_DATASET.get(first, ("test rows",), lambda: SparseRows.of(test_x))
     local = None if batch.one_step else LocalSteps(linear, train_rows, y, m, k)
     ema: list[float | None] = [None] * b_count
@@ -232,10 +239,11 @@ def run_batch(
 
     with HeldSignals() as held:
         for rnd in range(first.rounds):
-            idx = shared_positions(first.seed, rnd, m, k, bs, n)
+            shape = (rnd, m, k, bs, n)
+            idx = authors_positions(first.seed, d, *shape) if authors else shared_positions(first.seed, *shape)
             done = rnd + 1
             if local is None:
-                state, loss = _one_step(linear, state, x, y, idx.view(-1))
+                state, loss = _one_step(linear, state, x, y, idx.reshape(-1))
             else:
                 state, loss = local.round(state, idx, with_loss=first.evaluates(done))
             held.deliver()  # Ctrl-C / SIGTERM during the round's kernel call stops here
@@ -275,10 +283,10 @@ def _one_step(linear: Recursion, state, x, y, rows):
     gradient over the round's M·K·batch examples (the steps are linear in the gradient). Every
     example is seen at the same point, so each distinct row is computed once, weighted by how
     often it was drawn: at most n rows, however large M·K."""
-    point = (linear.r.float()[:, None, :] @ state)[:, 0]  # (B, d)
+    point = (linear.r.to(state.dtype)[:, None, :] @ state)[:, 0]  # (B, d)
     counts = torch.bincount(rows, minlength=len(x))
     drawn = counts.nonzero().flatten()
-    xs, weight = x[drawn], counts[drawn].float()[:, None]
+    xs, weight = x[drawn], counts[drawn].to(state.dtype)[:, None]
     part_loss, dz = _logistic_parts(xs @ point.T, y[drawn][:, None])  # (rows, B)
     grad = (dz * weight).T @ xs
     return linear.step(state, grad / len(rows)), (part_loss * weight).sum(0) / len(rows)
@@ -293,15 +301,15 @@ class LocalSteps:
     the compiled kernel (kernel.py), one worker at a time."""
 
     def __init__(self, linear: Recursion, sparse: SparseRows, y: torch.Tensor, workers: int, steps: int):
-        self.sparse, self.y = sparse, y.float().numpy()
-        reads, enters, folds = linear.schedule(steps)
+        self.sparse, self.y = sparse, y.numpy()
+        reads, enters, folds = linear.schedule(steps, y.dtype)
         self.jobs = reads.shape[1]
         # idle jobs (reads, enters and U zero) pad the batch: see pad_jobs
         self.reads = pad_jobs(reads.transpose(1, 2)).numpy()  # (K, c, B + pad)
         self.enters = pad_jobs(enters.transpose(1, 2))  # scaled by −1/batch per round
         self.last_fold = folds[-1]
         c, padded = self.reads.shape[1:]
-        self.folds = torch.zeros(steps, c, c, padded)
+        self.folds = torch.zeros(steps, c, c, padded, dtype=y.dtype)
         self.fold_after = torch.zeros(steps, dtype=torch.bool)
         for j, fold in enumerate(folds[:-1]):  # the last one is applied to the mean
             if fold is not None:
@@ -322,7 +330,7 @@ class LocalSteps:
             self.sparse.vals.numpy(),
             self.sparse.binary,
             self.y,
-            idx.numpy(),
+            idx.contiguous().numpy(),
             self.reads,
             enters,
             self.folds.numpy(),
@@ -331,7 +339,7 @@ class LocalSteps:
             self.jobs,
         )
         new = torch.einsum("bcq,dqb->bcd", self.last_fold, torch.from_numpy(mean_u[..., : self.jobs]))
-        return new, torch.from_numpy(loss[: self.jobs] / (m * k * bs)).float()
+        return new, torch.from_numpy(loss[: self.jobs] / (m * k * bs)).to(new.dtype)
 
 
 def pad_jobs(t: torch.Tensor) -> torch.Tensor:
@@ -343,11 +351,19 @@ def pad_jobs(t: torch.Tensor) -> torch.Tensor:
 LANES = 8  # float32 values in one vector register (AVX2)
 
 
-def initial_model(job: JobConfig) -> torch.Tensor:
-    """θ₀ of the job, built as the per-client path builds it (seeded init of the model)."""
+def initial_model(job: JobConfig, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """θ₀ of the job, built as the per-client path builds it (seeded init of the model), in `dtype`
+    (float64: normal_numpy's w0 as numpy draws it, not rounded to float32)."""
     from benchmark.engine.setup import load_source
     from benchmark.models.registry import build_model
 
     src = load_source(job)
-    model = build_model(job.model.name, src.input_shape, src.num_classes, job.model.params, job.model.init, job.seed)
-    return flat_params(model).detach().float()
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)  # built in dtype, so that the init's draws are stored as drawn
+    try:
+        model = build_model(
+            job.model.name, src.input_shape, src.num_classes, job.model.params, job.model.init, job.seed
+        )
+    finally:
+        torch.set_default_dtype(previous)
+    return flat_params(model).detach()

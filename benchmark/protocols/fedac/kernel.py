@@ -5,7 +5,8 @@ its examples. numba compiles it once per machine (cache=True keeps the machine c
 A worker's K steps depend on no other worker, so workers run one after another and only one
 worker's state is ever held: U (d, c·B), a coordinate's c·B values contiguous, so that reading or
 updating a coordinate is one vector operation over every job. float32 throughout, as the
-per-client loop computes; no fastmath, so a diverging job's inf and NaN propagate as they do there.
+per-client loop computes (float64 when given float64: the authors' sample stream, engine.py); no
+fastmath, so a diverging job's inf and NaN propagate as they do there.
 """
 
 from __future__ import annotations
@@ -86,11 +87,11 @@ def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_af
     cb = c * b_count
     first = start.reshape(d, cb)
     reads, enters = reads.reshape(k, cb), enters.reshape(k, cb)
-    u = np.empty((d, cb), dtype=np.float32)
-    total = np.zeros((d, cb), dtype=np.float32)
-    ux = np.empty((bs, cb), dtype=np.float32)  # U x of each example of the minibatch
-    push = np.zeros((bs, cb), dtype=np.float32)  # what U gains per unit of x from each example
-    folded = np.empty(c, dtype=np.float32)
+    u = np.empty((d, cb), dtype=start.dtype)
+    total = np.zeros((d, cb), dtype=start.dtype)
+    ux = np.empty((bs, cb), dtype=start.dtype)  # U x of each example of the minibatch
+    push = np.zeros((bs, cb), dtype=start.dtype)  # what U gains per unit of x from each example
+    folded = np.empty(c, dtype=start.dtype)
     loss = np.zeros(b_count, dtype=np.float64)
     one = np.float32(1)
     # Without folds a worker changes U only at the coordinates it touched: only those are summed
