@@ -15,7 +15,8 @@ with T = 4,096 parallel steps, λ = 1e-3, batch 1, F evaluated every 512 steps, 
 - fedbench: `fedbench run` of a one-cell suite written as YAML (the same cell, seed 1 as theirs),
   `--no-tracking --threads 1 -q`, into a fresh results folder each time (every job computed).
 
-Both arms at one thread (OMP/MKL/OPENBLAS_NUM_THREADS=1), order rotated every repeat. One fedbench run
+Both arms at one thread (OMP/MKL/OPENBLAS_NUM_THREADS=1); a cell's repeats run together, its arms'
+order alternating (authors first, then fedbench first, ...). One fedbench run
 before timing fills what a machine keeps (numba's compiled kernels, the decoded a9a): every later run
 on the machine starts from that. Printed: per cell the median whole-process wall seconds and CPU seconds
 (user + system of the reaped process) of each arm, and the medians of the per-repeat ratios authors /
@@ -198,15 +199,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"CPU: {cpu_model()}; one thread per arm; K = {args.steps}, T = {T}, {len(LRS)} η a cell; load {load()}")
         run_fedbench(args, work, cells[0][0], cells[0][1])  # untimed: numba's kernel cache, the decoded a9a
         times = {(cell, arm): [] for cell in cells for arm in ("authors", "fedbench")}
-        for rep in range(args.repeats):
-            for cell in cells:
+        for cell in cells:  # a cell's repeats together: a run cut short still has whole cells
+            for rep in range(args.repeats):
                 arms = ["authors", "fedbench"] if rep % 2 == 0 else ["fedbench", "authors"]
                 for arm in arms:
                     runner = run_authors if arm == "authors" else run_fedbench
                     times[cell, arm].append(runner(args, scratch if arm == "authors" else work, *cell))
                 a, f = times[cell, "authors"][-1], times[cell, "fedbench"][-1]
                 print(
-                    f"repeat {rep + 1} {cell[0]} M={cell[1]}: authors {a[0]:.2f} s, fedbench {f[0]:.2f} s", flush=True
+                    f"{cell[0]} M={cell[1]} repeat {rep + 1}: authors {a[0]:.2f} s ({a[1]:.2f} CPU-s), "
+                    f"fedbench {f[0]:.2f} s ({f[1]:.2f} CPU-s); load {load()}",
+                    flush=True,
                 )
     print(f"\nload after: {load()}")
     header = (
