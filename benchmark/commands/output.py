@@ -34,12 +34,15 @@ def progress(jobs, quiet: bool, verbose: bool):
     return reporter(jobs, err_console, verbosity)
 
 
-def print_results(suite, jobs, summaries: dict, results_dir: Path, columns=(), wide: bool = False) -> None:
-    """Each protocol's section (tables, note, figure) for the jobs it claims, the paper tables for the rest."""
+def print_results(
+    suite, jobs, summaries: dict, results_dir: Path, columns=(), wide: bool = False, draw: bool = True
+) -> None:
+    """Each protocol's section (tables, note, and with `draw` its figure) for the jobs it claims, the paper
+    tables for the rest."""
     from benchmark.report.protocol_sections import print_sections
     from benchmark.report.table import result_tables
 
-    rest = print_sections(out, suite, jobs, summaries, results_dir)
+    rest = print_sections(out, suite, jobs, summaries, results_dir, draw)
     for table in result_tables(suite, rest, summaries, results_dir, columns, wide):
         out.print(table)
 

@@ -43,6 +43,10 @@ def report_suite(
     picked = tuple(c.strip() for c in columns.split(",") if c.strip()) if columns else ()
     if not as_json:
         print_results(suite, jobs, summaries, results_dir, picked, wide)
+    else:
+        from benchmark.report.protocol_sections import draw_sections
+
+        draw_sections(suite, jobs, summaries, results_dir)
     note_unselected(suite, jobs, results_dir)
     if said := stale_line([stale_parts(j, summaries.get(j.id)) for j in jobs]):
         err_console.print(said, markup=False)

@@ -49,7 +49,7 @@ def run_suite(
         tracker.heal(jobs)  # results/ is the source of truth: finished jobs missing in MLflow are mirrored
         summaries = runner.run(jobs, suite.name, results_dir, dev, tracker, reporter, stop_after)
         summarise(tracker, suite, jobs, results_dir)
-    print_results(suite, jobs, summaries, results_dir)
+    print_results(suite, jobs, summaries, results_dir, draw=False)  # figures are `fedbench report`'s
     if kept := stale_line([s.get("stale", []) for s in summaries.values()]):  # --keep-stale
         err_console.print(kept, markup=False)
     out.print(f"results: {results_dir / suite.name}" + mlflow_hint(tracker), markup=False, highlight=False)

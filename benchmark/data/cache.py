@@ -1,7 +1,8 @@
 """The fedbench cache: extracted archives and decoded tensors, never written into the data root.
 
 Decoded datasets are stored as tensor files keyed by a checksum of their source files, so a
-second load skips decoding; they are read back with `torch.load(weights_only=True)`.
+second load skips decoding; they are read back with `torch.load(weights_only=True)`, or as .npz
+files (`cached_arrays`) where the reader should not need torch.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import os
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
+
+import numpy as np
 
 from benchmark.lazy import torch
 
@@ -55,17 +58,37 @@ def tensor_cache_path(tag: str, key: str) -> Path:
 
 def cached_tensors(tag: str, key: str, build: Callable[[], dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
     """The tensors cached under (tag, key), else `build()` them and store them atomically."""
-    path = tensor_cache_path(tag, key)
+    return _cached("tensor", tensor_cache_path(tag, key), lambda f: torch.load(f, weights_only=True), torch.save, build)
+
+
+def cached_arrays(tag: str, key: str, build: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """numpy arrays cached under (tag, key) as an uncompressed .npz (no pickles: read back without
+    importing torch, in milliseconds), else `build()` them and store them atomically."""
+
+    def read(path: Path) -> dict[str, np.ndarray]:
+        with np.load(path, allow_pickle=False) as npz:
+            return {name: npz[name] for name in npz.files}
+
+    def write(arrays: dict[str, np.ndarray], path: Path) -> None:
+        with open(path, "wb") as f:  # a file object: np.savez would append .npz to a path
+            np.savez(f, **arrays)
+
+    return _cached("array", cache_dir() / "arrays" / f"{tag}-{key}.npz", read, write, build)
+
+
+def _cached(
+    kind: str, path: Path, read: Callable[[Path], dict], write: Callable[[dict, Path], None], build: Callable[[], dict]
+):
     if path.is_file():
         try:
-            return torch.load(path, weights_only=True)
+            return read(path)
         except Exception as err:  # a truncated or foreign file: rebuild, but say so
             warnings.warn(
-                f"ignoring unreadable tensor cache {path} ({type(err).__name__}: {err}); rebuilding it", stacklevel=2
+                f"ignoring unreadable {kind} cache {path} ({type(err).__name__}: {err}); rebuilding it", stacklevel=3
             )
-    tensors = build()
+    built = build()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
-    torch.save(tensors, tmp)
+    write(built, tmp)
     tmp.replace(path)
-    return tensors
+    return built

@@ -161,12 +161,11 @@ class BinaryLogistic(RegularisedLogistic):
         grad = -(self.x.T @ (sign * (1 - p))) / len(self.y) + self.mu * theta
         return float(value), grad, p
 
-    def suboptimalities(self, ws: torch.Tensor, scores: torch.Tensor | None = None) -> torch.Tensor:
-        """F(w) − F* for every row of ws (B, d) at once (float64); `scores`: x ws.ᵀ (n, B) in
-        float64, when the caller has a cheaper way to them (sparse rows)."""
+    def suboptimalities(self, ws: torch.Tensor) -> torch.Tensor:
+        """F(w) − F* for every row of ws (B, d) at once (float64)."""
         ws = ws.detach().cpu().double()
         sign = 2.0 * self.y.double() - 1.0
-        scores = self.x @ ws.T if scores is None else scores
+        scores = self.x @ ws.T
         losses = torch.nn.functional.softplus(-sign[:, None] * scores).mean(0)
         return losses + 0.5 * self.mu * (ws**2).sum(1) - self.optimum[1]
 

@@ -93,16 +93,26 @@ def _marked(built: Section, jobs: list[Job], summaries: dict[str, dict]) -> Sect
     return built
 
 
-def print_sections(console, suite: Suite, jobs: list[Job], summaries: dict[str, dict], results_dir: Path) -> list[Job]:
-    """Print each protocol's tables and note, and write its figure; returns the jobs none claims."""
+def print_sections(
+    console, suite: Suite, jobs: list[Job], summaries: dict[str, dict], results_dir: Path, draw: bool = True
+) -> list[Job]:
+    """Print each protocol's tables and note, and write its figure (`draw`: `report` does, `run` leaves
+    matplotlib unimported); returns the jobs none claims."""
     built, rest = build_sections(suite, jobs, summaries)
     for section, shown in built:
         for table in shown.tables:
             console.print(rich_table(table))
         console.print(shown.note)
-        if shown.draw:
+        if draw and shown.draw:
             console.print(f"figure: {shown.draw(figure_path(section, results_dir, suite.name))}")
     return rest
+
+
+def draw_sections(suite: Suite, jobs: list[Job], summaries: dict[str, dict], results_dir: Path) -> None:
+    """Write each protocol's figure without printing its section (`report --json`)."""
+    for section, shown in build_sections(suite, jobs, summaries)[0]:
+        if shown.draw:
+            shown.draw(figure_path(section, results_dir, suite.name))
 
 
 def rich_table(t: EntryTable):

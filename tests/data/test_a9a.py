@@ -1,7 +1,10 @@
+import warnings
+
 import pytest
 import torch
 from data_fixtures import write_libsvm
 
+from benchmark.data import a9a
 from benchmark.data.source import load_dataset
 from benchmark.errors import DatasetMissing
 
@@ -36,3 +39,37 @@ def test_without_a_root_messages_say_root_and_what_it_stands_for(name):
     text = str(err.value)
     assert "<root>" in text and "(unset)" not in text
     assert text.endswith("<root> is $FEDBENCH_DATA or the dataset's 'root:' in the suite; neither is set")
+
+
+def _write_a9a(root, first_label=-1):
+    write_libsvm(root / "a9a", [(first_label, {1: 1, 123: 1}), (1, {5: 0.5})])
+    write_libsvm(root / "a9a.t", [(1, {2: 1})], gz=True)
+
+
+def test_a9a_is_parsed_once_then_read_from_the_cache(tmp_path, monkeypatch):
+    _write_a9a(tmp_path)
+    first = load_dataset("a9a", {}, tmp_path)
+    monkeypatch.setattr(a9a, "read_libsvm", lambda *a: pytest.fail("parsed again despite the cached copy"))
+    again = load_dataset("a9a", {}, tmp_path)
+    assert torch.equal(again.train_x, first.train_x) and torch.equal(again.test_y, first.test_y)
+    assert again.train_y.dtype == torch.int64 and again.train_x.dtype == torch.float32
+
+
+def test_a9a_changed_on_disk_is_parsed_again(tmp_path):
+    _write_a9a(tmp_path)
+    assert load_dataset("a9a", {}, tmp_path).train_y.tolist() == [0, 1]
+    (tmp_path / "a9a").write_text("+1 1:1 123:1 \n+1 5:0.5 \n+1 7:1 \n")  # another size: another key
+    assert load_dataset("a9a", {}, tmp_path).train_y.tolist() == [1, 1, 1]
+
+
+def test_corrupted_a9a_cache_is_rebuilt_with_a_warning(tmp_path, isolated_cache):
+    _write_a9a(tmp_path)
+    first = load_dataset("a9a", {}, tmp_path)
+    (cached,) = (isolated_cache / "arrays").glob("a9a-*.npz")
+    cached.write_bytes(cached.read_bytes()[: cached.stat().st_size // 2])  # a copy cut short (a full disk)
+    with pytest.warns(UserWarning, match=f"ignoring unreadable array cache {cached}.*rebuilding it"):
+        rebuilt = load_dataset("a9a", {}, tmp_path)
+    assert torch.equal(rebuilt.train_x, first.train_x) and torch.equal(rebuilt.test_x, first.test_x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the rewritten copy reads back cleanly
+        assert torch.equal(load_dataset("a9a", {}, tmp_path).train_y, first.train_y)

@@ -190,20 +190,6 @@ def test_the_loss_stand_in_is_finite_exactly_when_the_loss_is():
     assert stand_in[0] == 0
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_sparse_scores_equal_the_dense_product(dtype):
-    """The evaluation's scores x w from the sparse rows, binary data or not, in w's precision."""
-    g = torch.Generator().manual_seed(2)
-    binary = (torch.rand(30, 8, generator=g) < 0.3).float()
-    general = binary * torch.randn(30, 8, generator=g)
-    w = torch.randn(8, 5, generator=g, dtype=torch.float64).to(dtype)
-    for x in (binary, general):
-        rows = fedac_batched.SparseRows.of(x)
-        scores = rows.scores(w)
-        assert scores.dtype == dtype
-        torch.testing.assert_close(scores, x.to(dtype) @ w)
-
-
 def test_a_batched_job_stopped_early_resumes_to_the_numbers_of_a_straight_run(tmp_path):
     """Its checkpoint is the replay's (round, engine): the resumed job replays the rest."""
     jobs = expand(shared_suite("fedac1", lrs=[0.05]))

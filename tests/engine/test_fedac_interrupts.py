@@ -16,7 +16,7 @@ from engine.test_fedac_batched import shared_suite
 from fedtest import REPO
 
 from benchmark.protocols.fedac import FedAcProtocol
-from benchmark.protocols.fedac.kernel import HeldSignals
+from benchmark.protocols.fedac.signals import HeldSignals
 from benchmark.run.executor import run_jobs
 from benchmark.run.protocol_batches import ProtocolBatches
 from benchmark.run.results import JobDir

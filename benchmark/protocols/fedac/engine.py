@@ -29,7 +29,7 @@ from benchmark.fl.fedac import coefficients
 from benchmark.fl.flat import flat_params
 from benchmark.metrics import ema_update
 from benchmark.protocols.fedac.jobs import one_step_rounds, server_kind
-from benchmark.protocols.fedac.kernel import HeldSignals, local_round, row_scores
+from benchmark.protocols.fedac.signals import HeldSignals
 from benchmark.suite.schema import JobConfig
 
 ENGINE = "fedac_batched"  # recorded in the checkpoints of the jobs run here
@@ -160,11 +160,6 @@ class SparseRows:
         cols[rows, slot], vals[rows, slot] = columns, x[rows, columns]
         return cls(cols, vals, d + 1, bool((vals[cols < d] == 1).all()))
 
-    def scores(self, w: torch.Tensor) -> torch.Tensor:
-        """x w for every row x, w (d, B): (n, B) in w's dtype (a9a: 14 additions a row, not 123)."""
-        scores = row_scores(self.cols.numpy(), self.vals.numpy(), self.binary, pad_jobs(w).numpy())
-        return torch.from_numpy(scores[:, : w.shape[1]])
-
 
 class PerDataset:
     """What every batch on one dataset shares (its sparse rows, objectives), built once per
@@ -214,7 +209,8 @@ def run_batch(
     # the authors' sample stream runs in float64, as their numpy code does: their runs to 1e-6, not float32's 1e-3
     authors = first.dataset.split.samples == "authors_numpy"
     dtype = torch.float64 if authors else torch.float32
-    rows_x, test_x = x.flatten(1).float(), test_x.flatten(1).float()  # sparse rows: float32 values, any state
+    rows_x = x.flatten(1).float()  # sparse rows: float32 values, any state
+    test_x = test_x.flatten(1).to(dtype)
     x = rows_x.to(dtype)
     y, test_y = 2.0 * y01.to(dtype) - 1.0, 2.0 * test_y01.to(dtype) - 1.0
     n, d = x.shape
@@ -223,9 +219,11 @@ def run_batch(
     state = (initial_model(first, dtype) * (1 + nudge)).expand(b_count, linear.size, d).clone()  # (B, c, d): w, w_ag
     # (θ, θ_ag) down and (Δ, Δ_ag) up per worker for FedAc, θ and Δ for SGD
     round_bytes = [m * (2 if server_kind(j.method) == "fedac" else 1) * d * 4 for j in batch.jobs]
-    train_rows = PER_DATASET.get(first, ("train rows",), lambda: SparseRows.of(rows_x))
-    test_rows = PER_DATASET.get(first, ("test rows",), lambda: SparseRows.of(test_x))
-    local = None if batch.one_step else LocalSteps(linear, train_rows, y, m, k)
+    if batch.one_step:
+        local = None
+    else:
+        train_rows = PER_DATASET.get(first, ("train rows",), lambda: SparseRows.of(rows_x))
+        local = LocalSteps(linear, train_rows, y, m, k)
     ema: list[float | None] = [None] * b_count
     # the per-client loop's divergence checks: training loss and θ every round, test loss when evaluated
     theta_row = torch.tensor([0 if server_kind(j.method) == "fedac" else 1 for j in batch.jobs])
@@ -251,14 +249,13 @@ def run_batch(
             if not first.evaluates(done):
                 continue
             evaluated = state[:, -1]  # w, or FedAc's w_ag
-            scores = test_rows.scores(evaluated.T)  # (test, B)
+            # dense products: a BLAS call takes milliseconds here, and a compiled sparse one costs its
+            # start-up (numba's, about 1.5 s) in the methods that otherwise never call the kernel
+            scores = test_x @ evaluated.T  # (test, B)
             test_loss = F.softplus(-test_y[:, None] * scores).mean(0)
             check(done, torch.isfinite(test_loss))
             acc = 100.0 * ((scores > 0) == (test_y[:, None] > 0)).float().mean(0)
-            # F on the whole training set, its scores summed in float64
-            subopt = (
-                objective.suboptimalities(evaluated, train_rows.scores(evaluated.T.double())) if objective else None
-            )
+            subopt = objective.suboptimalities(evaluated) if objective else None  # F on all training data, float64
             for i in range(b_count):
                 ema[i] = ema_update(ema[i], float(acc[i]))
                 rec = {
@@ -321,6 +318,8 @@ class LocalSteps:
         """The averaged state after one round from the broadcast `state` (B, c, d), and the mean
         training loss over the steps; without `with_loss`, a stand-in for it that is finite
         exactly when the loss is (0, or the non-finite value), and costs no logarithms."""
+        from benchmark.protocols.fedac.kernel import local_round  # numba: only where local steps are taken
+
         m, k, bs = idx.shape
         enters = (self.enters * (-1.0 / bs)).numpy()  # U ← U − P⁻¹v · mean over the batch of ℓ'(z) x
         start = pad_jobs(state.permute(2, 1, 0)).numpy()  # (d, c, B + pad)

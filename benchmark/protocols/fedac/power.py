@@ -22,7 +22,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 ALPHA = 0.05
 RESAMPLES = 10_000  # bootstrap resamples over cells, generator seeded with BOOTSTRAP_SEED
@@ -96,6 +95,8 @@ def rank_sum_z(pairs: list[Pair]) -> float:
 
 def rank_sum_p(pairs: list[Pair]) -> float:
     """Two-sided p-value of the rank-sum test (normal approximation)."""
+    from scipy import stats  # 1 s to import: only where the authors' runs are compared, not every FedAc run
+
     return float(2 * stats.norm.sf(abs(rank_sum_z(pairs))))
 
 
@@ -136,6 +137,8 @@ def smallest_detected(own: list[list[Pair]], up: bool) -> float | None:
     scaled, has a rank-sum z beyond the two-sided 5 % critical value and beyond every unscaled held-out
     seed's z on that side (the seeds' own z spread: the null with the cells' dependence in it); None
     when none up to 3x."""
+    from scipy import stats
+
     side = 1 if up else -1
     critical = max([stats.norm.isf(ALPHA / 2)] + [side * rank_sum_z(cells) for cells in own])
     for step in range(1, 201):
@@ -149,6 +152,8 @@ def power_summary(pairs: list[Pair], added: int, duplicates: int) -> str:
     """The lines the report prints under the comparison (nothing without cells)."""
     if not pairs:
         return ""
+    from scipy import stats
+
     n = len(pairs)
     median, low, high = median_interval([p.ratio for p in pairs])
     below = sum(p.reference < sum(p.seeds) / len(p.seeds) for p in pairs)

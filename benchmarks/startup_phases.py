@@ -1,0 +1,191 @@
+"""Where a small job's whole process goes: `fedbench run` of a suite, split into phases.
+
+    PYTHONPATH=$PWD FEDBENCH_DATA=/path/to/data python benchmarks/startup_phases.py SUITE [--repeats 3] [--only NAME]
+
+Each repeat is a fresh `fedbench run SUITE --no-tracking --threads 1 -q` into a fresh results folder
+(every job computed), one thread (OMP/MKL/OPENBLAS_NUM_THREADS=1), after one untimed run that fills what a
+machine keeps (numba's compiled kernels, decoded datasets, F*). Inside the child, `-X importtime` gives
+each heavy library's import (where it happened, nested in whatever imported it) and timers wrapped
+around named functions (installed as their modules are imported, so every `from x import f` gets the
+timed one) give the run's phases. Printed: the median over repeats of each, its share of the whole
+process, and the interpreter's own start (`python -c pass`). The phases nest (a batch's computation
+contains the kernel's first call); imports happen inside whichever phase first needs them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+LIBRARIES = [
+    "torch",
+    "numba",
+    "scipy.linalg",
+    "scipy.stats",
+    "pandas",
+    "matplotlib",
+    "pydantic",
+    "mlflow",
+    "rich",
+    "click",
+    "yaml",
+]
+# (module, attribute path, label): the run's phases
+PHASES = [
+    ("benchmark.suite.expand", "load_jobs", "suite read and expanded into jobs"),
+    ("benchmark.run.executor_base", "Executor.check", "jobs checked (dataset loaded, fingerprinted)"),
+    ("benchmark.engine.setup", "_load_source", "dataset loaded (first time in the process)"),
+    ("benchmark.run.job_runner", "run_job", "jobs run and written (all of them)"),
+    ("benchmark.protocols.fedac.replay", "run_group", "FedAc batch: F*, θ₀, computation"),
+    ("benchmark.protocols.fedac.engine", "run_batch", "FedAc batch: computation"),
+    ("benchmark.protocols.fedac.kernel", "local_round", "FedAc kernel calls (numba)"),
+    ("benchmark.engine.convex", "RegularisedLogistic.optimum", "F* (solved or read from the cache)"),
+    ("benchmark.commands.output", "print_results", "result tables printed"),
+]
+
+CHILD = r"""
+import functools, importlib.abc, importlib.machinery, json, sys, time
+T0 = time.perf_counter()
+PHASES = json.loads(sys.argv[1])
+spent, cpu, calls, first = {}, {}, {}, {}
+
+def timed(label, f):
+    def wrapper(*args, **kwargs):
+        t, c = time.perf_counter(), time.process_time()
+        try:
+            return f(*args, **kwargs)
+        finally:
+            dt = time.perf_counter() - t
+            spent[label] = spent.get(label, 0.0) + dt
+            cpu[label] = cpu.get(label, 0.0) + time.process_time() - c
+            first.setdefault(label, dt)
+            calls[label] = calls.get(label, 0) + 1
+    return wrapper
+
+def patch(module):
+    for name, path, label in PHASES:
+        if name != module.__name__:
+            continue
+        owner, *rest = path.split(".")
+        if rest:  # a method (or cached property) of a class
+            cls = getattr(module, owner)
+            attr = cls.__dict__[rest[0]]
+            if isinstance(attr, functools.cached_property):
+                new = functools.cached_property(timed(label, attr.func))
+                new.__set_name__(cls, rest[0])
+                setattr(cls, rest[0], new)
+            else:
+                setattr(cls, rest[0], timed(label, attr))
+        else:
+            setattr(module, owner, timed(label, getattr(module, owner)))
+
+class Hook(importlib.abc.MetaPathFinder):
+    names = {p[0] for p in PHASES}
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in self.names:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        run = spec.loader.exec_module
+        def exec_module(module):
+            run(module)
+            patch(module)  # before the importer binds its names
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, Hook())
+from benchmark.cli import main
+code = main(sys.argv[2:])
+print("PHASES " + json.dumps({"total": time.perf_counter() - T0, "spent": spent, "cpu": cpu, "calls": calls, "first": first}))
+sys.exit(code)
+"""
+
+
+def run_child(suite: Path, work: Path, extra: list[str]) -> dict:
+    results = work / "results"
+    subprocess.run(["rm", "-rf", str(results)], check=True)
+    env = {
+        **os.environ,
+        **ONE_THREAD,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
+    args = ["run", str(suite), "--results-dir", str(results), "--no-tracking", "--threads", "1", "-q", *extra]
+    t0 = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", CHILD, json.dumps(PHASES), *args],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    whole = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"fedbench run failed (exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+    (line,) = [ln for ln in done.stdout.splitlines() if ln.startswith("PHASES ")]
+    found = json.loads(line.removeprefix("PHASES "))
+    found["whole"] = whole
+    found["imports"] = imports(done.stderr)
+    return found
+
+
+def imports(importtime: str) -> dict[str, float]:
+    """Seconds each library's import took (cumulative: with what it imported), wherever it happened."""
+    out = {}
+    for line in importtime.splitlines():
+        if not line.startswith("import time:") or "|" not in line:
+            continue
+        _, cumulative, name = line.split("|")
+        if name.strip() in LIBRARIES and cumulative.strip().isdigit():
+            out[name.strip()] = out.get(name.strip(), 0.0) + int(cumulative) / 1e6
+    return out
+
+
+def bare_interpreter() -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("suite", type=Path)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--only", help="passed to `fedbench run --only`")
+    args = ap.parse_args(argv)
+    extra = ["--only", args.only] if args.only else []
+    with tempfile.TemporaryDirectory(prefix="startup-phases-") as tmp:
+        work = Path(tmp)
+        run_child(args.suite.resolve(), work, extra)  # untimed: the machine's caches
+        runs, bare = [], []
+        for _ in range(args.repeats):
+            bare.append(bare_interpreter())
+            runs.append(run_child(args.suite.resolve(), work, extra))
+    med = statistics.median
+    whole = med(r["whole"] for r in runs)
+    print(
+        f"{args.suite.name}: whole process {whole:.2f} s wall (median of {args.repeats}); load {os.getloadavg()[0]:.2f}"
+    )
+    print(f"  {'phase':<52} {'wall s':>7} {'share':>6} {'CPU s':>6}")
+    print(f"  {'python -c pass':<52} {med(bare):7.2f} {med(bare) / whole:6.1%}")
+    for lib in LIBRARIES:  # importtime measures wall time only
+        if all(lib in r["imports"] for r in runs):
+            s = med(r["imports"][lib] for r in runs)
+            print(f"  {'import ' + lib:<52} {s:7.2f} {s / whole:6.1%}")
+    for _, _, label in PHASES:
+        if all(label in r["spent"] for r in runs):
+            s, c, n = med(r["spent"][label] for r in runs), med(r["cpu"][label] for r in runs), runs[-1]["calls"][label]
+            also = f"  ({n} calls, the first {med(r['first'][label] for r in runs):.2f} s)" if n > 1 else ""
+            print(f"  {label:<52} {s:7.2f} {s / whole:6.1%} {c:6.2f}{also}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""benchmarks/fedac_vs_authors.py asks fedbench for the authors' cell, and benchmarks/startup_phases.py
+splits a real run into phases."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmark.protocols.fedac.jobs import batch_key
+from benchmark.suite.expand import load_jobs
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import fedac_vs_authors  # noqa: E402
+
+
+@pytest.mark.parametrize("method", list(fedac_vs_authors.ALG))
+def test_the_cell_suite_is_the_authors_cell_as_one_batch(tmp_path, method):
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(fedac_vs_authors.suite_yaml(method, 64, 64, tmp_path))
+    _, jobs = load_jobs(suite)
+    assert sorted(j.config.local.lr_schedule.round_lr(0) for j in jobs) == fedac_vs_authors.LRS
+    c = jobs[0].config
+    assert (c.num_clients, c.local.steps, c.rounds * c.local.steps, c.local.batch_size) == (64, 64, 4096, 1)
+    assert (c.local.weight_decay, c.seed, c.eval_every * c.local.steps) == (1e-3, 1, 512)
+    assert len({batch_key(j.config) for j in jobs}) == 1 and batch_key(c) is not None  # one batched computation
+    term = c.method.term("fedac")
+    if method == "fedac2":  # the authors' code's β, not the paper's
+        assert term.params.beta_rule == "authors_code"
+    # the same alg code in the authors' training lines as in their a9a_1e-03.py
+    script = fedac_vs_authors.authors_script(Path("/x"), method, 64, 64)
+    assert f"model.train({fedac_vs_authors.ALG[method]}, 0.001, 64, 64, 4096, 1, 1, 512)" in script
+
+
+@pytest.mark.slow
+def test_startup_phases_splits_a_fedac_run(tmp_path):
+    from engine.test_fedac_fixed_costs import SUITE, write_a9a
+
+    write_a9a(tmp_path / "data", rows=60, seed=2)
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE.replace("{root}", str(tmp_path / "data")).replace("{methods}", "[fedac1]"))
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "startup_phases.py"), str(suite), "--repeats", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "FEDBENCH_CACHE": str(tmp_path / "cache")},
+    )
+    assert done.returncode == 0, done.stderr
+    for phase in ("import torch", "import numba", "FedAc batch: computation", "FedAc kernel calls", "result tables"):
+        assert phase in done.stdout, phase

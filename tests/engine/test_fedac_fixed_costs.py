@@ -1,0 +1,92 @@
+"""A FedAc-protocol `run` pays no fixed cost it does not need: no figure (matplotlib) until `report`,
+numba only where local steps are taken, a9a parsed once per machine (tests/data/test_a9a.py tests the
+cache itself)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+from fedtest import REPO
+
+SUITE = """\
+name: fedac-tiny
+defaults:
+  seeds: [0]
+  rounds: 4
+  eval_every: 2
+  participation: {mode: fixed, rate: 1.0}
+  model: {name: binary_logistic, init: normal}
+  local: {steps: 3, batch_size: 1, weight_decay: 0.001, clip_norm: null}
+  suboptimality: true
+datasets:
+  - name: a9a
+    root: {root}
+    split: {kind: shared}
+methods: {methods}
+grid:
+  num_clients: [4]
+  local.lr: [0.01, 0.1]
+"""
+
+# runs the CLI in this interpreter, then prints which heavy modules the command imported
+PROBE = """\
+import json, sys
+from benchmark.cli import main
+code = main(sys.argv[1:])
+print("MODULES " + json.dumps(sorted(m for m in ("torch", "matplotlib", "scipy", "numba") if m in sys.modules)))
+sys.exit(code)
+"""
+
+
+def write_a9a(root: Path, rows: int, seed: int) -> None:
+    """LIBSVM text as a9a's: ±1 labels, a few binary features of 123 per row."""
+    rng = random.Random(seed)
+    root.mkdir()
+    for name, n in (("a9a", rows), ("a9a.t", rows // 2)):
+        lines = []
+        for _ in range(n):
+            cols = sorted(rng.sample(range(1, 124), 5))
+            lines.append(f"{rng.choice('+-')}1 " + " ".join(f"{c}:1" for c in cols))
+        (root / name).write_text("\n".join(lines) + "\n")
+
+
+def fedbench(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "FEDBENCH_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+    (line,) = [ln for ln in done.stdout.splitlines() if ln.startswith("MODULES ")]
+    return done, json.loads(line.removeprefix("MODULES "))
+
+
+def test_run_draws_no_figure_and_report_draws_it(tmp_path):
+    write_a9a(tmp_path / "data", rows=60, seed=0)
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE.replace("{root}", str(tmp_path / "data")).replace("{methods}", "[fedac1, mbsgd]"))
+    results = ["--results-dir", str(tmp_path / "results"), "--no-tracking"]
+    ran, modules = fedbench(tmp_path, "run", str(suite), *results, "--threads", "1", "-q")
+    assert ran.returncode == 0, ran.stderr
+    assert "matplotlib" not in modules and "FedAc-I" in ran.stdout  # the section's table, without its figure
+    figure = tmp_path / "results" / "fedac-tiny" / "report" / "figures" / "fedac_figure.png"
+    assert not figure.exists()
+    reported, modules = fedbench(tmp_path, "report", str(suite), *results, "--json")
+    assert reported.returncode == 0, reported.stderr
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "matplotlib" in modules
+    assert "fedac_figure.pdf" in (tmp_path / "results" / "fedac-tiny" / "report" / "report.html").read_text()
+
+
+def test_one_step_methods_run_without_numba(tmp_path):
+    """MB-SGD and MB-AC-SGD take one step a round (a matrix product): numba's start-up is the kernel's alone."""
+    write_a9a(tmp_path / "data", rows=60, seed=1)
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE.replace("{root}", str(tmp_path / "data")).replace("{methods}", "[mbsgd, mbacsgd]"))
+    ran, modules = fedbench(tmp_path, "run", str(suite), "--results-dir", str(tmp_path / "results"), "--no-tracking")
+    assert ran.returncode == 0, ran.stderr
+    assert "numba" not in modules and "MB-AC-SGD" in ran.stdout
+    summaries = list((tmp_path / "results" / "jobs").glob("*/summary.json"))
+    assert len(summaries) == 4 and all(json.loads(p.read_text())["final_subopt"] > 0 for p in summaries)
