@@ -29,13 +29,14 @@ def run_suite(
 ) -> None:
     """`cluster`: ClusterOptions' fields (Ray address, GPUs and CPUs per job, data URIs, ship limit);
     `keep_stale`: reuse done jobs whose code changed since (marked), rather than train them again."""
+    from benchmark.report.status import LISTED_UP_TO
     from benchmark.run.executor_base import EXECUTORS, ClusterOptions
     from benchmark.run.results import check_writable
     from benchmark.run.stale import stale_line
     from benchmark.run.store import open_results
     from benchmark.run.threads import request
     from benchmark.run.tracking import NullTracker
-    from benchmark.run.triage import done_jobs, reuse, still_done
+    from benchmark.run.triage import OUTCOME, done_jobs, reuse, still_done
 
     request(threads)  # torch's CPU threads for every job; None: each job's model is probed (run/threads.py)
     suite, jobs = select()  # first: its plugins may add executors
@@ -43,7 +44,7 @@ def run_suite(
     runner.keep_stale = keep_stale
     # jobs provably done are reused after one pass that only reads (run/triage.py); the executor, its
     # device and the data checks see only the rest, so a run with nothing to do loads no data, no torch
-    done = done_jobs(jobs, results_dir, keep_stale)
+    done = done_jobs(jobs, results_dir, keep_stale, None if len(jobs) <= LISTED_UP_TO else OUTCOME)
     todo = [job for job in jobs if job.id not in done]
     dev = runner.device(device) if todo or device != "auto" else None  # (checking one imports torch)
     runner.check(todo)

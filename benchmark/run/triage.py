@@ -19,10 +19,17 @@ from benchmark.run.stale import marked
 from benchmark.run.store import job_lock, link_into_suite, suite_view
 from benchmark.suite.expand import Job
 
+# what a run needs of a reused job's summary when it prints no result table (over LISTED_UP_TO jobs):
+# its status counts, the exit status and the stale line; 10^5 whole summaries held 1.2 GB
+OUTCOME = ("job_id", "status", "stale", "skipped")
 
-def done_jobs(jobs: list[Job], results_root: Path, keep_stale: bool = False) -> dict[str, dict]:
+
+def done_jobs(
+    jobs: list[Job], results_root: Path, keep_stale: bool = False, keep: tuple[str, ...] | None = None
+) -> dict[str, dict]:
     """Job id -> the summary a run reuses (marked skipped; with `keep_stale`, stale ones marked so), for
-    the jobs that are done on the data and code found now. Reads only (and creates nothing)."""
+    the jobs that are done on the data and code found now (`keep`: only these fields of it). Reads only
+    (and creates nothing)."""
     memo = DataMemo()
     done: dict[str, dict] = {}
     if not (Path(results_root) / STORE).is_dir():  # no store yet (or no folder at all: check_writable says so)
@@ -33,7 +40,7 @@ def done_jobs(jobs: list[Job], results_root: Path, keep_stale: bool = False) -> 
             continue
         summary = marked(job, JobDir(results_root, job.id).skipped_summary(fingerprint), keep_stale)
         if summary is not None:
-            done[job.id] = summary
+            done[job.id] = summary if keep is None else {k: summary[k] for k in keep if k in summary}
     return done
 
 
