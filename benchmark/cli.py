@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import shlex
 import signal
 import sys
@@ -12,7 +13,6 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from benchmark.cli_data import data as _data_group
 from benchmark.cli_options import COUNT, Amount, job_options, load_selected, verbosity_options
 from benchmark.commands.output import err_console
 from benchmark.errors import UserError
@@ -32,7 +32,23 @@ def _select(suite_file: Path, only, sets, seeds, rounds, max_jobs):
     return lambda seeds=seeds, only=only: load_selected(suite_file, only, sets, seeds, rounds, max_jobs)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """Subcommands whose module is imported only when one is used or listed: `fedbench --version` and
+    the other commands skip `data`'s imports (the dataset registry, pydantic)."""
+
+    lazy = {"data": "benchmark.cli_data:data"}
+
+    def list_commands(self, ctx) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.lazy])
+
+    def get_command(self, ctx, name: str):
+        if name not in self.lazy:
+            return super().get_command(ctx, name)
+        module, attr = self.lazy[name].split(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="fedbench", prog_name="fedbench", message="%(prog)s %(version)s")
 def cli() -> None:
     """fedbench: declare a federated-optimisation study in YAML, run it, compare with the papers."""
@@ -331,9 +347,6 @@ def check(suite_file: Path, only, sets, seeds, rounds, max_jobs, **options) -> N
 
     narrowed = bool(only or sets or rounds)
     check_suite(_select(suite_file, only, sets, seeds, rounds, max_jobs), suite_file, narrowed, **options)
-
-
-cli.add_command(_data_group)
 
 
 @contextlib.contextmanager

@@ -47,6 +47,48 @@ def print_results(
         out.print(table)
 
 
+def print_outcomes(suite, jobs, summaries: dict, results_dir: Path) -> None:
+    """What `run` prints at its end: the result tables, as `report` prints them, up to LISTED_UP_TO jobs;
+    beyond, each protocol's section and a row per dataset and method with its jobs' statuses (the tables of
+    10^4 grid jobs take minutes to compute, and a sensitivity table of 1,000 settings is not read on a
+    terminal), and the command that prints them."""
+    from benchmark.report.status import LISTED_UP_TO
+
+    if len(jobs) <= LISTED_UP_TO:
+        print_results(suite, jobs, summaries, results_dir, draw=False)
+        return
+    from benchmark.report.protocol_sections import print_sections
+
+    rest = print_sections(out, suite, jobs, summaries, results_dir, draw=False)
+    if rest:
+        out.print(status_counts(suite, rest, summaries))
+        out.print(
+            f"over {LISTED_UP_TO} jobs `run` counts them; the result tables: fedbench report SUITE_FILE (same options)",
+            markup=False,
+            highlight=False,
+        )
+
+
+def status_counts(suite, jobs, summaries: dict):
+    """A row per dataset and method: how many of its jobs ended how."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    counts: dict[tuple[str, str], dict[str, int]] = {}
+    for job in jobs:
+        status = (summaries.get(job.id) or {}).get("status", "not run")
+        row = counts.setdefault((job.dataset_label, job.method_label.split("[")[0]), {})
+        row[status] = row.get(status, 0) + 1
+    statuses = sorted({status for row in counts.values() for status in row})
+    table = Table(title=escape(f"{suite.name}: {len(jobs)} jobs, a row per dataset and method"))
+    for column in ("dataset", "method", "jobs", *statuses):
+        table.add_column(column, justify="left" if column in ("dataset", "method") else "right")
+    for (dataset, method), row in counts.items():
+        cells = [str(sum(row.values())), *(str(row.get(status, 0)) for status in statuses)]
+        table.add_row(escape(dataset), escape(method), *cells)
+    return table
+
+
 def note_unselected(suite, jobs: list, results_dir: Path) -> None:
     """Jobs on disk this selection leaves out (run with --set/--rounds, or by an earlier suite
     version) would silently be missing: say how many, and the options that show them."""

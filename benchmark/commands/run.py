@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from benchmark.commands.output import err_console, out, print_results, progress
+from benchmark.commands.output import err_console, out, print_outcomes, progress
 from benchmark.commands.tracking import closed_with_outcome, open_tracker, summarise
 from benchmark.errors import UserError
 
@@ -29,27 +29,45 @@ def run_suite(
 ) -> None:
     """`cluster`: ClusterOptions' fields (Ray address, GPUs and CPUs per job, data URIs, ship limit);
     `keep_stale`: reuse done jobs whose code changed since (marked), rather than train them again."""
+    from benchmark.report.status import LISTED_UP_TO
     from benchmark.run.executor_base import EXECUTORS, ClusterOptions
     from benchmark.run.results import check_writable
     from benchmark.run.stale import stale_line
     from benchmark.run.store import open_results
     from benchmark.run.threads import request
     from benchmark.run.tracking import NullTracker
+    from benchmark.run.triage import OUTCOME, done_jobs, reuse, still_done
 
     request(threads)  # torch's CPU threads for every job; None: each job's model is probed (run/threads.py)
     suite, jobs = select()  # first: its plugins may add executors
     runner = EXECUTORS.require(executor)(ClusterOptions(*cluster))
     runner.keep_stale = keep_stale
-    dev = runner.device(device)
-    runner.check(jobs)
+    # jobs provably done are reused after one pass that only reads (run/triage.py); the executor, its
+    # device and the data checks see only the rest, so a run with nothing to do loads no data, no torch
+    done = done_jobs(jobs, results_dir, keep_stale, None if len(jobs) <= LISTED_UP_TO else OUTCOME)
+    todo = [job for job in jobs if job.id not in done]
+    dev = runner.device(device) if todo or device != "auto" else None  # (checking one imports torch)
+    runner.check(todo)
     check_writable(open_results(results_dir, suite.name))
     reporter = progress(jobs, quiet, verbose)
     tracker = NullTracker() if no_tracking else open_tracker(suite.name, tracking_uri, results_dir, suite_file)
     with closed_with_outcome(tracker):
         tracker.heal(jobs)  # results/ is the source of truth: finished jobs missing in MLflow are mirrored
-        summaries = runner.run(jobs, suite.name, results_dir, dev, tracker, reporter, stop_after)
+        if not no_tracking:  # healing parses every record of what it mirrors, and sets a damaged job aside
+            done = still_done(results_dir, done)
+            todo = [job for job in jobs if job.id not in done]
+        reuse(results_dir, suite.name, done)
+        for job in jobs:
+            if job.id in done:
+                reporter.skipped(job, done[job.id])
+        ran = (
+            runner.run(todo, suite.name, results_dir, dev or runner.device(device), tracker, reporter, stop_after)
+            if todo
+            else {}
+        )
+        summaries = {job.id: done.get(job.id) or ran[job.id] for job in jobs}
         summarise(tracker, suite, jobs, results_dir)
-    print_results(suite, jobs, summaries, results_dir, draw=False)  # figures are `fedbench report`'s
+    print_outcomes(suite, jobs, summaries, results_dir)  # figures are `fedbench report`'s
     if kept := stale_line([s.get("stale", []) for s in summaries.values()]):  # --keep-stale
         err_console.print(kept, markup=False)
     out.print(f"results: {results_dir / suite.name}" + mlflow_hint(tracker), markup=False, highlight=False)

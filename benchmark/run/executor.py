@@ -13,14 +13,12 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from benchmark.engine.round_tally import OnClients
-from benchmark.engine.setup import data_fingerprint
 from benchmark.errors import UserError
 from benchmark.run.code_fingerprint import code_fingerprint
 from benchmark.run.code_parts import code_versions, job_code
 from benchmark.run.executor_base import EXECUTORS, Executor
-from benchmark.run.job_runner import run_job
 from benchmark.run.progress import LogProgress, log
 from benchmark.run.protocol_batches import ProtocolBatches
 from benchmark.run.records import FailedSummary
@@ -29,6 +27,23 @@ from benchmark.run.stale import marked, set_aside_stale
 from benchmark.run.store import job_lock, link_into_suite
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
+
+if TYPE_CHECKING:
+    from benchmark.engine.round_tally import OnClients
+
+
+# The engine (and torch) is imported when a job is first looked at under its lock or trained, never by a
+# run whose jobs are all done (run/triage.py reuses those before the executor sees them).
+def data_fingerprint(config) -> str:
+    from benchmark.engine.setup import data_fingerprint as of_loaded_data
+
+    return of_loaded_data(config)
+
+
+def run_job(*args, **kwargs) -> dict:
+    from benchmark.run.job_runner import run_job as run
+
+    return run(*args, **kwargs)
 
 
 def failed_summary(job: Job, suite: str, error: str, trace: str = "") -> dict:

@@ -74,11 +74,14 @@ class Executor(ABC):
         """Before the first job starts: load and check every dataset the jobs need and split it
         as each job will (num_clients above the users, a split that cannot be drawn), so a missing
         or broken one is one error now, not a failure after hours of other jobs."""
+        if not jobs:  # a run whose jobs are all done imports no engine (and no torch)
+            return
         from benchmark.engine.setup import data_fingerprint, federated_data
+        from benchmark.run.data_memo import DataMemo
 
-        splits = set()
+        splits, memo = set(), DataMemo()
         for job in jobs:  # cached per dataset and per split: each is loaded and drawn once
-            data_fingerprint(job.config)
+            memo.remember(job.config, data_fingerprint(job.config))  # for the next run's triage (run/triage.py)
             c = job.config
             split = (
                 c.dataset.name,

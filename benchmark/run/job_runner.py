@@ -8,10 +8,8 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from benchmark.engine.round_tally import OnClients
-from benchmark.engine.setup import build_simulation
-from benchmark.engine.simulation import Diverged, JobRounds, Simulation
 from benchmark.metrics import client_spread, ema_update, summarise
 from benchmark.run.callbacks import (
     Callbacks,
@@ -32,6 +30,10 @@ from benchmark.run.results import JobDir, atomic_torch_save, atomic_write_json
 from benchmark.run.threads import settle
 from benchmark.run.tracking import NullTracker
 from benchmark.suite.expand import Job
+
+if TYPE_CHECKING:  # the engine (torch) is imported when a job runs: the executors' registry imports this module
+    from benchmark.engine.round_tally import OnClients
+    from benchmark.engine.simulation import Diverged, JobRounds
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +137,8 @@ def validation_summary(job: Job, sim: JobRounds, records: list[RoundRecord]) -> 
     ema = None
     for r in records:
         ema = ema_update(ema, r.val_acc) if r.val_acc is not None else ema
+    from benchmark.engine.simulation import Simulation
+
     assert isinstance(sim, Simulation)  # only the per-client engine holds data out
     data = sim.setup.data
     held = {"holdout": job.config.select.holdout, "held_out": len(data.validation)}
@@ -205,6 +209,9 @@ def run_job(
     `on_eval(record)` is called per evaluated round, `on_checkpoint(round)` after each checkpoint is
     written (the Ray executor ships it); `callbacks` are called after the job's own; `on_clients`
     after each client (or chunk of clients) a round trains (progress within a long round)."""
+    from benchmark.engine.setup import build_simulation
+    from benchmark.engine.simulation import Diverged
+
     tracker = tracker or NullTracker()
     # a tracker that times its calls (NullTracker's `seconds`) has them left out of the wall time;
     # a relay of calls to elsewhere (the Ray worker's) spends none here

@@ -7,11 +7,14 @@ those of a job run on its own.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
-from benchmark.engine.simulation import JobRounds
 from benchmark.run.protocols import PROTOCOLS, claiming
 from benchmark.run.threads import for_protocol
 from benchmark.suite.expand import Job
+
+if TYPE_CHECKING:
+    from benchmark.engine.simulation import JobRounds
 
 
 class ProtocolBatches:

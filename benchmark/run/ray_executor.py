@@ -23,11 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmark.engine.round_tally import ClientsDone
-from benchmark.engine.setup import data_fingerprint
 from benchmark.errors import DatasetMissing, UserError
-from benchmark.run.executor import failed_summary
+from benchmark.run.executor import data_fingerprint, failed_summary
 from benchmark.run.executor_base import EXECUTORS, Executor
-from benchmark.run.job_runner import job_config_json
 from benchmark.run.job_status import TERMINAL
 from benchmark.run.locks import FileLock
 from benchmark.run.progress import LogProgress, log
@@ -123,7 +121,7 @@ class Driver:
         run.attempt += 1
         if run.attempt == 1:
             jobdir.set_aside_damaged()  # under the job's lock (claim)
-            atomic_write_json(jobdir.config, job_config_json(job, self.suite))
+            atomic_write_json(jobdir.config, _config_json(job, self.suite))
         resume = jobdir.read_files(RESUME_FILES) if jobdir.checkpoint.exists() else {}
         offer = self.offers.get((job.config.dataset.name, job.config.dataset.root))
         ref = self.task.remote(job, self.suite, self.device, self.stop_after, self.threads, resume, self.queue, offer)
@@ -153,7 +151,7 @@ class Driver:
 
     def on_start(self, run: JobRun, config: dict) -> None:
         # the driver's config: the worker's may read a staged copy (another dataset root)
-        self.tracker.start_job(run.job, job_config_json(run.job, self.suite))  # a later attempt continues the job's run
+        self.tracker.start_job(run.job, _config_json(run.job, self.suite))  # a later attempt continues the job's run
 
     def on_staged(self, run: JobRun, staged: dict) -> None:
         run.placements[-1]["staged"] = staged
@@ -419,6 +417,12 @@ class RayExecutor(Executor):
             ship_max_mb=o.ship_max_mb,
             keep_stale=self.keep_stale,
         )
+
+
+def _config_json(job: Job, suite: str) -> dict:
+    from benchmark.run.job_runner import job_config_json  # the engine: imported once a job is submitted
+
+    return job_config_json(job, suite)
 
 
 def _driver_has(job: Job) -> bool:

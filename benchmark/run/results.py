@@ -195,12 +195,17 @@ class JobDir:
             return None
         return summary if isinstance(summary, dict) else None
 
-    def is_done(self) -> bool:
-        """Finished (with its model, and records that can be trusted) or diverged: nothing left to run."""
+    def done_summary(self) -> dict | None:
+        """The summary of a job finished (with its model, and records that can be trusted) or diverged:
+        nothing left to run; None otherwise. One read of summary.json (and, when finished, a stat of
+        the model and a read of metrics.jsonl): a no-op `run` asks it of every job."""
         s = self.read_summary()
         if not s or s.get("status") not in TERMINAL:
-            return False
-        return s["status"] != FINISHED or (self.model.exists() and self.metrics_damage(s) is None)
+            return None
+        return s if s["status"] != FINISHED or (self.model.exists() and self.metrics_damage(s) is None) else None
+
+    def is_done(self) -> bool:
+        return self.done_summary() is not None
 
     def damage(self, every_line: bool = False) -> str | None:
         """Why the job's results cannot be trusted: a summary.json that is not valid JSON, or a finished
@@ -286,9 +291,8 @@ class JobDir:
     def skipped_summary(self, fingerprint: str | None = None) -> dict | None:
         """The summary of a job done on the data with `fingerprint` (finished or diverged),
         marked as skipped; None if the job must (re)run. Reads only."""
-        if not self.is_done():
+        if (summary := self.done_summary()) is None:
             return None
-        summary = self.read_summary()
         recorded = summary.get("data_fingerprint")
         if fingerprint and recorded and recorded != fingerprint:
             return None

@@ -16,14 +16,15 @@ from __future__ import annotations
 import json
 import os
 import time
+from typing import TYPE_CHECKING
 
-import torch
-import torch.nn.functional as F
-
-from benchmark.engine.simulation import JobRounds
-from benchmark.engine.training_setup import TrainingSetup
+from benchmark.lazy import F, torch  # imported when a job trains: a run with nothing to do never does
 from benchmark.run.protocols import Protocol, claiming
-from benchmark.suite.schema import JobConfig
+
+if TYPE_CHECKING:
+    from benchmark.engine.simulation import JobRounds
+    from benchmark.engine.training_setup import TrainingSetup
+    from benchmark.suite.schema import JobConfig
 
 GAIN = 0.9  # a larger count must take at most this fraction of the best smaller count's time
 SHORT_STEP = 0.01  # seconds: a forward-backward step this short stays at one thread
@@ -34,8 +35,7 @@ _probed: dict[str, int] = {}
 def request(count: int | None, chosen_by: str = "--threads") -> None:
     """Fix the thread count for every job of this process (None: probe per job)."""
     _requested.clear()
-    if count is not None:
-        torch.set_num_threads(count)
+    if count is not None:  # set when a job or batch starts (`settle`, `for_protocol`), where torch is imported
         _requested.update(count=count, chosen_by=chosen_by)
 
 

@@ -69,3 +69,13 @@ def test_report_imports_neither_torch_nor_mlflow(tmp_path):
     assert main(["run", str(path), "--no-tracking", "--results-dir", results, "--seeds", "0", "--rounds", "2"]) == 0
     report = ["report", str(path), "--no-tracking", "--results-dir", results, "--seeds", "0", "--rounds", "2"]
     assert set(heavy_imports([report])) == {"pandas", "matplotlib"}  # its tables and figures
+
+
+def test_version_imports_no_command_module():
+    """`fedbench --version` is the unit the start-up timings are measured in (benchmarks/noop_run_speed.py):
+    it imports click and the command table, not `data`'s dataset registry (pydantic)."""
+    heavy = ("pydantic", "benchmark.cli_data", "benchmark.data.source", "torch")
+    probe = f"import sys; from benchmark.cli import main; code = main(['--version']); print(code, [m for m in {heavy} if m in sys.modules])"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True)
+    version, verdict = done.stdout.strip().splitlines()
+    assert version.startswith("fedbench ") and verdict == "0 []"

@@ -1,0 +1,80 @@
+"""Before a `run` loads data or imports torch: the jobs that are provably done, in one pass that only
+reads. A job is done here when its folder holds a finished (or diverged) summary whose files can be
+trusted (`JobDir.done_summary`: one read of summary.json, one of metrics.jsonl), of the code now (not
+stale, run/stale.py) and of the data now, as far as the remembered fingerprint of the data tells
+(run/data_memo.py). Such a job is linked into the suite's view and reported as skipped without
+taking its lock: nothing can change a done job's files but a process that judges it not done, and it
+judges as this pass does. Every other job (not done, damaged, stale, on other data, or whose data's
+fingerprint is not remembered) goes to the executor, which looks again under the job's lock.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from benchmark.run.data_memo import DataMemo
+from benchmark.run.results import STORE, TEMP_NAME, JobDir
+from benchmark.run.stale import marked
+from benchmark.run.store import job_lock, link_into_suite, suite_view
+from benchmark.suite.expand import Job
+
+# what a run needs of a reused job's summary when it prints no result table (over LISTED_UP_TO jobs):
+# its status counts, the exit status and the stale line; 10^5 whole summaries held 1.2 GB
+OUTCOME = ("job_id", "status", "stale", "skipped")
+
+
+def done_jobs(
+    jobs: list[Job], results_root: Path, keep_stale: bool = False, keep: tuple[str, ...] | None = None
+) -> dict[str, dict]:
+    """Job id -> the summary a run reuses (marked skipped; with `keep_stale`, stale ones marked so), for
+    the jobs that are done on the data and code found now (`keep`: only these fields of it). Reads only
+    (and creates nothing)."""
+    memo = DataMemo()
+    done: dict[str, dict] = {}
+    if not (Path(results_root) / STORE).is_dir():  # no store yet (or no folder at all: check_writable says so)
+        return done
+    for job in jobs:
+        fingerprint = memo.known(job.config)
+        if fingerprint is None:  # only loading the data tells: the executor does
+            continue
+        summary = marked(job, JobDir(results_root, job.id).skipped_summary(fingerprint), keep_stale)
+        if summary is not None:
+            done[job.id] = summary if keep is None else {k: summary[k] for k in keep if k in summary}
+    return done
+
+
+def still_done(results_root: Path, done: dict[str, dict]) -> dict[str, dict]:
+    """`done` without the jobs whose folder was set aside since (MLflow's healing parses every record of
+    a job it mirrors, and sets aside a damaged one for the run to train again)."""
+    return {job_id: summary for job_id, summary in done.items() if JobDir(results_root, job_id).summary.exists()}
+
+
+def reuse(results_root: Path, suite: str, done: dict[str, dict]) -> None:
+    """Link the `done` jobs into the suite's view (those not there yet: one listing of the view) and
+    remove the temp files a killed write left in their folders."""
+    linked = _names(suite_view(results_root, suite))
+    for job_id in done:
+        if job_id not in linked:
+            link_into_suite(results_root, suite, job_id)
+        _tidy(results_root, JobDir(results_root, job_id))
+
+
+def _names(folder: Path) -> set[str]:
+    try:
+        return set(os.listdir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return set()
+
+
+def _tidy(results_root: Path, jobdir: JobDir) -> None:
+    """Temp files a killed write left in a done job's folder go, under its lock (a live writer holds it);
+    a listing finds them, so the lock is taken only where there are some."""
+    if not any(TEMP_NAME.match(name) for name in _names(jobdir.path)):  # (gone: set aside by another process)
+        return
+    lock = job_lock(results_root, jobdir.path.name)
+    if lock.acquire(blocking=False):  # held: another process is at it, and tidies after itself
+        try:
+            jobdir.remove_stale_temps()
+        finally:
+            lock.release()
