@@ -40,7 +40,6 @@ SUMMARY_METRICS = ("final_acc", "final_ema_acc", "final_subopt", "final_val_ema_
 # job status -> MLflow run status (the exact one is the run's `fedbench.status` tag)
 RUN_STATUS = {FINISHED: "FINISHED", STOPPED: "KILLED", DIVERGED: "FAILED", FAILED: "FAILED"}
 MODEL_ARTIFACT_DIR = "model"  # a run's final_model.pt, where the job's log_model setting asks for it
-BATCH = 200  # metric values per log_batch call (MLflow accepts up to 1000)
 
 
 def metric_key(name: str) -> str:
@@ -162,10 +161,8 @@ class JobMirror:
         )
         return runs[0] if runs else None
 
-    def ensure_run(self, job, config: dict) -> str:
-        """The job's run id, the run created (name, tags, params, dataset) when it has none."""
-        if found := self.find(job.id):
-            return found.info.run_id
+    def create(self, job, config: dict) -> str:
+        """A new run for the job (name, tags, params): two writes, the tags going with the run."""
         from mlflow.entities import Param
 
         run_id = self.client.create_run(
@@ -173,9 +170,7 @@ class JobMirror:
             run_name=job_run_name(job),
             tags={"mlflow.parentRunId": self.parent_id, **job_tags(job, self.suite), **self.provenance},
         ).info.run_id
-        params = [Param(k[:250], v) for k, v in flatten(config).items()]
-        for i in range(0, len(params), 100):
-            self.client.log_batch(run_id, params=params[i : i + 100])
+        self.client.log_batch(run_id, params=[Param(k[:250], v) for k, v in flatten(config).items()])
         return run_id
 
     def logged_upto(self, run_id: str) -> int:
@@ -183,26 +178,24 @@ class JobMirror:
         return max((m.step for m in self.client.get_metric_history(run_id, "test_acc")), default=0)
 
     def log_rounds(self, run_id: str, records: list[dict], after: int) -> int:
-        """Log the records past round `after`; returns the last round the run now has."""
-        from mlflow.entities import Metric
-
+        """Log the records past round `after` (one log_batch; MLflow splits it at its limits); returns
+        the last round the run now has."""
         new = [r for r in records if r["round"] > after]
-        now = time.time()
-        metrics = [
-            Metric(k, float(r[k]), int(1000 * r.get("time", now)), int(r["round"]))
-            for r in new
-            for k in MEASURED
-            if r.get(k) is not None
-        ]
-        for i in range(0, len(metrics), BATCH):
-            self.client.log_batch(run_id, metrics=metrics[i : i + BATCH])
+        self.client.log_batch(run_id, metrics=round_metrics(new))
         return new[-1]["round"] if new else after
 
     def finish(self, run_id: str, summary: dict, files: list[Path], model: Path | None = None) -> None:
-        """The summary's numbers, status, environment, dataset, files and the final `model` (a
-        finished job's, where given), then the run's end status."""
-        from mlflow.entities import Metric
+        """The summary's dataset, files and the final `model` (a finished job's, where given), then its
+        numbers, environment, code and status tags in one log_batch, then the run's end status. The status
+        tag and the end status come last, so a run that has both (`is_complete`) has everything before."""
+        from mlflow.entities import Metric, RunTag
 
+        self.log_dataset(run_id, summary)
+        for f in files:
+            if f.exists():
+                self.client.log_artifact(run_id, str(f))
+        if model is not None and summary.get("status") == FINISHED and model.exists():
+            self.client.log_artifact(run_id, str(model), MODEL_ARTIFACT_DIR)
         now = int(time.time() * 1000)
         values = {
             **{f"summary.{metric_key(k)}": v for k, v in summary.get("metrics", {}).items()},
@@ -215,17 +208,9 @@ class JobMirror:
             for k, v in values.items()
             if isinstance(v, (int, float)) and not isinstance(v, bool)
         ]
-        if final:
-            self.client.log_batch(run_id, metrics=final)
-        for key, value in {**environment_tags(summary), **code_tags(summary)}.items():
-            self.client.set_tag(run_id, key, value)
-        self.log_dataset(run_id, summary)
-        for f in files:
-            if f.exists():
-                self.client.log_artifact(run_id, str(f))
-        if model is not None and summary.get("status") == FINISHED and model.exists():
-            self.client.log_artifact(run_id, str(model), MODEL_ARTIFACT_DIR)
-        self.client.set_tag(run_id, "fedbench.status", summary.get("status", "?"))
+        tags = {**environment_tags(summary), **code_tags(summary), "fedbench.status": summary.get("status", "?")}
+        # the status tag last: MLflow writes a batch's metrics before its tags, and tags in their order
+        self.client.log_batch(run_id, metrics=final, tags=[RunTag(k, v) for k, v in tags.items()])
         self.client.set_terminated(run_id, RUN_STATUS.get(summary.get("status"), "FAILED"))
 
     def log_dataset(self, run_id: str, summary: dict) -> None:
@@ -252,16 +237,23 @@ class JobMirror:
             and client_acc_metrics(summary).keys() <= run.data.metrics.keys()
         )
 
-    def mirror(self, job, jobdir, summary: dict | None = None, files: list[Path] | None = None) -> str:
+    def mirror(
+        self, job, jobdir, summary: dict | None = None, files: list[Path] | None = None, live: tuple | None = None
+    ) -> str:
         """Bring the job's run up to its folder: the run (created if missing), the rounds it lacks,
-        and once the job has a summary its final numbers and status. Idempotent."""
+        and once the job has a summary its final numbers and status. Idempotent. `live`: (run id, last
+        round logged) of a run this process holds open, so neither needs looking up."""
         summary = summary if summary is not None else jobdir.read_summary()
-        run = self.find(job.id)
-        if run is not None and summary and self.is_complete(run, summary):
-            return run.info.run_id
         config = json.loads(jobdir.config.read_text()) if jobdir.config.exists() else {"job_id": job.id}
-        run_id = run.info.run_id if run is not None else self.ensure_run(job, config)
-        self.log_rounds(run_id, jobdir.read_metrics(), self.logged_upto(run_id))
+        if live is not None:
+            run_id, upto = live
+        elif (run := self.find(job.id)) is None:
+            run_id, upto = self.create(job, config), 0
+        elif summary and self.is_complete(run, summary):
+            return run.info.run_id
+        else:
+            run_id, upto = run.info.run_id, self.logged_upto(run.info.run_id)
+        self.log_rounds(run_id, jobdir.read_metrics(), upto)
         if summary:
             self.finish(
                 run_id,
@@ -270,3 +262,16 @@ class JobMirror:
                 jobdir.model if config.get("log_model") else None,
             )
         return run_id
+
+
+def round_metrics(records: list[dict]) -> list:
+    """Each record's measured values as MLflow metrics (step = round, timestamp = when it was measured)."""
+    from mlflow.entities import Metric
+
+    now = time.time()
+    return [
+        Metric(k, float(r[k]), int(1000 * r.get("time", now)), int(r["round"]))
+        for r in records
+        for k in MEASURED
+        if r.get(k) is not None
+    ]

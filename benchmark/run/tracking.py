@@ -303,7 +303,10 @@ class MlflowTracker(NullTracker):
     @tracking_may_fail
     def start_job(self, job, config: dict) -> None:
         self.last_started = job.id
-        run_id = self.mirror.ensure_run(job, config)
+        if (found := self.mirror.find(job.id)) is None:  # a new run starts RUNNING, with no rounds
+            self.open[job.id] = ChildRun(job, self.mirror.create(job, config))
+            return
+        run_id = found.info.run_id
         self.client.update_run(run_id, status="RUNNING")
         self.open[job.id] = ChildRun(job, run_id, self.mirror.logged_upto(run_id))
 
@@ -323,7 +326,7 @@ class MlflowTracker(NullTracker):
         if jobdir is None:  # no results folder to read (a tracker used on its own)
             self.mirror.finish(child.run_id, summary, files)
             return
-        self.mirror.mirror(child.job, jobdir, summary, files)
+        self.mirror.mirror(child.job, jobdir, summary, files, live=(child.run_id, child.logged_upto))
 
     @tracking_may_fail
     def summarise(self, suite, jobs, headline: list) -> None:

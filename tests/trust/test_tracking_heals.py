@@ -30,6 +30,8 @@ def _assert_mirrors_disk(uri: str, results, jobs) -> None:
     client = mlflow.tracking.MlflowClient(uri)
     runs = _children(uri)
     assert set(runs) == {j.id for j in jobs}
+    experiment = client.get_experiment_by_name("tiny").experiment_id
+    assert len(client.search_runs([experiment], "tags.`fedbench.kind` = 'job'")) == len(jobs)  # one run each
     for job in jobs:
         run, jobdir = runs[job.id], JobDir(results, job.id)
         summary = jobdir.read_summary()
@@ -91,9 +93,14 @@ def test_report_and_sync_with_an_unreachable_server_take_seconds(tmp_path, capsy
 KILL = Path(__file__).with_name("kill_at_mlflow.py")
 
 
-# MLflow's write points: a round's metrics mid-run (the 2nd batch: after the parameters), and the end of a
-# job whose summary.json is already written (its run left RUNNING without final numbers)
-@pytest.mark.parametrize("method, nth", [("log_batch", 2), ("set_terminated", 1)])
+# MLflow's write points: the job's run created (create_run 1 is the suite's), a round's metrics mid-run (the
+# 2nd batch: after the parameters), and the end of a job whose summary.json is already written: its dataset
+# (log_inputs), its first file (log_artifact 1 is the suite file), its end status (its run left RUNNING with
+# the final numbers and status tag, or without them)
+@pytest.mark.parametrize(
+    "method, nth",
+    [("create_run", 2), ("log_batch", 2), ("log_inputs", 1), ("log_artifact", 2), ("set_terminated", 1)],
+)
 def test_a_kill_at_an_mlflow_write_resumes_and_heals_the_run(tmp_path, mlflow_store, method, nth):
     raw = tiny_suite(methods=["fedacg"])
     raw["defaults"].update(rounds=6, checkpoint_every=2, checkpoint_minutes=0)
