@@ -23,7 +23,7 @@ THREADS = click.option(
     "--threads",
     type=COUNT,
     default=None,
-    help="CPU threads for torch (default: the fastest of 1, 2, 4, ... cores in a short probe per model)",
+    help="CPU threads for torch per job (default: 1, which a busy machine cannot slow down the way it slows more)",
 )
 
 
