@@ -159,9 +159,10 @@ def run(
     "--budget",
     is_flag=True,
     help="instead of the job table: each job's client-steps and samples (exact, from the splits and the "
-    "participation draws) and its time at step rates measured on --device",
+    "participation draws), the run's time measured on --device (a range, and what it assumed)",
 )
 @click.option("--device", default="auto", show_default=True, help="with --budget: where the step rates are measured")
+@click.option("--threads", type=COUNT, default=None, help="with --budget: the --threads the run will be given")
 @click.option("--jobs", "every_job", is_flag=True, help="list every job, however many (default: up to 200)")
 @job_options
 def plan(
@@ -172,6 +173,7 @@ def plan(
     audit_only: bool,
     budget: bool,
     device: str,
+    threads,
     every_job: bool,
     only,
     sets,
@@ -184,7 +186,7 @@ def plan(
     from benchmark.commands.plan import plan_suite
 
     select = _select(suite_file, only, sets, seeds, rounds, max_jobs)
-    plan_suite(select, splits, max_clients, figures_dir, audit_only, budget, device, every_job)
+    plan_suite(select, splits, max_clients, figures_dir, audit_only, budget, device, every_job, threads)
 
 
 @cli.command()
