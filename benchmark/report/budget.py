@@ -63,13 +63,16 @@ def per_client(c) -> list[tuple[int, int]]:
     return [client_cost(len(idx), c.local) for idx in federated_data(c).clients]
 
 
+def everyone_every_round(c) -> bool:
+    p = c.participation
+    return p.mode == "fixed" and p.rate == 1.0 and p.pool is None
+
+
 def round_cost(c, costs: list[tuple[int, int]], t: int) -> tuple[int, int]:
     """(client-steps, samples) of round t."""
-    p = c.participation
-    if p.mode == "fixed" and p.rate == 1.0 and p.pool is None:  # every client, every round
-        chosen = costs
-    else:
-        chosen = [costs[i] for i in sample_clients(c.seed, t, len(costs), p)]
+    chosen = (
+        costs if everyone_every_round(c) else [costs[i] for i in sample_clients(c.seed, t, len(costs), c.participation)]
+    )
     return sum(s for s, _ in chosen), sum(n for _, n in chosen)
 
 
@@ -78,11 +81,13 @@ def job_cost(job: Job) -> tuple[int, int]:
     c = job.config
     key = c.model_dump_json(exclude={"method": True, "local": {"lr"}})  # an lr grid is one cost
     if key not in _costs:
-        costs, steps, samples = per_client(c), 0, 0
-        for t in range(c.rounds):
-            s, n = round_cost(c, costs, t)
-            steps, samples = steps + s, samples + n
-        _costs[key] = steps, samples
+        costs = per_client(c)
+        if everyone_every_round(c):  # every round the same
+            steps, samples = round_cost(c, costs, 0)
+            _costs[key] = steps * c.rounds, samples * c.rounds
+        else:
+            rounds = [round_cost(c, costs, t) for t in range(c.rounds)]
+            _costs[key] = sum(s for s, _ in rounds), sum(n for _, n in rounds)
     return _costs[key]
 
 
@@ -127,11 +132,16 @@ def estimate(jobs: list[Job], device: str) -> Estimate:
         if costs is None:
             assumed.append(f"protocol {name}: its batches' time is not known (not counted)")
             continue
-        assumed += [f"protocol {name}: {threads['count']} thread(s), {threads['chosen_by']}", *costs.assumed]
-        seconds += costs.startup_s + sum(costs.seconds)
+        written = replay_seconds(protocol, groups[0][0], device)
+        assumed += [
+            f"protocol {name}: {threads['count']} thread(s), {threads['chosen_by']}",
+            *costs.assumed,
+            f"protocol {name}: the job runner writes each job's replay in {1e3 * written:.0f} ms",
+        ]
+        seconds += costs.startup_s + sum(costs.seconds) + written * sum(map(len, groups))
         for batch, took in zip(groups, costs.seconds):
             for j in batch:
-                found[j.id] = Budget(*job_cost(j), seconds=took / len(batch), ms_per_step="batched")
+                found[j.id] = Budget(*job_cost(j), seconds=took / len(batch) + written, ms_per_step="batched")
     fast, slow = seconds, seconds
     alone = [j for j in jobs if not batched.covers(j)]
     if alone:
@@ -165,6 +175,24 @@ def estimate(jobs: list[Job], device: str) -> Estimate:
     assumed.append("MLflow tracking not counted (as `run --no-tracking`)")
     total = startup + seconds
     return Estimate(found, total, (startup + fast) * quieter, (startup + slow) * busier, tuple(assumed))
+
+
+def replay_seconds(protocol, job: Job, device: str) -> float:
+    """What the job runner takes to write one job of a protocol's batch from its replay (its files,
+    summary and final model), timed on a one-round copy of `job` in a scratch folder."""
+    import tempfile
+    from dataclasses import replace
+    from pathlib import Path
+
+    from benchmark.run.job_runner import run_job
+    from benchmark.run.results import JobDir
+
+    short = replace(job, config=job.config.model_copy(update={"rounds": 1, "eval_every": 1}))
+    (replay,) = protocol.run_batch([short])
+    with tempfile.TemporaryDirectory() as scratch:
+        start = time.perf_counter()
+        run_job(short, "budget", JobDir(Path(scratch), job.id), device, simulation_for=lambda _: replay)
+        return time.perf_counter() - start
 
 
 def device_name(device: str) -> str:

@@ -155,6 +155,7 @@ def test_batched_protocol_jobs_are_timed_on_their_engine(tmp_path, capsys):
     assert all(b.seconds > 0 for b in found.jobs.values())
     assert any("FedAc batched engine: 2 of 2 batch shapes timed" in a for a in found.assumed)
     assert any("protocol fedac: 1 thread(s)" in a for a in found.assumed)
+    assert any("the job runner writes each job's replay in" in a for a in found.assumed)
     assert main(["plan", str(suite), "--budget", "--device", "cpu"]) == 0
     assert "batched" in capsys.readouterr().out
 
