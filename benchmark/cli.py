@@ -23,7 +23,7 @@ THREADS = click.option(
     "--threads",
     type=COUNT,
     default=None,
-    help="CPU threads for torch (default: the fastest of 1, 2, 4, ... cores in a short probe per model)",
+    help="CPU threads for torch per job (default: 1, which a busy machine cannot slow down the way it slows more)",
 )
 
 
@@ -175,9 +175,10 @@ def run(
     "--budget",
     is_flag=True,
     help="instead of the job table: each job's client-steps and samples (exact, from the splits and the "
-    "participation draws) and its time at step rates measured on --device",
+    "participation draws), the run's time measured on --device (a range, and what it assumed)",
 )
 @click.option("--device", default="auto", show_default=True, help="with --budget: where the step rates are measured")
+@click.option("--threads", type=COUNT, default=None, help="with --budget: the --threads the run will be given")
 @click.option("--jobs", "every_job", is_flag=True, help="list every job, however many (default: up to 200)")
 @job_options
 def plan(
@@ -188,6 +189,7 @@ def plan(
     audit_only: bool,
     budget: bool,
     device: str,
+    threads,
     every_job: bool,
     only,
     sets,
@@ -200,7 +202,7 @@ def plan(
     from benchmark.commands.plan import plan_suite
 
     select = _select(suite_file, only, sets, seeds, rounds, max_jobs)
-    plan_suite(select, splits, max_clients, figures_dir, audit_only, budget, device, every_job)
+    plan_suite(select, splits, max_clients, figures_dir, audit_only, budget, device, every_job, threads)
 
 
 @cli.command()

@@ -10,7 +10,15 @@ from benchmark.errors import UserError
 
 
 def plan_suite(
-    select, splits: bool, max_clients: int, figures_dir, audit_only: bool, budget: bool, device: str, every_job=False
+    select,
+    splits: bool,
+    max_clients: int,
+    figures_dir,
+    audit_only: bool,
+    budget: bool,
+    device: str,
+    every_job=False,
+    threads: int | None = None,
 ):
     if figures_dir and not splits:
         raise UserError("--figures writes the split figures: use it with --splits")
@@ -23,8 +31,11 @@ def plan_suite(
     if budget:
         from benchmark.report.budget import budget_table
         from benchmark.run.executor_base import torch_device
+        from benchmark.run.threads import request
 
-        out.print(budget_table(suite.name, jobs, torch_device(device)))
+        request(threads)  # timed at the count the run will train at (run/threads.py)
+        for part in budget_table(suite.name, jobs, torch_device(device), every_job):
+            out.print(part, markup=False, highlight=False) if isinstance(part, str) else out.print(part)
         return
     if splits:
         from benchmark.report.splits import split_tables

@@ -11,6 +11,7 @@ benchmark.protocols when first read (they stand above run/ and report/, as plugi
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from benchmark.registry import Registry
@@ -35,6 +36,21 @@ class Protocol(ABC):
     @abstractmethod
     def run_batch(self, jobs: list[Job]) -> list[JobRounds]:
         """Compute the batch `jobs` at once; each job's rounds, to replay, in their order."""
+
+    def batch_costs(self, batches: list[list[Job]], time_limit_s: float) -> BatchCosts | None:
+        """What computing each batch will take on this machine (`plan --budget`), measured in about
+        `time_limit_s`; None: this protocol cannot say (the budget then says so)."""
+        return None
+
+
+@dataclass
+class BatchCosts:
+    """A protocol's answer to `plan --budget`: seconds per batch, in the order asked, what it costs
+    once per process (data, solvers, compiled code), and how it measured them (one line each)."""
+
+    seconds: list[float]
+    startup_s: float
+    assumed: list[str]
 
 
 PROTOCOLS: Registry[Protocol] = Registry("protocol", "benchmark.protocols")

@@ -1,12 +1,17 @@
-"""`fedbench plan --budget`: exact client-steps and samples, and a measured step rate."""
+"""`fedbench plan --budget`: exact client-steps and samples, and the run's time from measured rates."""
 
 from __future__ import annotations
 
 import math
 
+import pytest
+import torch
+
 from benchmark.cli import main
 from benchmark.engine.setup import federated_data
-from benchmark.report.budget import budgets, client_cost, job_cost
+from benchmark.report import budget
+from benchmark.report.budget import client_cost, estimate, evaluations, job_cost
+from benchmark.report.budget_timing import Load, Rates, process_age
 from benchmark.suite.expand import load_jobs
 from tests.fedtest import tiny_suite, write_suite
 
@@ -38,11 +43,155 @@ def test_full_participation_epochs_cost_sums_every_client(tmp_path):
     assert job_cost(job) == (steps, 4 * 2 * sum(sizes))
 
 
+SUITE = """
+name: timed
+defaults:
+  rounds: 4
+  eval_every: 2
+  num_clients: 6
+  participation: {rate: 0.5}
+  local: {epochs: 1, batch_size: 8, lr: 0.05}
+  model: {name: logistic}
+  metrics: [acc@2]
+datasets:
+  - name: synthetic
+    params: {num_users: 6, dim: 10, num_classes: 3, max_samples: 60}
+    split: {kind: natural}
+methods: [fedavg, fedacg]
+"""
+
+
+def written(tmp_path, text: str):
+    path = tmp_path / "suite.yaml"
+    path.write_text(text)
+    return path
+
+
 def test_budget_times_jobs_at_a_measured_rate(tmp_path, capsys):
-    suite = write_suite(tmp_path, tiny_suite())
+    suite = written(tmp_path, SUITE)
     _, jobs = load_jobs(suite)
-    found = budgets(jobs, "cpu")
-    assert all(0 < b.seconds_per_step < 1 and b.seconds == b.client_steps * b.seconds_per_step for b in found.values())
+    found = estimate(jobs, "cpu")
+    for b in found.jobs.values():
+        assert 0 < float(b.ms_per_step) < 1000 and b.seconds > 0
+    assert found.low <= found.seconds <= found.high
     assert main(["plan", str(suite), "--budget", "--device", "cpu"]) == 0
     shown = capsys.readouterr().out
-    assert "compute budget of 2 jobs" in shown and "total" in shown
+    assert "compute budget of 2 jobs" in shown and "total" in shown and "estimated run time:" in shown
+    assert "assumed:" in shown and "load averages" in shown and "ms/step" in shown
+
+
+def test_the_run_time_adds_start_up_set_up_steps_and_every_evaluation(tmp_path, monkeypatch):
+    """With the measurements fixed, the estimate is their sum over what the run does: start-up once,
+    and per job its set-up, its client-steps, its evaluations (rounds 2 and 4 of 4: eval_every 2)
+    and the runner's work each of its 4 rounds."""
+    rates = Rates(setup_s=0.5, step_s=0.01, fastest_step_s=0.005, slowest_step_s=0.02, eval_s=0.25, round_s=0.125)
+    monkeypatch.setattr(budget, "measure", lambda job, device, steps_in_round: rates)
+    monkeypatch.setattr(budget, "startup_seconds", lambda: 3.0)
+    monkeypatch.setattr(budget.Load, "now", classmethod(lambda cls: Load((0.1, 0.1, 0.1), 2)))
+    _, jobs = load_jobs(written(tmp_path, SUITE))
+    assert [evaluations(j.config) for j in jobs] == [2, 2]
+    found = estimate(jobs, "cpu")
+    steps = [job_cost(j)[0] for j in jobs]
+    assert found.seconds == pytest.approx(3.0 + sum(0.5 + 2 * 0.25 + 4 * 0.125 + 0.01 * s for s in steps))
+    assert found.low == pytest.approx(3.0 + sum(0.5 + 2 * 0.25 + 4 * 0.125 + 0.005 * s for s in steps))
+    assert found.high == pytest.approx(3.0 + sum(0.5 + 2 * 0.25 + 4 * 0.125 + 0.02 * s for s in steps))
+
+
+def test_a_load_that_moved_widens_the_range_and_a_quiet_one_does_not():
+    assert Load((0.3, 0.5, 0.2), 2).factors() == (1.0, 1.0)  # under a core's worth: every thread runs
+    quieter, busier = Load((8.0, 4.0, 1.0), 2).factors()  # measured at 8 on 2 cores; it was 1
+    assert quieter == pytest.approx(0.25) and busier == 1.0
+    quieter, busier = Load((2.0, 6.0, 10.0), 2).factors()  # measured at 2; it was 10
+    assert quieter == 1.0 and busier == pytest.approx(5.0)
+    assert Load((8.0, 4.0, 1.0), 2).loaded and not Load((0.3, 0.5, 0.2), 2).loaded
+
+
+def test_the_budget_times_at_the_thread_count_the_run_is_given(tmp_path, capsys):
+    from benchmark.run import threads
+
+    before = torch.get_num_threads()
+    try:
+        assert main(["plan", str(written(tmp_path, SUITE)), "--budget", "--device", "cpu", "--threads", "2"]) == 0
+        assert torch.get_num_threads() == 2
+        assert "2 thread(s), --threads" in capsys.readouterr().out
+        threads.request(None)
+        assert main(["plan", str(written(tmp_path, SUITE)), "--budget", "--device", "cpu"]) == 0
+        assert torch.get_num_threads() == 1
+        assert "1 thread(s), default" in capsys.readouterr().out
+    finally:
+        threads.request(None)
+        torch.set_num_threads(before)
+
+
+def test_the_start_up_counts_this_process_s_age():
+    assert process_age() > 0  # the interpreter and pytest started before this line
+
+
+FEDAC_SUITE = """
+name: fedac-budget
+defaults:
+  rounds: 8
+  eval_every: 4
+  num_clients: 4
+  participation: {rate: 1.0}
+  local: {steps: 3, batch_size: 2, weight_decay: 0.01, clip_norm: null}
+  model: {name: binary_logistic, init: normal}
+  suboptimality: true
+datasets:
+  - name: synthetic
+    params: {num_users: 5, dim: 6, num_classes: 2, max_samples: 40}
+    split: {kind: shared}
+methods: [fedac1, fedavg, mbsgd]
+grid:
+  local.lr: [0.01, 0.1]
+"""
+
+
+def test_batched_protocol_jobs_are_timed_on_their_engine(tmp_path, capsys):
+    suite = written(tmp_path, FEDAC_SUITE)
+    _, jobs = load_jobs(suite)
+    found = estimate(jobs, "cpu")
+    assert {b.ms_per_step for b in found.jobs.values()} == {"batched"}
+    assert all(b.seconds > 0 for b in found.jobs.values())
+    assert any("FedAc batched engine: 2 of 2 batch shapes timed" in a for a in found.assumed)
+    assert any("protocol fedac: 1 thread(s)" in a for a in found.assumed)
+    assert any("the job runner writes each job's replay in" in a for a in found.assumed)
+    assert main(["plan", str(suite), "--budget", "--device", "cpu"]) == 0
+    assert "batched" in capsys.readouterr().out
+
+
+class ClockedProtocol:
+    """A protocol whose batches take, on a fake clock, 2 s of set-up and evaluation plus 0.5 s per
+    round per 4 workers of K steps: time_shape must recover both from the runs it times."""
+
+    def __init__(self, clock):
+        self.clock, self.calls = clock, []
+
+    def run_batch(self, jobs):
+        c = jobs[0].config
+        self.calls.append((c.rounds, c.num_clients, c.eval_every))
+        self.clock[0] += 2.0 + 0.5 * c.rounds * c.num_clients / 4
+
+
+def test_a_batch_shape_is_split_into_rounds_and_evaluation_and_scaled_by_workers(tmp_path, monkeypatch):
+    from benchmark.protocols.fedac import cost
+
+    clock = [0.0]
+    monkeypatch.setattr(cost.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(cost, "WORKER_STEPS", 6)  # K = 3, b = 2: one worker per timed round
+    _, jobs = load_jobs(written(tmp_path, FEDAC_SUITE.replace("methods: [fedac1, fedavg, mbsgd]", "methods: [fedac1]")))
+    protocol = ClockedProtocol(clock)
+    timed = cost.time_shape(protocol, jobs)
+    assert timed.round_s == pytest.approx(0.5) and timed.eval_s == pytest.approx(2.0)  # 4 workers' round, from 1
+    assert protocol.calls[0] == (1, 1, 1) and all(w == 1 and e == r for r, w, e in protocol.calls)
+    costs = cost.batch_costs(protocol, [jobs], time_limit_s=10.0)
+    assert costs.seconds == [pytest.approx(8 * 0.5 + 2 * 2.0)]  # 8 rounds, evaluated at 4 and 8
+
+
+def test_a_large_suite_is_shown_a_row_per_dataset_and_method(tmp_path, monkeypatch, capsys):
+    from benchmark.report import status
+
+    monkeypatch.setattr(status, "LISTED_UP_TO", 1)
+    assert main(["plan", str(written(tmp_path, SUITE)), "--budget"]) == 0
+    shown = capsys.readouterr().out
+    assert "compute budget of 2 jobs" in shown and "a row per dataset and method" in shown

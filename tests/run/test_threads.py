@@ -1,4 +1,4 @@
-"""torch's CPU thread count: `--threads` reaches torch and summary.json; without it a probe chooses."""
+"""torch's CPU thread count: `--threads` reaches torch and summary.json; without it, one thread per CPU job."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch
 from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
-from benchmark.run.threads import candidates, usable_cores
+from benchmark.run.threads import DEFAULT
 
 
 def summaries(results) -> list[dict]:
@@ -26,35 +26,43 @@ def test_threads_flag_reaches_torch_and_the_summary(tmp_path):
     assert [s["threads"] for s in summaries(results)] == [{"count": 3, "chosen_by": "--threads"}]
 
 
-def test_without_the_flag_a_probe_chooses_among_the_usable_cores(tmp_path):
+def test_without_the_flag_every_cpu_job_trains_at_one_thread(tmp_path):
     path, results = write_suite(tmp_path, tiny_suite()), tmp_path / "results"
     before = torch.get_num_threads()
     try:
         assert main(["run", str(path), "--no-tracking", "--results-dir", str(results)]) == 0
+        assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
-    chosen = [s["threads"] for s in summaries(results)]
-    assert len(chosen) == 2 and all(
-        t["chosen_by"] == "probe" and t["count"] in candidates(usable_cores()) for t in chosen
-    )
+    assert [s["threads"] for s in summaries(results)] == [DEFAULT, DEFAULT]
 
 
-def test_a_model_with_a_short_step_keeps_one_thread_untried(tmp_path, monkeypatch):
-    from benchmark.run import threads
+def test_the_default_count_does_not_follow_the_load_the_clock_or_the_cores(tmp_path, monkeypatch):
+    """The same run on the same machine trains at the same count, whatever the moment: a 64-core
+    machine at load 50, whose clock says each thing timed took half as long as the one before (the
+    load lifting while a probe measures, which made the old probe choose every core), chooses as an
+    idle one does."""
+    import os
+    import time
 
-    tried = []
-    monkeypatch.setattr(threads, "usable_cores", lambda: 4)
-    monkeypatch.setattr(threads.torch, "set_num_threads", tried.append)
-    monkeypatch.setattr(threads, "SHORT_STEP", float("inf"))
-    monkeypatch.setattr(threads, "_probed", {})  # an earlier test's probe of this model would be reused
-    path, results = write_suite(tmp_path, tiny_suite(methods=["fedavg"])), tmp_path / "results"
-    assert main(["run", str(path), "--no-tracking", "--results-dir", str(results)]) == 0
-    assert tried[:1] == [1] and 2 not in tried and 4 not in tried
-    assert [s["threads"] for s in summaries(results)] == [{"count": 1, "chosen_by": "probe"}]
-
-
-def test_candidates_double_up_to_the_cores():
-    assert candidates(1) == [1] and candidates(2) == [1, 2] and candidates(6) == [1, 2, 4, 6]
+    chosen = []
+    before = torch.get_num_threads()
+    try:
+        for moment in ("loaded", "idle"):  # loaded first: nothing chosen earlier in this process is reused
+            monkeypatch.undo()
+            if moment == "loaded":
+                monkeypatch.setattr(os, "getloadavg", lambda: (50.0, 50.0, 50.0))
+                monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+                monkeypatch.setattr(os, "cpu_count", lambda: 64)
+                readings = (20.0 * (1 - 0.5**n) for n in range(10**6))
+                monkeypatch.setattr(time, "perf_counter", lambda: next(readings))
+            (tmp_path / moment).mkdir()
+            path, results = write_suite(tmp_path / moment, tiny_suite(methods=["fedavg"])), tmp_path / moment / "r"
+            assert main(["run", str(path), "--no-tracking", "--results-dir", str(results)]) == 0
+            chosen += [s["threads"] for s in summaries(results)]
+    finally:
+        torch.set_num_threads(before)
+    assert chosen == [DEFAULT, DEFAULT]
 
 
 def test_zero_threads_is_a_clear_error(tmp_path, capsys):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from benchmark.protocols.fedac.jobs import batch_key
 from benchmark.protocols.fedac.report import is_fedac_protocol, section
 from benchmark.report.protocol_sections import SECTIONS, ProtocolSection, Section
-from benchmark.run.protocols import PROTOCOLS, Protocol
+from benchmark.run.protocols import PROTOCOLS, BatchCosts, Protocol
 
 if TYPE_CHECKING:
     from benchmark.protocols.fedac.replay import ReplaySimulation
@@ -35,6 +35,11 @@ class FedAcProtocol(Protocol):
         from benchmark.protocols.fedac.replay import replays
 
         return replays(jobs)
+
+    def batch_costs(self, batches: list[list[Job]], time_limit_s: float) -> BatchCosts:
+        from benchmark.protocols.fedac.cost import batch_costs
+
+        return batch_costs(self, batches, time_limit_s)
 
 
 class FedAcSection(ProtocolSection):

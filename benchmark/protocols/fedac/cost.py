@@ -1,0 +1,117 @@
+"""What the FedAc protocol's batches cost on this machine, for `plan --budget`: the real engine
+(the protocol's own `run_batch`) timed on each batch's shape for 1 round and for enough rounds to
+outweigh its set-up and evaluation, and scaled by the batch's rounds and evaluations.
+
+A batch's rounds all do the same work (M workers, K steps of b examples, B jobs side by side), so
+its time is R·round + E·evaluation: the longer run less the 1-round one gives a round, the rest of
+the 1-round run an evaluation (with the batch's own set-up, which it pays once). A round of K local
+steps of many workers is timed on a few of them and scaled by M (the kernel runs one worker after
+another). Shapes are timed largest first (they weigh most) while the time allows; a shape left over
+is scaled from the timed shape of its kind (K local steps, or one step per round) closest in work
+per round, by M·K·b·⌈B/8⌉ (its jobs run in vectors of 8), and its evaluation by B. The first call,
+on a one-worker, one-round batch, is what the run pays once: the data, F*, the compiled kernel.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+
+from benchmark.protocols.fedac.jobs import one_step_rounds
+from benchmark.run.protocols import BatchCosts, Protocol
+from benchmark.suite.expand import Job
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What one round of a batch costs depends on: its kind, workers, steps, batch size, jobs."""
+
+    one_step: bool
+    workers: int
+    steps: int
+    batch_size: int
+    jobs: int
+
+    @property
+    def work(self) -> float:
+        lanes = 1 if self.one_step else math.ceil(self.jobs / 8)
+        return self.workers * self.steps * self.batch_size * lanes
+
+
+@dataclass(frozen=True)
+class Timed:
+    round_s: float
+    eval_s: float
+
+
+def shape_of(jobs: list[Job]) -> Shape:
+    c = jobs[0].config
+    return Shape(one_step_rounds(c), c.num_clients, c.local.steps, c.local.batch_size, len(jobs))
+
+
+def evaluations(config) -> int:
+    return sum(config.evaluates(r) for r in range(1, config.rounds + 1))
+
+
+def shortened(jobs: list[Job], rounds: int, workers: int | None = None) -> list[Job]:
+    """`jobs` cut to `rounds` rounds, evaluated once, at the end (and to `workers` workers)."""
+    update = {"rounds": rounds, "eval_every": rounds, **({"num_clients": workers} if workers else {})}
+    return [replace(j, config=j.config.model_copy(update=update)) for j in jobs]
+
+
+def seconds(protocol: Protocol, jobs: list[Job]) -> float:
+    start = time.perf_counter()
+    protocol.run_batch(jobs)
+    return time.perf_counter() - start
+
+
+def time_shape(protocol: Protocol, jobs: list[Job]) -> Timed:
+    """A round and an evaluation of `jobs`' batch: one round, then 4x as many until the extra rounds
+    take ROUNDS_TIMED_S (the difference is theirs); K local steps of many workers are timed on at
+    most WORKER_STEPS of them and scaled by M (the kernel runs one worker after another)."""
+    shape = shape_of(jobs)
+    workers = shape.workers
+    if not shape.one_step:
+        workers = min(workers, max(1, WORKER_STEPS // (shape.steps * shape.batch_size)))
+    one = seconds(protocol, shortened(jobs, 1, workers))
+    rounds, took = 1, one
+    while rounds < jobs[0].config.rounds and took - one < ROUNDS_TIMED_S:
+        rounds = min(jobs[0].config.rounds, 4 * rounds)
+        took = seconds(protocol, shortened(jobs, rounds, workers))
+    # a busy machine can make the longer run look shorter: then charge its mean round to both
+    round_s = (took - one) / (rounds - 1) if rounds > 1 and took > one else took / rounds
+    return Timed(round_s * shape.workers / workers, max(one - round_s, 0.0))
+
+
+ROUNDS_TIMED_S = 0.1  # the longer run of a shape outlasts its one-round run by this
+WORKER_STEPS = 2**14  # worker-steps a timed round of K local steps is cut to (M=1024, K=256: 16 workers)
+
+
+def batch_costs(protocol: Protocol, batches: list[list[Job]], time_limit_s: float) -> BatchCosts:
+    startup = seconds(protocol, shortened(batches[0][:1], 1, workers=1))
+    start = time.perf_counter()
+    shapes = {shape_of(b): b for b in batches}
+    timed: dict[Shape, Timed] = {}
+    for shape in sorted(shapes, key=lambda s: -s.work):  # the largest first: they weigh most
+        if timed and time.perf_counter() - start > time_limit_s:
+            break
+        timed[shape] = time_shape(protocol, shapes[shape])
+    out = []
+    for batch in batches:
+        shape = shape_of(batch)
+        got = timed.get(shape) or scaled(shape, timed)
+        out.append(batch[0].config.rounds * got.round_s + evaluations(batch[0].config) * got.eval_s)
+    assumed = [
+        f"FedAc batched engine: {len(timed)} of {len(shapes)} batch shapes timed on the real engine "
+        + ("(the rest scaled by M·K·b·⌈B/8⌉ from the nearest timed one)" if len(timed) < len(shapes) else ""),
+        f"FedAc engine start-up (data, F*, compiled kernel): {startup:.1f} s",
+    ]
+    return BatchCosts(out, startup, [a.strip() for a in assumed])
+
+
+def scaled(shape: Shape, timed: dict[Shape, Timed]) -> Timed:
+    """A shape's round and evaluation scaled from the timed shape of its kind nearest in work per round."""
+    same = [s for s in timed if s.one_step == shape.one_step] or list(timed)
+    near = min(same, key=lambda s: abs(math.log(s.work / shape.work)))
+    return Timed(timed[near].round_s * shape.work / near.work, timed[near].eval_s * shape.jobs / near.jobs)

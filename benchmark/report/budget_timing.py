@@ -1,0 +1,168 @@
+"""The measurements behind `plan --budget` (report/budget.py): a job's set-up, step and evaluation
+times on real rounds of the job, what a run pays once before its first job, and the machine's load.
+
+A job is timed as the run runs it: by the job runner (run/job_runner.py), into a scratch folder,
+its real simulation at the thread count the run uses (run/threads.py), its own participants, its
+evaluations and the runner's own work each round (metrics, heartbeat, checkpoints). The first round
+is a warm-up (allocator, kernels), then rounds are timed until TIME_LIMIT_S (at least 2, at most 9;
+none when the first took longer than TIME_LIMIT_S, which is then the rate), each round's training
+over its client-steps giving a rate: their median is the estimate, their spread its range. What
+follows a round's training is the runner's work, plus an evaluation on evaluated rounds.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+TIME_LIMIT_S = 0.5  # timed rounds per job kind, past the first two
+MAX_ROUNDS = 9
+
+
+@dataclass(frozen=True)
+class Rates:
+    """One job kind's measured times: set-up once per job (until its first round starts), client
+    steps (median, fastest and slowest of the timed rounds, seconds a step), one evaluation, and
+    the job runner's own work each round (metrics, heartbeat, checkpoints)."""
+
+    setup_s: float
+    step_s: float
+    fastest_step_s: float
+    slowest_step_s: float
+    eval_s: float
+    round_s: float
+
+
+class Enough(Exception):
+    """Raised from a round's end to stop a timed job."""
+
+
+def measure(job, device: str, steps_in_round) -> Rates:
+    """`job`'s rates on `device`, run by the job runner into a scratch folder until TIME_LIMIT_S;
+    `steps_in_round(t)` is its client-steps in round t."""
+    import tempfile
+
+    import torch
+
+    from benchmark.engine.setup import build_simulation
+    from benchmark.run.callbacks import RoundCallback
+    from benchmark.run.job_runner import run_job
+    from benchmark.run.results import JobDir
+
+    start = time.perf_counter()
+    sim = build_simulation(job.config, device)
+    sync = torch.cuda.synchronize if sim.setup.device.type == "cuda" else (lambda: None)
+    trained: list[float] = []  # each round's training (Simulation.run_round)
+    ended: list[float] = [start]  # each round's end, after its evaluation and the runner's work
+    train_round = sim.run_round
+
+    def timed_round(t, on_clients=None):
+        sync()
+        t0 = time.perf_counter()
+        loss = train_round(t, on_clients)
+        sync()
+        trained.append(time.perf_counter() - t0)
+        ended.append(time.perf_counter())
+        if len(trained) == 1:
+            ended[0] = t0  # the set-up ends where the first round starts
+        return loss
+
+    class Stamp(RoundCallback):
+        def on_round(self, round_: int) -> None:
+            ended[-1] = time.perf_counter()
+            timed = len(trained) - 1  # rounds after the first (its warm-up)
+            long_first = trained[0] > TIME_LIMIT_S  # then it is rate enough
+            spent = sum(trained[1:])
+            if long_first or (timed >= 2 and (timed >= MAX_ROUNDS or spent >= TIME_LIMIT_S)):
+                raise Enough
+
+    sim.run_round = timed_round
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            run_job(
+                job, "budget", JobDir(Path(scratch), job.id), device, simulation_for=lambda _: sim, callbacks=[Stamp()]
+            )
+        except Enough:
+            pass
+    rounds = range(1, len(trained)) if len(trained) > 1 else range(1)  # the first is a warm-up
+    per_step = [trained[t] / max(steps_in_round(t), 1) for t in rounds]
+    after = {t: ended[t + 1] - ended[t] - trained[t] for t in rounds}  # evaluation and the runner's work
+    plain = [a for t, a in after.items() if not job.config.evaluates(t + 1)]
+    evaluated = [a for t, a in after.items() if job.config.evaluates(t + 1)]
+    round_s = statistics.median(plain) if plain else 0.0
+    if evaluated:
+        eval_s = max(statistics.median(evaluated) - round_s, 0.0)
+    else:
+        t0 = time.perf_counter()
+        evaluate(sim)
+        eval_s = time.perf_counter() - t0
+    setup_s = ended[0] - start
+    return Rates(setup_s, statistics.median(per_step), min(per_step), max(per_step), eval_s, round_s)
+
+
+def evaluate(sim) -> None:
+    """What the run computes at an evaluated round (engine/simulation.py's `run`)."""
+    sim.evaluate()
+    if sim.setup.data.validation is not None:
+        sim.evaluate_validation()
+    if sim.job.suboptimality:
+        sim.objective.suboptimality(sim.eval_params())
+
+
+def startup_seconds() -> float:
+    """What a run pays before its first job: this process's age (interpreter, CLI, the suite's
+    loading and expansion, which `plan` did as `run` does) plus importing what `run` imports
+    beyond `plan`, timed now (nothing if this process imported it already)."""
+    import importlib
+
+    start = time.perf_counter()
+    for module in ("torch", "benchmark.run.job_runner", "benchmark.run.executor", "benchmark.commands.output"):
+        importlib.import_module(module)
+    from benchmark.report.protocol_sections import SECTIONS
+    from benchmark.run.protocols import PROTOCOLS
+
+    PROTOCOLS.names(), SECTIONS.names()  # the run's report reads both registries
+    return process_age() + time.perf_counter() - start
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux /proc; 0 where it cannot be read)."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return max(uptime - ticks / os.sysconf("SC_CLK_TCK"), 0.0)
+
+
+@dataclass(frozen=True)
+class Load:
+    """Load averages over 1, 5 and 15 minutes, and the cores this process may use."""
+
+    averages: tuple[float, float, float]
+    cores: int
+
+    @classmethod
+    def now(cls) -> Load:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return cls(tuple(os.getloadavg()) if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0), cores)
+
+    def share(self, load: float) -> float:
+        """The part of a core one runnable thread gets when `load` threads want to run."""
+        return min(1.0, self.cores / max(load, 1.0))
+
+    def factors(self) -> tuple[float, float]:
+        """How much faster and slower the same work runs if the load moves from its last minute's
+        to its quietest and busiest of the last 15 minutes: (≤ 1, ≥ 1)."""
+        now = self.share(self.averages[0])
+        return now / self.share(min(self.averages)), now / self.share(max(self.averages))
+
+    @property
+    def loaded(self) -> bool:
+        return max(self.averages) >= self.cores / 2
+
+    def __str__(self) -> str:
+        return f"load averages {' / '.join(f'{a:.1f}' for a in self.averages)} (1, 5, 15 min) on {self.cores} cores"
