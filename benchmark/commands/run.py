@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from benchmark.commands.output import err_console, out, print_results, progress
+from benchmark.commands.output import err_console, out, print_results, progress, table_columns
 from benchmark.commands.tracking import closed_with_outcome, open_tracker, summarise
 from benchmark.errors import UserError
 
@@ -26,9 +26,12 @@ def run_suite(
     quiet: bool,
     verbose: bool,
     keep_stale: bool = False,
+    table: tuple = (None, False),
 ) -> None:
     """`cluster`: ClusterOptions' fields (Ray address, GPUs and CPUs per job, data URIs, ship limit);
-    `keep_stale`: reuse done jobs whose code changed since (marked), rather than train them again."""
+    `keep_stale`: reuse done jobs whose code changed since (marked), rather than train them again;
+    `table`: --columns and --wide, checked before any job runs."""
+    from benchmark.report.table import check_columns_before_run
     from benchmark.run.executor_base import EXECUTORS, ClusterOptions
     from benchmark.run.results import check_writable
     from benchmark.run.stale import stale_line
@@ -38,6 +41,8 @@ def run_suite(
 
     request(threads)  # torch's CPU threads for every job; None: each job's model is probed (run/threads.py)
     suite, jobs = select()  # first: its plugins may add executors
+    columns = table_columns(*table)
+    check_columns_before_run(jobs, columns)
     runner = EXECUTORS.require(executor)(ClusterOptions(*cluster))
     runner.keep_stale = keep_stale
     dev = runner.device(device)
@@ -49,7 +54,7 @@ def run_suite(
         tracker.heal(jobs)  # results/ is the source of truth: finished jobs missing in MLflow are mirrored
         summaries = runner.run(jobs, suite.name, results_dir, dev, tracker, reporter, stop_after)
         summarise(tracker, suite, jobs, results_dir)
-    print_results(suite, jobs, summaries, results_dir)
+    print_results(suite, jobs, summaries, results_dir, columns, table[1])
     if kept := stale_line([s.get("stale", []) for s in summaries.values()]):  # --keep-stale
         err_console.print(kept, markup=False)
     out.print(f"results: {results_dir / suite.name}" + mlflow_hint(tracker), markup=False, highlight=False)
