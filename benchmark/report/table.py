@@ -31,14 +31,17 @@ MIN_LABEL = 12  # a wrapped label column keeps this many characters a line
 SETTING_GAP = re.compile(r" (?=[A-Za-z_][\w.]*=)")  # between two `key=value` settings of a setting label
 
 
-def _priority(t, header: str) -> int:
+def _priority(t, header: str) -> float:
     """Lower shows first: the status where a job did not finish (it flags what the numbers miss), the
     suite's smoothed accuracies, the final accuracy (and the validation accuracy a grid was selected on),
     the paired difference to the baseline, rounds to
-    a target, the status of an all-finished table, then raw accuracies, bytes and wall time."""
+    a target, the status of an all-finished table, then raw accuracies, bytes and wall time; a column no
+    row has a number in (a metric past the jobs' last round, only the paper's number) after the raw ones."""
     if header == "status":
         return -1 if any(r.status != FINISHED for r in t.rows) else 4
     col = next(c for c in t.columns if c.header == header)
+    if all(r.cells[col.key].value is None and r.cells[col.key].mean is None for r in t.rows):
+        return 5.5
     if col.key.endswith("-vs-baseline"):
         return 2
     if col.key in ("final_ema_acc", "final_subopt", "final_val_ema_acc"):
