@@ -19,6 +19,15 @@ from benchmark.errors import UserError
 
 JSON = click.option("--json", "as_json", is_flag=True, help="print machine-readable JSON on stdout instead of tables")
 
+COLUMNS = click.option(
+    "--columns",
+    default=None,
+    metavar="KEY,..",
+    help="tables (terminal and, for report, .tex): these metric columns (keys such as acc@60, final_acc, wall_s, "
+    "status), instead of those that fit the terminal (at most 100 columns) / the page",
+)
+WIDE = click.option("--wide", is_flag=True, help="tables: every column, however wide (.tex: split to fit the page)")
+
 THREADS = click.option(
     "--threads",
     type=COUNT,
@@ -104,6 +113,8 @@ def cli() -> None:
     show_default=True,
     help="Ray: largest dataset the driver ships to nodes that lack it (0: never)",
 )
+@COLUMNS
+@WIDE
 @verbosity_options
 def run(
     suite_file: Path,
@@ -125,6 +136,8 @@ def run(
     cpus_per_job: float,
     data_uris: tuple[str, ...],
     ship_max_mb: float,
+    columns,
+    wide: bool,
     quiet: bool,
     verbose: bool,
 ) -> None:
@@ -146,6 +159,7 @@ def run(
         quiet,
         verbose,
         keep_stale,
+        (columns, wide),
     )
 
 
@@ -214,14 +228,8 @@ def plan(
     help="MLflow store whose suite run gets the report files (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)",
 )
 @click.option("--no-tracking", is_flag=True, help="do not attach the report files to the suite's MLflow run")
-@click.option(
-    "--columns",
-    default=None,
-    metavar="KEY,..",
-    help="tables (terminal and .tex): these metric columns (keys such as acc@60, final_acc, wall_s, status), "
-    "instead of those that fit 100 columns / the page",
-)
-@click.option("--wide", is_flag=True, help="tables: every column, however wide (.tex: split to fit the page)")
+@COLUMNS
+@WIDE
 @click.option(
     "--figure-width",
     type=Amount(min=2, max=20),

@@ -51,7 +51,7 @@ for argv, plan_it in json.loads(sys.stdin.read()):
     except (click.ClickException, AttributeError) as err:
         out.append({"argv": argv, "code": 2, "err": f"options: {err}"})
         continue
-    if not plan_it:
+    if not plan_it or "suite_file" not in params:  # `data ls`: parsed, no suite to plan
         out.append({"argv": argv, "code": 0, "err": ""})
         continue
     plan = ["plan", str(params["suite_file"])] if argv[0] != "plan" else list(argv)

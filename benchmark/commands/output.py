@@ -3,6 +3,7 @@ tables, and the note on jobs on disk that a selection leaves out."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -11,9 +12,15 @@ from rich.console import Console
 
 from benchmark.errors import UserError
 
-# Piped output (CI logs, files) gets wide tables instead of rich's 80-column default.
-out = Console(width=None if sys.stdout.isatty() else 200)
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+
+def _piped_width(stream) -> int | None:
+    """A terminal's width is its own, or $COLUMNS (rich reads both); piped output (CI logs, files) is 200
+    wide unless $COLUMNS says otherwise, instead of rich's 80-column default."""
+    return None if stream.isatty() or os.environ.get("COLUMNS", "").isdigit() else 200
+
+
+out = Console(width=_piped_width(sys.stdout))
+err_console = Console(stderr=True, width=_piped_width(sys.stderr))
 
 
 def print_json(obj) -> None:
@@ -34,20 +41,43 @@ def progress(jobs, quiet: bool, verbose: bool):
     return reporter(jobs, err_console, verbosity)
 
 
+def table_columns(columns: str | None, wide: bool) -> tuple[str, ...]:
+    """`--columns KEY,..` as its keys (none: the columns that fit); with `--wide` an error."""
+    if columns and wide:
+        raise UserError("--columns picks columns, --wide shows all of them: use one")
+    return tuple(c.strip() for c in columns.split(",") if c.strip()) if columns else ()
+
+
 def print_results(
     suite, jobs, summaries: dict, results_dir: Path, columns=(), wide: bool = False, draw: bool = True
 ) -> None:
     """Each protocol's section (tables, note, and with `draw` its figure) for the jobs it claims, the paper
-    tables for the rest."""
+    tables for the rest, as wide as the console."""
     from benchmark.report.protocol_sections import print_sections
     from benchmark.report.table import result_tables
 
     rest = print_sections(out, suite, jobs, summaries, results_dir, draw)
-    for table in result_tables(suite, rest, summaries, results_dir, columns, wide):
+    for table in result_tables(suite, rest, summaries, results_dir, columns, wide, out.width):
+        if wide:
+            _print_whole(table)
+        else:
+            out.print(table)
+
+
+def _print_whole(table) -> None:
+    """--wide: every column whole, wider than the console if need be (a terminal wraps the lines; a pipe
+    or `less -S` keeps them)."""
+    from rich.measure import Measurement
+
+    console_width = out.width
+    out.width = max(console_width, Measurement.get(out, out.options.update_width(10_000), table).maximum)
+    try:
         out.print(table)
+    finally:
+        out.width = console_width
 
 
-def print_outcomes(suite, jobs, summaries: dict, results_dir: Path) -> None:
+def print_outcomes(suite, jobs, summaries: dict, results_dir: Path, columns=(), wide: bool = False) -> None:
     """What `run` prints at its end: the result tables, as `report` prints them, up to LISTED_UP_TO jobs;
     beyond, each protocol's section and a row per dataset and method with its jobs' statuses (the tables of
     10^4 grid jobs take minutes to compute, and a sensitivity table of 1,000 settings is not read on a
@@ -55,7 +85,7 @@ def print_outcomes(suite, jobs, summaries: dict, results_dir: Path) -> None:
     from benchmark.report.status import LISTED_UP_TO
 
     if len(jobs) <= LISTED_UP_TO:
-        print_results(suite, jobs, summaries, results_dir, draw=False)
+        print_results(suite, jobs, summaries, results_dir, columns, wide, draw=False)
         return
     from benchmark.report.protocol_sections import print_sections
 

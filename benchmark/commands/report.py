@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from benchmark.commands.output import err_console, note_unselected, out, print_results
+from benchmark.commands.output import err_console, note_unselected, out, print_results, table_columns
 from benchmark.commands.tracking import attach_report
 from benchmark.errors import UserError
 
@@ -38,9 +38,7 @@ def report_suite(
         raise UserError(
             f"no results for suite {suite.name!r} under {results_dir}; run `fedbench run {suite_file}` first"
         )
-    if columns and wide:
-        raise UserError("--columns picks columns, --wide shows all of them: use one")
-    picked = tuple(c.strip() for c in columns.split(",") if c.strip()) if columns else ()
+    picked = table_columns(columns, wide)
     if not as_json:
         print_results(suite, jobs, summaries, results_dir, picked, wide)
     else:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from benchmark.commands.output import err_console, out, print_outcomes, progress
+from benchmark.commands.output import err_console, out, print_outcomes, progress, table_columns
 from benchmark.commands.tracking import closed_with_outcome, open_tracker, summarise
 from benchmark.errors import UserError
 
@@ -26,10 +26,13 @@ def run_suite(
     quiet: bool,
     verbose: bool,
     keep_stale: bool = False,
+    table: tuple = (None, False),
 ) -> None:
     """`cluster`: ClusterOptions' fields (Ray address, GPUs and CPUs per job, data URIs, ship limit);
-    `keep_stale`: reuse done jobs whose code changed since (marked), rather than train them again."""
+    `keep_stale`: reuse done jobs whose code changed since (marked), rather than train them again;
+    `table`: --columns and --wide, checked before any job runs."""
     from benchmark.report.status import LISTED_UP_TO
+    from benchmark.report.table import check_columns_before_run
     from benchmark.run.executor_base import EXECUTORS, ClusterOptions
     from benchmark.run.results import check_writable
     from benchmark.run.stale import stale_line
@@ -40,6 +43,8 @@ def run_suite(
 
     request(threads)  # torch's CPU threads for every job; None: each job's model is probed (run/threads.py)
     suite, jobs = select()  # first: its plugins may add executors
+    columns = table_columns(*table)
+    check_columns_before_run(jobs, columns)
     runner = EXECUTORS.require(executor)(ClusterOptions(*cluster))
     runner.keep_stale = keep_stale
     # jobs provably done are reused after one pass that only reads (run/triage.py); the executor, its
@@ -67,7 +72,7 @@ def run_suite(
         )
         summaries = {job.id: done.get(job.id) or ran[job.id] for job in jobs}
         summarise(tracker, suite, jobs, results_dir)
-    print_outcomes(suite, jobs, summaries, results_dir)  # figures are `fedbench report`'s
+    print_outcomes(suite, jobs, summaries, results_dir, columns, table[1])  # figures are `fedbench report`'s
     if kept := stale_line([s.get("stale", []) for s in summaries.values()]):  # --keep-stale
         err_console.print(kept, markup=False)
     out.print(f"results: {results_dir / suite.name}" + mlflow_hint(tracker), markup=False, highlight=False)

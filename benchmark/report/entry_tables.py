@@ -171,7 +171,20 @@ def client_columns(entry_jobs: pd.DataFrame) -> list[Column]:
     percentile over clients at the last round, each averaged over seeds like every column."""
     if not any(f"client_{q}" in entry_jobs and entry_jobs[f"client_{q}"].notna().any() for q in CLIENT_COLUMNS):
         return []
+    return _by_client()
+
+
+def _by_client() -> list[Column]:
     return [Column(f"client_{q}", f"client acc {q} (raw, %)", True, "acc") for q in CLIENT_COLUMNS]
+
+
+def column_keys(config) -> dict[str, str]:
+    """Key -> header of every metric column a table of jobs configured so may show, whatever their results
+    (but the bytes to a target their accuracies decide; the paired column's header names the baseline, so
+    only its key): `run --columns` is checked against them before any job runs."""
+    convex = config.suboptimality
+    cols = _columns(config.metrics, config.rounds, None, convex, True, _by_client(), True)
+    return {c.key: c.header for c in cols} | {f"{_paired_headline(convex).key}-vs-baseline": ""}
 
 
 def _status_text(jobs: pd.DataFrame) -> str:
@@ -298,16 +311,18 @@ PAIRED_NOTE = (
 )
 
 
+def _paired_headline(convex: bool) -> Column:
+    if convex:
+        return Column("final_subopt", "final F(w) − F*", False, "subopt")
+    return Column("final_ema_acc", "final acc (EMA)", True, "acc")
+
+
 def add_paired_column(rows: list[Row], entry_jobs: pd.DataFrame, convex: bool) -> Column:
     """The column of each row's paired difference to the first row (the baseline method), its
     cells added to the rows."""
     from benchmark.report.paired import by_seed, paired_cell, paired_column
 
-    headline = (
-        Column("final_subopt", "final F(w) − F*", False, "subopt")
-        if convex
-        else Column("final_ema_acc", "final acc (EMA)", True, "acc")
-    )
+    headline = _paired_headline(convex)
     column = paired_column(rows[0].method, headline)
     baseline_jobs = entry_jobs[entry_jobs.job_id.isin(rows[0].job_ids)]
     rows[0].cells[column.key] = Cell("baseline")
