@@ -31,15 +31,18 @@ TOLERANCE = 1e-6  # relative, on F(w): the issue's bar ("match to 1e-6 relative"
 WHY = {
     "both_diverged": "both diverged: the authors' final loss is not finite and fedbench's run stopped as diverged",
     "authors_diverged": "the authors' final loss is not finite, fedbench's is",
+    "authors_overflow": "the authors' final loss is inf, fedbench's finite and far above F(w0): their "
+    "-log sigmoid(y x'w) is -log 0 = inf once a margin y x'w falls below -709.8 (the sigmoid underflows), where "
+    "fedbench's softplus stays finite; fedbench's own final w has such margins (fedbench_min_margin)",
     "fedbench_diverged": "fedbench's run diverged (a non-finite loss or model), the authors' final loss is finite",
     "not_run": "no finished replay in the results store",
-    "rounding": "rounding-chaotic: fedbench's own replay from w0 moved by a few units in its last place "
-    "(w0·(1 + 2^-50)) ends more than 1e-6 away from itself, so no two float64 implementations agree to 1e-6 "
-    "(nudged_rel_change)",
+    "rounding": "rounding-chaotic: fedbench's own replay with η moved by a few units in its last place "
+    "(η·(1 + 2^-50), a rounding-size change to every step) ends more than 1e-6 away from itself, so no two "
+    "float64 implementations of the run agree to 1e-6 (nudged_rel_change)",
     "differs": "finite in both, more than 1e-6 apart, and not shown rounding-chaotic",
     "differs_unchecked": "finite in both, more than 1e-6 apart; not checked for rounding (the record's time ran out)",
 }
-NUDGE = 2.0**-50  # w0 scaled by 1 + NUDGE: each coordinate moves by a few units in its last place
+NUDGE = 2.0**-50  # η scaled by 1 + NUDGE: every step's coefficients move by a few units in their last place
 
 
 def replayed(suite: str, results_dir: Path, reference: Path, every_run: bool = True) -> pd.DataFrame:
@@ -102,8 +105,8 @@ def job_ids_by_key(suite: str) -> dict[tuple, str]:
 
 
 def nudged_changes(suite: str, job_ids: list[str], workers: int, budget_s: float) -> dict[str, float]:
-    """job id -> |F'/F − 1|, F' the final loss of its replay from w0·(1 + NUDGE), F the unnudged one:
-    how far rounding alone moves it. The jobs run by batch (batch_key), smallest M first, `workers`
+    """job id -> |F'/F − 1|, F' the final loss of its replay with η·(1 + NUDGE), F the unnudged one:
+    how far rounding-size changes to every step move it. The jobs run by batch (batch_key), smallest M first, `workers`
     at a time (forked), until `budget_s` is spent; the jobs not reached are left out."""
     import multiprocessing
 
@@ -138,8 +141,11 @@ def _nudged(task: list[tuple[str, object]]) -> dict[str, float]:
     torch.set_num_threads(1)  # one of `workers` processes: as the engine runs (FedAcProtocol.threads)
     configs = [c for _, c in task]
     fstar = f_star(configs[0].local.weight_decay)  # one λ per batch
+    nudged = [
+        c.model_copy(update={"local": c.local.model_copy(update={"lr": c.local.lr * (1 + NUDGE)})}) for c in configs
+    ]
     a, b = (
-        [o.records[-1]["subopt"] + fstar if o.records else math.nan for o in run_group(configs, n)] for n in (0, NUDGE)
+        [o.records[-1]["subopt"] + fstar if o.records else math.nan for o in run_group(cs)] for cs in (configs, nudged)
     )
     return {job_id: abs(nudged / plain - 1) for (job_id, _), plain, nudged in zip(task, a, b)}
 
@@ -164,10 +170,34 @@ def write_record(
     chaotic = differs & (runs["nudged_rel_change"] > TOLERANCE)
     unchecked = differs & runs["nudged_rel_change"].isna()
     runs.loc[chaotic, "why"], runs.loc[unchecked, "why"] = "rounding", "differs_unchecked"
+    overflow = runs["why"] == "authors_diverged"
+    margins = runs["job_id"].where(overflow).map(lambda j: _min_margin(suite, results_dir, j), na_action="ignore")
+    runs["fedbench_min_margin"] = margins
+    runs.loc[overflow & (runs["fedbench_min_margin"] < EXP_UNDERFLOW), "why"] = "authors_overflow"
     out.mkdir(parents=True, exist_ok=True)
     runs.to_csv(out / "runs.csv.gz", index=False, float_format="%.17g")
     (out / "report.md").write_text(report(runs, command, wall_s, _environment(runs, results_dir)))
     click.echo(f"{int(runs['match'].sum()):,} of {len(runs):,} match to {TOLERANCE:g}: {out / 'report.md'}")
+
+
+EXP_UNDERFLOW = -709.78  # float64: exp(-m) overflows and the sigmoid of a margin m below this is 0
+
+
+@functools.cache
+def _min_margin(suite: str, results_dir: Path, job_id: str) -> float:
+    """The smallest margin y x'w over the training set at fedbench's final w of the job (nan if none)."""
+    import torch
+
+    from benchmark.engine.setup import load_source
+    from benchmark.run.results import JobDir
+
+    model = JobDir.for_reading(results_dir, job_id).model
+    if not model.is_file():
+        return math.nan
+    w = torch.load(model, map_location="cpu", weights_only=True)["fc.weight"].double().flatten()
+    src = load_source(_jobs(suite)[job_id].config)
+    y = 2.0 * src.train_y.double() - 1.0
+    return float((y * (src.train_x.flatten(1).double() @ w)).min())
 
 
 def _final_loss(summary: dict, fstar: float) -> float:
