@@ -104,18 +104,19 @@ def job_ids_by_key(suite: str) -> dict[tuple, str]:
     }
 
 
-def nudged_changes(suite: str, job_ids: list[str], workers: int, budget_s: float) -> dict[str, float]:
-    """job id -> |F'/F − 1|, F' the final loss of its replay with η·(1 + NUDGE), F the unnudged one:
-    how far rounding-size changes to every step move it. The jobs run by batch (batch_key), smallest M first, `workers`
-    at a time (forked), until `budget_s` is spent; the jobs not reached are left out."""
+def nudged_changes(suite: str, finals: dict[str, float], workers: int, budget_s: float) -> dict[str, float]:
+    """job id -> |F'/F − 1| for the jobs of `finals` (id -> final loss F): F' the final loss of its
+    replay with η·(1 + NUDGE), how far rounding-size changes to every step move it. The jobs run by
+    batch (batch_key), smallest M first, `workers` at a time (forked), until `budget_s` is spent;
+    the jobs not reached are left out."""
     import multiprocessing
 
     from benchmark.protocols.fedac.jobs import batch_key
 
     jobs = _jobs(suite)
     groups = defaultdict(list)
-    for job_id in job_ids:
-        groups[batch_key(jobs[job_id].config)].append((job_id, jobs[job_id].config))
+    for job_id, final in finals.items():
+        groups[batch_key(jobs[job_id].config)].append((job_id, jobs[job_id].config, final))
     tasks = sorted(groups.values(), key=lambda g: g[0][1].num_clients)
     out, deadline = {}, time.monotonic() + budget_s
     with multiprocessing.get_context("fork").Pool(workers) as pool:
@@ -132,22 +133,19 @@ def nudged_changes(suite: str, job_ids: list[str], workers: int, budget_s: float
     return out
 
 
-def _nudged(task: list[tuple[str, object]]) -> dict[str, float]:
+def _nudged(task: list[tuple]) -> dict[str, float]:
     import torch
 
     from benchmark.papers.fedac_authors import f_star
     from benchmark.protocols.fedac.replay import run_group
 
     torch.set_num_threads(1)  # one of `workers` processes: as the engine runs (FedAcProtocol.threads)
-    configs = [c for _, c in task]
-    fstar = f_star(configs[0].local.weight_decay)  # one λ per batch
     nudged = [
-        c.model_copy(update={"local": c.local.model_copy(update={"lr": c.local.lr * (1 + NUDGE)})}) for c in configs
+        c.model_copy(update={"local": c.local.model_copy(update={"lr": c.local.lr * (1 + NUDGE)})}) for _, c, _ in task
     ]
-    a, b = (
-        [o.records[-1]["subopt"] + fstar if o.records else math.nan for o in run_group(cs)] for cs in (configs, nudged)
-    )
-    return {job_id: abs(nudged / plain - 1) for (job_id, _), plain, nudged in zip(task, a, b)}
+    fstar = f_star(nudged[0].local.weight_decay)  # one λ per batch
+    finals = [o.records[-1]["subopt"] + fstar if o.records else math.nan for o in run_group(nudged)]
+    return {job_id: abs(final / plain - 1) for (job_id, _, plain), final in zip(task, finals)}
 
 
 def write_record(
@@ -165,7 +163,8 @@ def write_record(
     within `check_s` seconds on `workers` processes)."""
     runs = replayed(suite, results_dir, reference, every_run)
     differs = runs["why"] == "differs"
-    changes = nudged_changes(suite, sorted(set(runs.loc[differs, "job_id"])), workers, check_s) if check_s else {}
+    finals = dict(zip(runs.loc[differs, "job_id"], runs.loc[differs, "fedbench_final_loss"]))
+    changes = nudged_changes(suite, finals, workers, check_s) if check_s else {}
     runs["nudged_rel_change"] = runs["job_id"].map(changes)
     chaotic = differs & (runs["nudged_rel_change"] > TOLERANCE)
     unchecked = differs & runs["nudged_rel_change"].isna()
