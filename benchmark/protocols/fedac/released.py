@@ -158,25 +158,68 @@ def write_record(
     every_run: bool = True,
     workers: int = 1,
     check_s: float = 0.0,
+    earlier: pd.DataFrame | None = None,
+    earlier_note: str = "",
 ) -> None:
     """OUT/runs.csv.gz and OUT/report.md; the runs that differ are checked for rounding (nudged_changes,
-    within `check_s` seconds on `workers` processes)."""
+    within `check_s` seconds on `workers` processes). `earlier`: another machine's runs.csv of the
+    same suite, whose replays fill the rows this results store has not run (`ran_on` says which)."""
     runs = replayed(suite, results_dir, reference, every_run)
-    differs = runs["why"] == "differs"
+    runs["ran_on"] = runs["fedbench_status"].where(runs["fedbench_status"] == "not run", "this record's store")
+    runs["nudge"], runs["nudged_rel_change"] = "", math.nan
+    if earlier is not None:
+        runs = _with_earlier(runs, earlier)
+    differs = runs["why"].isin(["differs", "differs_unchecked"])
     finals = dict(zip(runs.loc[differs, "job_id"], runs.loc[differs, "fedbench_final_loss"]))
     changes = nudged_changes(suite, finals, workers, check_s) if check_s else {}
-    runs["nudged_rel_change"] = runs["job_id"].map(changes)
-    chaotic = differs & (runs["nudged_rel_change"] > TOLERANCE)
-    unchecked = differs & runs["nudged_rel_change"].isna()
-    runs.loc[chaotic, "why"], runs.loc[unchecked, "why"] = "rounding", "differs_unchecked"
+    checked = differs & runs["job_id"].isin(changes.keys())
+    if checked.any():
+        runs.loc[checked, "nudged_rel_change"] = runs.loc[checked, "job_id"].map(changes).astype(float)
+        runs.loc[checked, "nudge"] = "eta"
+    chaotic = checked & (runs["nudged_rel_change"] > TOLERANCE)
+    runs.loc[chaotic, "why"], runs.loc[checked & ~chaotic, "why"] = "rounding", "differs"
+    runs.loc[differs & ~checked, "why"] = "differs_unchecked"
     overflow = runs["why"] == "authors_diverged"
     margins = runs["job_id"].where(overflow).map(lambda j: _min_margin(suite, results_dir, j), na_action="ignore")
     runs["fedbench_min_margin"] = margins
     runs.loc[overflow & (runs["fedbench_min_margin"] < EXP_UNDERFLOW), "why"] = "authors_overflow"
     out.mkdir(parents=True, exist_ok=True)
     runs.to_csv(out / "runs.csv.gz", index=False, float_format="%.17g")
-    (out / "report.md").write_text(report(runs, command, wall_s, _environment(runs, results_dir)))
+    text = report(runs, command, wall_s, _environment(runs, results_dir))
+    if earlier is not None:
+        ran = Counter(runs["ran_on"])
+        text += (
+            f"\n## Where they ran\n\n{ran['this record' + chr(39) + 's store']:,} rows by the command above, "
+            f"{ran['earlier record']:,} by the earlier record ({earlier_note}), {ran['not run']:,} by neither.\n"
+        )
+    (out / "report.md").write_text(text)
     click.echo(f"{int(runs['match'].sum()):,} of {len(runs):,} match to {TOLERANCE:g}: {out / 'report.md'}")
+
+
+# the columns a row of the earlier record brings (its replay, and what its own record found about it)
+EARLIER = ["fedbench_final_loss", "rel_diff", "match", "why", "fedbench_status", "nudged_rel_change"]
+
+
+def _with_earlier(runs: pd.DataFrame, earlier: pd.DataFrame) -> pd.DataFrame:
+    """The rows this store has not run, from the earlier record where it ran them (by runid). Its
+    rounding verdicts stand where its check found a run chaotic (nudge "w0": that record nudged w0);
+    the rest are checked again here."""
+    prior = earlier.set_index("runid")
+    missing = {"runid", "job_id", *EARLIER} - set(earlier.columns)
+    if missing or not prior.index.is_unique:
+        raise UserError(f"the earlier runs.csv is not a replay record's (lacks {sorted(missing)} or repeats a runid)")
+    take = (runs["fedbench_status"] == "not run") & runs["runid"].map(prior["fedbench_status"]).isin(
+        ["finished", "diverged", "failed"]
+    )
+    if (runs.loc[take, "job_id"] != runs.loc[take, "runid"].map(prior["job_id"])).any():
+        raise UserError("the earlier runs.csv replays other jobs: not a record of this suite")
+    prior["why"] = prior["why"].fillna("")
+    for column in EARLIER:
+        runs.loc[take, column] = runs.loc[take, "runid"].map(prior[column])
+    runs.loc[take, "ran_on"] = "earlier record"
+    runs.loc[take & (runs["why"] == "rounding"), "nudge"] = "w0"
+    runs["match"] = runs["match"].astype(bool)
+    return runs
 
 
 EXP_UNDERFLOW = -709.78  # float64: exp(-m) overflows and the sigmoid of a margin m below this is 0
@@ -306,6 +349,13 @@ def _environment(runs: pd.DataFrame, results_dir: Path) -> dict:
     "--workers", type=click.IntRange(min=1), default=1, show_default=True, help="processes checking for rounding"
 )
 @click.option("--check-s", type=float, default=60.0, show_default=True, help="seconds to spend checking for rounding")
+@click.option(
+    "--earlier",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="another machine's runs.csv.gz of this suite: its replays fill the rows not run here",
+)
+@click.option("--earlier-note", default="", help="that record's command, commit, machine and wall time, as reported")
 def main(
     suite: str,
     results_dir: Path,
@@ -316,11 +366,16 @@ def main(
     some_runs: bool,
     workers: int,
     check_s: float,
+    earlier: Path | None,
+    earlier_note: str,
 ) -> None:
     """Write OUT/runs.csv.gz and OUT/report.md: SUITE's replays against the authors' released runs."""
     wall = None if started is None else time.time() - started
     try:
-        write_record(suite, results_dir, reference, out, command, wall, not some_runs, workers, check_s)
+        prior = None if earlier is None else pd.read_csv(earlier)
+        write_record(
+            suite, results_dir, reference, out, command, wall, not some_runs, workers, check_s, prior, earlier_note
+        )
     except (UserError, GenerationError, FileNotFoundError) as err:
         click.echo(f"error: {err}", err=True)
         sys.exit(2)
