@@ -332,23 +332,31 @@ def _environment(runs: pd.DataFrame, results_dir: Path) -> dict:
     return environment("cpu")
 
 
-@click.command()
-@click.argument("suite", type=click.Path(exists=True, dir_okay=False))
-@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"))
-@click.option(
+# the options this record and released_run.py share
+reference_option = click.option(
     "--reference",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     required=True,
     help="the folder holding fedac_authors/out_a9a_1e-0*_summary.csv",
 )
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
+out_option = click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
+check_option = click.option(
+    "--check-s", type=float, default=60.0, show_default=True, help="seconds to spend checking for rounding"
+)
+
+
+@click.command()
+@click.argument("suite", type=click.Path(exists=True, dir_okay=False))
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"))
+@reference_option
+@out_option
 @click.option("--started", type=float, default=None, help="the run's start (seconds since the epoch): wall time")
 @click.option("--command", "command", default="(not given)", help="the command that ran the suite, as recorded")
 @click.option("--some-runs", is_flag=True, help="SUITE replays some of the released runs: leave the others out")
 @click.option(
     "--workers", type=click.IntRange(min=1), default=1, show_default=True, help="processes checking for rounding"
 )
-@click.option("--check-s", type=float, default=60.0, show_default=True, help="seconds to spend checking for rounding")
+@check_option
 @click.option(
     "--earlier",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
