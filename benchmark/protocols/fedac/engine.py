@@ -196,10 +196,8 @@ def run_batch(
     test_x: torch.Tensor,
     test_y01: torch.Tensor,
     objective: BinaryLogistic | None,
-    nudge: float = 0.0,
 ) -> list[Outcome]:
-    """Run jobs (equal `batch_key`s) together; one Outcome per job, in order. `nudge`: θ₀ scaled by
-    1 + nudge (a few units in its last place: how much a run amplifies rounding, fedac/released.py)."""
+    """Run jobs (equal `batch_key`s) together; one Outcome per job, in order."""
     first = jobs[0]
     outcomes = [Outcome() for _ in jobs]
     batch = Batch.of(jobs, outcomes)
@@ -216,7 +214,7 @@ def run_batch(
     n, d = x.shape
     b_count, m, k, bs = len(batch.jobs), first.num_clients, first.local.steps, first.local.batch_size
     linear = batch.linear
-    state = (initial_model(first, dtype) * (1 + nudge)).expand(b_count, linear.size, d).clone()  # (B, c, d): w, w_ag
+    state = initial_model(first, dtype).expand(b_count, linear.size, d).clone()  # (B, c, d): w (and w_ag)
     # (θ, θ_ag) down and (Δ, Δ_ag) up per worker for FedAc, θ and Δ for SGD
     round_bytes = [m * (2 if server_kind(j.method) == "fedac" else 1) * d * 4 for j in batch.jobs]
     if batch.one_step:

@@ -31,15 +31,18 @@ TOLERANCE = 1e-6  # relative, on F(w): the issue's bar ("match to 1e-6 relative"
 WHY = {
     "both_diverged": "both diverged: the authors' final loss is not finite and fedbench's run stopped as diverged",
     "authors_diverged": "the authors' final loss is not finite, fedbench's is",
+    "authors_overflow": "the authors' final loss is inf, fedbench's finite and far above F(w0): their "
+    "-log sigmoid(y x'w) is -log 0 = inf once a margin y x'w falls below -709.8 (the sigmoid underflows), where "
+    "fedbench's softplus stays finite; fedbench's own final w has such margins (fedbench_min_margin)",
     "fedbench_diverged": "fedbench's run diverged (a non-finite loss or model), the authors' final loss is finite",
     "not_run": "no finished replay in the results store",
-    "rounding": "rounding-chaotic: fedbench's own replay from w0 moved by a few units in its last place "
-    "(w0·(1 + 2^-50)) ends more than 1e-6 away from itself, so no two float64 implementations agree to 1e-6 "
-    "(nudged_rel_change)",
+    "rounding": "rounding-chaotic: fedbench's own replay with η moved by a few units in its last place "
+    "(η·(1 + 2^-50), a rounding-size change to every step) ends more than 1e-6 away from itself, so no two "
+    "float64 implementations of the run agree to 1e-6 (nudged_rel_change)",
     "differs": "finite in both, more than 1e-6 apart, and not shown rounding-chaotic",
     "differs_unchecked": "finite in both, more than 1e-6 apart; not checked for rounding (the record's time ran out)",
 }
-NUDGE = 2.0**-50  # w0 scaled by 1 + NUDGE: each coordinate moves by a few units in its last place
+NUDGE = 2.0**-50  # η scaled by 1 + NUDGE: every step's coefficients move by a few units in their last place
 
 
 def replayed(suite: str, results_dir: Path, reference: Path, every_run: bool = True) -> pd.DataFrame:
@@ -101,18 +104,19 @@ def job_ids_by_key(suite: str) -> dict[tuple, str]:
     }
 
 
-def nudged_changes(suite: str, job_ids: list[str], workers: int, budget_s: float) -> dict[str, float]:
-    """job id -> |F'/F − 1|, F' the final loss of its replay from w0·(1 + NUDGE), F the unnudged one:
-    how far rounding alone moves it. The jobs run by batch (batch_key), smallest M first, `workers`
-    at a time (forked), until `budget_s` is spent; the jobs not reached are left out."""
+def nudged_changes(suite: str, finals: dict[str, float], workers: int, budget_s: float) -> dict[str, float]:
+    """job id -> |F'/F − 1| for the jobs of `finals` (id -> final loss F): F' the final loss of its
+    replay with η·(1 + NUDGE), how far rounding-size changes to every step move it. The jobs run by
+    batch (batch_key), smallest M first, `workers` at a time (forked), until `budget_s` is spent;
+    the jobs not reached are left out."""
     import multiprocessing
 
     from benchmark.protocols.fedac.jobs import batch_key
 
     jobs = _jobs(suite)
     groups = defaultdict(list)
-    for job_id in job_ids:
-        groups[batch_key(jobs[job_id].config)].append((job_id, jobs[job_id].config))
+    for job_id, final in finals.items():
+        groups[batch_key(jobs[job_id].config)].append((job_id, jobs[job_id].config, final))
     tasks = sorted(groups.values(), key=lambda g: g[0][1].num_clients)
     out, deadline = {}, time.monotonic() + budget_s
     with multiprocessing.get_context("fork").Pool(workers) as pool:
@@ -129,19 +133,19 @@ def nudged_changes(suite: str, job_ids: list[str], workers: int, budget_s: float
     return out
 
 
-def _nudged(task: list[tuple[str, object]]) -> dict[str, float]:
+def _nudged(task: list[tuple]) -> dict[str, float]:
     import torch
 
     from benchmark.papers.fedac_authors import f_star
     from benchmark.protocols.fedac.replay import run_group
 
     torch.set_num_threads(1)  # one of `workers` processes: as the engine runs (FedAcProtocol.threads)
-    configs = [c for _, c in task]
-    fstar = f_star(configs[0].local.weight_decay)  # one λ per batch
-    a, b = (
-        [o.records[-1]["subopt"] + fstar if o.records else math.nan for o in run_group(configs, n)] for n in (0, NUDGE)
-    )
-    return {job_id: abs(nudged / plain - 1) for (job_id, _), plain, nudged in zip(task, a, b)}
+    nudged = [
+        c.model_copy(update={"local": c.local.model_copy(update={"lr": c.local.lr * (1 + NUDGE)})}) for _, c, _ in task
+    ]
+    fstar = f_star(nudged[0].local.weight_decay)  # one λ per batch
+    finals = [o.records[-1]["subopt"] + fstar if o.records else math.nan for o in run_group(nudged)]
+    return {job_id: abs(final / plain - 1) for (job_id, _, plain), final in zip(task, finals)}
 
 
 def write_record(
@@ -154,20 +158,88 @@ def write_record(
     every_run: bool = True,
     workers: int = 1,
     check_s: float = 0.0,
+    earlier: pd.DataFrame | None = None,
+    earlier_note: str = "",
 ) -> None:
     """OUT/runs.csv.gz and OUT/report.md; the runs that differ are checked for rounding (nudged_changes,
-    within `check_s` seconds on `workers` processes)."""
+    within `check_s` seconds on `workers` processes). `earlier`: another machine's runs.csv of the
+    same suite, whose replays fill the rows this results store has not run (`ran_on` says which)."""
     runs = replayed(suite, results_dir, reference, every_run)
-    differs = runs["why"] == "differs"
-    changes = nudged_changes(suite, sorted(set(runs.loc[differs, "job_id"])), workers, check_s) if check_s else {}
-    runs["nudged_rel_change"] = runs["job_id"].map(changes)
-    chaotic = differs & (runs["nudged_rel_change"] > TOLERANCE)
-    unchecked = differs & runs["nudged_rel_change"].isna()
-    runs.loc[chaotic, "why"], runs.loc[unchecked, "why"] = "rounding", "differs_unchecked"
+    runs["ran_on"] = runs["fedbench_status"].where(runs["fedbench_status"] == "not run", "this record's store")
+    runs["nudge"], runs["nudged_rel_change"] = "", math.nan
+    if earlier is not None:
+        runs = _with_earlier(runs, earlier)
+    differs = runs["why"].isin(["differs", "differs_unchecked"])
+    finals = dict(zip(runs.loc[differs, "job_id"], runs.loc[differs, "fedbench_final_loss"]))
+    changes = nudged_changes(suite, finals, workers, check_s) if check_s else {}
+    checked = differs & runs["job_id"].isin(changes.keys())
+    if checked.any():
+        runs.loc[checked, "nudged_rel_change"] = runs.loc[checked, "job_id"].map(changes).astype(float)
+        runs.loc[checked, "nudge"] = "eta"
+    chaotic = checked & (runs["nudged_rel_change"] > TOLERANCE)
+    runs.loc[chaotic, "why"], runs.loc[checked & ~chaotic, "why"] = "rounding", "differs"
+    runs.loc[differs & ~checked, "why"] = "differs_unchecked"
+    overflow = runs["why"] == "authors_diverged"
+    margins = runs["job_id"].where(overflow).map(lambda j: _min_margin(suite, results_dir, j), na_action="ignore")
+    runs["fedbench_min_margin"] = margins
+    runs.loc[overflow & (runs["fedbench_min_margin"] < EXP_UNDERFLOW), "why"] = "authors_overflow"
     out.mkdir(parents=True, exist_ok=True)
     runs.to_csv(out / "runs.csv.gz", index=False, float_format="%.17g")
-    (out / "report.md").write_text(report(runs, command, wall_s, _environment(runs, results_dir)))
+    text = report(runs, command, wall_s, _environment(runs, results_dir))
+    if earlier is not None:
+        ran = Counter(runs["ran_on"])
+        text += (
+            f"\n## Where they ran\n\n{ran['this record' + chr(39) + 's store']:,} rows by the command above, "
+            f"{ran['earlier record']:,} by the earlier record ({earlier_note}), {ran['not run']:,} by neither.\n"
+        )
+    (out / "report.md").write_text(text)
     click.echo(f"{int(runs['match'].sum()):,} of {len(runs):,} match to {TOLERANCE:g}: {out / 'report.md'}")
+
+
+# the columns a row of the earlier record brings (its replay, and what its own record found about it)
+EARLIER = ["fedbench_final_loss", "rel_diff", "match", "why", "fedbench_status", "nudged_rel_change"]
+
+
+def _with_earlier(runs: pd.DataFrame, earlier: pd.DataFrame) -> pd.DataFrame:
+    """The rows this store has not run, from the earlier record where it ran them (by runid). Its
+    rounding verdicts stand where its check found a run chaotic (nudge "w0": that record nudged w0);
+    the rest are checked again here."""
+    prior = earlier.set_index("runid")
+    missing = {"runid", "job_id", *EARLIER} - set(earlier.columns)
+    if missing or not prior.index.is_unique:
+        raise UserError(f"the earlier runs.csv is not a replay record's (lacks {sorted(missing)} or repeats a runid)")
+    take = (runs["fedbench_status"] == "not run") & runs["runid"].map(prior["fedbench_status"]).isin(
+        ["finished", "diverged", "failed"]
+    )
+    if (runs.loc[take, "job_id"] != runs.loc[take, "runid"].map(prior["job_id"])).any():
+        raise UserError("the earlier runs.csv replays other jobs: not a record of this suite")
+    prior["why"] = prior["why"].fillna("")
+    for column in EARLIER:
+        runs.loc[take, column] = runs.loc[take, "runid"].map(prior[column])
+    runs.loc[take, "ran_on"] = "earlier record"
+    runs.loc[take & (runs["why"] == "rounding"), "nudge"] = "w0"
+    runs["match"] = runs["match"].astype(bool)
+    return runs
+
+
+EXP_UNDERFLOW = -709.78  # float64: exp(-m) overflows and the sigmoid of a margin m below this is 0
+
+
+@functools.cache
+def _min_margin(suite: str, results_dir: Path, job_id: str) -> float:
+    """The smallest margin y x'w over the training set at fedbench's final w of the job (nan if none)."""
+    import torch
+
+    from benchmark.engine.setup import load_source
+    from benchmark.run.results import JobDir
+
+    model = JobDir.for_reading(results_dir, job_id).model
+    if not model.is_file():
+        return math.nan
+    w = torch.load(model, map_location="cpu", weights_only=True)["fc.weight"].double().flatten()
+    src = load_source(_jobs(suite)[job_id].config)
+    y = 2.0 * src.train_y.double() - 1.0
+    return float((y * (src.train_x.flatten(1).double() @ w)).min())
 
 
 def _final_loss(summary: dict, fstar: float) -> float:
@@ -260,23 +332,38 @@ def _environment(runs: pd.DataFrame, results_dir: Path) -> dict:
     return environment("cpu")
 
 
-@click.command()
-@click.argument("suite", type=click.Path(exists=True, dir_okay=False))
-@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"))
-@click.option(
+# the options this record and released_run.py share
+reference_option = click.option(
     "--reference",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     required=True,
     help="the folder holding fedac_authors/out_a9a_1e-0*_summary.csv",
 )
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
+out_option = click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
+check_option = click.option(
+    "--check-s", type=float, default=60.0, show_default=True, help="seconds to spend checking for rounding"
+)
+
+
+@click.command()
+@click.argument("suite", type=click.Path(exists=True, dir_okay=False))
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"))
+@reference_option
+@out_option
 @click.option("--started", type=float, default=None, help="the run's start (seconds since the epoch): wall time")
 @click.option("--command", "command", default="(not given)", help="the command that ran the suite, as recorded")
 @click.option("--some-runs", is_flag=True, help="SUITE replays some of the released runs: leave the others out")
 @click.option(
     "--workers", type=click.IntRange(min=1), default=1, show_default=True, help="processes checking for rounding"
 )
-@click.option("--check-s", type=float, default=60.0, show_default=True, help="seconds to spend checking for rounding")
+@check_option
+@click.option(
+    "--earlier",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="another machine's runs.csv.gz of this suite: its replays fill the rows not run here",
+)
+@click.option("--earlier-note", default="", help="that record's command, commit, machine and wall time, as reported")
 def main(
     suite: str,
     results_dir: Path,
@@ -287,11 +374,16 @@ def main(
     some_runs: bool,
     workers: int,
     check_s: float,
+    earlier: Path | None,
+    earlier_note: str,
 ) -> None:
     """Write OUT/runs.csv.gz and OUT/report.md: SUITE's replays against the authors' released runs."""
     wall = None if started is None else time.time() - started
     try:
-        write_record(suite, results_dir, reference, out, command, wall, not some_runs, workers, check_s)
+        prior = None if earlier is None else pd.read_csv(earlier)
+        write_record(
+            suite, results_dir, reference, out, command, wall, not some_runs, workers, check_s, prior, earlier_note
+        )
     except (UserError, GenerationError, FileNotFoundError) as err:
         click.echo(f"error: {err}", err=True)
         sys.exit(2)

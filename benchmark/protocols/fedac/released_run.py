@@ -24,6 +24,8 @@ from pathlib import Path
 
 import click
 
+from benchmark.protocols.fedac.released import check_option, out_option, reference_option
+
 SMALL_M = 512  # parts of M up to this hold every K of a λ (their jobs are cheap: fewer processes to start)
 
 
@@ -79,21 +81,16 @@ def run_parts(
 
 @click.command()
 @click.argument("suite", type=click.Path(exists=True, dir_okay=False))
-@click.option(
-    "--reference",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    required=True,
-    help="the folder holding fedac_authors/out_a9a_1e-0*_summary.csv",
-)
+@reference_option
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), required=True)
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
+@out_option
 @click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default=True)
 @click.option("--deadline-s", type=float, default=None, help="start no part after this many seconds; stop the rest")
 @click.option("--some-runs", is_flag=True, help="SUITE replays some of the released runs: run and record those")
 @click.option(
     "--clients", "workers_m", type=int, multiple=True, help="run only the released runs of this M (repeatable)"
 )
-@click.option("--check-s", type=float, default=60.0, show_default=True, help="seconds to spend checking for rounding")
+@check_option
 def main(
     suite: str,
     reference: Path,
