@@ -409,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as err:
         return _interrupted(err, argv)
     except OSError as err:  # a full disk or lost permission where no command handled it (Ray driver, report)
-        from benchmark.run.results import environment_error, is_environment_error
+        from benchmark.store.job_dir import environment_error, is_environment_error
 
         if not is_environment_error(err):
             raise

@@ -19,9 +19,10 @@ LAYERS = [
     FOUNDATION,
     {"data", "models", "fl"},
     {"suite"},
-    {"engine"},
+    {"engine", "store"},  # the results on disk (store/) know nothing of training, and the engine nothing of files
     {"run", "papers"},
     {"report"},
+    {"plan"},  # what `plan` computes (budget, splits): it times jobs through run/ and draws through report/
     {"protocols"},  # each registers its executor (run/protocols.py) and report section: run/, report/ never name one
     {"commands"},
     CLI,
@@ -30,7 +31,7 @@ LAYERS = [
 LAYER = {unit: i for i, units in enumerate(LAYERS) for unit in units}
 # What `fedbench plan` and `status` stand on binds torch through benchmark.lazy (imported on first
 # use); only the layers that train, and each model's own file, import torch themselves.
-IMPORTS_TORCH = {"engine", "run", "report", "protocols"}
+IMPORTS_TORCH = {"engine", "run", "report", "plan", "protocols"}
 
 
 def unit_of(module: str) -> str:

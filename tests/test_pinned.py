@@ -14,7 +14,7 @@ from pinned import FROZEN, FROZEN_SUITE, JOB_IDS, frozen_copy, shipped_job_ids
 
 from benchmark.cli import main
 from benchmark.report.status import suite_status
-from benchmark.run.results import JobDir
+from benchmark.store.job_dir import JobDir
 from benchmark.suite.expand import load_jobs
 
 SUITE = "frozen"

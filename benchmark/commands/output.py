@@ -25,7 +25,7 @@ err_console = Console(stderr=True, width=_piped_width(sys.stderr))
 
 def print_json(obj) -> None:
     """Strict JSON on stdout (no NaN), for scripts: nothing else is printed there."""
-    from benchmark.run.results import strict_json
+    from benchmark.store.job_dir import strict_json
 
     click.echo(strict_json(obj, indent=2))
 

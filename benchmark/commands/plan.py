@@ -29,7 +29,7 @@ def plan_suite(
         print_audit(suite, jobs, out, err_console)
         return
     if budget:
-        from benchmark.report.budget import budget_table
+        from benchmark.plan.budget import budget_table
         from benchmark.run.executor_base import torch_device
         from benchmark.run.threads import request
 
@@ -38,12 +38,12 @@ def plan_suite(
             out.print(part, markup=False, highlight=False) if isinstance(part, str) else out.print(part)
         return
     if splits:
-        from benchmark.report.splits import split_tables
+        from benchmark.plan.splits import split_tables
 
         for table in split_tables(jobs, max_clients):
             out.print(table)
         if figures_dir:
-            from benchmark.report.splits import split_figures
+            from benchmark.plan.splits import split_figures
 
             for path in split_figures(jobs, figures_dir):
                 out.print(f"split figure: {path}", markup=False)

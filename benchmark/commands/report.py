@@ -27,9 +27,9 @@ def report_suite(
     from benchmark.report.figures import protocol_figures, report_figures
     from benchmark.report.on_disk import jobs_with_seeds_on_disk, left_out_of_previous_report
     from benchmark.report.report_files import write_report
-    from benchmark.run.results import JobDir
     from benchmark.run.stale import stale_line, stale_parts
-    from benchmark.run.store import look_at_results
+    from benchmark.store.job_dir import JobDir
+    from benchmark.store.job_store import look_at_results
 
     look_at_results(results_dir)  # report writes its report/ only: nothing else under results_dir moves
     suite, jobs = jobs_with_seeds_on_disk(select, results_dir, seeds)

@@ -34,12 +34,12 @@ def run_suite(
     from benchmark.report.status import LISTED_UP_TO
     from benchmark.report.table import check_columns_before_run
     from benchmark.run.executor_base import EXECUTORS, ClusterOptions
-    from benchmark.run.results import check_writable
     from benchmark.run.stale import stale_line
-    from benchmark.run.store import open_results
     from benchmark.run.threads import request
     from benchmark.run.tracking import NullTracker
     from benchmark.run.triage import OUTCOME, done_jobs, reuse, still_done
+    from benchmark.store.job_dir import check_writable
+    from benchmark.store.job_store import open_results
 
     request(threads)  # torch's CPU threads for every job; None: each job's model is probed (run/threads.py)
     suite, jobs = select()  # first: its plugins may add executors
@@ -92,7 +92,7 @@ def mlflow_hint(tracker) -> str:
 def exit_for_statuses(jobs, summaries: dict[str, dict]) -> None:
     """Failed jobs: exit 2. Diverged jobs are results (an lr sweep may diverge at its largest
     value): exit 0, unless every job of a method on a dataset diverged (exit 1)."""
-    from benchmark.run.job_status import DIVERGED, FAILED, methods_all_diverged
+    from benchmark.store.job_status import DIVERGED, FAILED, methods_all_diverged
 
     failed = [s for s in summaries.values() if s.get("status") == FAILED]
     diverged = [s for s in summaries.values() if s.get("status") == DIVERGED]

@@ -15,7 +15,7 @@ def show_status(select, seeds, results_dir: Path, as_json: bool, every_job: bool
     from benchmark.report.on_disk import jobs_with_seeds_on_disk
     from benchmark.report.status import failed_lines, grouped, status_line, status_records, status_table, suite_status
     from benchmark.run.stale import stale_line
-    from benchmark.run.store import look_at_results
+    from benchmark.store.job_store import look_at_results
 
     look_at_results(results_dir)  # status reads only: nothing under results_dir moves
     suite, jobs = jobs_with_seeds_on_disk(select, results_dir, seeds)

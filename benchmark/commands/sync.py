@@ -11,7 +11,7 @@ from benchmark.errors import UserError
 
 def sync_suite(select, suite_file: Path, seeds, results_dir: Path, tracking_uri) -> None:
     from benchmark.report.on_disk import jobs_with_seeds_on_disk
-    from benchmark.run.store import migrate_to_job_store
+    from benchmark.store.job_store import migrate_to_job_store
 
     migrate_to_job_store(results_dir)  # sync writes (MLflow, from the store): old-layout jobs move in first
     suite, jobs = jobs_with_seeds_on_disk(select, results_dir, seeds)

@@ -32,8 +32,8 @@ from pathlib import Path
 
 from benchmark.errors import UserError
 from benchmark.metrics import is_metric
-from benchmark.run.results import JobDir, atomic_write_json, check_writable
-from benchmark.run.store import job_lock, open_results
+from benchmark.store.job_dir import JobDir, atomic_write_json, check_writable
+from benchmark.store.job_store import job_lock, open_results
 
 log = logging.getLogger(__name__)
 

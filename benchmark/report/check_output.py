@@ -12,7 +12,7 @@ from xml.etree import ElementTree
 
 from benchmark.errors import UserError
 from benchmark.report.check import ALPHA, FLOOR, IMPROVED, REGRESSION, WITHIN, Row, higher_is_better, summary_line
-from benchmark.run.results import atomic_write_bytes
+from benchmark.store.job_dir import atomic_write_bytes
 
 SCHEMA_VERSION = 1  # docs/schemas/check.schema.json; bump on any change a consumer would notice
 FAILURE_TYPE = {REGRESSION: "regression", IMPROVED: "improvement", "missing": "missing-metric"}

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmark.run.job_status import FINISHED
-from benchmark.run.results import JobDir
+from benchmark.store.job_dir import JobDir
+from benchmark.store.job_status import FINISHED
 
 CAPTION = (
     "{entry}: per-client test accuracy at the last round, raw — the share of users (y) whose accuracy is at most "

@@ -4,7 +4,7 @@ setting. Each cell is mean ± std over the finished seeds (n in the row), the pa
 Δ beside it where the suite carries one, and the best of each column marked. Rows remember
 their job ids, so every cell can be traced to the jobs behind it.
 
-Only finished jobs give numbers (run/job_status.py); diverged, failed, stopped, running and not-run
+Only finished jobs give numbers (store/job_status.py); diverged, failed, stopped, running and not-run
 jobs are counted and shown as such, never averaged in.
 """
 
@@ -19,7 +19,7 @@ import pandas as pd
 from benchmark.metrics import parse_metric
 from benchmark.papers.audit import off_paper
 from benchmark.report.cells import NOT_SCORED, Cell, Column, is_number, measured_cell, with_paper
-from benchmark.run.job_status import FINISHED
+from benchmark.store.job_status import FINISHED
 
 
 @dataclass

@@ -28,7 +28,7 @@ from benchmark.report.figure_output import (
     paper_style,
     save_figure,
 )
-from benchmark.run.job_status import DIVERGED, FINISHED
+from benchmark.store.job_status import DIVERGED, FINISHED
 
 BAND_LABEL = "band: min–max over seeds"
 DIVERGED_LABEL = "×: last finite round of a diverged run"

@@ -4,7 +4,7 @@
 `rounds_frame`: one row per evaluated round per job (accuracy, EMA accuracy, cumulative bytes
 and training seconds), with the job's labels and status beside each row.
 
-Status is the summary's (finished / diverged / failed / stopped, see run/job_status.py), else
+Status is the summary's (finished / diverged / failed / stopped, see store/job_status.py), else
 `running` while a live process holds the job's heartbeat, else `not run` (possibly with rounds
 from an interrupted run in metrics.jsonl).
 """
@@ -64,7 +64,7 @@ def _labels(job: Job, status: str) -> dict:
 
 
 def _status(summary: dict | None, jobdir, now: float) -> str:
-    from benchmark.run.heartbeat import is_alive, read_heartbeat
+    from benchmark.store.heartbeat import is_alive, read_heartbeat
 
     if summary and summary.get("status"):
         return summary["status"]
@@ -87,7 +87,7 @@ def _wall_seconds(records: list[dict]) -> list[float]:
 
 
 def _summary_and_status(job: Job, results_root: Path, now: float):
-    from benchmark.run.results import JobDir
+    from benchmark.store.job_dir import JobDir
 
     jobdir = JobDir.for_reading(results_root, job.id)
     summary = jobdir.read_summary()

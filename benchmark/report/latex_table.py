@@ -16,7 +16,7 @@ from __future__ import annotations
 import unicodedata
 
 from benchmark.report.table import choose_columns
-from benchmark.run.job_status import FINISHED
+from benchmark.store.job_status import FINISHED
 
 PACKAGES = ("booktabs",)  # named in each file's first line: \usepackage{booktabs} in the preamble
 TEXT_WIDTH = 345.0  # pt: \textwidth of a plain 10 pt article (letter or A4)

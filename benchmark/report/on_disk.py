@@ -1,5 +1,5 @@
 """The jobs `status` and `report` show, read through the suite's view `results/<suite>/` (links into the
-job store, run/store.py): the suite's expanded jobs plus every job on disk that equals
+job store, store/job_store.py): the suite's expanded jobs plus every job on disk that equals
 one of them except for its seed (a `run --seeds 0,1,2` of a one-seed suite is reported with n = 3,
 not forgotten). `--seeds` narrows to the seeds given; jobs run with `--set`/`--rounds` match only
 when the same overrides are given (their settings differ, so their ids do), and `override_groups`
@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmark.run.job_status import TERMINAL
-from benchmark.run.old_layout import not_a_job
-from benchmark.run.store import suite_view
+from benchmark.store.job_status import TERMINAL
+from benchmark.store.job_store import suite_view
+from benchmark.store.old_layout import not_a_job
 
 
 def _job_summaries(suite_dir: Path) -> list[Path]:

@@ -14,7 +14,7 @@ import math
 import pandas as pd
 
 from benchmark.report.cells import Cell, Column, is_number, mean_std, number_text, stale_mark
-from benchmark.run.job_status import FINISHED
+from benchmark.store.job_status import FINISHED
 
 CONFIDENCE = 0.95
 

@@ -18,7 +18,7 @@ from benchmark.report.frames import jobs_frame, rounds_frame
 from benchmark.report.latex_table import table_tex
 from benchmark.report.protocol_sections import Section, build_sections
 from benchmark.report.table import check_columns
-from benchmark.run.results import atomic_write_bytes, strict_json
+from benchmark.store.job_dir import atomic_write_bytes, strict_json
 
 TEMPLATES = Path(__file__).parent / "templates"
 RUN_COLUMNS = ["job_id", "entry", "method", "setting", "settings", "seed", "status"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmark.run.job_status import FINISHED
+from benchmark.store.job_status import FINISHED
 
 LOST_LABEL = "no finished seed"
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 
 from rich.table import Table
 
-from benchmark.run.heartbeat import is_alive, read_heartbeat, seconds_per_round
-from benchmark.run.job_status import DAMAGED, DIVERGED, FAILED, FINISHED, STOPPED
 from benchmark.run.progress import duration
-from benchmark.run.results import JobDir
 from benchmark.run.stale import UNKNOWN, stale_parts
+from benchmark.store.heartbeat import is_alive, read_heartbeat, seconds_per_round
+from benchmark.store.job_dir import JobDir
+from benchmark.store.job_status import DAMAGED, DIVERGED, FAILED, FINISHED, STOPPED
 from benchmark.suite.expand import Job
 
 STATES = ("done", "running", "failed", "diverged", "pending", DAMAGED)

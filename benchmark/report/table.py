@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchmark.errors import UserError
-from benchmark.run.job_status import FINISHED
+from benchmark.store.job_status import FINISHED
 from benchmark.suite.expand import Job
 from benchmark.suite.schema import Suite
 

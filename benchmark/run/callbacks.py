@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from benchmark.run.heartbeat import Heartbeat
-from benchmark.run.records import RoundRecord
-from benchmark.run.results import JobDir, atomic_torch_save
+from benchmark.store.heartbeat import Heartbeat
+from benchmark.store.job_dir import JobDir, atomic_torch_save
+from benchmark.store.records import RoundRecord
 
 if TYPE_CHECKING:  # for annotations only: the modules that run jobs import the engine
     from benchmark.engine.simulation import JobRounds

@@ -99,7 +99,7 @@ class DataMemo:
     def remember(self, config, fingerprint: str) -> None:
         """Remember the fingerprint of `config`'s data, just computed from its loaded tensors. A cache
         that cannot be written only costs the next run a load."""
-        from benchmark.run.results import atomic_write_json
+        from benchmark.store.job_dir import atomic_write_json
 
         if (stamp := self.stamp(config)) is None or self.known(config) == fingerprint:
             return

@@ -5,7 +5,7 @@ Finished and diverged jobs are skipped; a job that fails is recorded (status "fa
 error in its summary.json) and the suite goes on. Bad user input (UserError) stops the suite
 with exit 2. Each job is trained under a per-job lock, so processes sharing a results folder
 never train the same job twice: a job another process holds is left for last, then waited for.
-Jobs are stored by id (run/store.py): a job another suite finished is skipped as done.
+Jobs are stored by id (store/job_store.py): a job another suite finished is skipped as done.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from benchmark.run.code_parts import code_versions, job_code
 from benchmark.run.executor_base import EXECUTORS, Executor
 from benchmark.run.progress import LogProgress, log
 from benchmark.run.protocol_batches import ProtocolBatches
-from benchmark.run.records import FailedSummary
-from benchmark.run.results import JobDir, atomic_write_json, environment_error, is_environment_error
 from benchmark.run.stale import marked, set_aside_stale
-from benchmark.run.store import job_lock, link_into_suite
 from benchmark.run.tracking import NullTracker
+from benchmark.store.job_dir import JobDir, atomic_write_json, environment_error, is_environment_error
+from benchmark.store.job_store import job_lock, link_into_suite
+from benchmark.store.records import FailedSummary
 from benchmark.suite.expand import Job
 
 if TYPE_CHECKING:

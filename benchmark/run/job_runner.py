@@ -24,11 +24,11 @@ from benchmark.run.callbacks import (
 from benchmark.run.code_fingerprint import code_fingerprint
 from benchmark.run.code_parts import code_versions, job_code
 from benchmark.run.environment import environment
-from benchmark.run.job_status import DIVERGED, FINISHED, STOPPED
-from benchmark.run.records import Divergence, JobSummary, RoundRecord
-from benchmark.run.results import JobDir, atomic_torch_save, atomic_write_json
 from benchmark.run.threads import settle
 from benchmark.run.tracking import NullTracker
+from benchmark.store.job_dir import JobDir, atomic_torch_save, atomic_write_json
+from benchmark.store.job_status import DIVERGED, FINISHED, STOPPED
+from benchmark.store.records import Divergence, JobSummary, RoundRecord
 from benchmark.suite.expand import Job
 
 if TYPE_CHECKING:  # the engine (torch) is imported when a job runs: the executors' registry imports this module

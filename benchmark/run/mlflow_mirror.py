@@ -32,8 +32,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmark.run.job_status import DIVERGED, FAILED, FINISHED, STOPPED
-from benchmark.run.records import MEASURED
+from benchmark.store.job_status import DIVERGED, FAILED, FINISHED, STOPPED
+from benchmark.store.records import MEASURED
 
 # summary.json fields logged as run metrics (a failed or diverged job has no final_acc: nothing is logged)
 SUMMARY_METRICS = ("final_acc", "final_ema_acc", "final_subopt", "final_val_ema_acc", "wall_time_s", "rounds_completed")

@@ -26,15 +26,15 @@ from benchmark.engine.round_tally import ClientsDone
 from benchmark.errors import DatasetMissing, UserError
 from benchmark.run.executor import data_fingerprint, failed_summary
 from benchmark.run.executor_base import EXECUTORS, Executor
-from benchmark.run.job_status import TERMINAL
-from benchmark.run.locks import FileLock
 from benchmark.run.progress import LogProgress, log
 from benchmark.run.ray_worker import code_runtime_env, run_remote_job
-from benchmark.run.results import RESUME_FILES, JobDir, atomic_write_json
 from benchmark.run.staging import DEFAULT_SHIP_MAX_MB, MB, Offer, make_offers, parse_uri_options
 from benchmark.run.stale import marked, set_aside_stale
-from benchmark.run.store import job_lock, link_into_suite
 from benchmark.run.tracking import NullTracker
+from benchmark.store.job_dir import RESUME_FILES, JobDir, atomic_write_json
+from benchmark.store.job_status import TERMINAL
+from benchmark.store.job_store import job_lock, link_into_suite
+from benchmark.store.locks import FileLock
 from benchmark.suite.expand import Job
 
 ATTEMPTS = 3  # per job: a lost worker or node costs an attempt, resumed from the last checkpoint

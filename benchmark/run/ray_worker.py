@@ -19,8 +19,8 @@ from benchmark.data.uri import fetch
 from benchmark.engine.round_tally import ClientsDone
 from benchmark.errors import DatasetMissing, UserError
 from benchmark.run.executor import run_or_record_failure
-from benchmark.run.results import OUTPUT_FILES, RESUME_FILES, JobDir
 from benchmark.run.staging import Offer, node_fixes, on_node
+from benchmark.store.job_dir import OUTPUT_FILES, RESUME_FILES, JobDir
 from benchmark.suite.expand import Job
 
 RELAY_EVERY_S = 0.5  # a worker sends its round records at most this often (each send is an actor call)

@@ -11,10 +11,10 @@ import tempfile
 from pathlib import Path
 
 from benchmark.run.code_fingerprint import code_fingerprint
-from benchmark.run.job_status import TERMINAL
-from benchmark.run.records import MEASURED
-from benchmark.run.results import JobDir
 from benchmark.run.stale import UNKNOWN, stale_parts
+from benchmark.store.job_dir import JobDir
+from benchmark.store.job_status import TERMINAL
+from benchmark.store.records import MEASURED
 from benchmark.suite.expand import Job
 
 

@@ -27,7 +27,7 @@ from benchmark.data.cache import cache_dir, sha256_file
 from benchmark.data.source import DATA_ENV, DATASETS, data_root
 from benchmark.data.uri import DataUri, parse_data_uri
 from benchmark.errors import DataInvalid, DatasetMissing, UserError
-from benchmark.run.locks import FileLock
+from benchmark.store.locks import FileLock
 from benchmark.suite.expand import Job
 
 STAGED_MARK = ".fedbench-staged"  # written last: a folder without it is incomplete

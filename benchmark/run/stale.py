@@ -11,8 +11,8 @@ import json
 import logging
 
 from benchmark.run.code_parts import changed_parts, job_code
-from benchmark.run.job_status import FAILED, TERMINAL
-from benchmark.run.results import JobDir
+from benchmark.store.job_dir import JobDir
+from benchmark.store.job_status import FAILED, TERMINAL
 from benchmark.suite.expand import Job
 
 log = logging.getLogger(__name__)

@@ -34,9 +34,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmark.run.locks import FileLock, suite_lock
 from benchmark.run.mlflow_mirror import JobMirror, source_tags
-from benchmark.run.store import job_lock
+from benchmark.store.job_store import job_lock
+from benchmark.store.locks import FileLock, suite_lock
 
 log = logging.getLogger(__name__)
 DEFAULT_URI = "sqlite:///mlflow.db"
@@ -247,7 +247,7 @@ class MlflowTracker(NullTracker):
         return runs[0].info.run_id if runs else None
 
     def _jobdir(self, job_id: str):
-        from benchmark.run.results import JobDir
+        from benchmark.store.job_dir import JobDir
 
         return JobDir(self.results_root, job_id) if self.results_root else None
 

@@ -14,9 +14,9 @@ import os
 from pathlib import Path
 
 from benchmark.run.data_memo import DataMemo
-from benchmark.run.results import STORE, TEMP_NAME, JobDir
 from benchmark.run.stale import marked
-from benchmark.run.store import job_lock, link_into_suite, suite_view
+from benchmark.store.job_dir import STORE, TEMP_NAME, JobDir
+from benchmark.store.job_store import job_lock, link_into_suite, suite_view
 from benchmark.suite.expand import Job
 
 # what a run needs of a reused job's summary when it prints no result table (over LISTED_UP_TO jobs):

@@ -14,7 +14,7 @@ from fedtest import write_suite
 from benchmark.cli import main
 from benchmark.data.source import SourceData
 from benchmark.engine.setup import forget_loaded_data
-from benchmark.run.results import JobDir
+from benchmark.store.job_dir import JobDir
 
 
 def femnist_users(labels: list[int]) -> dict:

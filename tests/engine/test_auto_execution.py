@@ -15,7 +15,7 @@ from benchmark.engine.trainers import auto
 from benchmark.engine.trainers.sequential import SequentialTrainer
 from benchmark.engine.trainers.vectorised import VectorisedTrainer
 from benchmark.run.job_runner import run_job
-from benchmark.run.results import JobDir
+from benchmark.store.job_dir import JobDir
 from benchmark.suite.expand import load_jobs
 
 FEDPROX = {"preset": "fedprox", "client": {"prox": {"mu": 0.01}}}

@@ -19,7 +19,7 @@ from benchmark.metrics import client_spread
 from benchmark.run.callbacks import save_checkpoint
 from benchmark.run.executor import run_jobs
 from benchmark.run.job_runner import resume_point
-from benchmark.run.results import JobDir
+from benchmark.store.job_dir import JobDir
 from benchmark.suite.expand import load_jobs
 
 

@@ -11,7 +11,7 @@ from benchmark.protocols.fedac import engine as fedac_batched
 from benchmark.protocols.fedac.jobs import batch_key
 from benchmark.run.job_runner import run_job
 from benchmark.run.protocol_batches import ProtocolBatches
-from benchmark.run.results import JobDir
+from benchmark.store.job_dir import JobDir
 from benchmark.suite.expand import expand
 from benchmark.suite.schema import Suite
 

@@ -19,7 +19,7 @@ from benchmark.protocols.fedac import FedAcProtocol
 from benchmark.protocols.fedac.signals import HeldSignals
 from benchmark.run.executor import run_jobs
 from benchmark.run.protocol_batches import ProtocolBatches
-from benchmark.run.results import JobDir
+from benchmark.store.job_dir import JobDir
 from benchmark.suite.expand import expand
 
 

@@ -12,7 +12,7 @@ from benchmark.engine import vmap_chunk
 from benchmark.engine.peak_memory import PeakTensorMemory
 from benchmark.errors import UserError
 from benchmark.run.job_runner import run_job
-from benchmark.run.results import JobDir
+from benchmark.store.job_dir import JobDir
 from benchmark.suite.expand import load_jobs
 
 MIB = 2**20

@@ -7,7 +7,7 @@ import pandas as pd
 from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
-from benchmark.run.results import JobDir, atomic_write_json
+from benchmark.store.job_dir import JobDir, atomic_write_json
 from benchmark.suite.expand import load_jobs
 from benchmark.suite.overrides import Overrides
 

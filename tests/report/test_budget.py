@@ -9,9 +9,9 @@ import torch
 
 from benchmark.cli import main
 from benchmark.engine.setup import federated_data
-from benchmark.report import budget
-from benchmark.report.budget import client_cost, estimate, evaluations, job_cost
-from benchmark.report.budget_timing import Load, Rates, process_age
+from benchmark.plan import budget
+from benchmark.plan.budget import client_cost, estimate, evaluations, job_cost
+from benchmark.plan.budget_timing import Load, Rates, process_age
 from benchmark.suite.expand import load_jobs
 from tests.fedtest import tiny_suite, write_suite
 

@@ -57,8 +57,8 @@ def test_reuse_verifies_a_protocols_jobs_in_the_batches_a_run_computes(tmp_path)
     from engine.test_fedac_batched import shared_suite
 
     from benchmark.run.executor import run_jobs
-    from benchmark.run.results import JobDir
     from benchmark.run.reuse import ReuseCheck
+    from benchmark.store.job_dir import JobDir
     from benchmark.suite.expand import expand
 
     jobs = expand(shared_suite(["fedac1", "fedavg"], clients=4))

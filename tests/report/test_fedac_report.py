@@ -20,7 +20,7 @@ from benchmark.papers.generate import dump_suite
 from benchmark.protocols.fedac import FedAcSection
 from benchmark.protocols.fedac.report import collect, fedac_entry_tables
 from benchmark.report.protocol_sections import figure_path, rich_table
-from benchmark.run.results import JobDir, atomic_write_json
+from benchmark.store.job_dir import JobDir, atomic_write_json
 from benchmark.suite.expand import expand, load_jobs
 from benchmark.suite.schema import Suite
 

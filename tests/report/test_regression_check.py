@@ -14,7 +14,7 @@ from fedtest import REPO
 from benchmark.cli import main
 from benchmark.fl.servers import Average
 from benchmark.report.check import MIN_SEEDS, load_baseline
-from benchmark.run.results import JobDir
+from benchmark.store.job_dir import JobDir
 
 SUITE = str(REPO / "suites" / "ci.yaml")
 BASELINE = REPO / "results" / "baselines" / "ci.json"

@@ -9,7 +9,7 @@ from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.report.entry_tables import SELECTION_RULE
-from benchmark.run.results import JobDir, atomic_write_json
+from benchmark.store.job_dir import JobDir, atomic_write_json
 from benchmark.suite.expand import load_jobs
 
 

@@ -10,7 +10,7 @@ from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.report.frames import JOB_COLUMNS, ROUND_COLUMNS, jobs_frame, rounds_frame
-from benchmark.run.results import JobDir, atomic_write_json
+from benchmark.store.job_dir import JobDir, atomic_write_json
 from benchmark.suite.expand import load_jobs
 
 

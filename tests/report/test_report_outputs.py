@@ -201,7 +201,7 @@ def test_bold_only_where_the_paired_test_separates_the_best_and_ties_marked(tmp_
     from report.test_report_files import _summary
 
     from benchmark.report.entry_tables import LEGEND
-    from benchmark.run.results import JobDir, atomic_write_json
+    from benchmark.store.job_dir import JobDir, atomic_write_json
     from benchmark.suite.expand import load_jobs
 
     path = tmp_path / "tied.yaml"

@@ -15,7 +15,7 @@ from fedtest import REPO, tiny_suite, write_suite
 from benchmark.cli import main
 from benchmark.report import status
 from benchmark.report.status import suite_status
-from benchmark.run.results import JobDir, atomic_write_json
+from benchmark.store.job_dir import JobDir, atomic_write_json
 from benchmark.suite.expand import load_jobs
 
 

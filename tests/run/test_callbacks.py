@@ -10,9 +10,9 @@ from fedtest import tiny_suite, write_suite
 
 from benchmark.run.callbacks import RoundCallback
 from benchmark.run.job_runner import run_job
-from benchmark.run.records import Divergence, JobSummary, RoundRecord
-from benchmark.run.results import JobDir
 from benchmark.run.tracking import NullTracker, tracking_may_fail
+from benchmark.store.job_dir import JobDir
+from benchmark.store.records import Divergence, JobSummary, RoundRecord
 from benchmark.suite.expand import load_jobs
 
 LINE = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmark.run.results import OUTPUT_FILES, RESUME_FILES, JobDir
+from benchmark.store.job_dir import OUTPUT_FILES, RESUME_FILES, JobDir
 
 
 def test_resume_material_round_trips_and_replaces_a_stale_snapshot_folder(tmp_path):

@@ -15,8 +15,8 @@ from fedtest import REPO
 
 from benchmark.cli import main
 from benchmark.run.data_memo import DataMemo
-from benchmark.run.results import JobDir
-from benchmark.run.store import job_lock
+from benchmark.store.job_dir import JobDir
+from benchmark.store.job_store import job_lock
 from benchmark.suite.expand import load_jobs
 
 SUITE = """\

@@ -22,7 +22,7 @@ import torch
 from fedtest import measured
 
 from benchmark.run.executor import run_jobs
-from benchmark.run.results import JobDir
+from benchmark.store.job_dir import JobDir
 from benchmark.suite.expand import load_jobs
 
 pytest.importorskip("ray")

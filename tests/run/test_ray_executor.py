@@ -11,7 +11,7 @@ from fedtest import measured
 
 from benchmark.errors import UserError
 from benchmark.run.executor import run_jobs
-from benchmark.run.results import JobDir
+from benchmark.store.job_dir import JobDir
 from benchmark.suite.expand import expand
 from benchmark.suite.schema import Suite
 
@@ -168,7 +168,7 @@ def test_a_job_another_process_trains_is_waited_for_not_trained_twice(tmp_path, 
     import threading
 
     from benchmark.run.ray_executor import run_jobs_ray
-    from benchmark.run.store import job_lock
+    from benchmark.store.job_store import job_lock
 
     held, free = jobs_of(["fedavg", "fedacg"])
     other = job_lock(tmp_path, held.id)  # as another fedbench process training `held` would

@@ -1,4 +1,4 @@
-"""The results store addressed by job id (run/store.py): the frozen fixture's folders (the layout before
+"""The results store addressed by job id (store/job_store.py): the frozen fixture's folders (the layout before
 the store) move into it whole, a kill at any rename leaves every job readable and a rerun ends the move,
 and a suite that `extends:` another reuses the parent's finished jobs instead of training them again."""
 
@@ -14,8 +14,8 @@ from fedtest import tiny_suite, write_suite
 from pinned import FROZEN, frozen_copy
 
 from benchmark.cli import main
-from benchmark.run import store
-from benchmark.run.results import JobDir
+from benchmark.store import job_store as store
+from benchmark.store.job_dir import JobDir
 from benchmark.suite.expand import load_jobs
 
 FROZEN_IDS = sorted(p.name for p in (FROZEN / "results" / "frozen").iterdir() if not p.name.startswith("."))
@@ -36,7 +36,7 @@ def tree(root: Path) -> dict[str, str]:
 def test_the_frozen_jobs_move_into_the_store_once_and_their_suite_links_to_them(tmp_path, caplog):
     results = frozen_copy(tmp_path / "f") / "results"
     before = {i: tree(results / "frozen" / i) for i in FROZEN_IDS}
-    with caplog.at_level(logging.INFO, logger="benchmark.run.store"):
+    with caplog.at_level(logging.INFO, logger="benchmark.store.job_store"):
         assert store.migrate_to_job_store(results) == 3
     assert "moved 3 job folder(s) into the job store" in caplog.text
     for job_id in FROZEN_IDS:

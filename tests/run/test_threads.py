@@ -78,7 +78,7 @@ def test_the_batched_fedac_engine_runs_at_one_thread_unless_told(tmp_path, monke
     from benchmark.run import threads
     from benchmark.run.job_runner import run_job
     from benchmark.run.protocol_batches import ProtocolBatches
-    from benchmark.run.results import JobDir
+    from benchmark.store.job_dir import JobDir
     from benchmark.suite.expand import expand
 
     before = torch.get_num_threads()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from fedtest import REPO, tiny_suite, write_suite
 
-from benchmark.run.results import JobDir
+from benchmark.store.job_dir import JobDir
 from benchmark.suite.expand import load_jobs
 
 mlflow = pytest.importorskip("mlflow")

@@ -9,7 +9,7 @@ import torch
 from fedtest import measured, tiny_suite, write_suite
 
 from benchmark.run.executor import run_jobs
-from benchmark.run.results import JobDir
+from benchmark.store.job_dir import JobDir
 from benchmark.suite.expand import load_jobs
 
 

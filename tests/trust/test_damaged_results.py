@@ -13,7 +13,7 @@ import pytest
 from fedtest import measured, tiny_suite, write_suite
 
 from benchmark.cli import main
-from benchmark.run.results import JobDir
+from benchmark.store.job_dir import JobDir
 from benchmark.suite.expand import load_jobs
 
 mlflow = pytest.importorskip("mlflow")

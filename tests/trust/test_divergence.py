@@ -13,8 +13,8 @@ from benchmark.cli import main
 from benchmark.engine.simulation import Diverged
 from benchmark.errors import UserError
 from benchmark.report.check import write_baseline
-from benchmark.run.job_status import methods_all_diverged
-from benchmark.run.results import JobDir
+from benchmark.store.job_dir import JobDir
+from benchmark.store.job_status import methods_all_diverged
 from benchmark.suite.expand import load_jobs
 
 BLOWS_UP_AT_ROUND_6 = 1e4  # logistic on the tiny synthetic data, no clipping: logits overflow in round 6

@@ -13,9 +13,9 @@ import pytest
 import torch
 from fedtest import measured, tiny_suite, write_suite
 
-import benchmark.run.results as results
+import benchmark.store.job_dir as results
 from benchmark.cli import main
-from benchmark.run.results import TEMP_NAME, JobDir
+from benchmark.store.job_dir import TEMP_NAME, JobDir
 from benchmark.suite.expand import load_jobs
 
 KILL = Path(__file__).with_name("kill_at_write.py")

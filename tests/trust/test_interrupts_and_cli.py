@@ -17,7 +17,7 @@ from benchmark.cli import main
 from benchmark.engine.simulation import Simulation
 from benchmark.errors import UserError
 from benchmark.run.ray_executor import check_resources
-from benchmark.run.results import JobDir
+from benchmark.store.job_dir import JobDir
 from benchmark.suite.expand import load_jobs
 from benchmark.suite.schema import Settings
 

@@ -10,9 +10,9 @@ import threading
 from fedtest import tiny_suite, write_suite
 
 from benchmark.run.executor import run_jobs
-from benchmark.run.locks import FileLock
-from benchmark.run.results import JobDir
-from benchmark.run.store import job_lock
+from benchmark.store.job_dir import JobDir
+from benchmark.store.job_store import job_lock
+from benchmark.store.locks import FileLock
 from benchmark.suite.expand import load_jobs
 
 

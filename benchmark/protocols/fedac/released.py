@@ -51,7 +51,7 @@ def replayed(suite: str, results_dir: Path, reference: Path, every_run: bool = T
     no job of the suite replays is an error (else it is left out: a suite of a few of them)."""
     from benchmark.papers.fedac_authors import f_star
     from benchmark.papers.fedac_replay import released_runs
-    from benchmark.run.results import JobDir
+    from benchmark.store.job_dir import JobDir
 
     by_key = job_ids_by_key(suite)
     rows, summaries = [], {}
@@ -231,7 +231,7 @@ def _min_margin(suite: str, results_dir: Path, job_id: str) -> float:
     import torch
 
     from benchmark.engine.setup import load_source
-    from benchmark.run.results import JobDir
+    from benchmark.store.job_dir import JobDir
 
     model = JobDir.for_reading(results_dir, job_id).model
     if not model.is_file():
@@ -323,7 +323,7 @@ def _duration(seconds: float | None) -> str:
 def _environment(runs: pd.DataFrame, results_dir: Path) -> dict:
     """The environment the first finished replay recorded (commit, machine), else this process's."""
     from benchmark.run.environment import environment
-    from benchmark.run.results import JobDir
+    from benchmark.store.job_dir import JobDir
 
     for job_id in runs.loc[runs["fedbench_status"] == "finished", "job_id"]:
         summary = JobDir.for_reading(results_dir, job_id).read_summary() or {}

@@ -179,7 +179,7 @@ def _seed_values(cells: dict[tuple[str, int, int], Cell], k: int):
     seeds beat every other method's at the same seeds."""
     import pandas as pd
 
-    from benchmark.run.job_status import FINISHED
+    from benchmark.store.job_status import FINISHED
 
     rows = []
     for (_, m, kk), cell in cells.items():

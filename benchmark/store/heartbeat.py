@@ -11,7 +11,7 @@ import socket
 import time
 from pathlib import Path
 
-from benchmark.run.results import atomic_write_json
+from benchmark.store.job_dir import atomic_write_json
 
 EVERY_S = 5.0  # at most one write per this many seconds (rounds of small models take milliseconds)
 STALE_S = 120.0  # a heartbeat this much older than its own round time means its process is gone

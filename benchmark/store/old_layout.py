@@ -1,4 +1,4 @@
-"""Job folders of the layout before the job store (`results/<suite>/<job-id>/`, run/store.py), recognised
+"""Job folders of the layout before the job store (`results/<suite>/<job-id>/`, store/job_store.py), recognised
 only where they provably are fedbench's. A results folder may be any folder of the user's (`--results-dir
 ~/work`), and a `config.json` two levels down is no proof: a folder counts as a job only when its name is
 its job id (or a copy of it set aside, `<job-id>.<tag>`), its config.json parses as a job whose id is the

@@ -7,7 +7,7 @@ is how `status` and `report` find the suite's jobs at seeds or settings it no lo
 Results written before the store (job folders directly in `results/<suite>/`) move into it on the
 first command that writes results (`migrate_to_job_store`): automatic, so that upgrading asks nothing
 of the user and a resumed run simply finds its checkpoints; it logs what it moved. Only folders that
-provably are fedbench jobs move (run/old_layout.py); commands that only read move nothing.
+provably are fedbench jobs move (store/old_layout.py); commands that only read move nothing.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import os
 from pathlib import Path
 
 from benchmark.errors import UserError
-from benchmark.run import old_layout
-from benchmark.run.locks import FileLock
-from benchmark.run.results import STORE, JobDir, free_name_beside, job_path
+from benchmark.store import old_layout
+from benchmark.store.job_dir import STORE, JobDir, free_name_beside, job_path
+from benchmark.store.locks import FileLock
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def _pending_links(root: Path) -> list[Path]:
 
 
 def migrate_to_job_store(results_root: Path) -> int:
-    """Move every job folder of the old layout (`results/<suite>/<name>/`, run/old_layout.py: only what
+    """Move every job folder of the old layout (`results/<suite>/<name>/`, store/old_layout.py: only what
     provably is one) into the store and leave the link in its place; returns how many moved. Each move
     is one rename on one filesystem, so a kill at any moment leaves every job whole in its old or its
     new place, and running it again ends the work. Idempotent: a folder already moved is a link, and is

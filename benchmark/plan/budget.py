@@ -5,7 +5,7 @@ participants are drawn as the run draws them, and each participant's steps follo
 engine/fed_data.py (E·⌈n/b⌉ steps and E·n samples over E epochs, or K steps of b, with b = min(B, n)).
 
 Time is measured here, at the thread count the run will use (run/threads.py), and added up as the run
-spends it: its start-up (report/budget_timing.py), each job run on its own (set-up, client-steps at the
+spends it: its start-up (plan/budget_timing.py), each job run on its own (set-up, client-steps at the
 rate of real rounds of the job, evaluations), and the batches a protocol computes together, which the
 protocol times on its own engine (FedAc: protocols/fedac/cost.py). The machine's load is in the
 measurements; the range is the same work at the fastest and slowest timed rounds, and at the quietest
@@ -23,7 +23,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchmark.data.participation import sample_clients
-from benchmark.report.budget_timing import Load, Rates, measure, startup_seconds
+from benchmark.plan.budget_timing import Load, Rates, measure, startup_seconds
 from benchmark.suite.expand import Job
 
 PROTOCOL_TIME_LIMIT_S = 4.0  # a protocol's timing of its batch shapes; the rest are scaled (protocols/fedac/cost.py)
@@ -185,7 +185,7 @@ def replay_seconds(protocol, job: Job, device: str) -> float:
     from pathlib import Path
 
     from benchmark.run.job_runner import run_job
-    from benchmark.run.results import JobDir
+    from benchmark.store.job_dir import JobDir
 
     short = replace(job, config=job.config.model_copy(update={"rounds": 1, "eval_every": 1}))
     took = []

@@ -1,4 +1,4 @@
-"""The measurements behind `plan --budget` (report/budget.py): a job's set-up, step and evaluation
+"""The measurements behind `plan --budget` (plan/budget.py): a job's set-up, step and evaluation
 times on real rounds of the job, what a run pays once before its first job, and the machine's load.
 
 A job is timed as the run runs it: by the job runner (run/job_runner.py), into a scratch folder,
@@ -50,7 +50,7 @@ def measure(job, device: str, steps_in_round) -> Rates:
     from benchmark.engine.setup import build_simulation
     from benchmark.run.callbacks import RoundCallback
     from benchmark.run.job_runner import run_job
-    from benchmark.run.results import JobDir
+    from benchmark.store.job_dir import JobDir
 
     start = time.perf_counter()
     sim = build_simulation(job.config, device)

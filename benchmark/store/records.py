@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from benchmark.run.job_status import FAILED
+from benchmark.store.job_status import FAILED
 
 
 @dataclass
@@ -44,7 +44,7 @@ OPTIONAL = ("subopt", "val_acc", "val_loss", "time", "wall_s")
 MEASURED = tuple(f.name for f in fields(RoundRecord) if f.name not in ("round", "time", "wall_s", "extra"))
 
 
-# summary.json's layout version: 2 since jobs are stored by id (run/store.py); a summary without the
+# summary.json's layout version: 2 since jobs are stored by id (store/job_store.py); a summary without the
 # field is version 1, read the same way (its fields are a subset of today's)
 SUMMARY_SCHEMA = 2
 

@@ -1,4 +1,4 @@
-"""A job's folder, results/jobs/<job-id>/ (run/store.py): config.json, metrics.jsonl, summary.json, final_model.pt and,
+"""A job's folder, results/jobs/<job-id>/ (store/job_store.py): config.json, metrics.jsonl, summary.json, final_model.pt and,
 while a job is unfinished, checkpoint.pt (plus client_state.checkpoint/ for memmap client
 state). Every file is written atomically (temp + rename),
 with the permissions a plain `open()` would give (umask), and JSON strictly (no bare NaN)."""
@@ -17,8 +17,8 @@ from pathlib import Path
 
 from benchmark.errors import UserError
 from benchmark.lazy import torch
-from benchmark.run.job_status import FINISHED, TERMINAL
-from benchmark.run.old_layout import find_in_place
+from benchmark.store.job_status import FINISHED, TERMINAL
+from benchmark.store.old_layout import find_in_place
 
 log = logging.getLogger(__name__)
 # What a job needs to resume elsewhere, in the order to write it (checkpoint.pt, which points
@@ -137,7 +137,7 @@ def check_writable(folder: Path) -> None:
 TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}$")
 
 
-# the job store: one folder per job id, whichever suites expand to it (run/store.py)
+# the job store: one folder per job id, whichever suites expand to it (store/job_store.py)
 STORE = "jobs"
 
 

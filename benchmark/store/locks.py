@@ -2,7 +2,7 @@
 
 The kernel releases a flock when its holder exits, however it exits (SIGKILL included), so a
 killed run never leaves a job locked. A suite's lock lives in `results/<suite>/.locks/`, a job's in
-`results/jobs/.locks/` (run/store.py: one lock per job id, whichever suite runs it).
+`results/jobs/.locks/` (store/job_store.py: one lock per job id, whichever suite runs it).
 """
 
 from __future__ import annotations
