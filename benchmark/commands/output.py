@@ -123,6 +123,7 @@ def note_unselected(suite, jobs: list, results_dir: Path) -> None:
     """Jobs on disk this selection leaves out (run with --set/--rounds, or by an earlier suite
     version) would silently be missing: say how many, and the options that show them."""
     from benchmark.report.on_disk import options_text, override_groups
+    from benchmark.store.layout import Store
 
     groups = override_groups(suite.name, jobs, results_dir)
     if not groups:
@@ -132,7 +133,7 @@ def note_unselected(suite, jobs: list, results_dir: Path) -> None:
         for sets, ids in groups.items()
     ]
     err_console.print(
-        f"note: {sum(map(len, groups.values()))} other job(s) in {results_dir / suite.name} are not shown: "
+        f"note: {sum(map(len, groups.values()))} other job(s) in {Store(results_dir).suite(suite.name).path} are not shown: "
         + "; ".join(how)
         + " (pass those options to show them)",
         markup=False,

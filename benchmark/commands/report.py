@@ -30,6 +30,7 @@ def report_suite(
     from benchmark.run.stale import stale_line, stale_parts
     from benchmark.store.job_dir import JobDir
     from benchmark.store.job_store import look_at_results
+    from benchmark.store.layout import Store
 
     look_at_results(results_dir)  # report writes its report/ only: nothing else under results_dir moves
     suite, jobs = jobs_with_seeds_on_disk(select, results_dir, seeds)
@@ -50,7 +51,8 @@ def report_suite(
         err_console.print(said, markup=False)
     convergence = report_figures(suite, jobs, results_dir, figure_width)
     figures = [*protocol_figures(results_dir, suite.name), *convergence]
-    report_dir = results_dir / suite.name / "report"
+    view = Store(results_dir).suite(suite.name)
+    report_dir = view.report
     if dropped := left_out_of_previous_report(
         report_dir / "report.json", {j.id for j in jobs}, results_dir, suite.name
     ):
@@ -68,7 +70,7 @@ def report_suite(
     say = err_console if as_json else out  # with --json stdout carries the JSON only
     for figure in convergence:
         say.print(f"figure: {figure.path}", markup=False)
-    say.print(f"report: {files[-1]} and {files[-2].name}, tables in {report_dir / 'tables'}", markup=False)
+    say.print(f"report: {files[-1]} and {files[-2].name}, tables in {view.tables}", markup=False)
     if as_json:
         click.echo((report_dir / "report.json").read_text())
     if not no_tracking:

@@ -40,6 +40,7 @@ def run_suite(
     from benchmark.run.triage import OUTCOME, done_jobs, reuse, still_done
     from benchmark.store.job_dir import check_writable
     from benchmark.store.job_store import open_results
+    from benchmark.store.layout import Store
 
     request(threads)  # torch's CPU threads for every job; None: each job's model is probed (run/threads.py)
     suite, jobs = select()  # first: its plugins may add executors
@@ -75,7 +76,9 @@ def run_suite(
     print_outcomes(suite, jobs, summaries, results_dir, columns, table[1])  # figures are `fedbench report`'s
     if kept := stale_line([s.get("stale", []) for s in summaries.values()]):  # --keep-stale
         err_console.print(kept, markup=False)
-    out.print(f"results: {results_dir / suite.name}" + mlflow_hint(tracker), markup=False, highlight=False)
+    out.print(
+        f"results: {Store(results_dir).suite(suite.name).path}" + mlflow_hint(tracker), markup=False, highlight=False
+    )
     exit_for_statuses(jobs, summaries)
 
 

@@ -29,6 +29,7 @@ from benchmark.report.figure_output import (
     save_figure,
 )
 from benchmark.store.job_status import DIVERGED, FINISHED
+from benchmark.store.layout import Store
 
 BAND_LABEL = "band: min–max over seeds"
 DIVERGED_LABEL = "×: last finite round of a diverged run"
@@ -353,7 +354,7 @@ def report_figures(suite, jobs, results_dir, width: float = PAGE_WIDTH) -> list:
     frame = rounds_frame([j for j in jobs if j.id in shown], results_dir)
     frame["entry_index"] = frame.job_id.map({j.id: j.dataset_index for j in jobs})
     metrics = {j.dataset_index: curve_metric(j.config.metrics) for j in jobs}
-    out_dir = Path(results_dir) / suite.name / "report" / "figures"
+    out_dir = Store(results_dir).suite(suite.name).figures
     several = runs.groupby(["entry_index", "method"]).setting.nunique().max() > 1 if len(runs) else False
     convergence = [
         Figure(

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from benchmark.store.job_status import TERMINAL
-from benchmark.store.job_store import suite_view
+from benchmark.store.layout import Store
 from benchmark.store.old_layout import not_a_job
 
 
@@ -50,7 +50,7 @@ def jobs_with_seeds_on_disk(load, results_dir: Path, seeds: str | None = None):
     without `seeds` also the same jobs at every other seed that has a result on disk (appended after
     the suite's own jobs, in expansion order)."""
     suite, jobs = load(seeds)
-    suite_dir = suite_view(results_dir, suite.name)
+    suite_dir = Store(results_dir).suite(suite.name).path
     if seeds is not None:
         return suite, jobs
     every_seed = {j.config.seed for j in jobs} | _seeds_on_disk(suite_dir)
@@ -63,7 +63,7 @@ def jobs_with_seeds_on_disk(load, results_dir: Path, seeds: str | None = None):
 
 
 def _other_ids(suite_name: str, selected: set[str], results_dir: Path) -> list[str]:
-    suite_dir = Path(results_dir) / suite_name
+    suite_dir = Store(results_dir).suite(suite_name).path
     return sorted(
         p.parent.name
         for p in _job_summaries(suite_dir)
@@ -86,7 +86,7 @@ def override_groups(suite_name: str, jobs: list, results_dir: Path) -> dict[tupl
     """The jobs on disk outside `jobs`, grouped by the --set options that would select them: each
     job's settings compared with the selected job of the same dataset and method (() where none is
     the same dataset and method, e.g. a job of an earlier version of the suite)."""
-    suite_dir = Path(results_dir) / suite_name
+    suite_dir = Store(results_dir).suite(suite_name).path
     like = {(j.dataset_label, j.method_label): j for j in jobs}
     reference: dict[str, dict] = {}
     groups: dict[tuple[str, ...], list[str]] = {}
@@ -121,5 +121,5 @@ def left_out_of_previous_report(report_json: Path, selected: set[str], results_d
         previous = json.loads(Path(report_json).read_text()).get("jobs", [])
     except (OSError, ValueError, AttributeError):
         return 0
-    suite_dir = Path(results_dir) / suite_name
+    suite_dir = Store(results_dir).suite(suite_name).path
     return sum(1 for job_id in previous if job_id not in selected and _has_result(suite_dir, str(job_id)))

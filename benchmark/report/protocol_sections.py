@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from benchmark.registry import Registry
+from benchmark.store.layout import Store
 
 if TYPE_CHECKING:
     from benchmark.report.entry_tables import EntryTable
@@ -54,7 +55,7 @@ def every_section() -> list[ProtocolSection]:
 
 def figure_path(section: ProtocolSection, results_dir: Path, suite_name: str) -> Path:
     """Where a section's figure goes: beside the report's other figures."""
-    return Path(results_dir) / suite_name / "report" / "figures" / section.figure_name
+    return Store(results_dir).suite(suite_name).figures / section.figure_name
 
 
 def split(jobs: list[Job]) -> tuple[list[tuple[ProtocolSection, list[Job]]], list[Job]]:

@@ -19,6 +19,7 @@ from benchmark.report.latex_table import table_tex
 from benchmark.report.protocol_sections import Section, build_sections
 from benchmark.report.table import check_columns
 from benchmark.store.job_dir import atomic_write_bytes, strict_json
+from benchmark.store.layout import Store
 
 TEMPLATES = Path(__file__).parent / "templates"
 RUN_COLUMNS = ["job_id", "entry", "method", "setting", "settings", "seed", "status"]
@@ -245,7 +246,7 @@ def build_tables(
     return entry_tables(suite, rest, rest_runs, rounds_frame(rest, results_root)), sections
 
 
-def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, out: Path, width: float) -> None:
+def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, figures_dir: Path, width: float) -> None:
     """The plot of the table's sensitivity rows, under the sensitivity table (where one can be drawn)."""
     from benchmark.report.figures import method_styles
     from benchmark.report.sensitivity_figure import sensitivity_figure, sensitivity_points
@@ -265,7 +266,7 @@ def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, out: Pat
         data,
         {r.method: r.setting for r in table.rows},
         ylabel,
-        out / "figures" / f"sensitivity-{table.slug}.png",
+        figures_dir / f"sensitivity-{table.slug}.png",
         method_styles(runs.method),
         log_y=metric == "final_subopt",
         width=width,
@@ -294,32 +295,36 @@ def write_report(
     `columns` / `wide` choose the .tex tables' columns as the terminal's (latex_table.py); `figure_width`:
     the sensitivity figures' width in inches (figure_output.py)."""
     results_root = Path(results_root)
-    out = results_root / suite.name / "report"
+    view = Store(results_root).suite(suite.name)
+    out = view.report
     runs = jobs_frame(jobs, results_root)
     tables, sections = build_tables(suite, jobs, summaries, results_root, runs)
     protocol_tables = [t for s in sections for t in s.tables]
     check_columns(_every_table(tables), columns)
     for t in tables:
         if t.sensitivity:
-            add_sensitivity_figure(t, runs, jobs, out, figure_width)
+            add_sensitivity_figure(t, runs, jobs, view.figures, figure_width)
     written = [t.sensitivity.figure.path for t in tables if t.sensitivity and t.sensitivity.figure]
 
-    def write(relative: str, text: str) -> None:
-        atomic_write_bytes(out / relative, text.encode())
-        written.append(out / relative)
+    def write(path: Path, text: str) -> None:
+        atomic_write_bytes(path, text.encode())
+        written.append(path)
 
-    write("report.json", strict_json(report_record(suite.name, runs, _every_table(tables) + protocol_tables), indent=2))
-    write("runs.csv", runs_csv(runs, tables, jobs))
+    write(
+        out / "report.json",
+        strict_json(report_record(suite.name, runs, _every_table(tables) + protocol_tables), indent=2),
+    )
+    write(out / "runs.csv", runs_csv(runs, tables, jobs))
     for t in _every_table(tables) + protocol_tables:
-        write(f"tables/{t.slug}.csv", table_csv(t))
-        write(f"tables/{t.slug}.tex", table_tex(t, () if t.of_protocol else columns, wide))
+        write(view.tables / f"{t.slug}.csv", table_csv(t))
+        write(view.tables / f"{t.slug}.tex", table_tex(t, () if t.of_protocol else columns, wide))
     context = dict(
         suite=suite.name,
         description=suite.description,
         counts=status_counts(runs),
         legend=LEGEND if tables else "",  # it explains the accuracy tables; protocol-only reports have none
         generated=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-        results=str(results_root / suite.name),
+        results=str(view.path),
         tables=tables,
         protocol_tables=protocol_tables,
         protocol_notes=[line for s in sections if s.note for line in s.note.splitlines()],  # a paragraph a line
@@ -329,6 +334,6 @@ def write_report(
         relpath=os.path.relpath,
     )
     env = _env()
-    write("report.md", env.get_template("report.md.j2").render(**context))
-    write("report.html", env.get_template("report.html.j2").render(**context))
+    write(out / "report.md", env.get_template("report.md.j2").render(**context))
+    write(out / "report.html", env.get_template("report.html.j2").render(**context))
     return written

@@ -18,6 +18,7 @@ from pathlib import Path
 from benchmark.errors import UserError
 from benchmark.lazy import torch
 from benchmark.store.job_status import FINISHED, TERMINAL
+from benchmark.store.layout import STORE, Store
 from benchmark.store.old_layout import find_in_place
 
 log = logging.getLogger(__name__)
@@ -137,12 +138,8 @@ def check_writable(folder: Path) -> None:
 TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}$")
 
 
-# the job store: one folder per job id, whichever suites expand to it (store/job_store.py)
-STORE = "jobs"
-
-
 def job_path(results_root: Path, job_id: str) -> Path:
-    return Path(results_root) / STORE / job_id
+    return Store(results_root).job(job_id)
 
 
 def free_name_beside(path: Path, tag: str) -> Path:

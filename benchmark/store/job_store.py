@@ -16,9 +16,9 @@ import logging
 import os
 from pathlib import Path
 
-from benchmark.errors import UserError
 from benchmark.store import old_layout
 from benchmark.store.job_dir import STORE, JobDir, free_name_beside, job_path
+from benchmark.store.layout import Store, SuiteView
 from benchmark.store.locks import FileLock
 
 log = logging.getLogger(__name__)
@@ -29,13 +29,11 @@ PENDING = ".link"
 
 def job_lock(results_root: Path, job_id: str) -> FileLock:
     """Held by the process training `job_id`, for as long as it trains it, whichever suite it runs for."""
-    return FileLock(Path(results_root) / STORE / ".locks" / f"{job_id}.lock")
+    return FileLock(Store(results_root).job_lock(job_id))
 
 
 def suite_view(results_root: Path, suite: str) -> Path:
-    if suite == STORE:
-        raise UserError(f"a suite cannot be named {STORE!r}: results/{STORE}/ is the job store; rename the suite")
-    return Path(results_root) / suite
+    return Store(results_root).suite(suite).path
 
 
 def link_into_suite(results_root: Path, suite: str, job_id: str) -> None:
@@ -79,13 +77,13 @@ def look_at_results(results_root: Path) -> None:
     root = Path(results_root)
     jobs, foreign = old_layout.survey(root, STORE)
     old_layout.name_foreign(foreign)
-    if jobs and (root / STORE).is_dir():
+    if jobs and Store(root).jobs.is_dir():
         log.warning(
             "results: %d job folder(s) of the layout before the job store (%s, ...) are not shown; the next "
             "`fedbench run` or `fedbench sync` moves them into %s",
             len(jobs),
             jobs[0],
-            root / STORE,
+            Store(root).jobs,
         )
 
 
@@ -108,7 +106,7 @@ def migrate_to_job_store(results_root: Path) -> int:
     if not jobs and not _pending_links(root):
         return 0
     moved = 0
-    with FileLock(root / STORE / ".locks" / "migrate.lock"):  # one migration at a time
+    with FileLock(Store(root).locks / "migrate.lock"):  # one migration at a time
         jobs, _ = old_layout.survey(root, STORE)  # again: another process may have ended it meanwhile
         for pending in _pending_links(root):  # links a killed migration had not put in place
             view, name = pending.parent, pending.name.removeprefix(".").removesuffix(PENDING)
@@ -118,14 +116,14 @@ def migrate_to_job_store(results_root: Path) -> int:
                 _put_link(view, name)
         moved += sum(_move(folder.parent, folder) for folder in jobs)
     if moved:
-        log.info("results: moved %d job folder(s) into the job store %s (one-time migration)", moved, root / STORE)
+        log.info("results: moved %d job folder(s) into the job store %s (one-time migration)", moved, Store(root).jobs)
     return moved
 
 
 def _move(view: Path, folder: Path) -> bool:
     """One job folder into the store, under the lock an old fedbench and a new one would each take."""
     root, name = view.parent, folder.name
-    old_lock = FileLock(view / ".locks" / f"{name}.lock")
+    old_lock = FileLock(SuiteView(view).locks / f"{name}.lock")
     new_lock = job_lock(root, name)
     if not old_lock.acquire(blocking=False):
         log.warning("results: %s is being trained by another process; it moves to the store on a later run", folder)

@@ -11,6 +11,8 @@ import fcntl
 import os
 from pathlib import Path
 
+from benchmark.store.layout import Store
+
 
 class FileLock:
     def __init__(self, path: Path):
@@ -48,4 +50,4 @@ class FileLock:
 
 def suite_lock(results_root: Path, suite: str) -> FileLock:
     """Held shared by every process running `suite`: whoever can take it exclusively is alone."""
-    return FileLock(Path(results_root) / suite / ".locks" / "suite.lock")
+    return FileLock(Store(results_root).suite(suite).lock)
