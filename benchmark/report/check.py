@@ -34,6 +34,7 @@ from benchmark.errors import UserError
 from benchmark.metrics import is_metric
 from benchmark.store.job_dir import JobDir, atomic_write_json, check_writable
 from benchmark.store.job_store import job_lock, open_results
+from benchmark.store.records import NO_SUMMARY
 
 log = logging.getLogger(__name__)
 
@@ -332,7 +333,7 @@ def check_folder(results_dir: Path | None, reuse: bool, suite: str, jobs):
             )
         with job_lock(results_dir, job.id):
             if why := verdicts.why_not(job, jobdir):
-                produced_by = (jobdir.read_summary() or {}).get("code_fingerprint")
+                produced_by = (jobdir.read_summary() or NO_SUMMARY).code_fingerprint
                 aside = jobdir.set_aside(f"code-{produced_by or 'unknown'}")
                 log.warning("job %s not reused: %s; moved to %s, it runs again", job.id, why, aside)
     yield results_dir

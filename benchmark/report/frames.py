@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from benchmark.store.records import NO_SUMMARY, FailedSummary, JobSummary, measured, summary_from_json
 from benchmark.suite.expand import Job
 
 RUNNING, NOT_RUN = "running", "not run"
@@ -63,11 +64,11 @@ def _labels(job: Job, status: str) -> dict:
     }
 
 
-def _status(summary: dict | None, jobdir, now: float) -> str:
+def _status(summary: JobSummary | FailedSummary | None, jobdir, now: float) -> str:
     from benchmark.store.heartbeat import is_alive, read_heartbeat
 
-    if summary and summary.get("status"):
-        return summary["status"]
+    if summary and summary.status:
+        return summary.status
     heartbeat = read_heartbeat(jobdir.heartbeat)
     return RUNNING if heartbeat and is_alive(heartbeat, now) else NOT_RUN
 
@@ -95,11 +96,11 @@ def _summary_and_status(job: Job, results_root: Path, now: float):
 
 
 def _total_bytes(d: dict) -> float:
-    """Bytes down + up of a record or summary; NaN when it has none."""
+    """Bytes down + up of a record; NaN when it has none."""
     return d["bytes_down"] + d["bytes_up"] if "bytes_down" in d and "bytes_up" in d else math.nan
 
 
-def _stale_text(job: Job, summary: dict | None) -> str:
+def _stale_text(job: Job, summary: JobSummary | FailedSummary | None) -> str:
     from benchmark.run.stale import UNKNOWN, stale_parts
 
     parts = stale_parts(job, summary)
@@ -115,10 +116,10 @@ def jobs_frame(jobs: list[Job], results_root=None, summaries: dict[str, dict] | 
     for job in jobs:
         if summaries is None:
             _, summary, status = _summary_and_status(job, Path(results_root), now)
-        else:
-            summary = summaries.get(job.id)
-            status = (summary or {}).get("status") or NOT_RUN
-        s = summary or {}
+        else:  # as `run` hands them back: typed here
+            summary = None if (given := summaries.get(job.id)) is None else summary_from_json(given)
+            status = (summary.status if summary else None) or NOT_RUN
+        s = measured(summary or NO_SUMMARY)
         rows.extend(
             {
                 **_labels(view, status),
@@ -126,19 +127,19 @@ def jobs_frame(jobs: list[Job], results_root=None, summaries: dict[str, dict] | 
                 "method_label": view.method_label,
                 "settings": job_settings(view),
                 "rounds": job.config.rounds,
-                "rounds_completed": s.get("rounds_completed"),
-                "diverged_at_round": s.get("diverged_at_round"),
-                "final_acc": s.get("final_acc"),
-                "final_ema_acc": s.get("final_ema_acc"),
-                "final_subopt": s.get("final_subopt"),
-                "final_val_ema_acc": s.get("final_val_ema_acc"),
-                "bytes": _total_bytes(s),
-                "wall_s": s.get("wall_time_s"),
-                "error": (str(s.get("error") or "").splitlines() or [None])[0],
+                "rounds_completed": s.rounds_completed,
+                "diverged_at_round": s.diverged.at_round if s.diverged else None,
+                "final_acc": s.final_acc,
+                "final_ema_acc": s.final_ema_acc,
+                "final_subopt": s.final_subopt,
+                "final_val_ema_acc": s.final_val_ema_acc,
+                "bytes": math.nan if s.bytes_down is None or s.bytes_up is None else s.bytes_down + s.bytes_up,
+                "wall_s": s.wall_time_s,
+                "error": (str((summary or s).error or "").splitlines() or [None])[0],
                 "stale": _stale_text(job, summary),
-                **s.get("metrics", {}),
+                **s.metrics,
                 # natural-user data: the last round's per-client accuracy, summarised (client_p10 ... client_mean)
-                **{f"client_{k}": v for k, v in (s.get("client_acc") or {}).items() if k != "clients"},
+                **{f"client_{k}": v for k, v in (s.client_acc or {}).items() if k != "clients"},
             }
             for view in job.views  # a job another method's grid point shares counts for that method too
         )

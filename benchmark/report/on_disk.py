@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from benchmark.store.job_dir import JobDir
 from benchmark.store.job_status import TERMINAL
 from benchmark.store.layout import Store
 from benchmark.store.old_layout import not_a_job
@@ -28,21 +29,22 @@ def _job_summaries(suite_dir: Path) -> list[Path]:
 def _seeds_on_disk(suite_dir: Path) -> set[int]:
     """Seeds of the jobs with a result (finished or diverged) under a suite's results folder."""
     seeds = set()
-    for summary in _job_summaries(suite_dir):
-        try:
-            record = json.loads(summary.read_text())
-        except (OSError, ValueError):  # unreadable: JobDir reports it where the job is read
-            continue
-        if isinstance(record, dict) and record.get("status") in TERMINAL and isinstance(record.get("seed"), int):
-            seeds.add(record["seed"])
+    for path in _job_summaries(suite_dir):
+        summary = _read(path.parent)  # unreadable: JobDir reports it where the job is read
+        if summary and summary.status in TERMINAL and isinstance(summary.seed, int):
+            seeds.add(summary.seed)
     return seeds
 
 
-def _has_result(suite_dir: Path, job_id: str) -> bool:
+def _read(folder: Path):
     try:
-        return json.loads((suite_dir / job_id / "summary.json").read_text()).get("status") in TERMINAL
-    except (OSError, ValueError, AttributeError):
-        return False
+        return JobDir.at(folder).read_summary()
+    except OSError:  # a folder, a FIFO, a permission: as unreadable as invalid JSON
+        return None
+
+
+def _has_result(suite_dir: Path, job_id: str) -> bool:
+    return (summary := _read(suite_dir / job_id)) is not None and summary.status in TERMINAL
 
 
 def jobs_with_seeds_on_disk(load, results_dir: Path, seeds: str | None = None):

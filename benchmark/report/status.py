@@ -16,6 +16,7 @@ from benchmark.run.stale import UNKNOWN, stale_parts
 from benchmark.store.heartbeat import is_alive, read_heartbeat, seconds_per_round
 from benchmark.store.job_dir import JobDir
 from benchmark.store.job_status import DAMAGED, DIVERGED, FAILED, FINISHED, STOPPED
+from benchmark.store.records import NO_SUMMARY, measured
 from benchmark.suite.expand import Job
 
 STATES = ("done", "running", "failed", "diverged", "pending", DAMAGED)
@@ -64,21 +65,21 @@ def job_status(job: Job, jobdir: JobDir, now: float) -> JobStatus:
         )
     if damage := jobdir.damage():  # not done: the next run trains it again, from its start or checkpoint
         return JobStatus(job, DAMAGED, 0, None, None, f"{damage}; the next run trains it again")
-    summary = jobdir.read_summary() or {}
-    status, rounds = summary.get("status"), summary.get("rounds_completed") or 0
-    per_round = summary["wall_time_s"] / rounds if rounds and summary.get("wall_time_s") else None
+    summary = jobdir.read_summary() or NO_SUMMARY
+    status, ran = summary.status, measured(summary)
+    rounds = ran.rounds_completed or 0
+    per_round = ran.wall_time_s / rounds if rounds and ran.wall_time_s else None
     stale = stale_parts(job, summary)
     changed = f"stale: {', '.join(stale)} changed; " if stale and stale != UNKNOWN else ""
     if status == FINISHED and jobdir.model.exists():
-        return JobStatus(job, "done", rounds, summary.get("final_acc"), per_round, changed.rstrip("; "), stale=stale)
+        return JobStatus(job, "done", rounds, ran.final_acc, per_round, changed.rstrip("; "), stale=stale)
     if status in (FAILED, DIVERGED):  # no accuracy: neither has a result to show
-        what = str(summary.get("error") or "").splitlines()
+        what = str(summary.error or "").splitlines()
         return JobStatus(job, status, rounds, None, per_round, changed + (what[0][:80] if what else ""), stale=stale)
     last = _last_metrics(jobdir)
     if status == STOPPED:
-        return JobStatus(
-            job, "pending", rounds, summary.get("final_acc"), per_round, "stopped early (--stop-after); resumes"
-        )
+        return JobStatus(job, "pending", rounds, ran.final_acc, per_round, "stopped early (--stop-after); resumes")
+
     if last is None and not jobdir.checkpoint.exists():
         return JobStatus(job, "pending", 0, None, None)
     resumes = "resumes from its checkpoint" if jobdir.checkpoint.exists() else "no checkpoint: restarts"

@@ -30,10 +30,10 @@ class ReuseCheck:
         self.suite, self.device, self.batches = suite, device, ProtocolBatches(jobs)
 
     def why_not(self, job: Job, jobdir: JobDir) -> str | None:
-        summary = jobdir.read_summary() or {}
-        if summary.get("status") not in TERMINAL or not jobdir.is_done():
+        summary = jobdir.read_summary()
+        if summary is None or summary.status not in TERMINAL or not jobdir.is_done():
             return "it is not done (a gate runs it whole)"
-        if (produced_by := summary.get("code_fingerprint")) != (current := code_fingerprint()):
+        if (produced_by := summary.code_fingerprint) != (current := code_fingerprint()):
             return f"results of other code ({produced_by}, now {current})"
         if (changed := stale_parts(job, summary)) == UNKNOWN:
             return "its summary records no per-part code fingerprints"

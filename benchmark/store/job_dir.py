@@ -20,6 +20,7 @@ from benchmark.lazy import torch
 from benchmark.store.job_status import FINISHED, TERMINAL
 from benchmark.store.layout import STORE, Store
 from benchmark.store.old_layout import find_in_place
+from benchmark.store.records import FailedSummary, JobSummary, summary_from_json
 
 log = logging.getLogger(__name__)
 # What a job needs to resume elsewhere, in the order to write it (checkpoint.pt, which points
@@ -184,8 +185,14 @@ class JobDir:
         lambda self: [f for f in (self.config, self.metrics, self.client_accuracy, self.summary) if f.exists()]
     )
 
-    def read_summary(self) -> dict | None:
-        """The summary, or None when there is none or it is not valid JSON (`damage` says which)."""
+    def read_summary(self) -> JobSummary | FailedSummary | None:
+        """The summary, typed (`records.summary_from_json`), or None when there is none or it is not valid JSON
+        (`damage` says which)."""
+        return None if (summary := self._summary_json()) is None else summary_from_json(summary)
+
+    def _summary_json(self) -> dict | None:
+        """summary.json as parsed, untyped: what the store's own checks read (a no-op `run` asks them of every
+        job, and typing each summary would add a third to that read)."""
         try:
             summary = json.loads(self.summary.read_text())
         except (FileNotFoundError, ValueError):  # a cut summary counts as not run; `damage` names it
@@ -196,7 +203,7 @@ class JobDir:
         """The summary of a job finished (with its model, and records that can be trusted) or diverged:
         nothing left to run; None otherwise. One read of summary.json (and, when finished, a stat of
         the model and a read of metrics.jsonl): a no-op `run` asks it of every job."""
-        s = self.read_summary()
+        s = self._summary_json()
         if not s or s.get("status") not in TERMINAL:
             return None
         return s if s["status"] != FINISHED or (self.model.exists() and self.metrics_damage(s) is None) else None
@@ -299,7 +306,7 @@ class JobDir:
         """Results computed on other data than `fingerprint` (the files were fixed or replaced)
         move to `<job-id>.data-<their fingerprint>/`: never reused, never overwritten. Call it
         holding the job's lock."""
-        summary = self.read_summary() or {}
+        summary = self._summary_json() or {}
         recorded = summary.get("data_fingerprint")
         if not recorded or recorded == fingerprint or summary.get("status") not in TERMINAL:
             return

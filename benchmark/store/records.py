@@ -4,6 +4,7 @@ JSON form (`to_json`); a new per-round value is one field here."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
 from benchmark.store.job_status import FAILED
@@ -47,10 +48,30 @@ MEASURED = tuple(f.name for f in fields(RoundRecord) if f.name not in ("round", 
 # summary.json's layout version: 2 since jobs are stored by id (store/job_store.py); a summary without the
 # field is version 1, read the same way (its fields are a subset of today's)
 SUMMARY_SCHEMA = 2
+# fields of a summary object that are not summary.json's
+NOT_WRITTEN = ("diverged", "extra", "read_from")
 
 
-@dataclass
-class FailedSummary:
+class ReadsAsJson(Mapping):
+    """A summary also reads by key, as the JSON it was read from (or would be written as): what every reader did
+    before summaries were typed. It stays while run/triage.py, run/tracking.py, run/mlflow_mirror.py and the
+    summaries `run` passes around in memory still read keys (issue 32 point 1); new code reads attributes."""
+
+    def _json(self) -> dict:
+        return self.read_from if self.read_from is not None else self.to_json()
+
+    def __getitem__(self, key: str):
+        return self._json()[key]
+
+    def __iter__(self):
+        return iter(self._json())
+
+    def __len__(self) -> int:
+        return len(self._json())
+
+
+@dataclass(eq=False)
+class FailedSummary(ReadsAsJson):
     """summary.json of a job that crashed: what it was, and the error (a rerun tries it again)."""
 
     job_id: str
@@ -65,9 +86,11 @@ class FailedSummary:
     code_parts: dict | None = None  # part -> fingerprint of its code (run/code_parts.py)
     code_versions: dict | None = None  # distribution -> version, of fedbench and the plugins it ran
     schema: int = SUMMARY_SCHEMA
+    extra: dict = field(default_factory=dict)  # fields of another fedbench version, kept as they are
+    read_from: dict | None = field(default=None, repr=False)  # the JSON it was read from (ReadsAsJson)
 
     def to_json(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {**{f.name: getattr(self, f.name) for f in fields(self) if f.name not in NOT_WRITTEN}, **self.extra}
 
 
 @dataclass
@@ -77,8 +100,8 @@ class Divergence:
     last_finite: dict | None  # the last record with finite values, None if none was evaluated
 
 
-@dataclass
-class JobSummary:
+@dataclass(eq=False)
+class JobSummary(ReadsAsJson):
     """summary.json of a job that ran (finished, stopped, diverged); a diverged job has no accuracy:
     what a NaN model "scores" is the argmax of NaN logits."""
 
@@ -117,10 +140,53 @@ class JobSummary:
     environment: dict | None = None  # versions, device, threads, determinism flags (run/environment.py)
     diverged: Divergence | None = None
     schema: int = SUMMARY_SCHEMA
+    extra: dict = field(default_factory=dict)  # fields of another fedbench version, kept as they are
+    read_from: dict | None = field(default=None, repr=False)  # the JSON it was read from (ReadsAsJson)
+
+    error = property(lambda self: self.diverged.error if self.diverged else None)  # as a failed job's
 
     def to_json(self) -> dict:
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "diverged"}
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in NOT_WRITTEN}
         if self.diverged:
             d = self.diverged
             out.update(diverged_at_round=d.at_round, error=d.error, last_finite=d.last_finite)
-        return out
+        return {**out, **self.extra}
+
+
+DIVERGENCE = {"diverged_at_round": "at_round", "error": "error", "last_finite": "last_finite"}
+# per kind: the fields read from summary.json, and every key it may hold that is not `extra`
+READ = {
+    kind: [f.name for f in fields(kind) if f.name not in (*NOT_WRITTEN, "schema")]
+    for kind in (JobSummary, FailedSummary)
+}
+KNOWN = {FailedSummary: {*READ[FailedSummary], "schema"}, JobSummary: {*READ[JobSummary], "schema", *DIVERGENCE}}
+
+
+def summary_from_json(data: Mapping) -> JobSummary | FailedSummary:
+    """summary.json typed, as any fedbench wrote it (schema 1 or 2) and however little it holds: a field it
+    lacks reads None, as `.get` did (a schema-1 summary, a cut-down one a run keeps in memory), one of another
+    version is kept in `extra`; values are not checked (the store's `damage` says what cannot be trusted).
+    A summary already typed is returned as it is. A no-op `run` reads every job's: it stays a few microseconds."""
+    if isinstance(data, (JobSummary, FailedSummary)):
+        return data
+    kind = FailedSummary if data.get("status") == FAILED else JobSummary
+    known = KNOWN[kind]
+    summary = kind(
+        **{name: data.get(name) for name in READ[kind]},
+        schema=data.get("schema", 1),
+        extra={k: v for k, v in data.items() if k not in known},
+        read_from=data if isinstance(data, dict) else dict(data),
+    )
+    if kind is JobSummary:
+        summary.metrics = summary.metrics or {}
+        if data.get("diverged_at_round") is not None:
+            summary.diverged = Divergence(**{ours: data.get(theirs) for theirs, ours in DIVERGENCE.items()})
+    return summary
+
+
+NO_SUMMARY = summary_from_json({})  # what a job not run yet reads as: every field None
+
+
+def measured(summary: JobSummary | FailedSummary) -> JobSummary:
+    """What a job measured: its summary, or for a failed job (which measured nothing) NO_SUMMARY's None values."""
+    return summary if isinstance(summary, JobSummary) else NO_SUMMARY

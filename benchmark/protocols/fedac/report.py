@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmark.protocols.fedac.compare import authors_points, comparison_summary, comparison_tables
 from benchmark.protocols.fedac.jobs import batch_key
 from benchmark.report.protocol_sections import Section
+from benchmark.store.records import measured, summary_from_json
 from benchmark.suite.expand import Job
 
 
@@ -104,11 +106,12 @@ class Cell:
         return len(self.lrs) > 1 and lr in (min(self.lrs), max(self.lrs))
 
 
-def _fate(summary: dict | None) -> tuple[float | None, str]:
+def _fate(summary: Mapping | None) -> tuple[float | None, str]:
     if summary is None:
         return None, "not run"
-    status = summary.get("status", "?")
-    value = summary.get("final_subopt")
+    summary = summary_from_json(summary)  # typed as read, or as `run` hands it back
+    status = summary.status or "?"
+    value = measured(summary).final_subopt
     if status == "finished" and isinstance(value, (int, float)) and math.isfinite(value):
         return float(value), status
     return None, "diverged" if status in ("finished", "diverged") else status
