@@ -27,6 +27,7 @@ import math
 import shutil
 import statistics
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from benchmark.errors import UserError
 from benchmark.metrics import is_metric
 from benchmark.store.job_dir import JobDir, atomic_write_json, check_writable
 from benchmark.store.job_store import job_lock, open_results
-from benchmark.store.records import NO_SUMMARY
+from benchmark.store.records import NO_SUMMARY, FailedSummary, JobSummary, measured, summary_from_json
 
 log = logging.getLogger(__name__)
 
@@ -48,12 +49,12 @@ REGRESSION, IMPROVED, WITHIN = "regression", "improved", "within tolerance"
 SEP = " / seed "
 
 
-def key(summary: dict) -> str:
-    return f"{group(summary)}{SEP}{summary['seed']}"
+def key(summary: JobSummary | FailedSummary) -> str:
+    return f"{group(summary)}{SEP}{summary.seed}"
 
 
-def group(summary: dict) -> str:
-    return f"{summary['dataset']} / {summary['method']}"
+def group(summary: JobSummary | FailedSummary) -> str:
+    return f"{summary.dataset} / {summary.method}"
 
 
 def group_of_job(job) -> str:
@@ -64,9 +65,10 @@ def higher_is_better(metric: str) -> bool:
     return not metric.startswith("rounds_to")
 
 
-def comparable(summary: dict) -> dict:
-    values = {"final_acc": summary.get("final_acc"), "final_ema_acc": summary.get("final_ema_acc")}
-    values.update({k: v for k, v in summary.get("metrics", {}).items() if not k.startswith("bytes_to")})
+def comparable(summary: JobSummary | FailedSummary) -> dict:
+    ran = measured(summary)
+    values = {"final_acc": ran.final_acc, "final_ema_acc": ran.final_ema_acc}
+    values.update({k: v for k, v in ran.metrics.items() if not k.startswith("bytes_to")})
     return values
 
 
@@ -82,14 +84,15 @@ def as_number(value) -> float | None:
 # ---------------------------------------------------------------- baseline file
 
 
-def write_baseline(path: Path, summaries: list[dict]) -> None:
+def write_baseline(path: Path, summaries: list[Mapping]) -> None:
     """Every seed's values; refused unless every job finished and each (dataset, method) has MIN_SEEDS seeds."""
-    unfinished = [key(s) for s in summaries if s.get("status") != "finished"]
+    summaries = [summary_from_json(s) for s in summaries]  # as `run` hands them back: typed here
+    unfinished = [key(s) for s in summaries if s.status != "finished"]
     if unfinished:
         raise UserError(f"not writing a baseline from jobs that did not finish: {', '.join(unfinished)}")
     seeds: dict[str, set] = {}
     for s in summaries:
-        seeds.setdefault(group(s), set()).add(s["seed"])
+        seeds.setdefault(group(s), set()).add(s.seed)
     short = [g for g, ss in seeds.items() if len(ss) < MIN_SEEDS]
     if short:
         raise UserError(f"a baseline needs at least {MIN_SEEDS} seeds per method; {', '.join(short)} have fewer")
@@ -235,14 +238,14 @@ def check_floor(floor: float | None) -> None:
         )
 
 
-def compare(baseline: dict, summaries: list[dict], floor: float | None = None) -> list[Row]:
+def compare(baseline: dict, summaries: list[Mapping], floor: float | None = None) -> list[Row]:
     """A row per (dataset, method) of `summaries` and metric of its baseline."""
-    measured: dict[str, list[dict]] = {}
-    for s in summaries:
-        measured.setdefault(group(s), []).append(s)
+    by_group: dict[str, list[JobSummary | FailedSummary]] = {}
+    for s in map(summary_from_json, summaries):  # as `run` hands them back: typed here
+        by_group.setdefault(group(s), []).append(s)
     rows = []
-    for name, runs in measured.items():
-        bad = sorted({s.get("status", "missing") for s in runs} - {"finished"})
+    for name, runs in by_group.items():
+        bad = sorted({s.status or "missing" for s in runs} - {"finished"})
         if bad:
             rows.append(Row(name, "status", None, None, None, None, "/".join(bad), 0, len(runs)))
             continue

@@ -11,11 +11,14 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from benchmark.store.records import measured, summary_from_json
 
 if TYPE_CHECKING:  # for annotations only: the display does not import the engine
     from benchmark.engine.round_tally import ClientsDone
@@ -51,19 +54,20 @@ def clients_done(done: ClientsDone) -> str:
     return f"{done.done}/{done.total} clients trained ({round(100 * done.done / done.total)} %)"
 
 
-def outcome(summary: dict) -> str:
+def outcome(summary: Mapping) -> str:
     """How a job ended, in words: a failed or diverged job shows no accuracy."""
-    status = summary.get("status")
+    summary = summary_from_json(summary)  # as the executor hands it back: typed here
+    status, ran = summary.status, measured(summary)
     if status == "finished":
-        subopt = summary.get("final_subopt")
+        subopt = ran.final_subopt
         return (
-            f"acc {accuracy(summary['final_acc'], summary['final_ema_acc'])}"
+            f"acc {accuracy(ran.final_acc, ran.final_ema_acc)}"
             + (f", F − F* {subopt:.3g}" if subopt is not None else "")
-            + f" after {summary['rounds_completed']} rounds in {duration(summary.get('wall_time_s'))}"
+            + f" after {ran.rounds_completed} rounds in {duration(ran.wall_time_s)}"
         )
     if status == "stopped":
-        return f"stopped at round {summary['rounds_completed']} (resumable)"
-    return f"{status}: {summary.get('error', '')}".rstrip(": ")
+        return f"stopped at round {ran.rounds_completed} (resumable)"
+    return f"{status}: {summary.error or ''}".rstrip(": ")
 
 
 class Periodic:
@@ -159,10 +163,10 @@ class LogProgress:
             duration(done.seconds),
         )
 
-    def job_finished(self, job, summary: dict) -> None:
+    def job_finished(self, job, summary: Mapping) -> None:
         self.done_jobs += 1
         self.client_lines.pop(job.id, None)
-        status = summary.get("status")
+        status = summary_from_json(summary).status
         level = logging.INFO if status in ("finished", "stopped") else logging.WARNING
         if job.id in self.replayed and status != "failed":  # a diverged η of a batched grid is a result
             last = self.done_jobs == self.total_jobs
@@ -239,7 +243,7 @@ class RichProgress(LogProgress):
             self.live.discard(job.id)
         self.progress.update(self.tasks[job.id][0], status=status)
 
-    def job_finished(self, job, summary: dict) -> None:
+    def job_finished(self, job, summary: Mapping) -> None:
         self.done_jobs += 1
         self.accuracy.pop(job.id, None)
         self.live.discard(job.id)
@@ -248,8 +252,8 @@ class RichProgress(LogProgress):
             self.progress.update(task, visible=False)
         self.progress.advance(self.suite, job.config.rounds - counted)  # a failed job's rounds will not come
         self._suite_status()
-        ok = summary.get("status") in ("finished", "stopped")
-        mark = "[green]done[/green]" if ok else f"[red]{escape(str(summary.get('status')))}[/red]"
+        status = summary_from_json(summary).status
+        mark = "[green]done[/green]" if status in ("finished", "stopped") else f"[red]{escape(str(status))}[/red]"
         self.console.print(
             f"{mark} {escape(job_name(job))}: {escape(outcome(summary))} [dim]{job.id}[/dim]", highlight=False
         )

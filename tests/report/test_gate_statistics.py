@@ -9,6 +9,7 @@ import pytest
 
 from benchmark.errors import UserError
 from benchmark.report import check as gate
+from benchmark.store.records import summary_from_json
 
 
 def summary(method: str, seed: int, acc, rounds_to, status: str = "finished") -> dict:
@@ -24,7 +25,7 @@ def summary(method: str, seed: int, acc, rounds_to, status: str = "finished") ->
 
 
 def baseline_of(summaries: list[dict]) -> dict:
-    return {gate.key(s): gate.comparable(s) for s in summaries}
+    return {gate.key(s): gate.comparable(s) for s in map(summary_from_json, summaries)}
 
 
 def seeds(n: int, lacking: int | None = None, **values) -> dict:
