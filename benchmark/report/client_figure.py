@@ -8,7 +8,6 @@ a method in the style it has in every other figure.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from benchmark.store.job_dir import JobDir
@@ -27,9 +26,8 @@ def client_accuracies(runs, results_dir) -> dict[str, list[list[float]]]:
     without any client_acc.json are left out."""
     out: dict[str, list[list[float]]] = {}
     for job in runs[runs.status == FINISHED].itertuples():
-        path = JobDir.for_reading(results_dir, job.job_id).client_accuracy
-        if path.exists():
-            out.setdefault(job.method, []).append(list(json.loads(path.read_text())["accuracy"].values()))
+        if (recorded := JobDir.for_reading(results_dir, job.job_id).read_client_accuracy()) is not None:
+            out.setdefault(job.method, []).append(list(recorded.accuracy.values()))
     return out
 
 

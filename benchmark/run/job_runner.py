@@ -28,7 +28,7 @@ from benchmark.run.threads import settle
 from benchmark.run.tracking import NullTracker
 from benchmark.store.job_dir import JobDir, atomic_torch_save, atomic_write_json
 from benchmark.store.job_status import DIVERGED, FINISHED, STOPPED
-from benchmark.store.records import Divergence, JobSummary, RoundRecord
+from benchmark.store.records import ClientAccuracy, Divergence, JobSummary, RoundRecord
 from benchmark.suite.expand import Job
 
 if TYPE_CHECKING:  # the engine (torch) is imported when a job runs: the executors' registry imports this module
@@ -287,7 +287,7 @@ def run_job(
     if summary.status == FINISHED:
         atomic_torch_save(jobdir.model, sim.final_state_dict())
         if sim.client_accuracy:  # before summary.json, which marks the job's files complete
-            atomic_write_json(jobdir.client_accuracy, {"round": c.rounds, "accuracy": sim.client_accuracy})
+            jobdir.write_client_accuracy(ClientAccuracy(c.rounds, sim.client_accuracy))
             summary.client_acc = client_spread(list(sim.client_accuracy.values()))
     elif summary.status == STOPPED:  # stopped early on purpose: keep a checkpoint to resume from
         save_checkpoint(jobdir, sim)

@@ -20,7 +20,7 @@ from benchmark.lazy import torch
 from benchmark.store.job_status import FINISHED, TERMINAL
 from benchmark.store.layout import STORE, Store
 from benchmark.store.old_layout import find_in_place
-from benchmark.store.records import FailedSummary, JobSummary, summary_from_json
+from benchmark.store.records import ClientAccuracy, FailedSummary, JobSummary, summary_from_json
 
 log = logging.getLogger(__name__)
 # What a job needs to resume elsewhere, in the order to write it (checkpoint.pt, which points
@@ -326,6 +326,16 @@ class JobDir:
         aside = free_name_beside(self.path, tag)
         os.replace(self.path, aside)
         return aside
+
+    def read_client_accuracy(self) -> ClientAccuracy | None:
+        """client_acc.json typed; None when the job recorded none (its clients are not users)."""
+        try:
+            return ClientAccuracy.from_json(json.loads(self.client_accuracy.read_text()))
+        except FileNotFoundError:
+            return None
+
+    def write_client_accuracy(self, accuracy: ClientAccuracy) -> None:
+        atomic_write_json(self.client_accuracy, accuracy.to_json())
 
     def read_metrics(self) -> list[dict]:
         """The records up to the first line that is not a complete JSON record (a file cut

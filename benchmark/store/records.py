@@ -45,6 +45,21 @@ OPTIONAL = ("subopt", "val_acc", "val_loss", "time", "wall_s")
 MEASURED = tuple(f.name for f in fields(RoundRecord) if f.name not in ("round", "time", "wall_s", "extra"))
 
 
+@dataclass
+class ClientAccuracy:
+    """client_acc.json (natural-user data): each user's test accuracy at the job's last round, by user id."""
+
+    round: int
+    accuracy: dict[str, float]
+
+    @classmethod
+    def from_json(cls, data: dict) -> ClientAccuracy:
+        return cls(round=data["round"], accuracy=data["accuracy"])
+
+    def to_json(self) -> dict:
+        return {"round": self.round, "accuracy": self.accuracy}
+
+
 # summary.json's layout version: 2 since jobs are stored by id (store/job_store.py); a summary without the
 # field is version 1, read the same way (its fields are a subset of today's)
 SUMMARY_SCHEMA = 2

@@ -1,6 +1,6 @@
 """summary.json read back typed (store/records.py `summary_from_json`, `JobDir.read_summary`): the summaries of
 the frozen fixture (schema 1, before the store), of a newer fedbench, of a diverged, failed or cut-down job
-all read with their values as attributes and lose nothing when written again; the typed summary still reads
+all read with their values as attributes and lose nothing when written again (client_acc.json too); the typed summary still reads
 by key exactly as the file does (what the modules not yet converted rely on)."""
 
 from __future__ import annotations
@@ -100,3 +100,9 @@ def test_a_run_reads_back_what_it_wrote(tmp_path):
     assert summary.to_json() == on_disk and summary.schema == 2 and summary.extra == {}
     assert summary.final_acc == on_disk["final_acc"] and summary.status == "finished"
     assert jobdir.done_summary() is not None and jobdir.skipped_summary()["skipped"] is True
+    users = jobdir.read_client_accuracy()  # natural-user data: each user's accuracy at the last round
+    assert users.to_json() == json.loads(jobdir.client_accuracy.read_text()) and users.round == summary.rounds_completed
+    assert (
+        summary.client_acc["clients"] == len(users.accuracy)
+        and JobDir(results, "0" * 12).read_client_accuracy() is None
+    )
