@@ -49,6 +49,7 @@ def test_run_and_report_write_and_name_what_the_suite_view_says(tmp_path, capsys
     assert sorted(p.suffix for p in view.tables.iterdir()) == [".csv", ".tex"]  # the one entry's table
     figures = sorted(view.figures.glob("*.png"))
     assert figures and all(f"figure:{f}" in said for f in figures)  # drawn there, and named so
+    assert any(f.name.startswith("clients-") for f in figures)  # natural users: read from client_acc.json
 
 
 def test_a_suite_named_like_the_store_is_refused_by_the_commands_that_read_too(tmp_path, capsys):
