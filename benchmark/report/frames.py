@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmark.store.records import NO_SUMMARY, FailedSummary, JobSummary, measured, summary_from_json
+from benchmark.store.records import NO_SUMMARY, FailedSummary, JobSummary, RoundRecord, measured, summary_from_json
 from benchmark.suite.expand import Job
 
 RUNNING, NOT_RUN = "running", "not run"
@@ -73,16 +73,16 @@ def _status(summary: JobSummary | FailedSummary | None, jobdir, now: float) -> s
     return RUNNING if heartbeat and is_alive(heartbeat, now) else NOT_RUN
 
 
-def _wall_seconds(records: list[dict]) -> list[float]:
+def _wall_seconds(records: list[RoundRecord]) -> list[float]:
     """Cumulative training seconds per record: `wall_s` where the runner wrote it; for records
     without it, from the `time` stamps (the first round's length estimated as the mean of the
     following ones); NaN when neither is there."""
-    if all("wall_s" in r for r in records):
-        return [float(r["wall_s"]) for r in records]
-    stamps = [r.get("time") for r in records]
+    if all(r.wall_s is not None for r in records):
+        return [float(r.wall_s) for r in records]
+    stamps = [r.time for r in records]
     if not records or any(t is None for t in stamps):
         return [math.nan] * len(records)
-    rounds = [r["round"] for r in records]
+    rounds = [r.round for r in records]
     per_round = (stamps[-1] - stamps[0]) / (rounds[-1] - rounds[0]) if len(records) > 1 else math.nan
     return [t - stamps[0] + per_round * rounds[0] for t in stamps]
 
@@ -95,9 +95,9 @@ def _summary_and_status(job: Job, results_root: Path, now: float):
     return jobdir, summary, _status(summary, jobdir, now)
 
 
-def _total_bytes(d: dict) -> float:
-    """Bytes down + up of a record; NaN when it has none."""
-    return d["bytes_down"] + d["bytes_up"] if "bytes_down" in d and "bytes_up" in d else math.nan
+def _total_bytes(d: RoundRecord | JobSummary) -> float:
+    """Bytes down + up of a record or summary; NaN when it has none."""
+    return math.nan if d.bytes_down is None or d.bytes_up is None else d.bytes_down + d.bytes_up
 
 
 def _stale_text(job: Job, summary: JobSummary | FailedSummary | None) -> str:
@@ -133,7 +133,7 @@ def jobs_frame(jobs: list[Job], results_root=None, summaries: dict[str, dict] | 
                 "final_ema_acc": s.final_ema_acc,
                 "final_subopt": s.final_subopt,
                 "final_val_ema_acc": s.final_val_ema_acc,
-                "bytes": math.nan if s.bytes_down is None or s.bytes_up is None else s.bytes_down + s.bytes_up,
+                "bytes": _total_bytes(s),
                 "wall_s": s.wall_time_s,
                 "error": (str((summary or s).error or "").splitlines() or [None])[0],
                 "stale": _stale_text(job, summary),
@@ -162,12 +162,12 @@ def rounds_frame(jobs: list[Job], results_root) -> pd.DataFrame:
             rows.append(
                 {
                     **labels,
-                    "round": rec["round"],
-                    "test_acc": rec.get("test_acc"),
-                    "ema_acc": rec.get("ema_acc"),
+                    "round": rec.round,
+                    "test_acc": rec.test_acc,
+                    "ema_acc": rec.ema_acc,
                     "bytes": _total_bytes(rec),
                     "wall_s": wall,
-                    "subopt": rec.get("subopt"),
+                    "subopt": rec.subopt,
                 }
             )
     return pd.DataFrame(rows, columns=ROUND_COLUMNS)

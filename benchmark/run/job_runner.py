@@ -98,7 +98,7 @@ def resume_point(job: Job, jobdir: JobDir, sim: JobRounds) -> list[RoundRecord]:
         )
         jobdir.checkpoint.unlink()
         return []
-    records = [RoundRecord.from_json(r) for r in jobdir.read_metrics() if r["round"] <= at]
+    records = [r for r in jobdir.read_metrics() if r.round <= at]
     if [r.round for r in records] != eval_rounds(job, at):
         log.warning(
             "%s lacks rounds before the checkpoint's round %d; restarting job %s from round 0",

@@ -14,7 +14,7 @@ from benchmark.run.code_fingerprint import code_fingerprint
 from benchmark.run.stale import UNKNOWN, stale_parts
 from benchmark.store.job_dir import JobDir
 from benchmark.store.job_status import TERMINAL
-from benchmark.store.records import MEASURED
+from benchmark.store.records import MEASURED, RoundRecord
 from benchmark.suite.expand import Job
 
 
@@ -42,15 +42,15 @@ class ReuseCheck:
         stored = jobdir.read_metrics()
         if not stored:
             return "it has no metrics to check against"
-        again = self.round_now(job, stored[0]["round"])
-        if differing := [k for k in MEASURED if again.get(k) != stored[0].get(k)]:
+        again = self.round_now(job, stored[0].round)
+        if differing := [k for k in MEASURED if getattr(again, k, None) != getattr(stored[0], k)]:
             return (
-                f"round {stored[0]['round']} computed by the current code differs from the stored one "
+                f"round {stored[0].round} computed by the current code differs from the stored one "
                 f"({', '.join(differing)})"
             )
         return None
 
-    def round_now(self, job: Job, upto: int) -> dict:
+    def round_now(self, job: Job, upto: int) -> RoundRecord | None:
         """The metrics record of round `upto` as the current code computes it (in a scratch folder)."""
         from benchmark.run.job_runner import run_job
 
@@ -59,4 +59,4 @@ class ReuseCheck:
             run_job(
                 job, self.suite, scratch_dir, self.device, stop_after=upto, simulation_for=self.batches.simulation_for
             )
-            return next((r for r in scratch_dir.read_metrics() if r["round"] == upto), {})
+            return next((r for r in scratch_dir.read_metrics() if r.round == upto), None)

@@ -20,7 +20,7 @@ from benchmark.lazy import torch
 from benchmark.store.job_status import FINISHED, TERMINAL
 from benchmark.store.layout import STORE, Store
 from benchmark.store.old_layout import find_in_place
-from benchmark.store.records import ClientAccuracy, FailedSummary, JobSummary, summary_from_json
+from benchmark.store.records import ClientAccuracy, FailedSummary, JobSummary, RoundRecord, summary_from_json
 
 log = logging.getLogger(__name__)
 # What a job needs to resume elsewhere, in the order to write it (checkpoint.pt, which points
@@ -337,8 +337,8 @@ class JobDir:
     def write_client_accuracy(self, accuracy: ClientAccuracy) -> None:
         atomic_write_json(self.client_accuracy, accuracy.to_json())
 
-    def read_metrics(self) -> list[dict]:
-        """The records up to the first line that is not a complete JSON record (a file cut
+    def read_metrics(self) -> list[RoundRecord]:
+        """The records, typed, up to the first line that is not a complete JSON record (a file cut
         mid-line by a crash or a full disk); what follows it is dropped, saying so."""
         try:
             lines = self.metrics.read_text().splitlines()
@@ -359,7 +359,7 @@ class JobDir:
                     len(records),
                 )
                 break
-            records.append(rec)
+            records.append(RoundRecord.from_json(rec))
         return records
 
     def write_metrics(self, records: list[dict]) -> None:

@@ -10,8 +10,26 @@ from dataclasses import dataclass, field, fields
 from benchmark.store.job_status import FAILED
 
 
-@dataclass
-class RoundRecord:
+class ReadsAsJson(Mapping):
+    """A record also reads by key, as the JSON it was read from (or would be written as): what every reader did
+    before records were typed. It stays while run/triage.py, run/tracking.py, run/mlflow_mirror.py and the
+    summaries `run` passes around in memory still read keys (issue 32 point 1); new code reads attributes."""
+
+    def _json(self) -> dict:
+        return self.read_from if self.read_from is not None else self.to_json()
+
+    def __getitem__(self, key: str):
+        return self._json()[key]
+
+    def __iter__(self):
+        return iter(self._json())
+
+    def __len__(self) -> int:
+        return len(self._json())
+
+
+@dataclass(eq=False)
+class RoundRecord(ReadsAsJson):
     round: int
     test_acc: float
     test_loss: float
@@ -26,23 +44,25 @@ class RoundRecord:
     wall_s: float | None = None  # training seconds up to it, across resumes (the report's time axis)
     # values of other writers (a newer or older fedbench) kept as they are, so a rewrite loses nothing
     extra: dict = field(default_factory=dict)
+    read_from: dict | None = field(default=None, repr=False)  # the JSON it was read from (ReadsAsJson)
 
     @classmethod
     def from_json(cls, rec: dict) -> RoundRecord:
-        known = {f.name for f in fields(cls)} - {"extra"}
-        return cls(
-            **{k: v for k, v in rec.items() if k in known}, extra={k: v for k, v in rec.items() if k not in known}
-        )
+        """A metrics.jsonl record as any writer left it: a value it lacks reads None, one of another is in `extra`."""
+        other = {} if rec.keys() <= KNOWN_ROUND else {k: v for k, v in rec.items() if k not in KNOWN_ROUND}
+        return cls(**{k: rec.get(k) for k in ROUND_FIELDS}, extra=other, read_from=rec)
 
     def to_json(self) -> dict:
         """The metrics.jsonl form: absent optional values are left out, not null."""
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("extra", "read_from")}
         return {**{k: v for k, v in out.items() if v is not None or k not in OPTIONAL}, **self.extra}
 
 
 OPTIONAL = ("subopt", "val_acc", "val_loss", "time", "wall_s")
+ROUND_FIELDS = tuple(f.name for f in fields(RoundRecord) if f.name not in ("extra", "read_from"))
+KNOWN_ROUND = frozenset(ROUND_FIELDS)
 # what a round measured (MLflow's per-round metrics): every value but the round and the clocks
-MEASURED = tuple(f.name for f in fields(RoundRecord) if f.name not in ("round", "time", "wall_s", "extra"))
+MEASURED = tuple(f for f in ROUND_FIELDS if f not in ("round", "time", "wall_s"))
 
 
 @dataclass
@@ -65,24 +85,6 @@ class ClientAccuracy:
 SUMMARY_SCHEMA = 2
 # fields of a summary object that are not summary.json's
 NOT_WRITTEN = ("diverged", "extra", "read_from")
-
-
-class ReadsAsJson(Mapping):
-    """A summary also reads by key, as the JSON it was read from (or would be written as): what every reader did
-    before summaries were typed. It stays while run/triage.py, run/tracking.py, run/mlflow_mirror.py and the
-    summaries `run` passes around in memory still read keys (issue 32 point 1); new code reads attributes."""
-
-    def _json(self) -> dict:
-        return self.read_from if self.read_from is not None else self.to_json()
-
-    def __getitem__(self, key: str):
-        return self._json()[key]
-
-    def __iter__(self):
-        return iter(self._json())
-
-    def __len__(self) -> int:
-        return len(self._json())
 
 
 @dataclass(eq=False)

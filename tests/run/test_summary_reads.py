@@ -1,6 +1,6 @@
 """summary.json read back typed (store/records.py `summary_from_json`, `JobDir.read_summary`): the summaries of
 the frozen fixture (schema 1, before the store), of a newer fedbench, of a diverged, failed or cut-down job
-all read with their values as attributes and lose nothing when written again (client_acc.json too); the typed summary still reads
+all read with their values as attributes and lose nothing when written again (metrics.jsonl's records and client_acc.json too); the typed summary still reads
 by key exactly as the file does (what the modules not yet converted rely on)."""
 
 from __future__ import annotations
@@ -89,6 +89,21 @@ def test_a_cut_down_or_damaged_summary_reads_as_the_keys_it_has(tmp_path):
     assert summary_from_json({"job_id": "x", "status": "stopped", "stale": ["model"]}).extra == {"stale": ["model"]}
 
 
+def test_metrics_records_read_typed_from_any_writer_and_read_by_key_as_the_file(tmp_path):
+    jobdir = JobDir.at(tmp_path / "0123456789ab")
+    jobdir.path.mkdir()
+    lines = [
+        '{"round": 1, "test_acc": 40.0, "test_loss": 1.1, "train_loss": 1.2, "ema_acc": 40.0, "bytes_down": 8, '
+        '"bytes_up": 8, "time": 1700000000.5, "grad_norm": 0.3}',
+        '{"round": 2, "test_acc": 45.0, "bytes_down": 16, "bytes_up": 16}',  # a writer that measured less
+    ]
+    jobdir.metrics.write_text("\n".join(lines) + "\n")
+    first, second = jobdir.read_metrics()
+    assert (first.round, first.test_acc, first.time, first.extra) == (1, 40.0, 1700000000.5, {"grad_norm": 0.3})
+    assert first.to_json() == json.loads(lines[0]) and dict(first) == json.loads(lines[0])
+    assert (second.round, second.test_loss, second.wall_s) == (2, None, None) and second["bytes_up"] == 16
+
+
 def test_a_run_reads_back_what_it_wrote(tmp_path):
     path = write_suite(tmp_path, tiny_suite(methods=["fedavg"]))
     results = tmp_path / "results"
@@ -100,6 +115,9 @@ def test_a_run_reads_back_what_it_wrote(tmp_path):
     assert summary.to_json() == on_disk and summary.schema == 2 and summary.extra == {}
     assert summary.final_acc == on_disk["final_acc"] and summary.status == "finished"
     assert jobdir.done_summary() is not None and jobdir.skipped_summary()["skipped"] is True
+    records = jobdir.read_metrics()
+    assert [r.to_json() for r in records] == [json.loads(line) for line in jobdir.metrics.read_text().splitlines()]
+    assert records[-1].round == summary.rounds_completed and records[-1].ema_acc == summary.final_ema_acc
     users = jobdir.read_client_accuracy()  # natural-user data: each user's accuracy at the last round
     assert users.to_json() == json.loads(jobdir.client_accuracy.read_text()) and users.round == summary.rounds_completed
     assert (
