@@ -4,7 +4,6 @@ or another process) and on interrupted suites."""
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -43,20 +42,6 @@ class JobStatus:
         return 0 if self.state in ("done", "failed", "diverged") else self.job.config.rounds - self.rounds_done
 
 
-def _last_metrics(jobdir: JobDir) -> dict | None:
-    """The last readable record of metrics.jsonl (a line cut by a kill is skipped)."""
-    try:
-        lines = jobdir.metrics.read_text().splitlines()
-    except FileNotFoundError:
-        return None
-    for line in reversed(lines):
-        try:
-            return json.loads(line)
-        except json.JSONDecodeError:
-            continue
-    return None
-
-
 def job_status(job: Job, jobdir: JobDir, now: float) -> JobStatus:
     hb = read_heartbeat(jobdir.heartbeat)
     if hb and is_alive(hb, now):
@@ -76,16 +61,16 @@ def job_status(job: Job, jobdir: JobDir, now: float) -> JobStatus:
     if status in (FAILED, DIVERGED):  # no accuracy: neither has a result to show
         what = str(summary.error or "").splitlines()
         return JobStatus(job, status, rounds, None, per_round, changed + (what[0][:80] if what else ""), stale=stale)
-    last = _last_metrics(jobdir)
+    last = jobdir.last_record()
     if status == STOPPED:
         return JobStatus(job, "pending", rounds, ran.final_acc, per_round, "stopped early (--stop-after); resumes")
 
     if last is None and not jobdir.checkpoint.exists():
         return JobStatus(job, "pending", 0, None, None)
     resumes = "resumes from its checkpoint" if jobdir.checkpoint.exists() else "no checkpoint: restarts"
-    round_ = last["round"] if last else 0
+    round_ = last.round if last else 0
     return JobStatus(
-        job, "pending", round_, last and last.get("test_acc"), None, f"interrupted near round {round_}; {resumes}"
+        job, "pending", round_, last and last.test_acc, None, f"interrupted near round {round_}; {resumes}"
     )
 
 

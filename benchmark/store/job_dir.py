@@ -362,6 +362,22 @@ class JobDir:
             records.append(RoundRecord.from_json(rec))
         return records
 
+    def last_record(self) -> RoundRecord | None:
+        """The last readable record of metrics.jsonl, typed (a line cut by a kill is skipped): where an
+        interrupted job got to, without parsing the lines before it."""
+        try:
+            lines = self.metrics.read_text().splitlines()
+        except FileNotFoundError:
+            return None
+        for line in reversed(lines):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and "round" in record:
+                return RoundRecord.from_json(record)
+        return None
+
     def write_metrics(self, records: list[dict]) -> None:
         atomic_write_bytes(self.metrics, "".join(strict_json(r) + "\n" for r in records).encode())
 

@@ -102,6 +102,10 @@ def test_metrics_records_read_typed_from_any_writer_and_read_by_key_as_the_file(
     assert (first.round, first.test_acc, first.time, first.extra) == (1, 40.0, 1700000000.5, {"grad_norm": 0.3})
     assert first.to_json() == json.loads(lines[0]) and dict(first) == json.loads(lines[0])
     assert (second.round, second.test_loss, second.wall_s) == (2, None, None) and second["bytes_up"] == 16
+    assert jobdir.last_record().round == 2
+    with jobdir.metrics.open("a") as cut:  # a kill mid-line: where the job got to is the line before
+        cut.write('{"round": 3, "test_')
+    assert jobdir.last_record().round == 2 and jobdir.last_record().test_acc == 45.0
 
 
 def test_a_run_reads_back_what_it_wrote(tmp_path):
