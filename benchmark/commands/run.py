@@ -33,6 +33,7 @@ def run_suite(
     `table`: --columns and --wide, checked before any job runs."""
     from benchmark.report.status import LISTED_UP_TO
     from benchmark.report.table import check_columns_before_run
+    from benchmark.run.done_index import DoneIndex
     from benchmark.run.executor_base import EXECUTORS, ClusterOptions
     from benchmark.run.results import check_writable
     from benchmark.run.stale import stale_line
@@ -49,7 +50,8 @@ def run_suite(
     runner.keep_stale = keep_stale
     # jobs provably done are reused after one pass that only reads (run/triage.py); the executor, its
     # device and the data checks see only the rest, so a run with nothing to do loads no data, no torch
-    done = done_jobs(jobs, results_dir, keep_stale, None if len(jobs) <= LISTED_UP_TO else OUTCOME)
+    index = DoneIndex(results_dir)  # what earlier runs found done (run/done_index.py)
+    done = done_jobs(jobs, results_dir, keep_stale, None if len(jobs) <= LISTED_UP_TO else OUTCOME, index)
     todo = [job for job in jobs if job.id not in done]
     dev = runner.device(device) if todo or device != "auto" else None  # (checking one imports torch)
     runner.check(todo)
@@ -61,7 +63,7 @@ def run_suite(
         if not no_tracking:  # healing parses every record of what it mirrors, and sets a damaged job aside
             done = still_done(results_dir, done)
             todo = [job for job in jobs if job.id not in done]
-        reuse(results_dir, suite.name, done)
+        reuse(results_dir, suite.name, done, index)
         for job in jobs:
             if job.id in done:
                 reporter.skipped(job, done[job.id])

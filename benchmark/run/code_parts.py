@@ -24,6 +24,7 @@ import ast
 import functools
 import hashlib
 import importlib.util
+import json
 import sys
 from importlib.metadata import PackageNotFoundError, packages_distributions, version
 from pathlib import Path
@@ -266,6 +267,21 @@ def job_code(config) -> dict[str, str]:
     """Part label -> fingerprint, for a JobConfig: what summary.json records as `code_parts`
     (cached per combination of parts: a few microseconds a job)."""
     return dict(_code_of(*_part_names(config)))
+
+
+def code_stamp(code: dict) -> str:
+    """A short hash of a `job_code` dict (or a summary's `code_parts`): equal stamps, no changed part."""
+    return hashlib.sha256(json.dumps(code, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@functools.cache
+def _stamp_of(*names) -> str:
+    return code_stamp(dict(_code_of(*names)))
+
+
+def job_code_stamp(config) -> str:
+    """`code_stamp(job_code(config))`, cached per combination of parts (run/done_index.py asks it of every job)."""
+    return _stamp_of(*_part_names(config))
 
 
 _packages_distributions = functools.cache(packages_distributions)
