@@ -14,26 +14,13 @@ from pathlib import Path
 
 import pytest
 from fedtest import REPO
+from test_noop_run import SUITE  # four tiny finished jobs
 
 from benchmark.cli import main
 from benchmark.run import done_index
 from benchmark.run.results import JobDir
 from benchmark.suite.expand import load_jobs
 
-SUITE = """\
-name: indexed
-defaults:
-  rounds: 3
-  num_clients: 4
-  local: {epochs: 1, batch_size: 8, lr: 0.05}
-  model: {name: logistic}
-  seeds: [0, 1]
-datasets:
-  - name: synthetic
-    params: {num_users: 4, dim: 10, num_classes: 3, max_samples: 40}
-    split: {kind: natural}
-methods: [fedavg, fedprox]
-"""
 # a fresh interpreter with the limits lowered, as the tests' own process has them
 RUN = """
 import sys
@@ -54,7 +41,7 @@ def lowered(tmp_path, monkeypatch):
 
 def finished(tmp_path: Path) -> tuple[list[str], list[JobDir]]:
     """Four finished jobs, and the index the next run makes of them."""
-    suite = tmp_path / "indexed.yaml"
+    suite = tmp_path / "noop.yaml"
     suite.write_text(SUITE)
     args = ["run", str(suite), "--no-tracking", "-q", "--results-dir", str(tmp_path / "r")]
     assert main(args) == 0  # trains them
@@ -164,7 +151,7 @@ def test_two_processes_append_to_one_index(tmp_path):
 
 
 def test_status_and_report_never_make_the_index(tmp_path):
-    suite = tmp_path / "indexed.yaml"
+    suite = tmp_path / "noop.yaml"
     suite.write_text(SUITE)
     assert main(["run", str(suite), "--no-tracking", "-q", "--results-dir", str(tmp_path / "r")]) == 0
     path = Path(done_index.DoneIndex(tmp_path / "r").path)
