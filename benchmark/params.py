@@ -73,10 +73,25 @@ def identity_json(model: BaseModel, memo: dict | None = None) -> str:
     each nested model by its object (held there, so its id stays its own) and of each plain value:
     expand's jobs share their sections, and a section shared by 10^5 jobs is dumped and encoded
     once, not 10^5 times."""
+    return joined(identity_members(model, memo))
+
+
+def identity_members(model: BaseModel, memo: dict | None = None) -> dict[str, str]:
+    """identity_json's members, `"key":value` by key (a model differing in one plain field needs only
+    that member changed: `with_member`)."""
     memo = {} if memo is None else memo
     members = {}
     for part, encoded in _identity_parts(model, memo):
         members.update(encoded or {key: _member(key, v, memo) for key, v in part.items()})
+    return members
+
+
+def with_member(members: dict[str, str], key: str, value, memo: dict) -> dict[str, str]:
+    """`members` with the plain field `key` (an ALWAYS one, in them) set to `value`."""
+    return {**members, key: _member(key, value, memo)}
+
+
+def joined(members: dict[str, str]) -> str:
     return "{" + ",".join(members[key] for key in sorted(members)) + "}"
 
 

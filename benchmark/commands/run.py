@@ -38,6 +38,7 @@ def run_suite(
     from benchmark.run.threads import request
     from benchmark.run.tracking import NullTracker
     from benchmark.run.triage import OUTCOME, done_jobs, reuse, still_done
+    from benchmark.store.done_index import DoneIndex
     from benchmark.store.job_dir import check_writable
     from benchmark.store.job_store import open_results
     from benchmark.store.layout import Store
@@ -50,7 +51,8 @@ def run_suite(
     runner.keep_stale = keep_stale
     # jobs provably done are reused after one pass that only reads (run/triage.py); the executor, its
     # device and the data checks see only the rest, so a run with nothing to do loads no data, no torch
-    done = done_jobs(jobs, results_dir, keep_stale, None if len(jobs) <= LISTED_UP_TO else OUTCOME)
+    index = DoneIndex(results_dir)  # what earlier runs found done (store/done_index.py)
+    done = done_jobs(jobs, results_dir, keep_stale, None if len(jobs) <= LISTED_UP_TO else OUTCOME, index)
     todo = [job for job in jobs if job.id not in done]
     dev = runner.device(device) if todo or device != "auto" else None  # (checking one imports torch)
     runner.check(todo)
@@ -62,7 +64,7 @@ def run_suite(
         if not no_tracking:  # healing parses every record of what it mirrors, and sets a damaged job aside
             done = still_done(results_dir, done)
             todo = [job for job in jobs if job.id not in done]
-        reuse(results_dir, suite.name, done)
+        reuse(results_dir, suite.name, done, index)
         for job in jobs:
             if job.id in done:
                 reporter.skipped(job, done[job.id])

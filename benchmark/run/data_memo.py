@@ -79,12 +79,17 @@ class DataMemo:
     def __init__(self):
         self._stamps: dict[tuple, str | None] = {}
         self._known: dict[str, str | None] = {}
+        self._by_section: dict[int, tuple] = {}  # id of a dataset section -> (it, its stamp)
 
     def stamp(self, config) -> str | None:
         d = config.dataset
+        held = self._by_section.get(id(d))
+        if held is not None and held[0] is d:  # the jobs of an expansion share their dataset section
+            return held[1]
         key = (d.name, json.dumps(d.params, sort_keys=True), d.root, job_code(config).get(f"dataset {d.name}", ""))
         if key not in self._stamps:
             self._stamps[key] = _stamp(*key)
+        self._by_section[id(d)] = (d, self._stamps[key])
         return self._stamps[key]
 
     def known(self, config) -> str | None:

@@ -19,7 +19,7 @@ from benchmark.errors import SuiteError, UserError
 from benchmark.fl.method import MethodProblems, resolve_method
 from benchmark.fl.pairing import model_problems
 from benchmark.fl.spec import MethodSpec
-from benchmark.params import identity_json, pydantic_problems
+from benchmark.params import identity_json, identity_members, joined, pydantic_problems, with_member
 from benchmark.suggest import allowed_names, unknown_name
 from benchmark.suite.extends import withhold_changed_rows
 from benchmark.suite.fields import has_field
@@ -65,7 +65,11 @@ class Job:
 def job_id(config: JobConfig, memo: dict | None = None) -> str:
     """A short hash of what identifies the job (the fields schema.py declares part of its identity);
     `memo`: params.identity_json's, shared by the jobs of one expansion."""
-    return hashlib.sha256(identity_json(config, memo).encode()).hexdigest()[:12]
+    return _hashed(identity_json(config, memo))
+
+
+def _hashed(identity: str) -> str:
+    return hashlib.sha256(identity.encode()).hexdigest()[:12]
 
 
 def set_path(target: dict, dotted: str, value) -> None:
@@ -353,9 +357,10 @@ class _Candidate:
         template and grid point with another seed, when no setting writes `seed`: this job's config
         is its config but for the seed, copied (sections and all), not validated again."""
         t = self.template
-        if like is not None:
+        if like is not None:  # its identity is like's but for the seed: like's members, the seed's replaced
             config = like.config.model_copy(update={"seed": self.seed})
-            return Job(job_id(config, memo), config, like.grid_point, t.d_index, suite_point=like.suite_point)
+            members = with_member(_members_of(like.config, memo), "seed", self.seed, memo)
+            return Job(_hashed(joined(members)), config, like.grid_point, t.d_index, suite_point=like.suite_point)
         keys = [*self.s_point, *(s.path for s in applied)]
         raw = {**t.sections, "seed": self.seed}
         for top in {key.split(".")[0] for key in keys} & set(raw):
@@ -371,10 +376,21 @@ class _Candidate:
 
     def forget_own_sections(self, job: Job, memo: dict) -> None:
         """Drop from `memo` the sections no other grid point shares (they would pile up: 10^5 of them)."""
+        memo.pop(("members", id(job.config)), None)
         for name, shared in self.template.sections.items():
             value = getattr(job.config, name)
             if value is not shared and isinstance(value, BaseModel):
                 memo.pop((name, id(value)), None)
+
+
+def _members_of(config: JobConfig, memo: dict | None) -> dict[str, str]:
+    """`identity_members(config)`, kept in `memo` by the config (held there, so its id stays its own)."""
+    if memo is None:
+        return identity_members(config)
+    key = ("members", id(config))
+    if key not in memo:
+        memo[key] = (config, identity_members(config, memo))
+    return memo[key][1]
 
 
 def _templates(suite: Suite, methods, settings, file: str):

@@ -76,3 +76,12 @@ def test_method_parameters_are_strict_too(tmp_path):
     assert "inf" in path.read_text() and yaml.safe_load(path.read_text())["methods"][0]["client"][0]["mu"] > 1e308
     with pytest.raises(Exception, match="finite number"):
         load_jobs(path)
+
+
+def test_an_invalid_document_is_named_by_pyyamls_own_parser():
+    """libyaml reads suites (4x faster); a document it refuses is read again by PyYAML's parser, whose
+    message names the character and where the construct began."""
+    with pytest.raises(YamlRefused, match=r"line 1, column 1: found character '\\t' that cannot start any token"):
+        parse_yaml("\tname: x\n")
+    with pytest.raises(YamlRefused, match="line 1, column 7: expected the node content, but found '<stream end>'"):
+        parse_yaml("a: [1,")

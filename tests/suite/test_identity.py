@@ -168,3 +168,17 @@ def test_the_audit_reads_a_setting_left_out_of_dumps_at_its_default():
     assert job_value(adam, "method.server.per_step") is True
     avg = quickstart_job()
     assert job_value(avg, "method.server.global_lr") == 1.0 and job_value(avg, "dataset.name") == "synthetic"
+
+
+def test_a_seed_copied_job_has_the_id_of_its_full_dump(tmp_path):
+    """Expansion takes a job of another seed's identity from its first seed's with the seed swapped:
+    each id equals the one its whole config hashes to."""
+    suite = tmp_path / "seeds.yaml"
+    suite.write_text(
+        "name: seeds\ndefaults: {rounds: 2, seeds: [0, 1, 2], model: {name: logistic}}\n"
+        "datasets:\n  - name: synthetic\n    params: {num_users: 4, dim: 5, num_classes: 3, seed: 7}\n"
+        "    split: {kind: natural}\nmethods: [fedavg, fedprox]\ngrid: {local.lr: [0.01, 0.1]}\n"
+    )
+    jobs = load_jobs(suite)[1]
+    assert len({job.id for job in jobs}) == len(jobs) == 12
+    assert all(job.id == job_id(job.config) for job in jobs)
