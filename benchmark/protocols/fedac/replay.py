@@ -72,7 +72,9 @@ class ReplaySimulation:
         return records
 
     def final_state_dict(self) -> dict:
-        return {"fc.weight": self.outcome.final.view(1, -1).clone()}
+        import torch
+
+        return {"fc.weight": torch.from_numpy(self.outcome.final.reshape(1, -1).copy())}
 
 
 def replays(jobs: list[Job]) -> list[ReplaySimulation]:
