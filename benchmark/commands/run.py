@@ -51,7 +51,7 @@ def run_suite(
     # device and the data checks see only the rest, so a run with nothing to do loads no data, no torch
     done = done_jobs(jobs, results_dir, keep_stale, None if len(jobs) <= LISTED_UP_TO else OUTCOME)
     todo = [job for job in jobs if job.id not in done]
-    dev = runner.device(device) if todo or device != "auto" else None  # (checking one imports torch)
+    dev = runner.device(device, todo) if todo or device != "auto" else None  # (checking one may import torch)
     runner.check(todo)
     check_writable(open_results(results_dir, suite.name))
     reporter = progress(jobs, quiet, verbose)

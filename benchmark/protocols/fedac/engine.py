@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from benchmark.engine.convex import softplus
 from benchmark.engine.fed_data import authors_positions, shared_rows
 from benchmark.fl.fedac import coefficients
 from benchmark.metrics import ema_update
@@ -38,7 +39,7 @@ from benchmark.suite.schema import JobConfig
 from benchmark.torch_streams import TorchGenerator
 
 if TYPE_CHECKING:
-    from benchmark.engine.convex import BinaryLogistic
+    from benchmark.engine.convex import BinaryArrays
 
 ENGINE = "fedac_batched"  # recorded in the checkpoints of the jobs run here
 
@@ -170,7 +171,7 @@ class PerDataset:
         self.values: dict = {}
 
     def get(self, job: JobConfig, key: tuple, build):
-        from benchmark.engine.setup import data_fingerprint
+        from benchmark.engine.sources import data_fingerprint
 
         fingerprint = data_fingerprint(job)
         if fingerprint != self.fingerprint:
@@ -181,11 +182,6 @@ class PerDataset:
 
 
 PER_DATASET = PerDataset()
-
-
-def softplus(z: np.ndarray) -> np.ndarray:
-    """log(1 + e^z) as torch's softplus computes it: z itself above 20."""
-    return np.where(z > 20, z, np.log1p(np.exp(np.minimum(z, 20))))
 
 
 def _logistic_parts(z: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -201,7 +197,7 @@ def run_batch(
     y01: np.ndarray,
     test_x: np.ndarray,
     test_y01: np.ndarray,
-    objective: BinaryLogistic | None,
+    objective: BinaryArrays | None,
 ) -> list[Outcome]:
     """Run jobs (equal `batch_key`s) together; one Outcome per job, in order. The data as numpy
     arrays (or CPU tensors, read as arrays)."""
@@ -262,7 +258,7 @@ def run_batch(
             test_loss = softplus(-test_y[:, None] * scores).mean(0)
             check(done, np.isfinite(test_loss))
             acc = 100.0 * ((scores > 0) == (test_y[:, None] > 0)).astype(np.float32).mean(0)
-            subopt = suboptimalities(objective, evaluated) if objective else None  # F on all training data
+            subopt = objective.suboptimalities(evaluated) if objective else None  # F on all training data, float64
             for i in range(b_count):
                 ema[i] = ema_update(ema[i], float(acc[i]))
                 rec = {
@@ -280,13 +276,6 @@ def run_batch(
     for i, outcome in enumerate(live):
         outcome.final, outcome.round_bytes = state[i, -1].copy(), round_bytes[i]
     return outcomes
-
-
-def suboptimalities(objective: BinaryLogistic, ws: np.ndarray) -> np.ndarray:
-    """F(w) − F* of each row of ws, float64, by the objective (engine/convex.py, still torch)."""
-    import torch
-
-    return objective.suboptimalities(torch.from_numpy(ws)).numpy()
 
 
 def _one_step(linear: Recursion, state, x, y, rows):
