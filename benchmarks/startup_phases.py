@@ -43,12 +43,13 @@ LIBRARIES = [
 PHASES = [
     ("benchmark.suite.expand", "load_jobs", "suite read and expanded into jobs"),
     ("benchmark.run.executor_base", "Executor.check", "jobs checked (dataset loaded, fingerprinted)"),
-    ("benchmark.engine.setup", "_load_source", "dataset loaded (first time in the process)"),
+    ("benchmark.engine.sources", "_load_source", "dataset loaded (first time in the process)"),
     ("benchmark.run.job_runner", "run_job", "jobs run and written (all of them)"),
     ("benchmark.protocols.fedac.replay", "run_group", "FedAc batch: F*, θ₀, computation"),
     ("benchmark.protocols.fedac.engine", "run_batch", "FedAc batch: computation"),
     ("benchmark.protocols.fedac.kernel", "local_round", "FedAc kernel calls (numba)"),
-    ("benchmark.engine.convex", "RegularisedLogistic.optimum", "F* (solved or read from the cache)"),
+    ("benchmark.engine.convex", "RegularisedLogistic.optimum", "F* (per-client loop: solved or read from the cache)"),
+    ("benchmark.engine.convex", "BinaryArrays.of", "F* (FedAc engine: read from the cache, or solved)"),
     ("benchmark.commands.output", "print_results", "result tables printed"),
 ]
 
@@ -83,6 +84,8 @@ def patch(module):
                 new = functools.cached_property(timed(label, attr.func))
                 new.__set_name__(cls, rest[0])
                 setattr(cls, rest[0], new)
+            elif isinstance(attr, classmethod):
+                setattr(cls, rest[0], classmethod(timed(label, attr.__func__)))
             else:
                 setattr(cls, rest[0], timed(label, attr))
         else:

@@ -10,7 +10,19 @@ import benchmark
 
 ROOT = Path(benchmark.__file__).parent
 # top-level modules are the foundation, except the command line on top
-FOUNDATION = {"errors", "suggest", "registry", "plugins", "rng", "params", "metrics", "lazy", "__init__"}
+FOUNDATION = {
+    "errors",
+    "suggest",
+    "registry",
+    "plugins",
+    "rng",
+    "params",
+    "metrics",
+    "lazy",
+    "torch_streams",
+    "torch_format",
+    "__init__",
+}
 CLI = {"cli", "cli_data", "cli_options", "__main__"}
 # papers (the suite generator, which solves F* with engine's convex objective, and the audit) and run stand
 # side by side on engine: neither imports the other; report reads both; commands holds each command's body,

@@ -54,7 +54,7 @@ def run_suite(
     index = DoneIndex(results_dir)  # what earlier runs found done (store/done_index.py)
     done = done_jobs(jobs, results_dir, keep_stale, None if len(jobs) <= LISTED_UP_TO else OUTCOME, index)
     todo = [job for job in jobs if job.id not in done]
-    dev = runner.device(device) if todo or device != "auto" else None  # (checking one imports torch)
+    dev = runner.device(device, todo) if todo or device != "auto" else None  # (checking one may import torch)
     runner.check(todo)
     check_writable(open_results(results_dir, suite.name))
     reporter = progress(jobs, quiet, verbose)

@@ -16,7 +16,6 @@ from benchmark.data.archive import Found, dataset_missing, root_text
 from benchmark.data.cache import cache_key, cached_arrays, files_fingerprint
 from benchmark.data.source import DATASETS, DatasetSpec, SourceData
 from benchmark.errors import DatasetMissing
-from benchmark.lazy import torch
 from benchmark.params import StrictParams
 
 A9A_HELP = (
@@ -96,9 +95,9 @@ A9A_CACHE_LAYOUT = 1  # bump when decoding changes, so older cached copies are n
 
 
 def load_a9a(p: A9aParams, root: Path | None) -> SourceData:
+    """numpy arrays: the FedAc protocol's engine runs on them without torch (SourceData.tensors for the rest)."""
     a = decoded_a9a(p, root)
-    tensors = [torch.from_numpy(a[name]) for name in ("train_x", "train_y", "test_x", "test_y")]
-    return SourceData(*tensors, 2, "vector")
+    return SourceData(*(a[name] for name in ("train_x", "train_y", "test_x", "test_y")), 2, "vector")
 
 
 def probe_a9a(root: Path | None) -> Found:

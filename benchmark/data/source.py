@@ -10,10 +10,11 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from benchmark.data.archive import dataset_missing, root_text
@@ -26,6 +27,8 @@ DATA_ENV = "FEDBENCH_DATA"
 
 @dataclass
 class SourceData:
+    """Tensors, or numpy arrays from a loader that needs no torch (a9a): `tensors()` gives torch's."""
+
     train_x: torch.Tensor
     train_y: torch.Tensor
     test_x: torch.Tensor
@@ -53,12 +56,12 @@ class SourceData:
                 found.append(f"the {split} split is empty")
             if len(x) != len(y):
                 found.append(f"{split}: {len(x)} inputs but {len(y)} labels")
-            if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
+            if _kind(y) != "integer":
                 found.append(f"{split} labels are {y.dtype}, not integers")
             elif len(y) and (int(y.min()) < 0 or int(y.max()) >= self.num_classes):
-                bad = ((y < 0) | (y >= self.num_classes)).nonzero()[0].item()
+                bad = int(np.flatnonzero(np.asarray((y < 0) | (y >= self.num_classes)))[0])
                 found.append(f"{split} label {int(y[bad])} (example {bad}) is outside 0..{self.num_classes - 1}")
-            if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+            if _kind(x) == "float" and not bool((np if isinstance(x, np.ndarray) else torch).isfinite(x).all()):
                 found.append(f"{split} inputs hold NaN or infinite values")
         if self.train_x.shape[1:] != self.test_x.shape[1:]:
             found.append(
@@ -74,12 +77,30 @@ class SourceData:
         """sha256 of the tensors themselves: what a job trained on, whatever files they came from."""
         h = hashlib.sha256()
         for t in (self.train_x, self.train_y, self.test_x, self.test_y, self.train_users):
-            if t is not None:
+            if isinstance(t, np.ndarray):  # the bytes and names torch's tensor of it would give
+                h.update(f"torch.{t.dtype}{tuple(t.shape)}".encode())
+                h.update(np.ascontiguousarray(t).tobytes())
+            elif t is not None:
                 t = t.contiguous().cpu()
                 h.update(f"{t.dtype}{tuple(t.shape)}".encode())
                 h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
         h.update(f"{self.num_classes}".encode())
         return h.hexdigest()[:16]
+
+    def tensors(self) -> SourceData:
+        """These data with torch tensors in place of numpy arrays (sharing their memory)."""
+        names = ("train_x", "train_y", "test_x", "test_y", "train_users", "test_users")
+        arrays = {n: torch.from_numpy(v) for n in names if isinstance(v := getattr(self, n), np.ndarray)}
+        return replace(self, **arrays) if arrays else self
+
+
+def _kind(t) -> str:
+    """ "float", "integer" or "other" (complex, bool) of a tensor's or an array's dtype."""
+    if isinstance(t, np.ndarray):
+        return {"f": "float", "i": "integer", "u": "integer"}.get(t.dtype.kind, "other")
+    if t.is_floating_point():
+        return "float"
+    return "other" if t.is_complex() or t.dtype == torch.bool else "integer"
 
 
 class NoParams(BaseModel):

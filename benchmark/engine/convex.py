@@ -16,12 +16,13 @@ import hashlib
 from dataclasses import dataclass
 from functools import cached_property
 
-import torch
+import numpy as np
 
-from benchmark.data.cache import cache_key, cached_tensors
+from benchmark.data.cache import cache_key, cached_arrays
 from benchmark.engine.fed_data import FederatedData
 from benchmark.errors import UserError
 from benchmark.fl.flat import ParamSpec
+from benchmark.lazy import torch  # BinaryArrays, the FedAc engine's objective, runs without it
 
 LOGISTIC_PARAMS = ("fc.weight", "fc.bias")
 BINARY_PARAMS = ("fc.weight",)
@@ -39,13 +40,11 @@ class RegularisedLogistic:
 
     @classmethod
     def of(cls, x: torch.Tensor, y: torch.Tensor, num_classes: int, mu: float) -> RegularisedLogistic:
-        if mu <= 0:
-            raise UserError("suboptimality needs a strongly convex objective: set local.weight_decay > 0")
+        check_strongly_convex(mu)
         x = x.detach().cpu().flatten(1)
-        h = hashlib.sha256(x.float().numpy().tobytes())
-        h.update(y.cpu().numpy().tobytes())
+        digest = data_digest(x.float().numpy(), y.cpu().numpy())
         ones = torch.ones(len(x), 1, dtype=torch.float64)
-        return cls(torch.cat([x.double(), ones], 1), y.cpu().long(), num_classes, mu, h.hexdigest())
+        return cls(torch.cat([x.double(), ones], 1), y.cpu().long(), num_classes, mu, digest)
 
     @classmethod
     def of_federation(cls, data: FederatedData, spec: ParamSpec, mu: float) -> RegularisedLogistic:
@@ -120,14 +119,13 @@ class RegularisedLogistic:
     @cached_property
     def optimum(self) -> tuple[torch.Tensor, float]:
         """(flat w*, F*), solved once per (data, classes, μ) and cached on disk."""
-        key = cache_key(type(self).__name__, self.digest, self.num_classes, self.mu, GRAD_TOL)
+        a = cached_optimum(type(self).__name__, self.digest, self.num_classes, self.mu, self.solved)
+        return torch.from_numpy(a["w"]), float(a["value"])
 
-        def build() -> dict[str, torch.Tensor]:
-            theta, value = self.solve()
-            return {"w": self.flat(theta), "value": torch.tensor(value, dtype=torch.float64)}
-
-        t = cached_tensors("fstar", key, build)
-        return t["w"], float(t["value"])
+    def solved(self) -> dict[str, np.ndarray]:
+        """`solve()` as the F* cache stores it: flat w* and F*."""
+        theta, value = self.solve()
+        return {"w": self.flat(theta).numpy(), "value": np.array(value, dtype=np.float64)}
 
     def suboptimality(self, w: torch.Tensor) -> float:
         return self.value(w) - self.optimum[1]
@@ -172,3 +170,54 @@ class BinaryLogistic(RegularisedLogistic):
     def hessian(self, p: torch.Tensor) -> torch.Tensor:
         weight = p * (1 - p) / len(self.y)
         return (self.x * weight[:, None]).T @ self.x + self.mu * torch.eye(self.x.shape[1], dtype=torch.float64)
+
+
+def check_strongly_convex(mu: float) -> None:
+    if mu <= 0:
+        raise UserError("suboptimality needs a strongly convex objective: set local.weight_decay > 0")
+
+
+def data_digest(x32: np.ndarray, y: np.ndarray) -> str:
+    """Checksum of the float32 features and the labels: the F* cache's key."""
+    h = hashlib.sha256(np.ascontiguousarray(x32).tobytes())
+    h.update(np.ascontiguousarray(y).tobytes())
+    return h.hexdigest()
+
+
+def cached_optimum(kind: str, digest: str, num_classes: int, mu: float, solve) -> dict[str, np.ndarray]:
+    """{"w", "value"} of the objective's optimum, solved by `solve()` once per (data, classes, μ) and cached
+    on disk as arrays: read back without torch (BinaryArrays)."""
+    return cached_arrays("fstar", cache_key(kind, digest, num_classes, mu, GRAD_TOL), solve)
+
+
+def softplus(z: np.ndarray) -> np.ndarray:
+    """log(1 + e^z) as torch's softplus computes it: z itself above 20."""
+    return np.where(z > 20, z, np.log1p(np.exp(np.minimum(z, 20))))
+
+
+@dataclass
+class BinaryArrays:
+    """BinaryLogistic's F(w) − F* in numpy (the FedAc engine's, which imports no torch): F* read from
+    the same cache, solved by BinaryLogistic (with torch) where it is missing."""
+
+    x: np.ndarray  # (n, d) float64
+    sign: np.ndarray  # (n,) ±1 float64
+    mu: float
+    f_star: float
+
+    @classmethod
+    def of(cls, x: np.ndarray, y: np.ndarray, mu: float) -> BinaryArrays:
+        check_strongly_convex(mu)
+        x = x.reshape(len(x), -1)
+
+        def solve() -> dict[str, np.ndarray]:
+            return BinaryLogistic.of(torch.from_numpy(x), torch.from_numpy(y), 2, mu).solved()
+
+        optimum = cached_optimum(BinaryLogistic.__name__, data_digest(x.astype(np.float32), y), 2, mu, solve)
+        return cls(x.astype(np.float64), 2.0 * y.astype(np.float64) - 1.0, mu, float(optimum["value"]))
+
+    def suboptimalities(self, ws: np.ndarray) -> np.ndarray:
+        """F(w) − F* for every row of ws (B, d) at once (float64)."""
+        ws = ws.astype(np.float64)
+        losses = softplus(-self.sign[:, None] * (self.x @ ws.T)).mean(0)
+        return losses + 0.5 * self.mu * (ws**2).sum(1) - self.f_star

@@ -10,15 +10,17 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-import torch
+import numpy as np
 
 from benchmark.data.source import SourceData
 from benchmark.errors import UserError
-from benchmark.rng import Stream, generator
+from benchmark.lazy import torch  # the FedAc engine draws its samples here without torch
+from benchmark.rng import Stream, derive_seed, generator
 from benchmark.suite.schema import LocalTraining
+from benchmark.torch_streams import TorchGenerator
 
 # kind -> fn(x, train, gen) -> float tensor; image pipelines register augmentation here
-Preprocessor = Callable[[torch.Tensor, bool, "torch.Generator | None"], torch.Tensor]
+Preprocessor = Callable[["torch.Tensor", bool, "torch.Generator | None"], "torch.Tensor"]
 
 
 def as_is(x: torch.Tensor, train: bool, gen: torch.Generator | None) -> torch.Tensor:
@@ -35,12 +37,17 @@ def default_preprocess(src: SourceData) -> Preprocessor:
 
 
 @functools.lru_cache(maxsize=2)
-def shared_positions(seed: int, rnd: int, num_clients: int, steps: int, batch_size: int, n: int) -> torch.Tensor:
+def shared_rows(seed: int, rnd: int, num_clients: int, steps: int, batch_size: int, n: int) -> np.ndarray:
     """(clients, steps, batch) example indices of one round of a shared split, drawn uniformly
     with replacement in one call, so the per-client path and the batched FedAc engine
-    (protocols/fedac/engine.py) see the very same examples."""
-    gen = generator(seed, Stream.BATCHES, rnd)
-    return torch.randint(n, (num_clients, steps, batch_size), generator=gen)
+    (protocols/fedac/engine.py) see the very same examples: torch.randint's draw on the round's
+    generator, drawn without torch (benchmark/torch_streams.py)."""
+    gen = TorchGenerator(derive_seed(seed, Stream.BATCHES, rnd))
+    return gen.randint(n, (num_clients, steps, batch_size))
+
+
+def shared_positions(seed: int, rnd: int, num_clients: int, steps: int, batch_size: int, n: int) -> torch.Tensor:
+    return torch.from_numpy(shared_rows(seed, rnd, num_clients, steps, batch_size, n))
 
 
 def authors_positions(seed: int, w0_size: int, rnd: int, num_clients: int, steps: int, batch_size: int, n: int):
@@ -61,18 +68,16 @@ class _AuthorsStream:
         self.rewind()
 
     def rewind(self) -> None:
-        import numpy as np
-
         self.gen = np.random.RandomState(self.start[0])
         self.gen.randn(self.start[1])
         self.last, self.drawn = -1, None
 
-    def round(self, rnd: int) -> torch.Tensor:
+    def round(self, rnd: int) -> np.ndarray:
         if rnd < self.last:
             self.rewind()
         while self.last < rnd:
             self.drawn, self.last = self.gen.randint(0, self.n, self.shape), self.last + 1
-        return torch.from_numpy(self.drawn).permute(2, 0, 1)
+        return self.drawn.transpose(2, 0, 1)
 
 
 @functools.lru_cache(maxsize=2)
@@ -142,7 +147,7 @@ class FederatedData:
             if self.authors_w0_size is None:
                 drawn = shared_positions(seed, rnd, *shape)[client]
             else:
-                drawn = authors_positions(seed, self.authors_w0_size, rnd, *shape)[client]
+                drawn = torch.from_numpy(authors_positions(seed, self.authors_w0_size, rnd, *shape)[client])
             return [(pos, 0) for pos in drawn]
         gen = generator(seed, Stream.BATCHES, rnd, client)
         b = min(local.batch_size, n)

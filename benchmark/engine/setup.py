@@ -7,61 +7,20 @@ import hashlib
 import json
 
 import torch
-from pydantic import ValidationError
 
 from benchmark.data.cache import cache_key, cached_tensors
 from benchmark.data.partition import partition
-from benchmark.data.source import DATASETS, SourceData, check_source, data_root, load_dataset
 from benchmark.engine.augment import image_preprocessor
 from benchmark.engine.fed_data import FederatedData, default_preprocess
 from benchmark.engine.holdout import hold_out
 from benchmark.engine.simulation import Simulation
+from benchmark.engine.sources import _fingerprint, _load_source, _tensors, data_fingerprint, load_source
 from benchmark.errors import UserError
 from benchmark.models.registry import build_model, known_models
-from benchmark.params import pydantic_problems
 from benchmark.suite.schema import JobConfig
 
 # source kind -> factory(src, job) -> Preprocessor(x, train, gen); other kinds use default_preprocess
 PREPROCESSORS: dict = {"image": image_preprocessor}
-
-
-def _where(name: str, root: str | None) -> str:
-    """Where a loaded dataset's files are, for messages about their content."""
-    if (probe := DATASETS.get(name).probe) is not None:
-        return f"files under {probe(data_root(root)).path}"
-    return "as its loader built it from params"
-
-
-@functools.lru_cache(maxsize=4)
-def _load_source(name: str, params_json: str, root: str | None) -> SourceData:
-    try:
-        src = load_dataset(name, json.loads(params_json), data_root(root))
-        return check_source(src, name, _where(name, root))
-    except ValidationError as err:  # params swept by a grid are only seen here
-        found = "; ".join(f"{p}: {m}" for p, m in pydantic_problems(err, "params"))
-        raise UserError(f"dataset {name!r}: {found}") from None
-    except (ValueError, TypeError) as err:
-        raise UserError(f"dataset {name!r}: bad params: {err}") from None
-
-
-def _source_key(job: JobConfig) -> tuple[str, str, str | None]:
-    d = job.dataset
-    DATASETS.require(d.name)
-    return d.name, json.dumps(d.params, sort_keys=True), d.root
-
-
-def load_source(job: JobConfig) -> SourceData:
-    return _load_source(*_source_key(job))
-
-
-@functools.lru_cache(maxsize=16)
-def _fingerprint(name: str, params_json: str, root: str | None) -> str:
-    return _load_source(name, params_json, root).fingerprint()
-
-
-def data_fingerprint(job: JobConfig) -> str:
-    """The fingerprint of the data `job` trains on (loads and checks it, once per process)."""
-    return _fingerprint(*_source_key(job))
 
 
 @functools.lru_cache(maxsize=8)
@@ -70,7 +29,7 @@ def _clients(name: str, params_json: str, root: str | None, split_json: str, num
     (a Dirichlet split of a large dataset is not free, and must never change between runs)."""
     from benchmark.suite.schema import SplitConfig
 
-    src = _load_source(name, params_json, root)
+    src = _tensors(name, params_json, root)
     labels = hashlib.sha256(src.train_y.numpy().tobytes()).hexdigest()
 
     def build() -> dict[str, torch.Tensor]:
@@ -86,7 +45,7 @@ def _clients(name: str, params_json: str, root: str | None, split_json: str, num
 
 def forget_loaded_data() -> None:
     """Drop this process's loaded datasets, so the next load reads the files again (they changed)."""
-    for cached in (_load_source, _fingerprint, _clients):
+    for cached in (_load_source, _tensors, _fingerprint, _clients):
         cached.cache_clear()
 
 

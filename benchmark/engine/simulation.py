@@ -4,8 +4,7 @@ objects and reports each evaluated round through a callback."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -18,6 +17,7 @@ from benchmark.engine.convex import RegularisedLogistic
 from benchmark.engine.fed_data import FederatedData
 from benchmark.engine.local import evaluate, evaluate_by_group
 from benchmark.engine.round_tally import OnClients, RoundTally
+from benchmark.engine.rounds import Diverged, OnEval, OnRound, Progress
 from benchmark.engine.trainers.base import ExecutionRecord
 from benchmark.engine.trainers.by_execution import trainer_for
 from benchmark.engine.training_setup import TrainingSetup
@@ -26,32 +26,6 @@ from benchmark.fl.flat import flat_params
 from benchmark.metrics import ema_update
 from benchmark.rng import Stream, generator
 from benchmark.suite.schema import JobConfig
-
-
-@dataclass
-class Progress:
-    """Everything needed to continue a run exactly where it stopped."""
-
-    round: int = 0  # rounds completed
-    theta: torch.Tensor | None = None
-    server_state: dict = field(default_factory=dict)
-    ema: float | None = None
-    bytes_down: int = 0
-    bytes_up: int = 0
-
-
-class Diverged(Exception):
-    """The loss or the parameters became non-finite in round `round` (1-based); nothing after
-    it means anything, and what it evaluates to (argmax of NaN logits) is not an accuracy."""
-
-    def __init__(self, round: int, what: str):
-        super().__init__(f"non-finite {what} in round {round}")
-        self.round = round
-        self.what = what
-
-
-OnEval = Callable[[dict], None] | None  # called with each evaluated round's metric record
-OnRound = Callable[[int], None] | None  # called with each completed round's number
 
 
 @runtime_checkable

@@ -54,7 +54,7 @@ def f_star(lam: float) -> float:
 
     root = data_root(None)
     try:
-        src = load_a9a(A9aParams(), root)
+        src = load_a9a(A9aParams(), root).tensors()
     except UserError as err:
         raise GenerationError(f"F* of the authors' runs needs a9a ($FEDBENCH_DATA): {err}") from None
     return BinaryLogistic.of(src.train_x, src.train_y, src.num_classes, lam).optimum[1]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import platform
 import subprocess
+import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -51,21 +52,29 @@ def cpu_name() -> str:
 
 
 def environment(device) -> dict:
-    """The record for a job that ran on `device` (a torch.device or its name)."""
-    import torch
-
-    cuda = str(device).startswith("cuda") and torch.cuda.is_available()
+    """The record for a job that ran on `device` (a torch.device or its name). A CPU job that computed
+    without torch (the FedAc protocol's engine) records the installed torch's version and None for
+    the state of a torch it never imported (CUDA, cuDNN, threads, determinism flags)."""
     git = git_commit()
-    return {
+    about = {
         "fedbench": package_version("fedbench"),
         "git_commit": git[0] if git else None,
         "git_dirty": git[1] if git else None,
         "python": platform.python_version(),
+        "host": platform.node(),
+        "device": str(device),
+    }
+    if "torch" not in sys.modules and not str(device).startswith("cuda"):
+        torch_state = ("cuda", "cudnn", "threads", "deterministic_algorithms", "cudnn_deterministic", "cudnn_benchmark")
+        return {**about, "torch": package_version("torch"), "device_name": cpu_name(), **dict.fromkeys(torch_state)}
+    import torch
+
+    cuda = str(device).startswith("cuda") and torch.cuda.is_available()
+    return {
+        **about,
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
-        "host": platform.node(),
-        "device": str(device),
         "device_name": torch.cuda.get_device_name(torch.device(device)) if cuda else cpu_name(),
         "threads": torch.get_num_threads(),
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 # The engine (and torch) is imported when a job is first looked at under its lock or trained, never by a
 # run whose jobs are all done (run/triage.py reuses those before the executor sees them).
 def data_fingerprint(config) -> str:
-    from benchmark.engine.setup import data_fingerprint as of_loaded_data
+    from benchmark.engine.sources import data_fingerprint as of_loaded_data
 
     return of_loaded_data(config)
 
@@ -121,6 +121,7 @@ def run_jobs(
 @EXECUTORS.register
 class LocalExecutor(Executor):
     name = "local"
+    runs_protocol_batches = True  # run_jobs computes them as ProtocolBatches
 
     def run(self, jobs, suite, results_root, device, tracker, progress, stop_after):
         return run_jobs(jobs, suite, results_root, device, tracker, progress, stop_after, self.keep_stale)

@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from benchmark.errors import UserError
 from benchmark.registry import Registry
+from benchmark.run.protocols import claiming
 from benchmark.run.staging import DEFAULT_SHIP_MAX_MB
 from benchmark.suite.expand import Job
 
@@ -66,8 +67,15 @@ class Executor(ABC):
             cluster = " or ".join(n for n in EXECUTORS.names() if EXECUTORS.get(n).uses_cluster_options)
             raise UserError(f"--ray-address, --gpus-per-job and --data-uri need --executor {cluster}")
 
-    def device(self, requested: str) -> str:
-        """The device the jobs train on, from --device (cpu, cuda, cuda:N, auto)."""
+    # whether its jobs that protocols claim are computed as the protocols' batches (on the CPU, by
+    # engines that may not import torch: the FedAc protocol's), rather than job by job
+    runs_protocol_batches: ClassVar[bool] = False
+
+    def device(self, requested: str, jobs: list[Job] = ()) -> str:
+        """The device `jobs` train on, from --device (cpu, cuda, cuda:N, auto). `auto` for jobs that
+        protocols' batches compute is the CPU they run on, found without importing torch."""
+        if requested == "auto" and jobs and self.runs_protocol_batches and all(claiming(j.config) for j in jobs):
+            return "cpu"
         return torch_device(requested)
 
     def check(self, jobs: list[Job]) -> None:
@@ -76,13 +84,17 @@ class Executor(ABC):
         or broken one is one error now, not a failure after hours of other jobs."""
         if not jobs:  # a run whose jobs are all done imports no engine (and no torch)
             return
-        from benchmark.engine.setup import data_fingerprint, federated_data
+        from benchmark.engine.sources import data_fingerprint
         from benchmark.run.data_memo import DataMemo
 
         splits, memo = set(), DataMemo()
         for job in jobs:  # cached per dataset and per split: each is loaded and drawn once
             memo.remember(job.config, data_fingerprint(job.config))  # for the next run's triage (run/triage.py)
             c = job.config
+            if self.runs_protocol_batches and claiming(c):  # a shared split: nothing to draw (and no torch)
+                continue
+            from benchmark.engine.setup import federated_data
+
             split = (
                 c.dataset.name,
                 repr(c.dataset.params),

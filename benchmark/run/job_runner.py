@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from benchmark.engine.rounds import Diverged
 from benchmark.metrics import client_spread, ema_update, summarise
 from benchmark.run.callbacks import (
     Callbacks,
@@ -33,7 +34,7 @@ from benchmark.suite.expand import Job
 
 if TYPE_CHECKING:  # the engine (torch) is imported when a job runs: the executors' registry imports this module
     from benchmark.engine.round_tally import OnClients
-    from benchmark.engine.simulation import Diverged, JobRounds
+    from benchmark.engine.simulation import JobRounds
 
 log = logging.getLogger(__name__)
 
@@ -209,9 +210,6 @@ def run_job(
     `on_eval(record)` is called per evaluated round, `on_checkpoint(round)` after each checkpoint is
     written (the Ray executor ships it); `callbacks` are called after the job's own; `on_clients`
     after each client (or chunk of clients) a round trains (progress within a long round)."""
-    from benchmark.engine.setup import build_simulation
-    from benchmark.engine.simulation import Diverged
-
     tracker = tracker or NullTracker()
     # a tracker that times its calls (NullTracker's `seconds`) has them left out of the wall time;
     # a relay of calls to elsewhere (the Ray worker's) spends none here
@@ -223,9 +221,11 @@ def run_job(
     config = job_config_json(job, suite)
     atomic_write_json(jobdir.config, config)
     tracker.start_job(job, config)  # first, so a job that fails while building still has its run
-    sim: JobRounds = (simulation_for and simulation_for(job)) or build_simulation(
-        job.config, device, jobdir.path / "client_state"
-    )
+    sim: JobRounds | None = simulation_for and simulation_for(job)
+    if sim is None:  # the engine (torch) is imported only for a job that trains here
+        from benchmark.engine.setup import build_simulation
+
+        sim = build_simulation(job.config, device, jobdir.path / "client_state")
     threads = settle(sim)
     resumed = resume_point(job, jobdir, sim)
     metrics = MetricsFile(jobdir)

@@ -37,6 +37,13 @@ class Protocol(ABC):
     def run_batch(self, jobs: list[Job]) -> list[JobRounds]:
         """Compute the batch `jobs` at once; each job's rounds, to replay, in their order."""
 
+    def use_threads(self, count: int) -> None:
+        """Compute the batches that follow with `count` CPU threads: torch's, unless the protocol's
+        engine computes with another library."""
+        import torch
+
+        torch.set_num_threads(count)
+
     def batch_costs(self, batches: list[list[Job]], time_limit_s: float) -> BatchCosts | None:
         """What computing each batch will take on this machine (`plan --budget`), measured in about
         `time_limit_s`; None: this protocol cannot say (the budget then says so)."""

@@ -387,7 +387,7 @@ class RayExecutor(Executor):
     name = "ray"
     uses_cluster_options = True
 
-    def device(self, requested: str) -> str:  # the workers' devices matter, not the driver's
+    def device(self, requested: str, jobs: list[Job] = ()) -> str:  # the workers' devices matter, not the driver's
         return ("cuda" if self.options.gpus_per_job > 0 else "cpu") if requested == "auto" else requested
 
     def data_uris(self, jobs: list[Job]) -> dict:

@@ -49,7 +49,7 @@ def settle(sim: JobRounds) -> dict:
 
 
 def for_protocol(protocol: Protocol) -> dict:
-    """Set torch's thread count for a protocol's batches (--threads wins); returns what to record."""
+    """Set the thread count of a protocol's batches (--threads wins); returns what to record."""
     chosen = dict(_requested) if _requested else dict(protocol.threads)
-    torch.set_num_threads(chosen["count"])
+    protocol.use_threads(chosen["count"])
     return chosen

@@ -15,6 +15,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from benchmark import torch_format
 from benchmark.errors import UserError
 from benchmark.lazy import torch
 from benchmark.store.job_status import FINISHED, TERMINAL
@@ -99,10 +100,12 @@ def atomic_write_json(path: Path, obj, durable: bool = True) -> None:
 
 
 def atomic_torch_save(path: Path, obj) -> None:
+    """torch.save's file of `obj`; numpy arrays and plain data are written in its format without
+    torch (torch_format.py: a FedAc job imports no torch), read back by torch.load as tensors."""
     # through a Python file: a full disk is then an OSError (ENOSPC) naming the file, where
     # torch.save(obj, name) reports "unexpected pos 960 vs 854"
     with _atomic_file(path) as f:
-        torch.save(obj, f)
+        (torch_format.save if torch_format.writable(obj) else torch.save)(obj, f)
 
 
 # A write failing with one of these means the machine, not the job, is at fault: the run stops

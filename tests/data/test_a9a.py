@@ -1,5 +1,6 @@
 import warnings
 
+import numpy as np
 import pytest
 import torch
 from data_fixtures import write_libsvm
@@ -12,8 +13,8 @@ from benchmark.errors import DatasetMissing
 def test_sparse_text_becomes_dense_with_01_labels(tmp_path):
     write_libsvm(tmp_path / "a9a", [(-1, {1: 1, 123: 1}), (1, {5: 0.5})])
     write_libsvm(tmp_path / "a9a.t", [(1, {2: 1})], gz=True)
-    src = load_dataset("a9a", {}, tmp_path)
-    assert src.train_x.shape == (2, 123) and src.train_x.dtype == torch.float32 and src.kind == "vector"
+    src = load_dataset("a9a", {}, tmp_path)  # numpy arrays: the FedAc engine runs on them without torch
+    assert src.train_x.shape == (2, 123) and src.train_x.dtype == np.float32 and src.kind == "vector"
     assert src.train_x[0, 0] == 1 and src.train_x[0, 122] == 1 and src.train_x[1, 4] == 0.5
     assert src.train_x.sum() == 2.5
     assert src.train_y.tolist() == [0, 1] and src.test_y.tolist() == [1] and src.num_classes == 2
@@ -51,8 +52,11 @@ def test_a9a_is_parsed_once_then_read_from_the_cache(tmp_path, monkeypatch):
     first = load_dataset("a9a", {}, tmp_path)
     monkeypatch.setattr(a9a, "read_libsvm", lambda *a: pytest.fail("parsed again despite the cached copy"))
     again = load_dataset("a9a", {}, tmp_path)
-    assert torch.equal(again.train_x, first.train_x) and torch.equal(again.test_y, first.test_y)
-    assert again.train_y.dtype == torch.int64 and again.train_x.dtype == torch.float32
+    assert np.array_equal(again.train_x, first.train_x) and np.array_equal(again.test_y, first.test_y)
+    assert again.train_y.dtype == np.int64 and again.train_x.dtype == np.float32
+    tensors = again.tensors()  # what every torch consumer gets (engine.sources.load_source), memory shared
+    assert tensors.train_x.dtype == torch.float32 and tensors.train_y.dtype == torch.int64
+    assert tensors.fingerprint() == again.fingerprint() and np.shares_memory(tensors.train_x.numpy(), again.train_x)
 
 
 def test_a9a_changed_on_disk_is_parsed_again(tmp_path):
@@ -69,7 +73,7 @@ def test_corrupted_a9a_cache_is_rebuilt_with_a_warning(tmp_path, isolated_cache)
     cached.write_bytes(cached.read_bytes()[: cached.stat().st_size // 2])  # a copy cut short (a full disk)
     with pytest.warns(UserWarning, match=f"ignoring unreadable array cache {cached}.*rebuilding it"):
         rebuilt = load_dataset("a9a", {}, tmp_path)
-    assert torch.equal(rebuilt.train_x, first.train_x) and torch.equal(rebuilt.test_x, first.test_x)
+    assert np.array_equal(rebuilt.train_x, first.train_x) and np.array_equal(rebuilt.test_x, first.test_x)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the rewritten copy reads back cleanly
-        assert torch.equal(load_dataset("a9a", {}, tmp_path).train_y, first.train_y)
+        assert np.array_equal(load_dataset("a9a", {}, tmp_path).train_y, first.train_y)

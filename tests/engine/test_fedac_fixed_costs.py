@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import torch
 from fedtest import REPO
 
 SUITE = """\
@@ -90,3 +92,32 @@ def test_one_step_methods_run_without_numba(tmp_path):
     assert "numba" not in modules and "MB-AC-SGD" in ran.stdout
     summaries = list((tmp_path / "results" / "jobs").glob("*/summary.json"))
     assert len(summaries) == 4 and all(json.loads(p.read_text())["final_subopt"] > 0 for p in summaries)
+
+
+@pytest.mark.parametrize("mode", ["default", "authors_numpy"])
+def test_a_fedac_run_imports_no_torch(tmp_path, mode):
+    """The batched engine, its data, objective, model file and records: torch is never imported, in the
+    default stream (torch's draws, reproduced) and in the authors' numpy stream, once the machine has F*
+    (solved with torch by its first run on the data and λ, then read from the cache, as the decoded a9a is);
+    torch reads the model files."""
+    write_a9a(tmp_path / "data", rows=60, seed=2)
+    text = SUITE.replace("{root}", str(tmp_path / "data")).replace("{methods}", "[fedac1, fedac2, fedavg, mbsgd]")
+    if mode == "authors_numpy":
+        text = text.replace("init: normal}", "init: normal_numpy}").replace(
+            "split: {kind: shared}", "split: {kind: shared, samples: authors_numpy}"
+        )
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(text)
+    first, modules = fedbench(tmp_path, "run", str(suite), "--results-dir", str(tmp_path / "first"), "--no-tracking")
+    assert first.returncode == 0 and "torch" in modules, first.stderr  # F*'s Newton solve, once per machine
+    ran, modules = fedbench(tmp_path, "run", str(suite), "--results-dir", str(tmp_path / "results"), "--no-tracking")
+    assert ran.returncode == 0, ran.stderr
+    assert "torch" not in modules and "FedAc-II" in ran.stdout
+    jobs = [p.parent for p in (tmp_path / "results" / "jobs").glob("*/summary.json")]
+    assert len(jobs) == 8
+    dtype = torch.float64 if mode == "authors_numpy" else torch.float32
+    for job in jobs:
+        summary = json.loads((job / "summary.json").read_text())
+        assert summary["status"] == "finished" and summary["environment"]["threads"] is None
+        weight = torch.load(job / "final_model.pt", weights_only=True)["fc.weight"]
+        assert weight.dtype == dtype and weight.shape == (1, 123) and bool(torch.isfinite(weight).all())

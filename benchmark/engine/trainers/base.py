@@ -4,7 +4,7 @@ which the simulation stores and reports in summary.json; the trainer never touch
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import torch
@@ -12,6 +12,7 @@ import torch
 from benchmark.engine import low_rank_step
 from benchmark.engine.low_rank_step import FusedStep
 from benchmark.engine.round_tally import SILENT, RoundTally
+from benchmark.engine.rounds import ExecutionRecord
 from benchmark.engine.training_setup import Positions, TrainingSetup
 from benchmark.fl.base import RoundInfo
 
@@ -27,20 +28,6 @@ class ClientOutcome:
     state: dict[str, torch.Tensor]  # its persistent state after the round
     lr_sum: float  # Σ_k η_k over its steps
     loss: float  # mean training loss over its steps
-
-
-@dataclass(frozen=True)
-class ExecutionRecord:
-    """How a job's rounds were trained, as summary.json states it (and a checkpoint keeps `chosen`
-    and `probe`, so a resumed `auto` job keeps its trainer)."""
-
-    chosen: str | None = None  # the trainer that trains the rounds; `auto`: None until its probe chose
-    probe: dict | None = None  # `auto`: the probe's round and timings, or why it stayed sequential
-    local_step: dict[str, dict] = field(default_factory=dict)  # trainer -> {"step": "fused" | "plain", "why"}
-    vmap_chunk: dict | None = None  # vectorised: clients per call and why (engine/vmap_chunk.py)
-
-    def with_local_step(self, trainer: str, step: dict) -> ExecutionRecord:
-        return replace(self, local_step={**self.local_step, trainer: step})
 
 
 @dataclass

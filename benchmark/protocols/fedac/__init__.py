@@ -3,7 +3,7 @@ round, an lr grid per (M, K) cell computed as one batch by a compiled engine (en
 jobs.py says which jobs and how they batch), replayed job by job (replay.py), and reported as the
 paper's figure with the authors' released runs beside it (report.py, compare.py).
 
-Importing this package registers both parts; the engine (torch, numba) and the report's plotting
+Importing this package registers both parts; the engine (numpy, numba: no torch) and the report's plotting
 are imported only when a batch is computed or a report drawn, so `fedbench plan` stays light.
 """
 
@@ -24,9 +24,14 @@ if TYPE_CHECKING:
 
 class FedAcProtocol(Protocol):
     name = "fedac"
-    # a one-thread numba kernel plus a few torch ops per round, which a second thread only slows down
-    # (benchmarks/README.md, "Measurements behind code comments")
+    # a one-thread numba kernel plus a few numpy products per round, which a second thread only slows
+    # down (benchmarks/README.md, "Measurements behind code comments")
     threads = {"count": 1, "chosen_by": "batched engine (one thread)"}
+
+    def use_threads(self, count: int) -> None:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(count, user_api="blas")  # numpy's products; the numba kernel is one thread anyway
 
     def batch_key(self, job: JobConfig) -> str | None:
         return batch_key(job)

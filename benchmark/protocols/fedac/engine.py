@@ -14,23 +14,32 @@ two agree), without Python per worker:
 - one step per round (the minibatch methods, or K = 1): every worker starts from the broadcast
   model, and the mean of their steps is one step on the mean gradient, so the state is (B, d)
   and the gradient a matrix product over the round's M·K·batch examples.
+
+numpy throughout, torch imported by no line of a run here (its start-up alone is ~1.2 CPU-s, most of
+a small cell): the samples and w₀ that torch's seeded generators defined are drawn bit for bit
+without it (benchmark/torch_streams.py), so job ids and numbers stay those of the per-client loop.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import torch
-import torch.nn.functional as F
+import numpy as np
 
-from benchmark.engine.convex import BinaryLogistic
-from benchmark.engine.fed_data import authors_positions, shared_positions
+from benchmark.engine.convex import softplus
+from benchmark.engine.fed_data import authors_positions, shared_rows
 from benchmark.fl.fedac import coefficients
-from benchmark.fl.flat import flat_params
 from benchmark.metrics import ema_update
 from benchmark.protocols.fedac.jobs import one_step_rounds, server_kind
 from benchmark.protocols.fedac.signals import HeldSignals
+from benchmark.rng import Stream, derive_seed
 from benchmark.suite.schema import JobConfig
+from benchmark.torch_streams import TorchGenerator
+
+if TYPE_CHECKING:
+    from benchmark.engine.convex import BinaryArrays
 
 ENGINE = "fedac_batched"  # recorded in the checkpoints of the jobs run here
 
@@ -40,7 +49,7 @@ class Outcome:
     """One job's share of a batch: its metric records, final evaluated model, and fate."""
 
     records: list[dict] = field(default_factory=list)
-    final: torch.Tensor | None = None  # the evaluated model (FedAc: averaged w_ag) after the last round
+    final: np.ndarray | None = None  # the evaluated model (FedAc: averaged w_ag) after the last round
     diverged_round: int | None = None  # first round whose model was not finite
     error: Exception | None = None  # a setting the method refuses (FedAc-II with α ≤ 1)
     round_bytes: int = 0  # sent down (and up) per round over all workers
@@ -66,7 +75,7 @@ class Batch:
                 outcome.error = err
                 continue
             kept.append((job, outcome))
-        linear = Recursion(*(torch.cat([getattr(r, k) for r in rows]) for k in ("T", "v", "r"))) if rows else None
+        linear = Recursion(*(np.concatenate([getattr(r, k) for r in rows]) for k in ("T", "v", "r"))) if rows else None
         return cls([j for j, _ in kept], [o for _, o in kept], one_step, linear)
 
 
@@ -82,56 +91,48 @@ class Recursion:
     second row (the first stays put): T = diag(1, 1 − ηλ), v = (0, η), r = (0, 1). The last row
     is what is evaluated either way. T (B, 2, 2), v and r (B, 2) are float64, a row per job."""
 
-    T: torch.Tensor
-    v: torch.Tensor
-    r: torch.Tensor
+    T: np.ndarray
+    v: np.ndarray
+    r: np.ndarray
 
     @classmethod
     def of_job(cls, job: JobConfig, steps: int) -> Recursion:
         lam, eta = job.local.weight_decay, job.local.lr_schedule.round_lr(0)  # no decay: batch_key admits d = 1 only
         term = job.method.term("fedac")
         if term is None:
-            return cls(
-                torch.tensor([[[1.0, 0.0], [0.0, 1 - eta * lam]]], dtype=torch.float64),
-                torch.tensor([[0.0, eta]], dtype=torch.float64),
-                torch.tensor([[0.0, 1.0]], dtype=torch.float64),
-            )
+            return cls(np.array([[[1.0, 0.0], [0.0, 1 - eta * lam]]]), np.array([[0.0, eta]]), np.array([[0.0, 1.0]]))
         p = term.params
         c = coefficients(p.variant, eta, p.mu if p.mu is not None else lam, steps, p.beta_rule)
         r = [1 / c.beta, 1 - 1 / c.beta]
         pull = 1 / c.alpha - c.gamma * lam  # FedAc-I (μ = λ): 0, w forgets the point
         T = [[1 - 1 / c.alpha + pull * r[0], pull * r[1]], [(1 - eta * lam) * r[0], (1 - eta * lam) * r[1]]]
-        return cls(
-            torch.tensor([T], dtype=torch.float64),
-            torch.tensor([[c.gamma, eta]], dtype=torch.float64),
-            torch.tensor([r], dtype=torch.float64),
-        )
+        return cls(np.array([T]), np.array([[c.gamma, eta]]), np.array([r]))
 
     @property
     def size(self) -> int:
         return self.v.shape[1]
 
-    def step(self, state: torch.Tensor, data_grad: torch.Tensor) -> torch.Tensor:
+    def step(self, state: np.ndarray, data_grad: np.ndarray) -> np.ndarray:
         """state (B, c, d), data_grad (B, d) = mean ℓ'(z) x: one step of every job."""
-        return self.T.to(state.dtype) @ state - self.v.to(state.dtype)[:, :, None] * data_grad[:, None, :]
+        return self.T.astype(state.dtype) @ state - self.v.astype(state.dtype)[:, :, None] * data_grad[:, None, :]
 
-    def schedule(self, steps: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor | None]]:
+    def schedule(self, steps: int, dtype) -> tuple[np.ndarray, np.ndarray, list[np.ndarray | None]]:
         """For K local steps on the lazy form X_k = P_k U_k (P_k c × c per job, shared by every
         worker): r P_k (how U gives the score), P_{k+1}⁻¹ v (how the data term enters U), and
         where P is folded back into U (when its condition number passes FOLD_CONDITION, so
         float32 U loses no precision); P at the end, all in `dtype`. The same every round: computed once per
         batch, in float64."""
-        eye = torch.eye(self.size, dtype=torch.float64).expand_as(self.T)
+        eye = np.broadcast_to(np.eye(self.size), self.T.shape)
         p, reads, enters, folds = eye, [], [], []
         for k in range(steps):
             reads.append((self.r[:, None, :] @ p)[:, 0])
             p = self.T @ p
-            enters.append(torch.linalg.solve(p, self.v))
-            fold = k + 1 == steps or float(torch.linalg.cond(p).max()) > FOLD_CONDITION
-            folds.append(p.to(dtype) if fold else None)
+            enters.append(np.linalg.solve(p, self.v[..., None])[..., 0])
+            fold = k + 1 == steps or float(np.linalg.cond(p).max()) > FOLD_CONDITION
+            folds.append(p.astype(dtype) if fold else None)
             if fold:
                 p = eye
-        return torch.stack(reads).to(dtype), torch.stack(enters).to(dtype), folds
+        return np.stack(reads).astype(dtype), np.stack(enters).astype(dtype), folds
 
 
 FOLD_CONDITION = 50.0
@@ -142,21 +143,21 @@ class SparseRows:
     """x as padded (column, value) lists: a9a has at most 14 non-zeros in 123 features, so a
     worker's step reads and writes 14 coordinates. Padding points at an extra, unused column d."""
 
-    cols: torch.Tensor  # (n, nnz) int64
-    vals: torch.Tensor  # (n, nnz) float32
+    cols: np.ndarray  # (n, nnz) int64
+    vals: np.ndarray  # (n, nnz) float32
     width: int  # d + 1: the columns and the padding one
     binary: bool  # every non-zero is 1 (a9a): x's values need no multiplication
 
     @classmethod
-    def of(cls, x: torch.Tensor) -> SparseRows:
+    def of(cls, x: np.ndarray) -> SparseRows:
         n, d = x.shape
         present = x != 0
         counts = present.sum(1)
         nnz = max(int(counts.max()), 1)
-        rows, columns = present.nonzero(as_tuple=True)  # row by row, columns ascending
-        slot = torch.arange(len(rows)) - (torch.cumsum(counts, 0) - counts)[rows]  # place within its row
-        cols = torch.full((n, nnz), d, dtype=torch.int64)
-        vals = torch.zeros(n, nnz, dtype=x.dtype)
+        rows, columns = present.nonzero()  # row by row, columns ascending
+        slot = np.arange(len(rows)) - (np.cumsum(counts) - counts)[rows]  # place within its row
+        cols = np.full((n, nnz), d, dtype=np.int64)
+        vals = np.zeros((n, nnz), dtype=x.dtype)
         cols[rows, slot], vals[rows, slot] = columns, x[rows, columns]
         return cls(cols, vals, d + 1, bool((vals[cols < d] == 1).all()))
 
@@ -170,7 +171,7 @@ class PerDataset:
         self.values: dict = {}
 
     def get(self, job: JobConfig, key: tuple, build):
-        from benchmark.engine.setup import data_fingerprint
+        from benchmark.engine.sources import data_fingerprint
 
         fingerprint = data_fingerprint(job)
         if fingerprint != self.fingerprint:
@@ -183,21 +184,23 @@ class PerDataset:
 PER_DATASET = PerDataset()
 
 
-def _logistic_parts(z: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _logistic_parts(z: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(loss log(1 + e^{−yz}), its derivative in z) for scores z and labels y = ±1."""
     margin = y * z
-    return F.softplus(-margin), -y * torch.sigmoid(-margin)
+    sigmoid = 1 / (1 + np.exp(margin))  # σ(−margin); an overflowing e^margin gives 0, as torch's
+    return softplus(-margin), -y * sigmoid
 
 
 def run_batch(
     jobs: list[JobConfig],
-    x: torch.Tensor,
-    y01: torch.Tensor,
-    test_x: torch.Tensor,
-    test_y01: torch.Tensor,
-    objective: BinaryLogistic | None,
+    x: np.ndarray,
+    y01: np.ndarray,
+    test_x: np.ndarray,
+    test_y01: np.ndarray,
+    objective: BinaryArrays | None,
 ) -> list[Outcome]:
-    """Run jobs (equal `batch_key`s) together; one Outcome per job, in order."""
+    """Run jobs (equal `batch_key`s) together; one Outcome per job, in order. The data as numpy
+    arrays (or CPU tensors, read as arrays)."""
     first = jobs[0]
     outcomes = [Outcome() for _ in jobs]
     batch = Batch.of(jobs, outcomes)
@@ -206,15 +209,16 @@ def run_batch(
         return outcomes
     # the authors' sample stream runs in float64, as their numpy code does: their runs to 1e-6, not float32's 1e-3
     authors = first.dataset.split.samples == "authors_numpy"
-    dtype = torch.float64 if authors else torch.float32
-    rows_x = x.flatten(1).float()  # sparse rows: float32 values, any state
-    test_x = test_x.flatten(1).to(dtype)
-    x = rows_x.to(dtype)
-    y, test_y = 2.0 * y01.to(dtype) - 1.0, 2.0 * test_y01.to(dtype) - 1.0
+    dtype = np.float64 if authors else np.float32
+    x, test_x = np.asarray(x), np.asarray(test_x)
+    rows_x = x.reshape(len(x), -1).astype(np.float32)  # sparse rows: float32 values, any state
+    test_x = test_x.reshape(len(test_x), -1).astype(dtype)
+    x = rows_x.astype(dtype)
+    y, test_y = 2.0 * np.asarray(y01).astype(dtype) - 1.0, 2.0 * np.asarray(test_y01).astype(dtype) - 1.0
     n, d = x.shape
     b_count, m, k, bs = len(batch.jobs), first.num_clients, first.local.steps, first.local.batch_size
     linear = batch.linear
-    state = initial_model(first, dtype).expand(b_count, linear.size, d).clone()  # (B, c, d): w (and w_ag)
+    state = np.broadcast_to(initial_model(first, d, dtype), (b_count, linear.size, d)).copy()  # (B, c, d)
     # (θ, θ_ag) down and (Δ, Δ_ag) up per worker for FedAc, θ and Δ for SGD
     round_bytes = [m * (2 if server_kind(j.method) == "fedac" else 1) * d * 4 for j in batch.jobs]
     if batch.one_step:
@@ -224,35 +228,36 @@ def run_batch(
         local = LocalSteps(linear, train_rows, y, m, k)
     ema: list[float | None] = [None] * b_count
     # the per-client loop's divergence checks: training loss and θ every round, test loss when evaluated
-    theta_row = torch.tensor([0 if server_kind(j.method) == "fedac" else 1 for j in batch.jobs])
-    finite = torch.ones(b_count, dtype=torch.bool)
+    theta_row = np.array([0 if server_kind(j.method) == "fedac" else 1 for j in batch.jobs])
+    finite = np.ones(b_count, dtype=bool)
 
-    def check(done: int, ok: torch.Tensor) -> None:
+    def check(done: int, ok: np.ndarray) -> None:
         nonlocal finite
-        for i in torch.nonzero(finite & ~ok).flatten().tolist():
+        for i in np.flatnonzero(finite & ~ok).tolist():
             live[i].diverged_round = done
         finite = finite & ok  # diverged jobs go on (NaN); their replay stops before this round
 
-    with HeldSignals() as held:
+    # a diverging job overflows to inf and NaN, found by `check` as the per-client loop finds it: no warnings
+    with HeldSignals() as held, np.errstate(over="ignore", invalid="ignore"):
         for rnd in range(first.rounds):
             shape = (rnd, m, k, bs, n)
-            idx = authors_positions(first.seed, d, *shape) if authors else shared_positions(first.seed, *shape)
+            idx = authors_positions(first.seed, d, *shape) if authors else shared_rows(first.seed, *shape)
             done = rnd + 1
             if local is None:
                 state, loss = _one_step(linear, state, x, y, idx.reshape(-1))
             else:
                 state, loss = local.round(state, idx, with_loss=first.evaluates(done))
             held.deliver()  # Ctrl-C / SIGTERM during the round's kernel call stops here
-            check(done, torch.isfinite(loss) & torch.isfinite(state[torch.arange(b_count), theta_row]).all(1))
+            check(done, np.isfinite(loss) & np.isfinite(state[np.arange(b_count), theta_row]).all(1))
             if not first.evaluates(done):
                 continue
             evaluated = state[:, -1]  # w, or FedAc's w_ag
             # dense products: a BLAS call takes milliseconds here, and a compiled sparse one costs its
             # start-up (numba's, about 1.5 s) in the methods that otherwise never call the kernel
             scores = test_x @ evaluated.T  # (test, B)
-            test_loss = F.softplus(-test_y[:, None] * scores).mean(0)
-            check(done, torch.isfinite(test_loss))
-            acc = 100.0 * ((scores > 0) == (test_y[:, None] > 0)).float().mean(0)
+            test_loss = softplus(-test_y[:, None] * scores).mean(0)
+            check(done, np.isfinite(test_loss))
+            acc = 100.0 * ((scores > 0) == (test_y[:, None] > 0)).astype(np.float32).mean(0)
             subopt = objective.suboptimalities(evaluated) if objective else None  # F on all training data, float64
             for i in range(b_count):
                 ema[i] = ema_update(ema[i], float(acc[i]))
@@ -269,7 +274,7 @@ def run_batch(
                     rec["subopt"] = float(subopt[i])
                 live[i].records.append(rec)
     for i, outcome in enumerate(live):
-        outcome.final, outcome.round_bytes = state[i, -1].clone(), round_bytes[i]
+        outcome.final, outcome.round_bytes = state[i, -1].copy(), round_bytes[i]
     return outcomes
 
 
@@ -278,10 +283,10 @@ def _one_step(linear: Recursion, state, x, y, rows):
     gradient over the round's M·K·batch examples (the steps are linear in the gradient). Every
     example is seen at the same point, so each distinct row is computed once, weighted by how
     often it was drawn: at most n rows, however large M·K."""
-    point = (linear.r.to(state.dtype)[:, None, :] @ state)[:, 0]  # (B, d)
-    counts = torch.bincount(rows, minlength=len(x))
-    drawn = counts.nonzero().flatten()
-    xs, weight = x[drawn], counts[drawn].to(state.dtype)[:, None]
+    point = (linear.r.astype(state.dtype)[:, None, :] @ state)[:, 0]  # (B, d)
+    counts = np.bincount(rows, minlength=len(x))
+    drawn = np.flatnonzero(counts)
+    xs, weight = x[drawn], counts[drawn].astype(state.dtype)[:, None]
     part_loss, dz = _logistic_parts(xs @ point.T, y[drawn][:, None])  # (rows, B)
     grad = (dz * weight).T @ xs
     return linear.step(state, grad / len(rows)), (part_loss * weight).sum(0) / len(rows)
@@ -295,72 +300,90 @@ class LocalSteps:
     (Recursion.schedule). The average over workers is P · mean(U). The steps themselves run in
     the compiled kernel (kernel.py), one worker at a time."""
 
-    def __init__(self, linear: Recursion, sparse: SparseRows, y: torch.Tensor, workers: int, steps: int):
-        self.sparse, self.y = sparse, y.numpy()
-        reads, enters, folds = linear.schedule(steps, y.dtype)
+    def __init__(self, linear: Recursion, sparse: SparseRows, y: np.ndarray, workers: int, steps: int):
+        self.sparse, self.y = sparse, np.asarray(y)
+        reads, enters, folds = linear.schedule(steps, self.y.dtype)
         self.jobs = reads.shape[1]
         # idle jobs (reads, enters and U zero) pad the batch: see pad_jobs
-        self.reads = pad_jobs(reads.transpose(1, 2)).numpy()  # (K, c, B + pad)
-        self.enters = pad_jobs(enters.transpose(1, 2))  # scaled by −1/batch per round
+        self.reads = pad_jobs(reads.transpose(0, 2, 1))  # (K, c, B + pad)
+        self.enters = pad_jobs(enters.transpose(0, 2, 1))  # scaled by −1/batch per round
         self.last_fold = folds[-1]
         c, padded = self.reads.shape[1:]
-        self.folds = torch.zeros(steps, c, c, padded, dtype=y.dtype)
-        self.fold_after = torch.zeros(steps, dtype=torch.bool)
+        self.folds = np.zeros((steps, c, c, padded), dtype=self.y.dtype)
+        self.fold_after = np.zeros(steps, dtype=bool)
         for j, fold in enumerate(folds[:-1]):  # the last one is applied to the mean
             if fold is not None:
-                self.folds[j, ..., : self.jobs], self.fold_after[j] = fold.permute(1, 2, 0), True
+                self.folds[j, ..., : self.jobs], self.fold_after[j] = fold.transpose(1, 2, 0), True
 
-    def round(
-        self, state: torch.Tensor, idx: torch.Tensor, with_loss: bool = True
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def round(self, state: np.ndarray, idx: np.ndarray, with_loss: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """The averaged state after one round from the broadcast `state` (B, c, d), and the mean
         training loss over the steps; without `with_loss`, a stand-in for it that is finite
         exactly when the loss is (0, or the non-finite value), and costs no logarithms."""
         from benchmark.protocols.fedac.kernel import local_round  # numba: only where local steps are taken
 
         m, k, bs = idx.shape
-        enters = (self.enters * (-1.0 / bs)).numpy()  # U ← U − P⁻¹v · mean over the batch of ℓ'(z) x
-        start = pad_jobs(state.permute(2, 1, 0)).numpy()  # (d, c, B + pad)
+        enters = self.enters * (-1.0 / bs)  # U ← U − P⁻¹v · mean over the batch of ℓ'(z) x
+        start = pad_jobs(np.asarray(state).transpose(2, 1, 0))  # (d, c, B + pad)
         mean_u, loss = local_round(
             start,
-            self.sparse.cols.numpy(),
-            self.sparse.vals.numpy(),
+            self.sparse.cols,
+            self.sparse.vals,
             self.sparse.binary,
             self.y,
-            idx.contiguous().numpy(),
+            np.ascontiguousarray(idx),
             self.reads,
             enters,
-            self.folds.numpy(),
-            self.fold_after.numpy(),
+            self.folds,
+            self.fold_after,
             with_loss,
             self.jobs,
         )
-        new = torch.einsum("bcq,dqb->bcd", self.last_fold, torch.from_numpy(mean_u[..., : self.jobs]))
-        return new, torch.from_numpy(loss[: self.jobs] / (m * k * bs)).to(new.dtype)
+        new = np.einsum("bcq,dqb->bcd", self.last_fold, mean_u[..., : self.jobs])
+        return new, (loss[: self.jobs] / (m * k * bs)).astype(new.dtype)
 
 
-def pad_jobs(t: torch.Tensor) -> torch.Tensor:
+def pad_jobs(t: np.ndarray) -> np.ndarray:
     """t (..., B) with idle jobs (zeros) up to a multiple of LANES, contiguous: the kernels' vector
     loops over jobs then have no scalar remainder, which slowed them markedly (benchmarks/README.md)."""
-    return F.pad(t, (0, -t.shape[-1] % LANES)).contiguous()
+    return np.ascontiguousarray(np.pad(t, [(0, 0)] * (t.ndim - 1) + [(0, -t.shape[-1] % LANES)]))
 
 
 LANES = 8  # float32 values in one vector register (AVX2)
 
 
-def initial_model(job: JobConfig, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """θ₀ of the job, built as the per-client path builds it (seeded init of the model), in `dtype`
-    (float64: normal_numpy's w0 as numpy draws it, not rounded to float32)."""
+def initial_model(job: JobConfig, d: int, dtype=np.float32) -> np.ndarray:
+    """θ₀ (d,) of the job's binary_logistic model, as the per-client path builds it (models/registry.py:
+    the seeded init of the model), in `dtype` (float64: normal_numpy's w0 as numpy draws it, not
+    rounded to float32). torch's draws are reproduced (torch_streams.py) where they are float32 and
+    of 16 values or more; elsewhere the model is built with torch, as the per-client path does."""
+    init = job.model.init
+    if init == "zeros":
+        return np.zeros(d, dtype)
+    if init == "normal_numpy":  # the FedAc authors' `np.random.seed(seed); np.random.randn(d)`
+        return np.random.RandomState(job.seed).randn(d).astype(dtype)
+    if dtype == np.float32 and d >= 16:
+        if init == "normal":  # torch.randn((1, d)) on the job's INIT stream
+            return TorchGenerator(derive_seed(job.seed, Stream.INIT)).randn((d,))
+        # "default": nn.Linear(d, 1, bias=False)'s kaiming_uniform_(a=√5) after torch.manual_seed(seed)
+        bound = math.sqrt(3.0) * math.sqrt(2.0 / (1 + 5)) / math.sqrt(d)
+        return TorchGenerator(job.seed).uniform((d,), -bound, bound)
+    return _initial_model_by_torch(job, dtype)
+
+
+def _initial_model_by_torch(job: JobConfig, dtype) -> np.ndarray:
+    import torch
+
     from benchmark.engine.setup import load_source
+    from benchmark.fl.flat import flat_params
     from benchmark.models.registry import build_model
 
     src = load_source(job)
     previous = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)  # built in dtype, so that the init's draws are stored as drawn
+    torch.set_default_dtype(torch.float64 if dtype == np.float64 else torch.float32)  # draws stored as drawn
     try:
         model = build_model(
             job.model.name, src.input_shape, src.num_classes, job.model.params, job.model.init, job.seed
         )
     finally:
         torch.set_default_dtype(previous)
-    return flat_params(model).detach()
+    return flat_params(model).detach().numpy()

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import time
 
-from benchmark.engine.convex import BinaryLogistic
+import numpy as np
+
+from benchmark.engine.convex import BinaryArrays
 from benchmark.engine.round_tally import OnClients
-from benchmark.engine.simulation import Diverged, OnEval, OnRound, Progress
-from benchmark.engine.trainers.base import ExecutionRecord
+from benchmark.engine.rounds import Diverged, ExecutionRecord, OnEval, OnRound, Progress
 from benchmark.protocols.fedac.engine import ENGINE, PER_DATASET, Outcome, run_batch
 from benchmark.suite.expand import Job
 
@@ -24,7 +25,7 @@ class ReplaySimulation:
     client_accuracy = None  # its datasets (a9a, synthetic shared) are not grouped by user
 
     def __init__(self, job: Job, outcome: Outcome):
-        from benchmark.engine.setup import data_fingerprint
+        from benchmark.engine.sources import data_fingerprint
 
         self.job, self.outcome = job.config, outcome
         self.progress = Progress()
@@ -72,7 +73,7 @@ class ReplaySimulation:
         return records
 
     def final_state_dict(self) -> dict:
-        return {"fc.weight": self.outcome.final.view(1, -1).clone()}
+        return {"fc.weight": self.outcome.final.reshape(1, -1).copy()}  # written as a tensor (torch_format.py)
 
 
 def replays(jobs: list[Job]) -> list[ReplaySimulation]:
@@ -81,15 +82,15 @@ def replays(jobs: list[Job]) -> list[ReplaySimulation]:
 
 
 def run_group(configs) -> list[Outcome]:
-    from benchmark.engine.setup import load_source
+    from benchmark.engine.sources import load_arrays
 
     first = configs[0]
-    src = load_source(first)
+    src = load_arrays(first)
     objective = None
     if first.suboptimality:  # F* is solved (or read) once per dataset and λ
         lam = first.local.weight_decay
         objective = PER_DATASET.get(
-            first, ("objective", lam), lambda: BinaryLogistic.of(src.train_x, src.train_y, src.num_classes, lam)
+            first, ("objective", lam), lambda: BinaryArrays.of(np.asarray(src.train_x), np.asarray(src.train_y), lam)
         )
     started = time.monotonic()
     outcomes = run_batch(configs, src.train_x, src.train_y, src.test_x, src.test_y, objective)
