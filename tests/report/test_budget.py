@@ -311,3 +311,19 @@ def test_memoised_seconds_follow_the_load(tmp_path, monkeypatch):
     counts, _, _ = later.remembered("counted", lambda: ({"steps": 10}, []), per_load=False)
     later.save()
     assert Memo({"k": 1}, load=busy).remembered("counted", pytest.fail, per_load=False)[0] == {"steps": 10}
+
+
+def test_a_round_too_long_to_time_whole_is_cut_and_its_evaluation_guessed(tmp_path, monkeypatch):
+    """A ResNet round takes minutes on a CPU: past LONG_ROUND_S the first round stops at its next
+    progress report, its rate is read from its steps so far, and the assumed block says so."""
+    from benchmark.report import budget_timing
+
+    monkeypatch.setattr(budget_timing, "LONG_ROUND_S", 0.0)  # every round is "too long": cut at its first report
+    suite = written(tmp_path, SUITE)
+    _, jobs = load_jobs(suite)
+    rates = budget_timing.measure(jobs[0], "cpu", lambda t: 1)
+    assert rates.rounds_timed == 0 and rates.step_s > 0 and rates.round_s == 0
+    assert rates.fastest_step_s == rates.step_s == rates.slowest_step_s
+    assert rates.eval_s > 0  # a forward pass over the test set, guessed from the step's time
+    shown = planned(suite)
+    assert "a round too long to time whole: cut after" in shown and "guessed" in shown
