@@ -193,6 +193,11 @@ def run(
 )
 @click.option("--device", default="auto", show_default=True, help="with --budget: where the step rates are measured")
 @click.option("--threads", type=COUNT, default=None, help="with --budget: the --threads the run will be given")
+@click.option(
+    "--remeasure",
+    is_flag=True,
+    help="with --budget: measure every rate again instead of using this machine's memo of them (and update it)",
+)
 @click.option("--jobs", "every_job", is_flag=True, help="list every job, however many (default: up to 200)")
 @job_options
 def plan(
@@ -204,6 +209,7 @@ def plan(
     budget: bool,
     device: str,
     threads,
+    remeasure: bool,
     every_job: bool,
     only,
     sets,
@@ -216,7 +222,9 @@ def plan(
     from benchmark.commands.plan import plan_suite
 
     select = _select(suite_file, only, sets, seeds, rounds, max_jobs)
-    plan_suite(select, splits, max_clients, figures_dir, audit_only, budget, device, every_job, threads)
+    if remeasure and not budget:
+        raise UserError("--remeasure measures the budget's rates again: use it with --budget")
+    plan_suite(select, splits, max_clients, figures_dir, audit_only, budget, device, every_job, threads, remeasure)
 
 
 @cli.command()

@@ -8,7 +8,9 @@ machine keeps (numba's compiled kernels, decoded datasets, F*). Inside the child
 each heavy library's import (where it happened, nested in whatever imported it) and timers wrapped
 around named functions (installed as their modules are imported, so every `from x import f` gets the
 timed one) give the run's phases. Printed: the median over repeats of each, its share of the whole
-process, and the interpreter's own start (`python -c pass`). The phases nest (a batch's computation
+process, the interpreter's own start (`python -c pass`) and `fedbench --version` (interleaved with the
+runs), and when the first job's first round started after the launch (also as a ratio to `--version`;
+`--tracked` runs with MLflow tracking, as `fedbench run` does by default). The phases nest (a batch's computation
 contains the kernel's first call); imports happen inside whichever phase first needs them.
 """
 
@@ -52,12 +54,20 @@ PHASES = [
     ("benchmark.engine.convex", "BinaryArrays.of", "F* (FedAc engine: read from the cache, or solved)"),
     ("benchmark.commands.output", "print_results", "result tables printed"),
 ]
+FIRST_ROUND = ("benchmark.engine.simulation", "Simulation.run_round")  # the first job's first round starts
 
 CHILD = r"""
 import functools, importlib.abc, importlib.machinery, json, sys, time
 T0 = time.perf_counter()
-PHASES = json.loads(sys.argv[1])
+PHASES, FIRST_ROUND = json.loads(sys.argv[1])
 spent, cpu, calls, first = {}, {}, {}, {}
+started = {}  # wall clock (time.time) at the first call of FIRST_ROUND, to compare with the parent's launch
+
+def stamped(f):
+    def wrapper(*args, **kwargs):
+        started.setdefault("first_round", time.time())
+        return f(*args, **kwargs)
+    return wrapper
 
 def timed(label, f):
     def wrapper(*args, **kwargs):
@@ -73,6 +83,10 @@ def timed(label, f):
     return wrapper
 
 def patch(module):
+    if module.__name__ == FIRST_ROUND[0]:
+        owner, attr = FIRST_ROUND[1].split(".")
+        cls = getattr(module, owner)
+        setattr(cls, attr, stamped(getattr(cls, attr)))
     for name, path, label in PHASES:
         if name != module.__name__:
             continue
@@ -92,7 +106,7 @@ def patch(module):
             setattr(module, owner, timed(label, getattr(module, owner)))
 
 class Hook(importlib.abc.MetaPathFinder):
-    names = {p[0] for p in PHASES}
+    names = {p[0] for p in PHASES} | {FIRST_ROUND[0]}
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in self.names:
             return None
@@ -107,23 +121,26 @@ class Hook(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, Hook())
 from benchmark.cli import main
 code = main(sys.argv[2:])
-print("PHASES " + json.dumps({"total": time.perf_counter() - T0, "spent": spent, "cpu": cpu, "calls": calls, "first": first}))
+print("PHASES " + json.dumps({"total": time.perf_counter() - T0, "spent": spent, "cpu": cpu, "calls": calls, "first": first, "started": started}))
 sys.exit(code)
 """
 
 
-def run_child(suite: Path, work: Path, extra: list[str]) -> dict:
+def run_child(suite: Path, work: Path, extra: list[str], tracked: bool = False) -> dict:
     results = work / "results"
-    subprocess.run(["rm", "-rf", str(results)], check=True)
+    subprocess.run(["rm", "-rf", str(results), str(work / "mlflow.db"), str(work / "mlruns")], check=True)
     env = {
         **os.environ,
         **ONE_THREAD,
+        "MLFLOW_TRACKING_URI": "sqlite:///mlflow.db",  # in the work folder, new in each repeat
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
     }
-    args = ["run", str(suite), "--results-dir", str(results), "--no-tracking", "--threads", "1", "-q", *extra]
-    t0 = time.perf_counter()
+    args = ["run", str(suite), "--results-dir", str(results), "--threads", "1", "-q", *extra]
+    if not tracked:
+        args.append("--no-tracking")
+    t0, launched = time.perf_counter(), time.time()
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", CHILD, json.dumps(PHASES), *args],
+        [sys.executable, "-X", "importtime", "-c", CHILD, json.dumps([PHASES, FIRST_ROUND]), *args],
         cwd=work,
         env=env,
         capture_output=True,
@@ -135,6 +152,8 @@ def run_child(suite: Path, work: Path, extra: list[str]) -> dict:
     (line,) = [ln for ln in done.stdout.splitlines() if ln.startswith("PHASES ")]
     found = json.loads(line.removeprefix("PHASES "))
     found["whole"] = whole
+    if "first_round" in found["started"]:
+        found["first_round"] = found["started"]["first_round"] - launched
     found["imports"] = imports(done.stderr)
     return found
 
@@ -151,9 +170,9 @@ def imports(importtime: str) -> dict[str, float]:
     return out
 
 
-def bare_interpreter() -> float:
+def whole_process(*command: str) -> float:
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    subprocess.run([sys.executable, *command], check=True, capture_output=True)
     return time.perf_counter() - t0
 
 
@@ -162,15 +181,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("suite", type=Path)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--only", help="passed to `fedbench run --only`")
+    ap.add_argument("--tracked", action="store_true", help="with MLflow tracking (a new store in each repeat)")
     args = ap.parse_args(argv)
     extra = ["--only", args.only] if args.only else []
     with tempfile.TemporaryDirectory(prefix="startup-phases-") as tmp:
         work = Path(tmp)
-        run_child(args.suite.resolve(), work, extra)  # untimed: the machine's caches
-        runs, bare = [], []
-        for _ in range(args.repeats):
-            bare.append(bare_interpreter())
-            runs.append(run_child(args.suite.resolve(), work, extra))
+        run_child(args.suite.resolve(), work, extra, args.tracked)  # untimed: the machine's caches
+        runs, bare, version = [], [], []
+        for _ in range(args.repeats):  # interleaved, so that each ratio sees the same load
+            bare.append(whole_process("-c", "pass"))
+            version.append(whole_process("-m", "benchmark", "--version"))
+            runs.append(run_child(args.suite.resolve(), work, extra, args.tracked))
     med = statistics.median
     whole = med(r["whole"] for r in runs)
     print(
@@ -178,6 +199,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"  {'phase':<52} {'wall s':>7} {'share':>6} {'CPU s':>6}")
     print(f"  {'python -c pass':<52} {med(bare):7.2f} {med(bare) / whole:6.1%}")
+    print(f"  {'fedbench --version':<52} {med(version):7.2f} {med(version) / whole:6.1%}")
+    if all("first_round" in r for r in runs):  # -X importtime's own cost is in it (a few %)
+        ratios = [r["first_round"] / v for r, v in zip(runs, version)]
+        s = med(r["first_round"] for r in runs)
+        label = "the first job's first round starts (after launch)"
+        print(f"  {label:<52} {s:7.2f} {s / whole:6.1%}", end="")
+        print(f"  ({med(ratios):.1f}x fedbench --version, median of the per-repeat ratios)")
     for lib in LIBRARIES:  # importtime measures wall time only
         if all(lib in r["imports"] for r in runs):
             s = med(r["imports"][lib] for r in runs)

@@ -19,6 +19,7 @@ def plan_suite(
     device: str,
     every_job=False,
     threads: int | None = None,
+    remeasure: bool = False,
 ):
     if figures_dir and not splits:
         raise UserError("--figures writes the split figures: use it with --splits")
@@ -34,7 +35,7 @@ def plan_suite(
         from benchmark.run.threads import request
 
         request(threads)  # timed at the count the run will train at (run/threads.py)
-        for part in budget_table(suite.name, jobs, torch_device(device), every_job):
+        for part in budget_table(suite.name, jobs, torch_device(device), every_job, remeasure):
             out.print(part, markup=False, highlight=False) if isinstance(part, str) else out.print(part)
         return
     if splits:

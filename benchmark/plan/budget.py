@@ -7,26 +7,32 @@ engine/fed_data.py (E·⌈n/b⌉ steps and E·n samples over E epochs, or K step
 Time is measured here, at the thread count the run will use (run/threads.py), and added up as the run
 spends it: its start-up (plan/budget_timing.py), each job run on its own (set-up, client-steps at the
 rate of real rounds of the job, evaluations), and the batches a protocol computes together, which the
-protocol times on its own engine (FedAc: protocols/fedac/cost.py). The machine's load is in the
-measurements; the range is the same work at the fastest and slowest timed rounds, and at the quietest
-and busiest load of the last 15 minutes. MLflow tracking is not counted (a run with `--no-tracking`).
+protocol times on its own engine in CPU seconds (FedAc: protocols/fedac/cost.py), made wall seconds
+at a thread's share of a core now. The machine's load is in the jobs' measurements; the range is the
+same work at the fastest and slowest timed rounds, and at the quietest and busiest load of the last
+15 minutes. MLflow tracking is not counted (a run with `--no-tracking`). What was measured is
+remembered per machine (plan/budget_memo.py): a second call measures only what is new.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from rich.markup import escape
 from rich.table import Table
 
 from benchmark.data.participation import sample_clients
-from benchmark.plan.budget_timing import Load, Rates, measure, startup_seconds
+from benchmark.plan.budget_timing import LONG_ROUND_S, Load, Rates, measure, process_age, run_imports_seconds
 from benchmark.suite.expand import Job
 
-PROTOCOL_TIME_LIMIT_S = 4.0  # a protocol's timing of its batch shapes; the rest are scaled (protocols/fedac/cost.py)
+# CPU seconds a protocol may spend timing its batch shapes; the rest are scaled (protocols/fedac/cost.py).
+# fedac_small's 15 shapes take 7.7: scaled by work, shapes whose rounds are mostly fixed cost came out
+# 0.2-6x their time (a 360 s estimate for a 137 s run at load 9.6, with 2 of 15 timed)
+PROTOCOL_TIME_LIMIT_S = 8.0
 JOBS_TIME_LIMIT_S = 3.0  # timing job kinds; past it a kind takes the rates of one timed on its dataset and model
 
 
@@ -76,10 +82,14 @@ def round_cost(c, costs: list[tuple[int, int]], t: int) -> tuple[int, int]:
     return sum(s for s, _ in chosen), sum(n for _, n in chosen)
 
 
+def cost_key(c) -> str:
+    return c.model_dump_json(exclude={"method": True, "local": {"lr"}})  # an lr grid is one cost
+
+
 def job_cost(job: Job) -> tuple[int, int]:
     """(client-steps, samples) of the whole job, from its split and its participation draws."""
     c = job.config
-    key = c.model_dump_json(exclude={"method": True, "local": {"lr"}})  # an lr grid is one cost
+    key = cost_key(c)
     if key not in _costs:
         costs = per_client(c)
         if everyone_every_round(c):  # every round the same
@@ -94,6 +104,25 @@ def job_cost(job: Job) -> tuple[int, int]:
 _costs: dict[str, tuple[int, int]] = {}
 
 
+def remembered_costs(jobs: list[Job], memo) -> None:
+    """Every job's (client-steps, samples) into `job_cost`'s cache, from the memo where the data's files
+    and loader are as they were (run/data_memo.py's stamp), else counted on the loaded data."""
+    from benchmark.run.data_memo import DataMemo
+
+    data = DataMemo()
+    for job in jobs:
+        key = cost_key(job.config)
+        if key in _costs or (stamp := data.stamp(job.config)) is None:
+            continue
+
+        def counted(job=job):
+            steps, samples = job_cost(job)
+            return {"steps": steps, "samples": samples}, []
+
+        found, _, _ = memo.remembered(("client costs", stamp, key), counted, per_load=False)
+        _costs[key] = int(found["steps"]), int(found["samples"])
+
+
 @functools.lru_cache(maxsize=256)
 def _evaluations(rounds: int, eval_every: int, metrics: tuple[str, ...]) -> int:
     from benchmark.metrics import evaluated_round
@@ -105,65 +134,104 @@ def evaluations(c) -> int:
     return _evaluations(c.rounds, c.eval_every, tuple(c.metrics))
 
 
+def method_kind(job: Job) -> str:
+    """The code a method runs at each client-step, without its hyper-parameters: its client terms and
+    codecs. Server rules are not told apart: their work is once a round, over the uploads, and is
+    counted in the timed rounds of the kind's first method."""
+    m = job.config.method
+    return "+".join([*(t.name for t in m.client), m.uplink.name, m.downlink.name]) or "plain"
+
+
 def rate_key(job: Job) -> tuple:
+    """What a client-step's time depends on; jobs alike in it share one timing (seeds, grids, splits)."""
     c = job.config
-    return (c.dataset.name, c.model.name, c.local.batch_size, job.method_label, c.execution, c.precision)
+    return (
+        c.dataset.name,
+        c.model.name,
+        c.local.batch_size,
+        method_kind(job),
+        json.dumps(c.model.params, sort_keys=True, default=str),
+        c.execution,
+        c.precision,
+    )
 
 
-def estimate(jobs: list[Job], device: str) -> Estimate:
-    """Every job's client-steps and samples, and the run's time on `device`."""
+def estimate(jobs: list[Job], device: str, remeasure: bool = False) -> Estimate:
+    """Every job's client-steps and samples, and the run's time on `device`; what was measured before
+    on this machine comes from its memo unless `remeasure` (plan/budget_memo.py)."""
+    from benchmark.plan.budget_memo import Memo, machine_key
     from benchmark.run.protocol_batches import ProtocolBatches
     from benchmark.run.protocols import PROTOCOLS
-    from benchmark.run.threads import cpu_choice, for_protocol
+    from benchmark.run.threads import cpu_choice, protocol_choice
 
     load = Load.now()
-    startup = startup_seconds()
+    alone_threads = cpu_choice() if device == "cpu" else {"count": "torch's", "chosen_by": "GPU job"}
+    memo = Memo(machine_key(device, alone_threads["count"]), remeasure, load)
+    imports, _, note = memo.remembered(("run imports",), lambda: ({"s": run_imports_seconds()}, []))
+    startup = process_age() + imports["s"]
+    share = load.share(load.averages[0])
+    remembered_costs(jobs, memo)
     batched = ProtocolBatches(jobs)
     found: dict[str, Budget] = {}
-    seconds = fast = slow = 0.0
-    assumed = [f"device {device_name(device)}; {load}", f"run start-up (imports, suite): {startup:.1f} s"]
+    seconds = 0.0
+    assumed = [
+        f"device {device} ({memo.key['device_name']}); {load}",
+        f"run start-up (imports, suite): {startup:.1f} s" + (f" (its imports {note})" if note else ""),
+    ]
     for batch in batched.batches.values():  # rows without a time, until their protocol gives one
         found.update({j.id: Budget(*job_cost(j)) for j in batch})
     for name in {p for p, _ in batched.batches}:
         protocol = PROTOCOLS.get(name)
         groups = [b for (p, _), b in batched.batches.items() if p == name]
-        threads = for_protocol(protocol)  # the count its batches are computed at
-        costs = protocol.batch_costs(groups, PROTOCOL_TIME_LIMIT_S)
-        if costs is None:
+        threads = protocol_choice(protocol)
+        what = ("protocol", name, device, threads["count"], *map(batch_shape, groups))
+        cpu, lines, note = memo.remembered(what, measuring(protocol, groups, device), per_load=False)
+        times = {k: v / share for k, v in cpu.items()}  # CPU seconds of one thread, at its share of a core now
+        if not times:
             assumed.append(f"protocol {name}: its batches' time is not known (not counted)")
             continue
-        written = replay_seconds(protocol, groups[0][0], device)
-        assumed += [
-            f"protocol {name}: {threads['count']} thread(s), {threads['chosen_by']}",
-            *costs.assumed,
-            f"protocol {name}: the job runner writes each job's replay in {1e3 * written:.0f} ms",
-        ]
-        seconds += costs.startup_s + sum(costs.seconds) + written * sum(map(len, groups))
-        for batch, took in zip(groups, costs.seconds):
+        assumed += [f"protocol {name}: {threads['count']} thread(s), {threads['chosen_by']}", *lines]
+        assumed.append(f"protocol {name}: CPU time / {share:.2f} (a thread's share of a core at this load)")
+        if note:
+            assumed.append(f"protocol {name}: {note}")
+        written = times["written"]
+        seconds += times["startup"] + sum(times[str(i)] for i in range(len(groups))) + written * sum(map(len, groups))
+        for i, batch in enumerate(groups):
             for j in batch:
-                found[j.id] = Budget(*job_cost(j), seconds=took / len(batch) + written, ms_per_step="batched")
+                found[j.id] = Budget(*job_cost(j), seconds=times[str(i)] / len(batch) + written, ms_per_step="batched")
     fast, slow = seconds, seconds
     alone = [j for j in jobs if not batched.covers(j)]
     if alone:
-        chosen = cpu_choice() if device == "cpu" else {"count": "torch's", "chosen_by": "GPU job"}
-        assumed.append(f"jobs on their own: {chosen['count']} thread(s), {chosen['chosen_by']}")
+        assumed.append(f"jobs on their own: {alone_threads['count']} thread(s), {alone_threads['chosen_by']}")
     rates: dict[tuple, Rates] = {}
+    memoised: set[tuple] = set()
     timing_started = time.perf_counter()
     for job in alone:
         key = rate_key(job)
         if key not in rates:
             like = [k for k in rates if k[:3] == key[:3]]
-            if like and time.perf_counter() - timing_started > JOBS_TIME_LIMIT_S:
+            # past the time limit, or where a like kind's rates were memoised but this kind's not (an
+            # earlier call's limit), a kind takes a like kind's rates: a second call gives the first's answer
+            late = time.perf_counter() - timing_started > JOBS_TIME_LIMIT_S or any(k in memoised for k in like)
+            if like and late and not remembered(memo, job, device):
                 rates[key] = rates[like[0]]
                 assumed.append(f"{' '.join(map(str, key[:4]))}: not timed (time limit), at {like[0][3]}'s rates")
             else:
-                c, costs = job.config, per_client(job.config)
-                rates[key] = measure(job, device, lambda t, c=c, costs=costs: round_cost(c, costs, t)[0])
+                rates[key], note = job_rates(memo, job, device)
+                if note:
+                    memoised.add(key)
                 r = rates[key]
                 assumed.append(
                     f"{' '.join(map(str, key[:4]))}: {1e3 * r.step_s:.2f} ms/step "
                     f"({1e3 * r.fastest_step_s:.2f}-{1e3 * r.slowest_step_s:.2f}), "
-                    f"evaluation {1e3 * r.eval_s:.0f} ms, runner {1e3 * r.round_s:.1f} ms a round, set-up {r.setup_s:.1f} s"
+                    + (
+                        f"evaluation {1e3 * r.eval_s:.0f} ms, runner {1e3 * r.round_s:.1f} ms a round"
+                        if r.rounds_timed
+                        else f"a round too long to time whole: cut after {LONG_ROUND_S} s, evaluation "
+                        f"{1e3 * r.eval_s:.0f} ms guessed (a forward pass, a third of a step a batch)"
+                    )
+                    + f", set-up {r.setup_s:.1f} s"
+                    + (f" ({note})" if note else "")
                 )
         r, (steps, samples), evals = rates[key], job_cost(job), evaluations(job.config)
         fixed = r.setup_s + evals * r.eval_s + job.config.rounds * r.round_s
@@ -171,15 +239,62 @@ def estimate(jobs: list[Job], device: str) -> Estimate:
         seconds += fixed + steps * r.step_s
         fast += fixed + steps * r.fastest_step_s
         slow += fixed + steps * r.slowest_step_s
+    memo.save()
     quieter, busier = load.factors()
-    assumed.append("MLflow tracking not counted (as `run --no-tracking`)")
+    assumed += ["MLflow tracking not counted (as `run --no-tracking`)", memo.summary()]
     total = startup + seconds
     return Estimate(found, total, (startup + fast) * quieter, (startup + slow) * busier, tuple(assumed))
 
 
+def job_shape(job: Job, device: str) -> tuple:
+    """What a job kind's measured rates depend on (the memo's key): its rate key and its parts' code."""
+    from benchmark.run.code_parts import job_code
+
+    return ("job", device, *map(str, rate_key(job)), sorted(job_code(job.config).items()))
+
+
+def remembered(memo, job: Job, device: str) -> bool:
+    return memo.has(job_shape(job, device))
+
+
+def job_rates(memo, job: Job, device: str) -> tuple[Rates, str]:
+    """`job`'s kind's rates, from the memo or timed now (plan/budget_timing.py), and the memo's note."""
+
+    def timed():
+        c, costs = job.config, per_client(job.config)
+        return asdict(measure(job, device, lambda t: round_cost(c, costs, t)[0])), []
+
+    values, _, note = memo.remembered(job_shape(job, device), timed)
+    return Rates(**values), note
+
+
+def batch_shape(batch: list[Job]) -> str:
+    """What a protocol batch's time depends on: its jobs' settings but the seed and learning rate, and their number."""
+    return f"{len(batch)}x" + batch[0].config.model_dump_json(exclude={"seed": True, "local": {"lr"}})
+
+
+def measuring(protocol, groups: list[list[Job]], device: str):
+    """A protocol's batches timed on its engine: each batch's seconds (by position), its start-up, and
+    the job runner's writing of one job from its replay; no seconds when the protocol cannot say."""
+
+    def timed():
+        from benchmark.run.threads import for_protocol
+
+        for_protocol(protocol)  # its batches are computed at its own thread count
+        costs = protocol.batch_costs(groups, PROTOCOL_TIME_LIMIT_S)
+        if costs is None:
+            return {}, []
+        written = replay_seconds(protocol, groups[0][0], device)
+        times = {str(i): s for i, s in enumerate(costs.seconds)} | {"startup": costs.startup_s, "written": written}
+        line = f"protocol {protocol.name}: the job runner writes each job's replay in {1e3 * written:.0f} CPU-ms"
+        return times, [*costs.assumed, line]
+
+    return timed
+
+
 def replay_seconds(protocol, job: Job, device: str) -> float:
-    """What the job runner takes to write one job of a protocol's batch from its replay (its files,
-    summary and final model), timed on a one-round copy of `job` in a scratch folder."""
+    """The CPU seconds the job runner takes to write one job of a protocol's batch from its replay (its
+    files, summary and final model), timed on a one-round copy of `job` in a scratch folder."""
     import tempfile
     from dataclasses import replace
     from pathlib import Path
@@ -192,7 +307,7 @@ def replay_seconds(protocol, job: Job, device: str) -> float:
     with tempfile.TemporaryDirectory() as scratch:
         for attempt in range(3):  # the first pays once-per-process costs (imports, first save): the fastest counts
             (replay,) = protocol.run_batch([short])
-            start = time.perf_counter()
+            start = time.process_time()
             run_job(
                 short,
                 "budget",
@@ -200,14 +315,8 @@ def replay_seconds(protocol, job: Job, device: str) -> float:
                 device,
                 simulation_for=lambda _, r=replay: r,
             )
-            took.append(time.perf_counter() - start)
+            took.append(time.process_time() - start)
     return min(took)
-
-
-def device_name(device: str) -> str:
-    from benchmark.run.environment import environment
-
-    return f"{device} ({environment(device)['device_name']})"
 
 
 def duration(seconds: float | None) -> str:
@@ -223,13 +332,15 @@ def total_line(found: Estimate) -> str:
     return f"estimated run time: {duration(found.seconds)} ({spread}, by the spread of the timings and the load)"
 
 
-def budget_table(suite_name: str, jobs: list[Job], device: str, every_job: bool = False) -> list:
+def budget_table(
+    suite_name: str, jobs: list[Job], device: str, every_job: bool = False, remeasure: bool = False
+) -> list:
     """What `plan --budget` prints: the table (a row per job, or per dataset and method past
     LISTED_UP_TO jobs), the run's total with its range, and what was assumed."""
     from benchmark.report.status import LISTED_UP_TO
 
     start = time.perf_counter()
-    found = estimate(jobs, device)
+    found = estimate(jobs, device, remeasure)
     timed = f", timed on {device}"
     by_group = len(jobs) > LISTED_UP_TO and not every_job
     rows = (

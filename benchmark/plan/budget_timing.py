@@ -7,11 +7,16 @@ evaluations and the runner's own work each round (metrics, heartbeat, checkpoint
 is a warm-up (allocator, kernels), then rounds are timed until TIME_LIMIT_S (at least 2, at most 9;
 none when the first took longer than TIME_LIMIT_S, which is then the rate), each round's training
 over its client-steps giving a rate: their median is the estimate, their spread its range. What
-follows a round's training is the runner's work, plus an evaluation on evaluated rounds.
+follows a round's training is the runner's work, plus an evaluation on evaluated rounds. A first
+round still training after LONG_ROUND_S (a ResNet round of 250 steps takes minutes on a CPU) is
+stopped at its next progress report (engine/round_tally.py): its rate is read between the first
+report and that one (or over its steps so far, when one report came after LONG_ROUND_S), and its
+evaluation is guessed as a forward pass over the test set (said so).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import time
@@ -19,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TIME_LIMIT_S = 0.5  # timed rounds per job kind, past the first two
+LONG_ROUND_S = 1.5  # a first round still training past this is stopped; its rate is read from its progress
 MAX_ROUNDS = 9
 
 
@@ -34,6 +40,7 @@ class Rates:
     slowest_step_s: float
     eval_s: float
     round_s: float
+    rounds_timed: float = 1.0  # 0: a first round too long to finish, cut (its evaluation guessed)
 
 
 class Enough(Exception):
@@ -57,17 +64,32 @@ def measure(job, device: str, steps_in_round) -> Rates:
     sync = torch.cuda.synchronize if sim.setup.device.type == "cuda" else (lambda: None)
     trained: list[float] = []  # each round's training (Simulation.run_round)
     ended: list[float] = [start]  # each round's end, after its evaluation and the runner's work
+    cut: list[float] = []  # a long first round's seconds a step, read from its progress (then it is stopped)
     train_round = sim.run_round
 
     def timed_round(t, on_clients=None):
         sync()
         t0 = time.perf_counter()
-        loss = train_round(t, on_clients)
+        if not trained:
+            ended[0] = t0  # the set-up ends where the first round starts
+        reports: list[tuple[int, float]] = []
+
+        def listen(done):  # after each client (chunk), and every second within one (engine/round_tally.py)
+            if on_clients is not None:
+                on_clients(done)
+            reports.append((done.steps, done.seconds))
+            if done.seconds < LONG_ROUND_S or not done.steps:
+                return
+            (steps0, seconds0), (steps1, seconds1) = reports[0], reports[-1]
+            # between two reports (past the first step's warm-up), or over the first steps when they
+            # alone outlast LONG_ROUND_S (a large model's step under load: another would take as long)
+            cut.append((seconds1 - seconds0) / (steps1 - steps0) if steps1 > steps0 else seconds1 / steps1)
+            raise Enough
+
+        loss = train_round(t, listen if not trained else on_clients)
         sync()
         trained.append(time.perf_counter() - t0)
         ended.append(time.perf_counter())
-        if len(trained) == 1:
-            ended[0] = t0  # the set-up ends where the first round starts
         return loss
 
     class Stamp(RoundCallback):
@@ -87,6 +109,8 @@ def measure(job, device: str, steps_in_round) -> Rates:
             )
         except Enough:
             pass
+    if cut:  # no whole round: its steps at the rate read, its evaluation guessed, the runner's work not seen
+        return Rates(ended[0] - start, cut[0], cut[0], cut[0], evaluation_guess(sim, cut[0]), 0.0, 0.0)
     rounds = range(1, len(trained)) if len(trained) > 1 else range(1)  # the first is a warm-up
     per_step = [trained[t] / max(steps_in_round(t), 1) for t in rounds]
     after = {t: ended[t + 1] - ended[t] - trained[t] for t in rounds}  # evaluation and the runner's work
@@ -100,7 +124,15 @@ def measure(job, device: str, steps_in_round) -> Rates:
         evaluate(sim)
         eval_s = time.perf_counter() - t0
     setup_s = ended[0] - start
-    return Rates(setup_s, statistics.median(per_step), min(per_step), max(per_step), eval_s, round_s)
+    timed = float(len(rounds))
+    return Rates(setup_s, statistics.median(per_step), min(per_step), max(per_step), eval_s, round_s, timed)
+
+
+def evaluation_guess(sim, step_s: float) -> float:
+    """An evaluation of a model whose round was too long to finish timing: a forward pass over the test
+    set, a third of a training step (forward and backward) per batch of the job's size."""
+    batches = math.ceil(len(sim.setup.data.src.test_y) / sim.job.local.batch_size)
+    return batches * step_s / 3
 
 
 def evaluate(sim) -> None:
@@ -112,10 +144,10 @@ def evaluate(sim) -> None:
         sim.objective.suboptimality(sim.eval_params())
 
 
-def startup_seconds() -> float:
-    """What a run pays before its first job: this process's age (interpreter, CLI, the suite's
-    loading and expansion, which `plan` did as `run` does) plus importing what `run` imports
-    beyond `plan`, timed now (nothing if this process imported it already)."""
+def run_imports_seconds() -> float:
+    """What `run` imports beyond `plan` (torch, the job runner, the report's registries), timed now
+    (nothing if this process imported it already). With `process_age()` (the interpreter, CLI, the
+    suite's loading and expansion, which `plan` did as `run` does): what a run pays before its first job."""
     import importlib
 
     start = time.perf_counter()
@@ -125,7 +157,7 @@ def startup_seconds() -> float:
     from benchmark.run.protocols import PROTOCOLS
 
     PROTOCOLS.names(), SECTIONS.names()  # the run's report reads both registries
-    return process_age() + time.perf_counter() - start
+    return time.perf_counter() - start
 
 
 def process_age() -> float:

@@ -21,6 +21,7 @@ The rule (read statically: nothing is imported to fingerprint it, so `status` ne
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -217,45 +218,30 @@ def object_fingerprint(obj) -> str:
 
 @functools.cache
 def engine_fingerprint() -> str:
-    """The fingerprint of ENGINE's files, each as its syntax tree. Parsing them costs 0.5 s of CPU, a third of
-    a no-op quickstart `run`: it is remembered in the fedbench cache under a hash of the files' bytes and
-    the Python version (whose `ast.dump` it is), so any edit, whatever its mtime, misses the memo."""
+    """The engine's modules, normalised; remembered in the fedbench cache under a hash of their bytes and
+    of this Python (whose `ast.dump` it is): parsing 40 modules cost every run 0.1-0.5 s before its first job."""
+    from benchmark.data.cache import cache_dir
+    from benchmark.store.job_dir import atomic_write_bytes
+
     files = sorted(
         f for entry in ENGINE for f in ([ROOT / entry] if entry.endswith(".py") else (ROOT / entry).rglob("*.py"))
     )
-    contents = hashlib.sha256(sys.version.encode())
-    for path in files:
-        contents.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
-    memo = _engine_memo(contents.hexdigest()[:32])
-    try:
-        found = json.loads(memo.read_text()).get("fingerprint")
-    except (OSError, ValueError, AttributeError):  # none yet, unreadable or not an object: computed again
-        found = None
-    if isinstance(found, str) and len(found) == 12:
-        return found
+    sources = [(path.relative_to(ROOT).as_posix().encode(), path.read_bytes()) for path in files]
+    raw = hashlib.sha256(sys.version.encode())
+    for name, source in sources:
+        raw.update(name + b"\0" + source + b"\0")
+    memo = cache_dir() / "code_fingerprints" / f"engine-{raw.hexdigest()[:32]}"
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        if len(known := memo.read_text()) == 12 and all(c in "0123456789abcdef" for c in known):
+            return known
     digest = hashlib.sha256()
-    for path in files:
-        digest.update(
-            path.relative_to(ROOT).as_posix().encode() + b"\0" + normalised(path.read_text()).encode() + b"\0"
-        )
-    _remember(memo, digest.hexdigest()[:12])
-    return digest.hexdigest()[:12]
-
-
-def _engine_memo(stamp: str) -> Path:
-    from benchmark.data.cache import cache_dir
-
-    return cache_dir() / "code_fingerprints" / f"engine-{stamp}.json"
-
-
-def _remember(memo: Path, fingerprint: str) -> None:
-    """A cache that cannot be written only costs the next process the parse."""
-    from benchmark.store.job_dir import atomic_write_json
-
-    try:
-        atomic_write_json(memo, {"fingerprint": fingerprint}, False)
-    except OSError:
-        pass
+    for name, source in sources:
+        digest.update(name + b"\0" + normalised(source.decode()).encode() + b"\0")
+    found = digest.hexdigest()[:12]
+    with contextlib.suppress(OSError):  # an unwritable cache only costs the next process the parse
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(memo, found.encode(), durable=False)
+    return found
 
 
 def _part_names(config) -> tuple:

@@ -34,8 +34,13 @@ class ClusterOptions:
         return bool(self.address or self.gpus_per_job or self.data_uris)
 
 
+GPU_DRIVER_FILES = ("/proc/driver/nvidia/version", "/dev/nvidiactl", "/dev/kfd", "/dev/dxg")
+
+
 def torch_device(name: str) -> str:
     """The torch device to train on here; a name this machine cannot use is a user error, not N failed jobs."""
+    if name == "auto" and not any(Path(p).exists() for p in GPU_DRIVER_FILES):
+        return "cpu"  # no GPU driver, so no CUDA (or ROCm) device: known without importing torch (1 s)
     import torch
 
     if name == "auto":

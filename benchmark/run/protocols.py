@@ -52,8 +52,9 @@ class Protocol(ABC):
 
 @dataclass
 class BatchCosts:
-    """A protocol's answer to `plan --budget`: seconds per batch, in the order asked, what it costs
-    once per process (data, solvers, compiled code), and how it measured them (one line each)."""
+    """A protocol's answer to `plan --budget`: CPU seconds per batch, in the order asked, what it costs
+    once per process (data, solvers, compiled code), and how it measured them (one line each). CPU
+    time does not swing with the load; the budget turns it into wall time by the load it finds."""
 
     seconds: list[float]
     startup_s: float

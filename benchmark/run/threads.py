@@ -48,8 +48,13 @@ def settle(sim: JobRounds) -> dict:
     return chosen
 
 
+def protocol_choice(protocol: Protocol) -> dict:
+    """The count a protocol's batches are computed at (--threads wins), and what chose it."""
+    return dict(_requested) if _requested else dict(protocol.threads)
+
+
 def for_protocol(protocol: Protocol) -> dict:
     """Set the thread count of a protocol's batches (--threads wins); returns what to record."""
-    chosen = dict(_requested) if _requested else dict(protocol.threads)
+    chosen = protocol_choice(protocol)
     protocol.use_threads(chosen["count"])
     return chosen

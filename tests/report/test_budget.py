@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -14,6 +15,12 @@ from benchmark.plan.budget import client_cost, estimate, evaluations, job_cost
 from benchmark.plan.budget_timing import Load, Rates, process_age
 from benchmark.suite.expand import load_jobs
 from tests.fedtest import tiny_suite, write_suite
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    """Each test measures afresh: the budget's memo (plan/budget_memo.py) lives in the fedbench cache."""
+    monkeypatch.setenv("FEDBENCH_CACHE", str(tmp_path / "cache"))
 
 
 def test_one_client_costs_follow_the_batch_plan():
@@ -86,7 +93,8 @@ def test_the_run_time_adds_start_up_set_up_steps_and_every_evaluation(tmp_path, 
     and the runner's work each of its 4 rounds."""
     rates = Rates(setup_s=0.5, step_s=0.01, fastest_step_s=0.005, slowest_step_s=0.02, eval_s=0.25, round_s=0.125)
     monkeypatch.setattr(budget, "measure", lambda job, device, steps_in_round: rates)
-    monkeypatch.setattr(budget, "startup_seconds", lambda: 3.0)
+    monkeypatch.setattr(budget, "process_age", lambda: 2.0)
+    monkeypatch.setattr(budget, "run_imports_seconds", lambda: 1.0)
     monkeypatch.setattr(budget.Load, "now", classmethod(lambda cls: Load((0.1, 0.1, 0.1), 2)))
     _, jobs = load_jobs(written(tmp_path, SUITE))
     assert [evaluations(j.config) for j in jobs] == [2, 2]
@@ -178,6 +186,7 @@ def test_a_batch_shape_is_split_into_rounds_and_evaluation_and_scaled_by_workers
 
     clock = [0.0]
     monkeypatch.setattr(cost.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(cost.time, "process_time", lambda: clock[0])
     monkeypatch.setattr(cost, "WORKER_STEPS", 6)  # K = 3, b = 2: one worker per timed round
     _, jobs = load_jobs(written(tmp_path, FEDAC_SUITE.replace("methods: [fedac1, fedavg, mbsgd]", "methods: [fedac1]")))
     protocol = ClockedProtocol(clock)
@@ -188,6 +197,18 @@ def test_a_batch_shape_is_split_into_rounds_and_evaluation_and_scaled_by_workers
     assert costs.seconds == [pytest.approx(8 * 0.5 + 2 * 2.0)]  # 8 rounds, evaluated at 4 and 8
 
 
+def test_a_shape_of_each_kind_is_timed_first_then_the_heaviest(tmp_path):
+    """Scaling a one-step-a-round batch from a K-local-steps one (or back) is the worst guess, so the
+    heaviest of each kind comes first, whatever the time limit then cuts."""
+    from benchmark.protocols.fedac.cost import Shape, in_timing_order
+
+    job = load_jobs(written(tmp_path, FEDAC_SUITE))[1][0]
+    heavy, light = Shape(False, 64, 16, 1, 8), Shape(False, 4, 16, 1, 8)
+    one_step = Shape(True, 4, 1, 1, 8)
+    order = in_timing_order({light: [job], one_step: [job], heavy: [job]})
+    assert set(order[:2]) == {heavy, one_step} and order[2] == light
+
+
 def test_a_large_suite_is_shown_a_row_per_dataset_and_method(tmp_path, monkeypatch, capsys):
     from benchmark.report import status
 
@@ -195,3 +216,114 @@ def test_a_large_suite_is_shown_a_row_per_dataset_and_method(tmp_path, monkeypat
     assert main(["plan", str(written(tmp_path, SUITE)), "--budget"]) == 0
     shown = capsys.readouterr().out
     assert "compute budget of 2 jobs" in shown and "a row per dataset and method" in shown
+
+
+MEASURED_NOW = re.compile(r"measurements: [1-9]\d* made now, 0 memoised")
+ALL_MEMOISED = re.compile(r"measurements: 0 made now, [1-9]\d* memoised")
+
+
+def planned(suite, *extra) -> str:
+    from benchmark.commands.output import out
+
+    with out.capture() as captured:
+        assert main(["plan", str(suite), "--budget", "--device", "cpu", *extra]) == 0
+    return captured.get()
+
+
+def memo_file(tmp_path):
+    (found,) = (tmp_path / "cache" / "budget_rates").glob("*.json")
+    return found
+
+
+def test_a_second_budget_reuses_this_machine_s_measurements_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(budget.Load, "now", classmethod(lambda cls: Load((0.5, 0.5, 0.5), 2)))
+    suite = written(tmp_path, SUITE)
+    first = planned(suite)
+    assert MEASURED_NOW.search(first) and "memoised 20" not in first
+
+    def no_timing(*args):
+        raise AssertionError("timed again despite the memo")
+
+    monkeypatch.setattr(budget, "measure", no_timing)
+    monkeypatch.setattr(budget, "run_imports_seconds", no_timing)
+    second = planned(suite)
+    assert ALL_MEMOISED.search(second) and "--remeasure to measure again" in second
+    assert "ms/step" in second and "(memoised 20" in second  # each memoised rate says so
+    rows = [line for line in first.splitlines() if line.startswith("│") and "total" not in line]  # (start-up aside)
+    assert len(rows) == 2 and rows == [
+        line for line in second.splitlines() if line.startswith("│") and "total" not in line
+    ]
+
+
+def test_remeasure_measures_everything_again(tmp_path):
+    suite = written(tmp_path, SUITE)
+    planned(suite)
+    again = planned(suite, "--remeasure")
+    assert MEASURED_NOW.search(again)
+    assert ALL_MEMOISED.search(planned(suite))  # and what it measured is the memo now
+
+
+def test_remeasure_without_budget_is_a_usage_error(tmp_path, capsys):
+    assert main(["plan", str(written(tmp_path, SUITE)), "--remeasure"]) == 2
+    assert "--remeasure" in capsys.readouterr().err
+
+
+def test_a_memo_of_another_machine_torch_or_code_is_measured_over(tmp_path, monkeypatch):
+    import json
+
+    from benchmark.plan import budget_memo
+
+    suite = written(tmp_path, SUITE)
+    planned(suite)
+    path = memo_file(tmp_path)
+    on_file = json.loads(path.read_text())
+    for field, other in [("torch", "0.0.1"), ("device_name", "another CPU"), ("threads", "8"), ("code", "0+x")]:
+        edited = {**on_file, "key": {**on_file["key"], field: other}}
+        path.write_text(json.dumps(edited))
+        assert MEASURED_NOW.search(planned(suite)), field
+    monkeypatch.setattr(budget_memo, "code_fingerprint", lambda: "0.1.0+edited")  # the code changed: another key
+    assert MEASURED_NOW.search(planned(suite))
+
+
+def test_a_damaged_memo_is_measured_over_without_a_traceback(tmp_path, capsys):
+    suite = written(tmp_path, SUITE)
+    planned(suite)
+    path = memo_file(tmp_path)
+    for damage in ["{not json", '{"key": 1, "entries": []}', path.read_text().replace('"share": ', '"share": -')]:
+        path.write_text(damage)
+        shown = planned(suite)
+        assert "estimated run time:" in shown and "memoised (" in shown
+        assert " 0 made now" not in shown
+
+
+def test_memoised_seconds_follow_the_load(tmp_path, monkeypatch):
+    """Measured with the machine to itself, then used at a load of 8 on 2 cores: a thread gets a
+    quarter of a core, so each memoised second counts 4, and the note says so."""
+    from benchmark.plan.budget_memo import Memo
+
+    quiet, busy = Load((0.5, 0.5, 0.5), 2), Load((8.0, 8.0, 8.0), 2)
+    memo = Memo({"k": 1}, load=quiet)
+    assert memo.remembered("work", lambda: ({"s": 1.5}, ["how"])) == ({"s": 1.5}, ["how"], "")
+    memo.save()
+    later = Memo({"k": 1}, load=busy)
+    values, lines, note = later.remembered("work", lambda: pytest.fail("measured again"))
+    assert values == {"s": pytest.approx(6.0)} and lines == ["how"] and "x4.00 for the load now" in note
+    counts, _, _ = later.remembered("counted", lambda: ({"steps": 10}, []), per_load=False)
+    later.save()
+    assert Memo({"k": 1}, load=busy).remembered("counted", pytest.fail, per_load=False)[0] == {"steps": 10}
+
+
+def test_a_round_too_long_to_time_whole_is_cut_and_its_evaluation_guessed(tmp_path, monkeypatch):
+    """A ResNet round takes minutes on a CPU: past LONG_ROUND_S the first round stops at its next
+    progress report, its rate is read from its steps so far, and the assumed block says so."""
+    from benchmark.plan import budget_timing
+
+    monkeypatch.setattr(budget_timing, "LONG_ROUND_S", 0.0)  # every round is "too long": cut at its first report
+    suite = written(tmp_path, SUITE)
+    _, jobs = load_jobs(suite)
+    rates = budget_timing.measure(jobs[0], "cpu", lambda t: 1)
+    assert rates.rounds_timed == 0 and rates.step_s > 0 and rates.round_s == 0
+    assert rates.fastest_step_s == rates.step_s == rates.slowest_step_s
+    assert rates.eval_s > 0  # a forward pass over the test set, guessed from the step's time
+    shown = planned(suite)
+    assert "a round too long to time whole: cut after" in shown and "guessed" in shown
