@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from click.testing import CliRunner
 from engine.test_fedac_batched import assert_same_records, run_both, shared_suite
 from fedtest import REPO
@@ -18,6 +19,7 @@ from benchmark.cli import main
 from benchmark.engine.fed_data import authors_positions
 from benchmark.papers.fedac_replay import LABELS, released_runs
 from benchmark.protocols.fedac import released, released_run
+from benchmark.run.results import JobDir
 from benchmark.suite.expand import load_jobs
 
 
@@ -137,15 +139,18 @@ def test_a_replay_cut_by_its_deadline_records_what_did_not_run(data_root, tmp_pa
 
 @pytest.mark.parametrize("method", ["fedac1", "fedac_vanilla", "fedavg", "mbacsgd"])
 def test_batched_engine_equals_the_per_client_loop_on_the_authors_stream(tmp_path, method):
-    """Both paths draw the same examples from the authors' stream (after the same w0): their records
-    agree to float32 (the per-client loop computes in float32, the engine here in float64)."""
+    """Both paths draw the same examples from the authors' stream (after the same w0) and compute in
+    float64 (the authors' numpy does): their records agree to float64's rounding, not float32's."""
     suite = shared_suite(method, steps=3, clients=3, batch=2, model={"name": "binary_logistic", "init": "normal_numpy"})
     entry = suite.datasets[0]
     suite.datasets[0] = entry.model_copy(update={"split": entry.split.model_copy(update={"samples": "authors_numpy"})})
     jobs, loop, fast = run_both(tmp_path, suite)
     assert {j.config.dataset.split.samples for j in jobs} == {"authors_numpy"}
     for j in jobs:
-        assert_same_records(loop[j.id], fast[j.id])
+        assert_same_records(loop[j.id], fast[j.id], rel=1e-12, abs=1e-13)
+    finals = {path: torch.load(JobDir(tmp_path / path, j.id).model)["fc.weight"] for path in ("loop", "fast")}
+    assert finals["loop"].dtype == finals["fast"].dtype == torch.float64
+    assert torch.allclose(finals["loop"], finals["fast"], rtol=1e-12, atol=1e-13)
 
 
 @pytest.mark.parametrize(

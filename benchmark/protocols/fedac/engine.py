@@ -216,7 +216,7 @@ def run_batch(
     linear = batch.linear
     state = initial_model(first, dtype).expand(b_count, linear.size, d).clone()  # (B, c, d): w (and w_ag)
     # (θ, θ_ag) down and (Δ, Δ_ag) up per worker for FedAc, θ and Δ for SGD
-    round_bytes = [m * (2 if server_kind(j.method) == "fedac" else 1) * d * 4 for j in batch.jobs]
+    round_bytes = [m * (2 if server_kind(j.method) == "fedac" else 1) * d * dtype.itemsize for j in batch.jobs]
     if batch.one_step:
         local = None
     else:
@@ -252,7 +252,7 @@ def run_batch(
             scores = test_x @ evaluated.T  # (test, B)
             test_loss = F.softplus(-test_y[:, None] * scores).mean(0)
             check(done, torch.isfinite(test_loss))
-            acc = 100.0 * ((scores > 0) == (test_y[:, None] > 0)).float().mean(0)
+            acc = 100.0 * ((scores > 0) == (test_y[:, None] > 0)).to(dtype).mean(0)
             subopt = objective.suboptimalities(evaluated) if objective else None  # F on all training data, float64
             for i in range(b_count):
                 ema[i] = ema_update(ema[i], float(acc[i]))
