@@ -135,7 +135,7 @@ def test_a_replay_cut_by_its_deadline_records_what_did_not_run(data_root, tmp_pa
     assert done.exit_code == 0, done.output
     runs = pd.read_csv(merged / "runs.csv.gz", keep_default_na=False)
     assert runs["ran_on"].tolist() == ["earlier record"] * 2 + ["not run"] * 10 and runs["match"].sum() == 2
-    assert "2 by the earlier record (the other machine), 10 by neither" in (merged / "report.md").read_text()
+    assert "by the earlier record (the other machine): 2 earlier record; 10 by neither" in (merged / "report.md").read_text()
 
 
 @pytest.mark.parametrize("method", ["fedac1", "fedac_vanilla", "fedavg", "mbacsgd"])
@@ -295,20 +295,21 @@ def test_the_authors_code_rerun_here_classes_the_rows_it_does_not_reproduce(data
     assert done.exit_code == 2 and "not a CSV of authors_rerun.py" in done.output
 
 
-def test_the_rerun_refuses_a_folder_without_their_code(tmp_path):
-    record = tmp_path / "runs.csv"
+def test_the_rerun_refuses_what_it_cannot_run(tmp_path):
+    """No logistic.py at --authors, a file that is not a replay record, no a9a at --data: exit 2, said so."""
+    record, checkout = tmp_path / "runs.csv", tmp_path / "authors"
+    checkout.mkdir()
+
+    def rerun():
+        args = ["--authors", str(checkout), "--record", str(record), "--out", str(tmp_path / "o.csv")]
+        return CliRunner().invoke(authors_rerun.main, [*args, "--data", str(tmp_path)])
+
     record.write_text("runid,why\n")
-    done = CliRunner().invoke(
-        authors_rerun.main,
-        [
-            "--authors",
-            str(tmp_path),
-            "--record",
-            str(record),
-            "--out",
-            str(tmp_path / "o.csv"),
-            "--data",
-            str(tmp_path),
-        ],
-    )
-    assert done.exit_code == 2 and "no logistic.py there" in done.output
+    done = rerun()
+    assert done.exit_code == 2 and "no logistic.py there" in done.output, done.output
+    (checkout / "logistic.py").write_text(STAND_IN)
+    done = rerun()
+    assert done.exit_code == 2 and "not a replay record's runs.csv" in done.output, done.output
+    record.write_text("runid,lambda,alg,eta,M,K,why,authors_final_loss\nr1,0.001,1,0.1,2,4,differs,0.5\n")
+    done = rerun()
+    assert done.exit_code == 2 and "a9a.gz exists" in done.output and "Traceback" not in done.output, done.output

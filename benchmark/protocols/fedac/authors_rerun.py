@@ -31,11 +31,13 @@ from pathlib import Path
 import click
 import pandas as pd
 
+from benchmark.errors import UserError
 from benchmark.papers.fedac_replay import T
 
 UNEXPLAINED = ("differs", "differs_unchecked")
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 COLUMNS = ["runid", "authors_here_final_loss", "authors_here_s", "authors_here_on"]
+RECORD_COLUMNS = ["runid", "lambda", "alg", "eta", "M", "K", "why", "authors_final_loss"]  # what a row's run needs
 
 
 def their_call(authors: Path, row) -> str:
@@ -62,7 +64,7 @@ def scratch_folder(work: Path, data: Path) -> Path:
         with gzip.open(data / "a9a.gz", "rb") as src, open(target, "wb") as dst:
             shutil.copyfileobj(src, dst)
     else:
-        raise click.UsageError(f"neither {data}/a9a nor {data}/a9a.gz exists (set FEDBENCH_DATA)")
+        raise UserError(f"neither {data}/a9a nor {data}/a9a.gz exists (set FEDBENCH_DATA or --data)")
     return work
 
 
@@ -119,13 +121,20 @@ def main(authors: Path, record: Path, out: Path, whys: tuple[str, ...], data: Pa
         click.echo(f"error: --authors {authors}: no logistic.py there (a checkout of FedAc-NeurIPS20?)", err=True)
         sys.exit(2)
     runs = pd.read_csv(record)
+    if missing := sorted(set(RECORD_COLUMNS) - set(runs.columns)):
+        click.echo(f"error: --record {record}: not a replay record's runs.csv (lacks {missing})", err=True)
+        sys.exit(2)
     done = set(pd.read_csv(out)["runid"]) if out.is_file() else set()
     todo = runs[runs["why"].isin(whys) & ~runs["runid"].isin(done)]
     todo = todo.assign(cost=todo["M"] * T).sort_values(["cost", "runid"])
     deadline = None if deadline_s is None else time.monotonic() + deadline_s
     on = machine()
     with tempfile.TemporaryDirectory(prefix="fedac-authors-here-") as tmp:
-        scratch = scratch_folder(Path(tmp), data)
+        try:
+            scratch = scratch_folder(Path(tmp), data)
+        except UserError as err:
+            click.echo(f"error: {err}", err=True)
+            sys.exit(2)
         for _, row in todo.iterrows():
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:

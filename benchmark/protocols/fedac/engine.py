@@ -18,6 +18,7 @@ two agree), without Python per worker:
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import torch
@@ -196,8 +197,11 @@ def run_batch(
     test_x: torch.Tensor,
     test_y01: torch.Tensor,
     objective: BinaryLogistic | None,
+    row_order: torch.Tensor | None = None,
 ) -> list[Outcome]:
-    """Run jobs (equal `batch_key`s) together; one Outcome per job, in order."""
+    """Run jobs (equal `batch_key`s) together; one Outcome per job, in order. `row_order`: the
+    training rows stored in this order and the workers taken in reverse (the same examples, every
+    sum over them in another order: the replay record's rounding probe, released.py)."""
     first = jobs[0]
     outcomes = [Outcome() for _ in jobs]
     batch = Batch.of(jobs, outcomes)
@@ -208,6 +212,8 @@ def run_batch(
     authors = first.dataset.split.samples == "authors_numpy"
     dtype = torch.float64 if authors else torch.float32
     rows_x = x.flatten(1).float()  # sparse rows: float32 values, any state
+    if row_order is not None:
+        rows_x, y01, where = rows_x[row_order], y01[row_order], torch.argsort(row_order)
     test_x = test_x.flatten(1).to(dtype)
     x = rows_x.to(dtype)
     y, test_y = 2.0 * y01.to(dtype) - 1.0, 2.0 * test_y01.to(dtype) - 1.0
@@ -220,7 +226,7 @@ def run_batch(
     if batch.one_step:
         local = None
     else:
-        train_rows = PER_DATASET.get(first, ("train rows",), lambda: SparseRows.of(rows_x))
+        train_rows = PER_DATASET.get(first, ("train rows", _digest(row_order)), lambda: SparseRows.of(rows_x))
         local = LocalSteps(linear, train_rows, y, m, k)
     ema: list[float | None] = [None] * b_count
     # the per-client loop's divergence checks: training loss and θ every round, test loss when evaluated
@@ -237,6 +243,8 @@ def run_batch(
         for rnd in range(first.rounds):
             shape = (rnd, m, k, bs, n)
             idx = authors_positions(first.seed, d, *shape) if authors else shared_positions(first.seed, *shape)
+            if row_order is not None:
+                idx = where[idx].flip(0)
             done = rnd + 1
             if local is None:
                 state, loss = _one_step(linear, state, x, y, idx.reshape(-1))
@@ -271,6 +279,10 @@ def run_batch(
     for i, outcome in enumerate(live):
         outcome.final, outcome.round_bytes = state[i, -1].clone(), round_bytes[i]
     return outcomes
+
+
+def _digest(order: torch.Tensor | None) -> str | None:
+    return None if order is None else hashlib.sha256(order.numpy().tobytes()).hexdigest()
 
 
 def _one_step(linear: Recursion, state, x, y, rows):

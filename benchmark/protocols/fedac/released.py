@@ -37,11 +37,12 @@ WHY = {
     "fedbench_diverged": "fedbench's run diverged (a non-finite loss or model), the authors' final loss is finite",
     "not_run": "no finished replay in the results store",
     "rounding": "rounding-chaotic: fedbench's own replay with η (or λ) moved by a few units in its last place "
-    "(·(1 ± 2^-50), a rounding-size change to every step) ends more than 1e-6 away from itself, so no two "
-    "float64 implementations of the run agree to 1e-6 (nudged_rel_change)",
-    "rounding_floor": "within the run's own rounding floor: fedbench's replays with η and λ each moved by ±2^-50 "
-    "spread by nudged_rel_change (≤ 1e-6, yet 10^6-10^10 times a stable run's), and fedbench is within "
-    "FLOOR_FACTOR = 10 times that spread of the authors (rel_diff / nudged_rel_change ≤ 10)",
+    "(·(1 ± 2^-50), a rounding-size change to every step), or with its sums in another order, or the run "
+    "replayed again in another batch, ends more than 1e-6 away from itself, so no two float64 implementations "
+    "of the run agree to 1e-6 (nudged_rel_change, probe_replays_itself)",
+    "rounding_floor": "within the run's own rounding floor: fedbench's replays with η and λ each moved by ±2^-50, "
+    "with every sum in another order, and again in another batch, spread by up to 1e-6 (10^6-10^10 times a "
+    "stable run's), and fedbench is within FLOOR_FACTOR = 10 times that spread of the authors",
     "authors_code_here_differs": "the authors' own code, run again here (authors_rerun.py), ends more than 1e-6 from "
     "their released number (authors_here_final_loss): the released digits are not reproducible to 1e-6 even by "
     "their code on another CPU and BLAS",
@@ -55,7 +56,8 @@ PROBES = (("lr", 1 + NUDGE), ("lr", 1 - NUDGE), ("weight_decay", 1 + NUDGE), ("w
 # own code on two machines, and their two float64 arrangements of one recursion, differ by up to about
 # 10x that spread (docs/reproductions/fedac/replay/README.md)
 FLOOR_FACTOR = 10
-PROBED = "eta±lambda±"  # the `nudge` of a row PROBES checked
+PROBED = "eta±lambda±order"  # the `nudge` of a row PROBES and the order probe checked
+ORDER_SEED = 0  # the order probe's permutation of the training rows (engine.run_batch's row_order)
 
 
 def replayed(suite: str, results_dir: Path, reference: Path, every_run: bool = True) -> pd.DataFrame:
@@ -120,9 +122,11 @@ def job_ids_by_key(suite: str) -> dict[tuple, str]:
 def nudged_changes(
     suite: str, finals: dict[str, float], workers: int, budget_s: float
 ) -> dict[str, tuple[float, float]]:
-    """job id -> (max |F'/F − 1| over PROBES, |F''/F − 1|) for the jobs of `finals` (id -> final loss
+    """job id -> (max |F'/F − 1| over the probes, |F''/F − 1|) for the jobs of `finals` (id -> final loss
     F): F' the final loss of its replay with η or λ scaled by 1 ± NUDGE (how far rounding-size changes
-    to every step move it), F'' of the replay again as it was (0: the probe replays the recorded run).
+    to every step move it) or with the training rows in another order and the workers reversed (every
+    sum over them in another order), F'' of the replay again as it was, in this batch (the BLAS products
+    of a batch of another size sum in another order: 0 where it replays the recorded run bit for bit).
     The jobs run by batch (batch_key; a job and its probes in one batch), smallest M first, `workers`
     at a time (forked), until `budget_s` is spent; the jobs not reached are left out."""
     import multiprocessing
@@ -152,6 +156,7 @@ def nudged_changes(
 def _nudged(task: list[tuple]) -> dict[str, tuple[float, float]]:
     import torch
 
+    from benchmark.engine.setup import load_source
     from benchmark.papers.fedac_authors import f_star
     from benchmark.protocols.fedac.replay import run_group
 
@@ -163,7 +168,11 @@ def _nudged(task: list[tuple]) -> dict[str, tuple[float, float]]:
         for _, c, _ in task
     ]
     fstar = f_star(configs[0].local.weight_decay)  # one λ per batch
-    finals = [o.records[-1]["subopt"] + fstar if o.records else math.nan for o in run_group(configs)]
+    # and the jobs as they are with every sum over examples and workers in another order
+    n = len(load_source(configs[0]).train_y)
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(ORDER_SEED))
+    outcomes = run_group(configs) + run_group(configs[: len(task)], row_order=order)
+    finals = [o.records[-1]["subopt"] + fstar if o.records else math.nan for o in outcomes]
     out = {}
     for i, (job_id, _, plain) in enumerate(task):
         probed = finals[len(task) + i :: len(task)]
@@ -210,8 +219,9 @@ def write_record(
         runs.loc[probed, "probe_replays_itself"] = found.map(lambda c: c[1]).astype(float)
         runs.loc[probed, "nudge"] = PROBED
     checked = differs & (runs["nudge"] == PROBED)
-    chaotic = checked & (runs["nudged_rel_change"] > TOLERANCE)
-    floor = checked & ~chaotic & (runs["rel_diff"] <= FLOOR_FACTOR * runs["nudged_rel_change"])
+    spread = _spread(runs)
+    chaotic = checked & (spread > TOLERANCE)
+    floor = checked & ~chaotic & (runs["rel_diff"] <= FLOOR_FACTOR * spread)
     runs.loc[checked, "why"] = "differs"
     runs.loc[chaotic, "why"], runs.loc[floor, "why"] = "rounding", "rounding_floor"
     runs.loc[differs & ~checked, "why"] = "differs_unchecked"
@@ -227,9 +237,10 @@ def write_record(
     text = report(runs, command, wall_s, _environment(runs, results_dir))
     if earlier is not None:
         ran = Counter(runs["ran_on"])
+        by_earlier = ", ".join(f"{n:,} {where}" for where, n in sorted(ran.items()) if where.startswith("earlier"))
         text += (
             f"\n## Where they ran\n\n{ran['this record' + chr(39) + 's store']:,} rows by the command above, "
-            f"{ran['earlier record']:,} by the earlier record ({earlier_note}), {ran['not run']:,} by neither.\n"
+            f"by the earlier record ({earlier_note}): {by_earlier or 'none'}; {ran['not run']:,} by neither.\n"
         )
     (out / "report.md").write_text(text)
     click.echo(f"{int(runs['match'].sum()):,} of {len(runs):,} match to {TOLERANCE:g}: {out / 'report.md'}")
@@ -239,6 +250,14 @@ def write_record(
 EARLIER = ["fedbench_final_loss", "rel_diff", "match", "why", "fedbench_status", "nudged_rel_change"]
 # and those it brings when it has them (a record before them lacks them)
 EARLIER_IF_THERE = ["nudge", "fedbench_min_margin", "probe_replays_itself"]
+
+
+def _spread(runs: pd.DataFrame) -> pd.Series:
+    """A probed run's own rounding floor: the largest move of its probes, or of its replay again in another batch."""
+    return runs[["nudged_rel_change", "probe_replays_itself"]].max(axis=1)
+
+
+PRINTED = 1e-15  # their summary prints 16-17 digits: a last-digit difference is its printing, not their code
 
 
 def _with_authors_here(runs: pd.DataFrame, here: pd.DataFrame) -> pd.DataFrame:
@@ -278,6 +297,10 @@ def _with_earlier(runs: pd.DataFrame, earlier: pd.DataFrame) -> pd.DataFrame:
     for column in EARLIER + [c for c in EARLIER_IF_THERE if c in prior.columns]:
         runs.loc[take, column] = runs.loc[take, "runid"].map(prior[column])
     runs.loc[take, "ran_on"] = "earlier record"
+    if "ran_on" in prior.columns:  # the rows that record took from its own earlier one stay told apart
+        before = runs.loc[take, "runid"].map(prior["ran_on"]).fillna("")
+        deeper = before.str.startswith("earlier record")
+        runs.loc[take & deeper.reindex(runs.index, fill_value=False), "ran_on"] = "earlier record's " + before[deeper]
     if "nudge" not in prior.columns:  # the first device record nudged w0 only
         runs.loc[take & (runs["why"] == "rounding"), "nudge"] = "w0"
     runs["match"] = runs["match"].astype(bool)
@@ -364,41 +387,65 @@ def report(runs: pd.DataFrame, command: str, wall_s: float | None, environment: 
     return "\n".join(lines) + "\n"
 
 
+# at K = 1 the authors ran one recursion twice, arranged two ways (a pool of workers averaged, or one
+# minibatch step): FedAc-I and MB-AC-SGD, FedAvg and MB-SGD (their alg codes)
+SAME_AT_K1 = ((1, 4), (0, 3))
+
+
+def _authors_own_arrangements(runs: pd.DataFrame) -> str:
+    """How far apart the authors' own released numbers of one recursion are (SAME_AT_K1)."""
+    one = runs[runs["K"] == 1].drop_duplicates(["alg", "lambda", "eta", "M"]).set_index(["lambda", "eta", "M"])
+    gaps = []
+    for a, b in SAME_AT_K1:
+        pair = pd.concat(
+            [one[one["alg"] == a]["authors_final_loss"], one[one["alg"] == b]["authors_final_loss"]], axis=1
+        )
+        pair = pair[pair.map(math.isfinite).all(axis=1)]
+        gaps.append((pair.iloc[:, 0] / pair.iloc[:, 1] - 1).abs())
+    gap = pd.concat(gaps)
+    if not len(gap):
+        return ""
+    return (
+        f"- the authors' own two arrangements of one recursion (K = 1: FedAc-I and MB-AC-SGD, FedAvg and MB-SGD, "
+        f"their released numbers): {len(gap):,} pairs, {int((gap == 0).sum()):,} equal, "
+        f"{int((gap > TOLERANCE).sum()):,} more than {TOLERANCE:g} apart (up to {gap.max():.2g} relative)"
+    )
+
+
 def _rounding_floor(runs: pd.DataFrame) -> list[str]:
     """What the probes and the authors' code here measured on the rows they checked: how far the
     authors' own code moves between machines, against the probes' spread (FLOOR_FACTOR's grounds)."""
     probed = runs[runs["nudge"] == PROBED]
+    lines = ["", "## The rounding floor, measured", "", _authors_own_arrangements(runs)]
     if not len(probed):
-        return []
-    itself = probed["probe_replays_itself"]
-    lines = [
-        "",
-        "## The rounding floor, measured",
-        "",
-        f"- {len(probed):,} rows probed ({PROBED}: η and λ each scaled by 1 ± 2^-50 in one batch with the run as "
-        f"recorded): the probes spread by {probed['nudged_rel_change'].min():.1e}..{probed['nudged_rel_change'].max():.1e}; "
-        f"the run replayed again as recorded moved by at most {itself.max():.1e} (the probe replays the record's run)",
+        return lines
+    itself, spread = probed["probe_replays_itself"], _spread(probed)
+    lines += [
+        f"- {len(probed):,} rows probed (η and λ each scaled by 1 ± 2^-50, the same examples summed in another "
+        f"order, and the run replayed again in the probes' batch): their floor (the largest of these moves) "
+        f"{spread.min():.1e}..{spread.max():.1e}; the replay again alone moved {itself.min():.1e}..{itself.max():.1e} "
+        "(BLAS sums a batch of another size in another order)",
     ]
     if "authors_here_final_loss" in runs:
         here = runs[runs["authors_here_final_loss"].notna()]
-        same = here["authors_here_rel_diff"] == 0
+        same = here["authors_here_rel_diff"] <= PRINTED
         moved = here[~same & (here["nudge"] == PROBED)]
         lines.append(
             f"- the authors' own code run here on {len(here):,} rows: {int(same.sum()):,} give their released number "
-            f"bit for bit, {len(here) - int(same.sum()):,} move from it by "
+            f"to its printed digits, {len(here) - int(same.sum()):,} move from it by "
             f"{here.loc[~same, 'authors_here_rel_diff'].min():.1e}..{here.loc[~same, 'authors_here_rel_diff'].max():.1e}"
             if (~same).any()
             else f"- the authors' own code run here on {len(here):,} rows gives their released number bit for bit"
         )
         if len(moved):
-            ratio = moved["authors_here_rel_diff"] / moved["nudged_rel_change"]
+            ratio = moved["authors_here_rel_diff"] / _spread(moved)
             lines.append(
-                f"- their code's move between machines, over the probes' spread, on the {len(moved):,} probed rows it "
+                f"- their code's move between machines over the row's floor, on the {len(moved):,} probed rows it "
                 f"moves: median {ratio.median():.2g}, largest {ratio.max():.2g} (FLOOR_FACTOR = {FLOOR_FACTOR})"
             )
     floor = probed[probed["why"].isin(["rounding_floor", "differs"])]
     if len(floor):
-        ratio = floor["rel_diff"] / floor["nudged_rel_change"]
+        ratio = floor["rel_diff"] / _spread(floor)
         lines.append(
             f"- fedbench's distance from the authors over the probes' spread, on the {len(floor):,} rows the probes "
             f"move by at most 1e-6: median {ratio.median():.2g}, largest {ratio.max():.2g}"
@@ -413,6 +460,7 @@ def _examples(part: pd.DataFrame, shown: int = 20) -> list[str]:
         f"{r.authors_final_loss:.10g}, fedbench {r.fedbench_final_loss:.10g}"
         + (f" (relative {r.rel_diff:.1e})" if math.isfinite(r.rel_diff) else "")
         + (f"; its probes ({r.nudge}) move fedbench {r.nudged_rel_change:.1e}" if r.nudged_rel_change >= 0 else "")
+        + (f", its replay again {r.probe_replays_itself:.1e}" if r.get("probe_replays_itself", math.nan) >= 0 else "")
         + (
             f"; the authors' code here {r.authors_here_final_loss:.10g} ({r.authors_here_rel_diff:.1e} from their "
             f"released number, fedbench {r.fedbench_vs_authors_here:.1e} from it)"
