@@ -135,7 +135,10 @@ def test_a_replay_cut_by_its_deadline_records_what_did_not_run(data_root, tmp_pa
     assert done.exit_code == 0, done.output
     runs = pd.read_csv(merged / "runs.csv.gz", keep_default_na=False)
     assert runs["ran_on"].tolist() == ["earlier record"] * 2 + ["not run"] * 10 and runs["match"].sum() == 2
-    assert "by the earlier record (the other machine): 2 earlier record; 10 by neither" in (merged / "report.md").read_text()
+    assert (
+        "by the earlier record (the other machine): 2 earlier record; 10 by neither"
+        in (merged / "report.md").read_text()
+    )
 
 
 @pytest.mark.parametrize("method", ["fedac1", "fedac_vanilla", "fedavg", "mbacsgd"])
@@ -215,8 +218,13 @@ def test_a_released_run_that_rounding_decides_is_shown_so(data_root, tmp_path, m
     chaotic = ["FedAc (vanilla)", "FedAc-I", "MB-AC-SGD"]
     assert set(runs.loc[chaotic, "why"]) == {"rounding"} and not runs.loc[chaotic, "match"].any()
     assert (runs.loc[chaotic, "nudged_rel_change"].astype(float) > 1e-6).all()
+    # judged by every probe (η, λ up and down, the sums in another order) and the run replayed again
+    assert set(runs.loc[chaotic, "nudge"]) == {released.PROBED}
+    assert (runs.loc[chaotic, "probe_replays_itself"].astype(float) >= 0).all()
     assert runs.drop(chaotic)["match"].all()
-    assert "**3: rounding-chaotic" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "**3: rounding-chaotic" in report and "## The rounding floor, measured" in report
+    assert "3 rows probed" in report
 
 
 # A stand-in for a checkout of the authors' repository: their entry point (LogiBinaryLibSVM(name, λ).train
