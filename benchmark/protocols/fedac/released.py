@@ -56,7 +56,7 @@ PROBES = (("lr", 1 + NUDGE), ("lr", 1 - NUDGE), ("weight_decay", 1 + NUDGE), ("w
 # own code on two machines, and their two float64 arrangements of one recursion, differ by up to about
 # 10x that spread (docs/reproductions/fedac/replay/README.md)
 FLOOR_FACTOR = 10
-PROBED = "eta±lambda±order"  # the `nudge` of a row PROBES and the order probe checked
+PROBED = "eta±lambda±order+again"  # the `nudge` of a row PROBES, the order probe and its replays again checked
 ORDER_SEED = 0  # the order probe's permutation of the training rows (engine.run_batch's row_order)
 
 
@@ -126,7 +126,8 @@ def nudged_changes(
     F): F' the final loss of its replay with η or λ scaled by 1 ± NUDGE (how far rounding-size changes
     to every step move it) or with the training rows in another order and the workers reversed (every
     sum over them in another order), F'' of the replay again as it was, in this batch (the BLAS products
-    of a batch of another size sum in another order: 0 where it replays the recorded run bit for bit).
+    of a batch of another size sum in another order: 0 where it replays the recorded run bit for bit),
+    in the probes' batch and alone, the larger.
     The jobs run by batch (batch_key; a job and its probes in one batch), smallest M first, `workers`
     at a time (forked), until `budget_s` is spent; the jobs not reached are left out."""
     import multiprocessing
@@ -172,14 +173,16 @@ def _nudged(task: list[tuple]) -> dict[str, tuple[float, float]]:
     n = len(load_source(configs[0]).train_y)
     order = torch.randperm(n, generator=torch.Generator().manual_seed(ORDER_SEED))
     outcomes = run_group(configs) + run_group(configs[: len(task)], row_order=order)
-    finals = [o.records[-1]["subopt"] + fstar if o.records else math.nan for o in outcomes]
+    alone = [run_group([c])[0] for c in configs[: len(task)]]  # BLAS sums a batch of one (gemv) another way
+    finals = [o.records[-1]["subopt"] + fstar if o.records else math.nan for o in outcomes + alone]
     out = {}
     for i, (job_id, _, plain) in enumerate(task):
-        probed = finals[len(task) + i :: len(task)]
+        again = (finals[i], finals[-len(task) + i])
+        probed = finals[len(task) + i : -len(task) : len(task)]
         # a probe that diverged moved the run without bound
         out[job_id] = (
             max(abs(f / plain - 1) if math.isfinite(f) else math.inf for f in probed),
-            abs(finals[i] / plain - 1),
+            max(abs(f / plain - 1) if math.isfinite(f) else math.inf for f in again),
         )
     return out
 
@@ -422,8 +425,8 @@ def _rounding_floor(runs: pd.DataFrame) -> list[str]:
     itself, spread = probed["probe_replays_itself"], _spread(probed)
     lines += [
         f"- {len(probed):,} rows probed (η and λ each scaled by 1 ± 2^-50, the same examples summed in another "
-        f"order, and the run replayed again in the probes' batch): their floor (the largest of these moves) "
-        f"{spread.min():.1e}..{spread.max():.1e}; the replay again alone moved {itself.min():.1e}..{itself.max():.1e} "
+        f"order, and the run replayed again, in the probes' batch and alone): their floor (the largest of these "
+        f"moves) {spread.min():.1e}..{spread.max():.1e}; the replays again alone moved {itself.min():.1e}..{itself.max():.1e} "
         "(BLAS sums a batch of another size in another order)",
     ]
     if "authors_here_final_loss" in runs:
