@@ -27,7 +27,6 @@ finished jobs / 13 loss curves written.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import math
 import os
@@ -40,6 +39,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchmark.errors import UserError
+from benchmark.protocols.fedac.authors_rerun import scratch_folder
 
 REPO = Path(__file__).resolve().parents[1]
 LRS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0]  # the paper's grid
@@ -88,21 +90,6 @@ def authors_script(authors: Path, method: str, clients: int, steps: int) -> str:
             *lines,
         ]
     )
-
-
-def prepare_authors_folder(work: Path, data: Path) -> Path:
-    """A scratch folder with ./libsvm_datasets/a9a (plain text, as their loader reads it) and ./out/."""
-    (work / "libsvm_datasets").mkdir(parents=True)
-    (work / "out").mkdir()
-    target = work / "libsvm_datasets" / "a9a"
-    if (data / "a9a").is_file():
-        target.symlink_to((data / "a9a").resolve())
-    elif (data / "a9a.gz").is_file():
-        with gzip.open(data / "a9a.gz", "rb") as src, open(target, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-    else:
-        raise SystemExit(f"error: neither {data}/a9a nor {data}/a9a.gz exists (set FEDBENCH_DATA or --data)")
-    return work
 
 
 def children_cpu() -> float:
@@ -193,7 +180,10 @@ def main(argv: list[str] | None = None) -> int:
     args.authors = args.authors.resolve()
     cells = [(m, c) for c in args.clients for m in args.methods]
     with tempfile.TemporaryDirectory(prefix="fedac-vs-authors-") as tmp:
-        scratch = prepare_authors_folder(Path(tmp) / "authors", args.data)
+        try:
+            scratch = scratch_folder(Path(tmp) / "authors", args.data)
+        except UserError as err:
+            raise SystemExit(f"error: {err}") from None
         work = Path(tmp) / "fedbench"
         work.mkdir()
         print(f"CPU: {cpu_model()}; one thread per arm; K = {args.steps}, T = {T}, {len(LRS)} η a cell; load {load()}")

@@ -50,14 +50,19 @@ def make_forward(model: nn.Module, spec: ParamSpec, precision: str = "fp32", cha
         )
         with ctx:
             out = functional_call(model, params, (x,), {"features": features, **kwargs})
-        # logits (and features) leave autocast in float32, so every loss is computed in full precision
+        # logits (and features) leave autocast in float32 at least (float64 stays: the authors' stream),
+        # so every loss is computed in full precision
         if kwargs.get("stages"):
-            return out[0].float(), out[1]
+            return _full(out[0]), out[1]
         if features:
-            return out[0].float(), out[1].float()
-        return out.float()
+            return _full(out[0]), _full(out[1])
+        return _full(out)
 
     return forward
+
+
+def _full(t: torch.Tensor) -> torch.Tensor:
+    return t if t.dtype == torch.float64 else t.float()
 
 
 def compiled(forward, device: torch.device):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from dataclasses import replace
 
 import torch
 
@@ -70,12 +71,21 @@ def build_simulation(job: JobConfig, device: str = "cpu", state_dir=None) -> Sim
     data = federated_data(job)
     if job.model.name not in known_models():
         raise UserError(f"unknown model {job.model.name!r}; known: {', '.join(known_models())}")
+    authors = job.dataset.split.samples == "authors_numpy"
+    # the authors' stream replays their float64 numpy code: model, data and every step in float64
+    dtype = torch.float64 if authors else torch.get_default_dtype()
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)  # the model built in dtype, so that its init's draws are stored as drawn
     try:
         model = build_model(
             job.model.name, data.src.input_shape, data.src.num_classes, job.model.params, job.model.init, job.seed
         )
     except (TypeError, ValueError) as err:
         raise UserError(f"model {job.model.name!r}: bad params {job.model.params}: {err}") from None
-    if job.dataset.split.samples == "authors_numpy":  # their samples follow w0's draw in the same generator
+    finally:
+        torch.set_default_dtype(previous)
+    if authors:  # their samples follow w0's draw in the same generator
         data.authors_w0_size = sum(p.numel() for p in model.parameters())
+        src = data.src
+        data.src = replace(src, train_x=src.train_x.to(dtype), test_x=src.test_x.to(dtype))
     return Simulation(job, data, model, device, state_dir)

@@ -181,16 +181,17 @@ class Simulation:
                 up_bytes += nbytes
         losses = [o.loss for o in outcomes]
 
-        n = setup.sizes[chosen].to(setup.device, torch.float32)
+        dtype = p.theta.dtype  # float32, or float64 on the authors' stream (setup.build_simulation)
+        n = setup.sizes[chosen].to(setup.device, dtype)
         up = Uploads(
             chosen,
             n,
-            torch.tensor([o.lr_sum for o in outcomes], dtype=torch.float32, device=setup.device),
+            torch.tensor([o.lr_sum for o in outcomes], dtype=dtype, device=setup.device),
             {k: torch.stack(v) for k, v in messages.items()},
         )
         p.theta, p.server_state = m.server.update(p.theta, p.server_state, received, up, rnd)
         p.round, p.bytes_down, p.bytes_up = t + 1, p.bytes_down + down_bytes, p.bytes_up + up_bytes
-        return float((up.weights.cpu() * torch.tensor(losses)).sum())
+        return float((up.weights.cpu() * torch.tensor(losses, dtype=dtype)).sum())
 
     def eval_params(self) -> torch.Tensor:
         """The model evaluation reports on: θ, or what the server rule names (FedAc: averaged w_ag)."""

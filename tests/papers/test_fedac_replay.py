@@ -4,11 +4,13 @@ same examples, and the suite of all their runs."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from click.testing import CliRunner
 from engine.test_fedac_batched import assert_same_records, run_both, shared_suite
 from fedtest import REPO
@@ -17,7 +19,8 @@ from papers.test_paper_suites import REFERENCE, needs_reference
 from benchmark.cli import main
 from benchmark.engine.fed_data import authors_positions
 from benchmark.papers.fedac_replay import LABELS, released_runs
-from benchmark.protocols.fedac import released, released_run
+from benchmark.protocols.fedac import authors_rerun, released, released_run
+from benchmark.store.job_dir import JobDir
 from benchmark.suite.expand import load_jobs
 
 
@@ -132,20 +135,26 @@ def test_a_replay_cut_by_its_deadline_records_what_did_not_run(data_root, tmp_pa
     assert done.exit_code == 0, done.output
     runs = pd.read_csv(merged / "runs.csv.gz", keep_default_na=False)
     assert runs["ran_on"].tolist() == ["earlier record"] * 2 + ["not run"] * 10 and runs["match"].sum() == 2
-    assert "2 by the earlier record (the other machine), 10 by neither" in (merged / "report.md").read_text()
+    assert (
+        "by the earlier record (the other machine): 2 earlier record; 10 by neither"
+        in (merged / "report.md").read_text()
+    )
 
 
 @pytest.mark.parametrize("method", ["fedac1", "fedac_vanilla", "fedavg", "mbacsgd"])
 def test_batched_engine_equals_the_per_client_loop_on_the_authors_stream(tmp_path, method):
-    """Both paths draw the same examples from the authors' stream (after the same w0): their records
-    agree to float32 (the per-client loop computes in float32, the engine here in float64)."""
+    """Both paths draw the same examples from the authors' stream (after the same w0) and compute in
+    float64 (the authors' numpy does): their records agree to float64's rounding, not float32's."""
     suite = shared_suite(method, steps=3, clients=3, batch=2, model={"name": "binary_logistic", "init": "normal_numpy"})
     entry = suite.datasets[0]
     suite.datasets[0] = entry.model_copy(update={"split": entry.split.model_copy(update={"samples": "authors_numpy"})})
     jobs, loop, fast = run_both(tmp_path, suite)
     assert {j.config.dataset.split.samples for j in jobs} == {"authors_numpy"}
     for j in jobs:
-        assert_same_records(loop[j.id], fast[j.id])
+        assert_same_records(loop[j.id], fast[j.id], rel=1e-12, abs=1e-13)
+    finals = {path: torch.load(JobDir(tmp_path / path, j.id).model)["fc.weight"] for path in ("loop", "fast")}
+    assert finals["loop"].dtype == finals["fast"].dtype == torch.float64
+    assert torch.allclose(finals["loop"], finals["fast"], rtol=1e-12, atol=1e-13)
 
 
 @pytest.mark.parametrize(
@@ -209,5 +218,106 @@ def test_a_released_run_that_rounding_decides_is_shown_so(data_root, tmp_path, m
     chaotic = ["FedAc (vanilla)", "FedAc-I", "MB-AC-SGD"]
     assert set(runs.loc[chaotic, "why"]) == {"rounding"} and not runs.loc[chaotic, "match"].any()
     assert (runs.loc[chaotic, "nudged_rel_change"].astype(float) > 1e-6).all()
+    # judged by every probe (η, λ up and down, the sums in another order) and the run replayed again
+    assert set(runs.loc[chaotic, "nudge"]) == {released.PROBED}
+    assert (runs.loc[chaotic, "probe_replays_itself"].astype(float) >= 0).all()
     assert runs.drop(chaotic)["match"].all()
-    assert "**3: rounding-chaotic" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "**3: rounding-chaotic" in report and "## The rounding floor, measured" in report
+    assert "3 rows probed" in report
+
+
+# A stand-in for a checkout of the authors' repository: their entry point (LogiBinaryLibSVM(name, λ).train
+# with their argument order) writing a curve where their ExprMgr does, its last value the one finals.json
+# beside it gives for these arguments. The real one is run by the record's command.
+STAND_IN = """\
+import json, pathlib
+FINALS = json.loads(pathlib.Path(__file__).with_name("finals.json").read_text())
+class LogiBinaryLibSVM:
+    def __init__(self, name, lambd):
+        self.name, self.lambd = name, lambd
+        assert pathlib.Path("libsvm_datasets", name).is_file()
+    def train(self, alg, eta, M, K, T, local_batch, seed, record_intvl):
+        assert (T, local_batch, seed, record_intvl) == (4096, 1, 1, 512)
+        out = pathlib.Path("out", f"{self.name}_{self.lambd:.0e}", "out")
+        out.mkdir(parents=True)
+        final = FINALS[f"{alg} {eta!r} {M} {K} {self.lambd!r}"]
+        (out / "0101T000000Z_xxxxxx.csv").write_text(f",loss\\n0,9.0\\n{T},{final!r}\\n")
+"""
+
+
+def _rerun(tmp_path, record, out, *extra):
+    checkout = tmp_path / "authors"
+    checkout.mkdir(exist_ok=True)
+    (checkout / "logistic.py").write_text(STAND_IN)
+    data = tmp_path / "data"
+    data.mkdir(exist_ok=True)
+    (data / "a9a").write_text("-1 3:1\n")
+    args = ["--authors", str(checkout), "--record", str(record), "--out", str(out), "--data", str(data), *extra]
+    return CliRunner().invoke(authors_rerun.main, args)
+
+
+@pytest.mark.realdata
+@needs_reference
+def test_the_authors_code_rerun_here_classes_the_rows_it_does_not_reproduce(data_root, tmp_path, monkeypatch):
+    """authors_rerun.py runs their entry point on the record's unexplained rows (cheapest first, one
+    process each, appended as they end, not run again); released.py --authors-here reads its CSV: a
+    row their own code here ends more than 1e-6 from their released number is authors_code_here_differs,
+    one it reproduces keeps its class, with the numbers beside it."""
+    monkeypatch.setenv("FEDBENCH_DATA", str(data_root))  # F* of the record's rows
+    suite = _replay_suite(tmp_path, [(0.001, 8)])
+    store, out = tmp_path / "results", tmp_path / "cut"
+    base = [suite, "--reference", str(REFERENCE), "--results-dir", str(store), "--some-runs", "--out"]
+    done = CliRunner().invoke(released.main, [*base, str(out), "--check-s", "0"])
+    assert done.exit_code == 0, done.output  # nothing ran: 12 not_run
+    earlier = pd.read_csv(out / "runs.csv.gz")
+    # two rows replayed elsewhere, 1e-4 from the authors; their code here: their released number, and 1e-5 off it
+    theirs = [earlier["authors_final_loss"][0], earlier["authors_final_loss"][1] * (1 + 1e-5)]
+    (tmp_path / "authors").mkdir()
+    keys = [f"{r.alg} {r.eta!r} {r.M} {r.K} {r['lambda']!r}" for _, r in earlier.head(2).iterrows()]
+    (tmp_path / "authors" / "finals.json").write_text(json.dumps(dict(zip(keys, theirs))))
+    earlier.loc[:1, ["fedbench_status", "match", "why"]] = ["finished", False, "differs_unchecked"]
+    earlier.loc[:1, "fedbench_final_loss"] = earlier.loc[:1, "authors_final_loss"] * (1 + 1e-4)
+    earlier.loc[:1, "rel_diff"] = 1e-4
+    earlier.to_csv(tmp_path / "earlier.csv.gz", index=False)
+    here = tmp_path / "authors_here.csv"
+    done = _rerun(tmp_path, tmp_path / "earlier.csv.gz", here)
+    assert done.exit_code == 0, done.output
+    ran = pd.read_csv(here)
+    assert ran["runid"].tolist() == earlier["runid"][:2].tolist()  # only the unexplained rows
+    assert ran["authors_here_final_loss"].tolist() == theirs
+    assert _rerun(tmp_path, tmp_path / "earlier.csv.gz", here).exit_code == 0
+    assert len(pd.read_csv(here)) == 2  # resumed: nothing run twice
+    merged = tmp_path / "merged"
+    extra = ["--earlier", str(tmp_path / "earlier.csv.gz"), "--authors-here", str(here), "--check-s", "0"]
+    done = CliRunner().invoke(released.main, [*base, str(merged), *extra])
+    assert done.exit_code == 0, done.output
+    runs = pd.read_csv(merged / "runs.csv.gz", keep_default_na=False)
+    assert runs["why"][:2].tolist() == ["differs_unchecked", "authors_code_here_differs"]
+    moved = runs["authors_here_rel_diff"][:2].astype(float)
+    assert moved[0] == 0 and moved[1] == pytest.approx(1e-5, rel=1e-6)
+    assert "1: the authors' own code, run again here" in (merged / "report.md").read_text()
+    # a file that is not its CSV: exit 2, said so
+    (tmp_path / "bad.csv").write_text("runid,final\nx,1\n")
+    done = CliRunner().invoke(released.main, [*base, str(merged), "--authors-here", str(tmp_path / "bad.csv")])
+    assert done.exit_code == 2 and "not a CSV of authors_rerun.py" in done.output
+
+
+def test_the_rerun_refuses_what_it_cannot_run(tmp_path):
+    """No logistic.py at --authors, a file that is not a replay record, no a9a at --data: exit 2, said so."""
+    record, checkout = tmp_path / "runs.csv", tmp_path / "authors"
+    checkout.mkdir()
+
+    def rerun():
+        args = ["--authors", str(checkout), "--record", str(record), "--out", str(tmp_path / "o.csv")]
+        return CliRunner().invoke(authors_rerun.main, [*args, "--data", str(tmp_path)])
+
+    record.write_text("runid,why\n")
+    done = rerun()
+    assert done.exit_code == 2 and "no logistic.py there" in done.output, done.output
+    (checkout / "logistic.py").write_text(STAND_IN)
+    done = rerun()
+    assert done.exit_code == 2 and "not a replay record's runs.csv" in done.output, done.output
+    record.write_text("runid,lambda,alg,eta,M,K,why,authors_final_loss\nr1,0.001,1,0.1,2,4,differs,0.5\n")
+    done = rerun()
+    assert done.exit_code == 2 and "a9a.gz exists" in done.output and "Traceback" not in done.output, done.output

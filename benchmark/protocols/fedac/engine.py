@@ -22,6 +22,7 @@ without it (benchmark/torch_streams.py), so job ids and numbers stay those of th
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -198,9 +199,12 @@ def run_batch(
     test_x: np.ndarray,
     test_y01: np.ndarray,
     objective: BinaryArrays | None,
+    row_order: np.ndarray | None = None,
 ) -> list[Outcome]:
     """Run jobs (equal `batch_key`s) together; one Outcome per job, in order. The data as numpy
-    arrays (or CPU tensors, read as arrays)."""
+    arrays (or CPU tensors, read as arrays). `row_order`: the training rows stored in this order and
+    the workers taken in reverse (the same examples, every sum over them in another order: the replay
+    record's rounding probe, released.py)."""
     first = jobs[0]
     outcomes = [Outcome() for _ in jobs]
     batch = Batch.of(jobs, outcomes)
@@ -212,19 +216,25 @@ def run_batch(
     dtype = np.float64 if authors else np.float32
     x, test_x = np.asarray(x), np.asarray(test_x)
     rows_x = x.reshape(len(x), -1).astype(np.float32)  # sparse rows: float32 values, any state
+    y01 = np.asarray(y01)
+    if row_order is not None:
+        row_order = np.asarray(row_order)
+        rows_x, y01, where = rows_x[row_order], y01[row_order], np.argsort(row_order)
     test_x = test_x.reshape(len(test_x), -1).astype(dtype)
     x = rows_x.astype(dtype)
-    y, test_y = 2.0 * np.asarray(y01).astype(dtype) - 1.0, 2.0 * np.asarray(test_y01).astype(dtype) - 1.0
+    y, test_y = 2.0 * y01.astype(dtype) - 1.0, 2.0 * np.asarray(test_y01).astype(dtype) - 1.0
     n, d = x.shape
     b_count, m, k, bs = len(batch.jobs), first.num_clients, first.local.steps, first.local.batch_size
     linear = batch.linear
     state = np.broadcast_to(initial_model(first, d, dtype), (b_count, linear.size, d)).copy()  # (B, c, d)
     # (θ, θ_ag) down and (Δ, Δ_ag) up per worker for FedAc, θ and Δ for SGD
-    round_bytes = [m * (2 if server_kind(j.method) == "fedac" else 1) * d * 4 for j in batch.jobs]
+    round_bytes = [
+        m * (2 if server_kind(j.method) == "fedac" else 1) * d * np.dtype(dtype).itemsize for j in batch.jobs
+    ]
     if batch.one_step:
         local = None
     else:
-        train_rows = PER_DATASET.get(first, ("train rows",), lambda: SparseRows.of(rows_x))
+        train_rows = PER_DATASET.get(first, ("train rows", _digest(row_order)), lambda: SparseRows.of(rows_x))
         local = LocalSteps(linear, train_rows, y, m, k)
     ema: list[float | None] = [None] * b_count
     # the per-client loop's divergence checks: training loss and θ every round, test loss when evaluated
@@ -242,6 +252,8 @@ def run_batch(
         for rnd in range(first.rounds):
             shape = (rnd, m, k, bs, n)
             idx = authors_positions(first.seed, d, *shape) if authors else shared_rows(first.seed, *shape)
+            if row_order is not None:
+                idx = np.flip(where[idx], 0)
             done = rnd + 1
             if local is None:
                 state, loss = _one_step(linear, state, x, y, idx.reshape(-1))
@@ -257,7 +269,7 @@ def run_batch(
             scores = test_x @ evaluated.T  # (test, B)
             test_loss = softplus(-test_y[:, None] * scores).mean(0)
             check(done, np.isfinite(test_loss))
-            acc = 100.0 * ((scores > 0) == (test_y[:, None] > 0)).astype(np.float32).mean(0)
+            acc = 100.0 * ((scores > 0) == (test_y[:, None] > 0)).astype(dtype).mean(0)
             subopt = objective.suboptimalities(evaluated) if objective else None  # F on all training data, float64
             for i in range(b_count):
                 ema[i] = ema_update(ema[i], float(acc[i]))
@@ -276,6 +288,10 @@ def run_batch(
     for i, outcome in enumerate(live):
         outcome.final, outcome.round_bytes = state[i, -1].copy(), round_bytes[i]
     return outcomes
+
+
+def _digest(order: np.ndarray | None) -> str | None:
+    return None if order is None else hashlib.sha256(np.ascontiguousarray(order).tobytes()).hexdigest()
 
 
 def _one_step(linear: Recursion, state, x, y, rows):

@@ -36,13 +36,28 @@ WHY = {
     "fedbench's softplus stays finite; fedbench's own final w has such margins (fedbench_min_margin)",
     "fedbench_diverged": "fedbench's run diverged (a non-finite loss or model), the authors' final loss is finite",
     "not_run": "no finished replay in the results store",
-    "rounding": "rounding-chaotic: fedbench's own replay with η moved by a few units in its last place "
-    "(η·(1 + 2^-50), a rounding-size change to every step) ends more than 1e-6 away from itself, so no two "
-    "float64 implementations of the run agree to 1e-6 (nudged_rel_change)",
+    "rounding": "rounding-chaotic: fedbench's own replay with η (or λ) moved by a few units in its last place "
+    "(·(1 ± 2^-50), a rounding-size change to every step), or with its sums in another order, or the run "
+    "replayed again in another batch, ends more than 1e-6 away from itself, so no two float64 implementations "
+    "of the run agree to 1e-6 (nudged_rel_change, probe_replays_itself)",
+    "rounding_floor": "within the run's own rounding floor: fedbench's replays with η and λ each moved by ±2^-50, "
+    "with every sum in another order, and again in another batch, spread by up to 1e-6 (10^6-10^10 times a "
+    "stable run's), and fedbench is within FLOOR_FACTOR = 10 times that spread of the authors",
+    "authors_code_here_differs": "the authors' own code, run again here (authors_rerun.py), ends more than 1e-6 from "
+    "their released number (authors_here_final_loss): the released digits are not reproducible to 1e-6 even by "
+    "their code on another CPU and BLAS",
     "differs": "finite in both, more than 1e-6 apart, and not shown rounding-chaotic",
     "differs_unchecked": "finite in both, more than 1e-6 apart; not checked for rounding (the record's time ran out)",
 }
-NUDGE = 2.0**-50  # η scaled by 1 + NUDGE: every step's coefficients move by a few units in their last place
+NUDGE = 2.0**-50  # η or λ scaled by 1 ± NUDGE: every step's coefficients move by a few units in their last place
+# the probes: each a rounding-size change to every step, in another direction (nudged_changes)
+PROBES = (("lr", 1 + NUDGE), ("lr", 1 - NUDGE), ("weight_decay", 1 + NUDGE), ("weight_decay", 1 - NUDGE))
+# a run within this many times its probe spread of the authors' is within its rounding floor: the authors'
+# own code on two machines, and their two float64 arrangements of one recursion, differ by up to about
+# 10x that spread (docs/reproductions/fedac/replay/README.md)
+FLOOR_FACTOR = 10
+PROBED = "eta±lambda±order+again"  # the `nudge` of a row PROBES, the order probe and its replays again checked
+ORDER_SEED = 0  # the order probe's permutation of the training rows (engine.run_batch's row_order)
 
 
 def replayed(suite: str, results_dir: Path, reference: Path, every_run: bool = True) -> pd.DataFrame:
@@ -104,11 +119,17 @@ def job_ids_by_key(suite: str) -> dict[tuple, str]:
     }
 
 
-def nudged_changes(suite: str, finals: dict[str, float], workers: int, budget_s: float) -> dict[str, float]:
-    """job id -> |F'/F − 1| for the jobs of `finals` (id -> final loss F): F' the final loss of its
-    replay with η·(1 + NUDGE), how far rounding-size changes to every step move it. The jobs run by
-    batch (batch_key), smallest M first, `workers` at a time (forked), until `budget_s` is spent;
-    the jobs not reached are left out."""
+def nudged_changes(
+    suite: str, finals: dict[str, float], workers: int, budget_s: float
+) -> dict[str, tuple[float, float]]:
+    """job id -> (max |F'/F − 1| over the probes, |F''/F − 1|) for the jobs of `finals` (id -> final loss
+    F): F' the final loss of its replay with η or λ scaled by 1 ± NUDGE (how far rounding-size changes
+    to every step move it) or with the training rows in another order and the workers reversed (every
+    sum over them in another order), F'' of the replay again as it was, in this batch (the BLAS products
+    of a batch of another size sum in another order: 0 where it replays the recorded run bit for bit),
+    in the probes' batch and alone, the larger.
+    The jobs run by batch (batch_key; a job and its probes in one batch), smallest M first, `workers`
+    at a time (forked), until `budget_s` is spent; the jobs not reached are left out."""
     import multiprocessing
 
     from benchmark.protocols.fedac.jobs import batch_key
@@ -133,19 +154,37 @@ def nudged_changes(suite: str, finals: dict[str, float], workers: int, budget_s:
     return out
 
 
-def _nudged(task: list[tuple]) -> dict[str, float]:
+def _nudged(task: list[tuple]) -> dict[str, tuple[float, float]]:
     import torch
 
+    from benchmark.engine.setup import load_source
     from benchmark.papers.fedac_authors import f_star
     from benchmark.protocols.fedac.replay import run_group
 
     torch.set_num_threads(1)  # one of `workers` processes: as the engine runs (FedAcProtocol.threads)
-    nudged = [
-        c.model_copy(update={"local": c.local.model_copy(update={"lr": c.local.lr * (1 + NUDGE)})}) for _, c, _ in task
+    # the jobs as they are first (the batch's F is measured at the first one's λ), then each probe of each
+    configs = [c for _, c, _ in task] + [
+        c.model_copy(update={"local": c.local.model_copy(update={key: getattr(c.local, key) * factor})})
+        for key, factor in PROBES
+        for _, c, _ in task
     ]
-    fstar = f_star(nudged[0].local.weight_decay)  # one λ per batch
-    finals = [o.records[-1]["subopt"] + fstar if o.records else math.nan for o in run_group(nudged)]
-    return {job_id: abs(final / plain - 1) for (job_id, _, plain), final in zip(task, finals)}
+    fstar = f_star(configs[0].local.weight_decay)  # one λ per batch
+    # and the jobs as they are with every sum over examples and workers in another order
+    n = len(load_source(configs[0]).train_y)
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(ORDER_SEED))
+    outcomes = run_group(configs) + run_group(configs[: len(task)], row_order=order)
+    alone = [run_group([c])[0] for c in configs[: len(task)]]  # BLAS sums a batch of one (gemv) another way
+    finals = [o.records[-1]["subopt"] + fstar if o.records else math.nan for o in outcomes + alone]
+    out = {}
+    for i, (job_id, _, plain) in enumerate(task):
+        again = (finals[i], finals[-len(task) + i])
+        probed = finals[len(task) + i : -len(task) : len(task)]
+        # a probe that diverged moved the run without bound
+        out[job_id] = (
+            max(abs(f / plain - 1) if math.isfinite(f) else math.inf for f in probed),
+            max(abs(f / plain - 1) if math.isfinite(f) else math.inf for f in again),
+        )
+    return out
 
 
 def write_record(
@@ -160,37 +199,51 @@ def write_record(
     check_s: float = 0.0,
     earlier: pd.DataFrame | None = None,
     earlier_note: str = "",
+    authors_here: pd.DataFrame | None = None,
 ) -> None:
     """OUT/runs.csv.gz and OUT/report.md; the runs that differ are checked for rounding (nudged_changes,
     within `check_s` seconds on `workers` processes). `earlier`: another machine's runs.csv of the
-    same suite, whose replays fill the rows this results store has not run (`ran_on` says which)."""
+    same suite, whose replays fill the rows this results store has not run (`ran_on` says which).
+    `authors_here`: the authors' own code run again here on some rows (authors_rerun.py's CSV)."""
     runs = replayed(suite, results_dir, reference, every_run)
     runs["ran_on"] = runs["fedbench_status"].where(runs["fedbench_status"] == "not run", "this record's store")
-    runs["nudge"], runs["nudged_rel_change"] = "", math.nan
+    runs["nudge"], runs["nudged_rel_change"], runs["fedbench_min_margin"] = "", math.nan, math.nan
+    runs["probe_replays_itself"] = math.nan
     if earlier is not None:
         runs = _with_earlier(runs, earlier)
-    differs = runs["why"].isin(["differs", "differs_unchecked"])
-    finals = dict(zip(runs.loc[differs, "job_id"], runs.loc[differs, "fedbench_final_loss"]))
+    differs = runs["why"].isin(["differs", "differs_unchecked", "rounding_floor"])
+    to_probe = differs & (runs["nudge"] != PROBED)  # an earlier record's probes of these rows stand
+    finals = dict(zip(runs.loc[to_probe, "job_id"], runs.loc[to_probe, "fedbench_final_loss"]))
     changes = nudged_changes(suite, finals, workers, check_s) if check_s else {}
-    checked = differs & runs["job_id"].isin(changes.keys())
-    if checked.any():
-        runs.loc[checked, "nudged_rel_change"] = runs.loc[checked, "job_id"].map(changes).astype(float)
-        runs.loc[checked, "nudge"] = "eta"
-    chaotic = checked & (runs["nudged_rel_change"] > TOLERANCE)
-    runs.loc[chaotic, "why"], runs.loc[checked & ~chaotic, "why"] = "rounding", "differs"
+    probed = to_probe & runs["job_id"].isin(changes.keys())
+    if probed.any():
+        found = runs.loc[probed, "job_id"].map(changes)
+        runs.loc[probed, "nudged_rel_change"] = found.map(lambda c: c[0]).astype(float)
+        runs.loc[probed, "probe_replays_itself"] = found.map(lambda c: c[1]).astype(float)
+        runs.loc[probed, "nudge"] = PROBED
+    checked = differs & (runs["nudge"] == PROBED)
+    spread = _spread(runs)
+    chaotic = checked & (spread > TOLERANCE)
+    floor = checked & ~chaotic & (runs["rel_diff"] <= FLOOR_FACTOR * spread)
+    runs.loc[checked, "why"] = "differs"
+    runs.loc[chaotic, "why"], runs.loc[floor, "why"] = "rounding", "rounding_floor"
     runs.loc[differs & ~checked, "why"] = "differs_unchecked"
-    overflow = runs["why"] == "authors_diverged"
+    if authors_here is not None:
+        runs = _with_authors_here(runs, authors_here)
+    overflow = (runs["why"] == "authors_diverged") & runs["fedbench_min_margin"].isna()
     margins = runs["job_id"].where(overflow).map(lambda j: _min_margin(suite, results_dir, j), na_action="ignore")
-    runs["fedbench_min_margin"] = margins
-    runs.loc[overflow & (runs["fedbench_min_margin"] < EXP_UNDERFLOW), "why"] = "authors_overflow"
+    runs.loc[overflow, "fedbench_min_margin"] = margins[overflow]
+    diverged = runs["why"] == "authors_diverged"
+    runs.loc[diverged & (runs["fedbench_min_margin"] < EXP_UNDERFLOW), "why"] = "authors_overflow"
     out.mkdir(parents=True, exist_ok=True)
     runs.to_csv(out / "runs.csv.gz", index=False, float_format="%.17g")
     text = report(runs, command, wall_s, _environment(runs, results_dir))
     if earlier is not None:
         ran = Counter(runs["ran_on"])
+        by_earlier = ", ".join(f"{n:,} {where}" for where, n in sorted(ran.items()) if where.startswith("earlier"))
         text += (
             f"\n## Where they ran\n\n{ran['this record' + chr(39) + 's store']:,} rows by the command above, "
-            f"{ran['earlier record']:,} by the earlier record ({earlier_note}), {ran['not run']:,} by neither.\n"
+            f"by the earlier record ({earlier_note}): {by_earlier or 'none'}; {ran['not run']:,} by neither.\n"
         )
     (out / "report.md").write_text(text)
     click.echo(f"{int(runs['match'].sum()):,} of {len(runs):,} match to {TOLERANCE:g}: {out / 'report.md'}")
@@ -198,6 +251,34 @@ def write_record(
 
 # the columns a row of the earlier record brings (its replay, and what its own record found about it)
 EARLIER = ["fedbench_final_loss", "rel_diff", "match", "why", "fedbench_status", "nudged_rel_change"]
+# and those it brings when it has them (a record before them lacks them)
+EARLIER_IF_THERE = ["nudge", "fedbench_min_margin", "probe_replays_itself"]
+
+
+def _spread(runs: pd.DataFrame) -> pd.Series:
+    """A probed run's own rounding floor: the largest move of its probes, or of its replay again in another batch."""
+    return runs[["nudged_rel_change", "probe_replays_itself"]].max(axis=1)
+
+
+PRINTED = 1e-15  # their summary prints 16-17 digits: a last-digit difference is its printing, not their code
+
+
+def _with_authors_here(runs: pd.DataFrame, here: pd.DataFrame) -> pd.DataFrame:
+    """The authors' code's final loss here beside their released one (authors_here_rel_diff) and
+    fedbench's (fedbench_vs_authors_here); a row their own code does not reproduce to TOLERANCE is
+    classed so, whatever the probe found (their number is then not a fixed target)."""
+    from benchmark.protocols.fedac.authors_rerun import COLUMNS
+
+    if set(COLUMNS) - set(here.columns) or not here["runid"].is_unique:
+        raise UserError(f"--authors-here: not a CSV of authors_rerun.py (needs {COLUMNS}, one row per runid)")
+    theirs = runs["runid"].map(here.set_index("runid")["authors_here_final_loss"])
+    runs["authors_here_final_loss"] = theirs
+    runs["authors_here_on"] = runs["runid"].map(here.set_index("runid")["authors_here_on"])
+    runs["authors_here_rel_diff"] = (theirs / runs["authors_final_loss"] - 1).abs()
+    runs["fedbench_vs_authors_here"] = (runs["fedbench_final_loss"] / theirs - 1).abs()
+    unexplained = runs["why"].isin(["differs", "differs_unchecked", "rounding_floor"])
+    runs.loc[unexplained & (runs["authors_here_rel_diff"] > TOLERANCE), "why"] = "authors_code_here_differs"
+    return runs
 
 
 def _with_earlier(runs: pd.DataFrame, earlier: pd.DataFrame) -> pd.DataFrame:
@@ -214,10 +295,17 @@ def _with_earlier(runs: pd.DataFrame, earlier: pd.DataFrame) -> pd.DataFrame:
     if (runs.loc[take, "job_id"] != runs.loc[take, "runid"].map(prior["job_id"])).any():
         raise UserError("the earlier runs.csv replays other jobs: not a record of this suite")
     prior["why"] = prior["why"].fillna("")
-    for column in EARLIER:
+    if "nudge" in prior.columns:  # read as numbers where no row was nudged
+        prior["nudge"] = prior["nudge"].fillna("").astype(str)
+    for column in EARLIER + [c for c in EARLIER_IF_THERE if c in prior.columns]:
         runs.loc[take, column] = runs.loc[take, "runid"].map(prior[column])
     runs.loc[take, "ran_on"] = "earlier record"
-    runs.loc[take & (runs["why"] == "rounding"), "nudge"] = "w0"
+    if "ran_on" in prior.columns:  # the rows that record took from its own earlier one stay told apart
+        before = runs.loc[take, "runid"].map(prior["ran_on"]).fillna("")
+        deeper = before.str.startswith("earlier record")
+        runs.loc[take & deeper.reindex(runs.index, fill_value=False), "ran_on"] = "earlier record's " + before[deeper]
+    if "nudge" not in prior.columns:  # the first device record nudged w0 only
+        runs.loc[take & (runs["why"] == "rounding"), "nudge"] = "w0"
     runs["match"] = runs["match"].astype(bool)
     return runs
 
@@ -292,12 +380,80 @@ def report(runs: pd.DataFrame, command: str, wall_s: float | None, environment: 
         lines += [f"  - {line}" for line in _examples(missing[missing["why"] == why])]
     if not len(missing):
         lines.append("None.")
+    lines += _rounding_floor(runs)
     lines += [
         "",
         "Every run: runs.csv.gz (authors' runid, their final loss and fedbench's, the relative difference, "
-        "match, why, fedbench's job id and status).",
+        "match, why, fedbench's job id and status, the probes' spread and the authors' code's final loss here "
+        "where measured).",
     ]
     return "\n".join(lines) + "\n"
+
+
+# at K = 1 the authors ran one recursion twice, arranged two ways (a pool of workers averaged, or one
+# minibatch step): FedAc-I and MB-AC-SGD, FedAvg and MB-SGD (their alg codes)
+SAME_AT_K1 = ((1, 4), (0, 3))
+
+
+def _authors_own_arrangements(runs: pd.DataFrame) -> str:
+    """How far apart the authors' own released numbers of one recursion are (SAME_AT_K1)."""
+    one = runs[runs["K"] == 1].drop_duplicates(["alg", "lambda", "eta", "M"]).set_index(["lambda", "eta", "M"])
+    gaps = []
+    for a, b in SAME_AT_K1:
+        pair = pd.concat(
+            [one[one["alg"] == a]["authors_final_loss"], one[one["alg"] == b]["authors_final_loss"]], axis=1
+        )
+        pair = pair[pair.map(math.isfinite).all(axis=1)]
+        gaps.append((pair.iloc[:, 0] / pair.iloc[:, 1] - 1).abs())
+    gap = pd.concat(gaps)
+    if not len(gap):
+        return ""
+    return (
+        f"- the authors' own two arrangements of one recursion (K = 1: FedAc-I and MB-AC-SGD, FedAvg and MB-SGD, "
+        f"their released numbers): {len(gap):,} pairs, {int((gap == 0).sum()):,} equal, "
+        f"{int((gap > TOLERANCE).sum()):,} more than {TOLERANCE:g} apart (up to {gap.max():.2g} relative)"
+    )
+
+
+def _rounding_floor(runs: pd.DataFrame) -> list[str]:
+    """What the probes and the authors' code here measured on the rows they checked: how far the
+    authors' own code moves between machines, against the probes' spread (FLOOR_FACTOR's grounds)."""
+    probed = runs[runs["nudge"] == PROBED]
+    lines = ["", "## The rounding floor, measured", "", _authors_own_arrangements(runs)]
+    if not len(probed):
+        return lines
+    itself, spread = probed["probe_replays_itself"], _spread(probed)
+    lines += [
+        f"- {len(probed):,} rows probed (η and λ each scaled by 1 ± 2^-50, the same examples summed in another "
+        f"order, and the run replayed again, in the probes' batch and alone): their floor (the largest of these "
+        f"moves) {spread.min():.1e}..{spread.max():.1e}; the replays again alone moved {itself.min():.1e}..{itself.max():.1e} "
+        "(BLAS sums a batch of another size in another order)",
+    ]
+    if "authors_here_final_loss" in runs:
+        here = runs[runs["authors_here_final_loss"].notna()]
+        same = here["authors_here_rel_diff"] <= PRINTED
+        moved = here[~same & (here["nudge"] == PROBED)]
+        lines.append(
+            f"- the authors' own code run here on {len(here):,} rows: {int(same.sum()):,} give their released number "
+            f"to its printed digits, {len(here) - int(same.sum()):,} move from it by "
+            f"{here.loc[~same, 'authors_here_rel_diff'].min():.1e}..{here.loc[~same, 'authors_here_rel_diff'].max():.1e}"
+            if (~same).any()
+            else f"- the authors' own code run here on {len(here):,} rows gives their released number bit for bit"
+        )
+        if len(moved):
+            ratio = moved["authors_here_rel_diff"] / _spread(moved)
+            lines.append(
+                f"- their code's move between machines over the row's floor, on the {len(moved):,} probed rows it "
+                f"moves: median {ratio.median():.2g}, largest {ratio.max():.2g} (FLOOR_FACTOR = {FLOOR_FACTOR})"
+            )
+    floor = probed[probed["why"].isin(["rounding_floor", "differs"])]
+    if len(floor):
+        ratio = floor["rel_diff"] / _spread(floor)
+        lines.append(
+            f"- fedbench's distance from the authors over the probes' spread, on the {len(floor):,} rows the probes "
+            f"move by at most 1e-6: median {ratio.median():.2g}, largest {ratio.max():.2g}"
+        )
+    return lines
 
 
 def _examples(part: pd.DataFrame, shown: int = 20) -> list[str]:
@@ -306,7 +462,14 @@ def _examples(part: pd.DataFrame, shown: int = 20) -> list[str]:
         f"{r.runid}: {r.method}, λ = {r['lambda']:g}, η = {r.eta:g}, M = {r.M}, K = {r.K}: authors "
         f"{r.authors_final_loss:.10g}, fedbench {r.fedbench_final_loss:.10g}"
         + (f" (relative {r.rel_diff:.1e})" if math.isfinite(r.rel_diff) else "")
-        + (f"; from the nudged w0 fedbench moves {r.nudged_rel_change:.1e}" if r.nudged_rel_change >= 0 else "")
+        + (f"; its probes ({r.nudge}) move fedbench {r.nudged_rel_change:.1e}" if r.nudged_rel_change >= 0 else "")
+        + (f", its replay again {r.probe_replays_itself:.1e}" if r.get("probe_replays_itself", math.nan) >= 0 else "")
+        + (
+            f"; the authors' code here {r.authors_here_final_loss:.10g} ({r.authors_here_rel_diff:.1e} from their "
+            f"released number, fedbench {r.fedbench_vs_authors_here:.1e} from it)"
+            if r.get("authors_here_final_loss", math.nan) >= 0
+            else ""
+        )
         for _, r in part.sort_values("rel_diff", ascending=False, na_position="last").head(shown).iterrows()
     ]
     if len(part) > shown:
@@ -364,6 +527,12 @@ check_option = click.option(
     help="another machine's runs.csv.gz of this suite: its replays fill the rows not run here",
 )
 @click.option("--earlier-note", default="", help="that record's command, commit, machine and wall time, as reported")
+@click.option(
+    "--authors-here",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="the authors' code run again here on some rows: authors_rerun.py's CSV",
+)
 def main(
     suite: str,
     results_dir: Path,
@@ -376,15 +545,28 @@ def main(
     check_s: float,
     earlier: Path | None,
     earlier_note: str,
+    authors_here: Path | None,
 ) -> None:
     """Write OUT/runs.csv.gz and OUT/report.md: SUITE's replays against the authors' released runs."""
     wall = None if started is None else time.time() - started
     try:
         prior = None if earlier is None else pd.read_csv(earlier)
+        theirs = None if authors_here is None else pd.read_csv(authors_here)
         write_record(
-            suite, results_dir, reference, out, command, wall, not some_runs, workers, check_s, prior, earlier_note
+            suite,
+            results_dir,
+            reference,
+            out,
+            command,
+            wall,
+            not some_runs,
+            workers,
+            check_s,
+            prior,
+            earlier_note,
+            theirs,
         )
-    except (UserError, GenerationError, FileNotFoundError) as err:
+    except (UserError, GenerationError, FileNotFoundError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         click.echo(f"error: {err}", err=True)
         sys.exit(2)
 

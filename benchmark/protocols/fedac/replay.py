@@ -81,7 +81,7 @@ def replays(jobs: list[Job]) -> list[ReplaySimulation]:
     return [ReplaySimulation(job, outcome) for job, outcome in zip(jobs, run_group([j.config for j in jobs]))]
 
 
-def run_group(configs) -> list[Outcome]:
+def run_group(configs, row_order=None) -> list[Outcome]:
     from benchmark.engine.sources import load_arrays
 
     first = configs[0]
@@ -93,7 +93,7 @@ def run_group(configs) -> list[Outcome]:
             first, ("objective", lam), lambda: BinaryArrays.of(np.asarray(src.train_x), np.asarray(src.train_y), lam)
         )
     started = time.monotonic()
-    outcomes = run_batch(configs, src.train_x, src.train_y, src.test_x, src.test_y, objective)
+    outcomes = run_batch(configs, src.train_x, src.train_y, src.test_x, src.test_y, objective, row_order)
     # one computation for every job: its seconds shared evenly over the jobs and their rounds
     per_round = (time.monotonic() - started) / len(configs) / first.rounds
     for outcome in outcomes:
