@@ -202,6 +202,7 @@ class MlflowTracker(NullTracker):
         if lock:
             lock.acquire()
         try:
+            self._new_store()
             self.client = bounded_client(self.uri)
             mlflow.set_tracking_uri(self.uri)
             self.experiment_id = self._experiment(suite_name)
@@ -223,6 +224,15 @@ class MlflowTracker(NullTracker):
         if self.results_root is not None and mlflow_writer.LIVE_AFTER_S > 0:  # runs are mirrored from results/
             self.writer = Writer(self.write_finished, self.give_long_jobs_their_run)
             self.writer.start()
+
+    def _new_store(self) -> None:
+        """A new SQLite store copied from one MLflow migrated once (mlflow_new_store.py)."""
+        from benchmark.run.mlflow_new_store import create_sqlite_store
+
+        try:
+            create_sqlite_store(self.uri)
+        except Exception as err:  # a cache that cannot be written: MLflow migrates the new store as always
+            log.info("MLflow: new store migrated by MLflow (no template: %s: %s)", type(err).__name__, err)
 
     def _batch_writer(self):
         """Many new runs in one transaction, where the store allows it (mlflow_batch.py); None: call by call."""
