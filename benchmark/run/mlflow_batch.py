@@ -56,20 +56,36 @@ class SqlBatchWriter:
             revision = connection.execute(sqlalchemy.text("SELECT version_num FROM alembic_version")).scalar()
         return cls(store, experiment_id) if revision in TESTED_SCHEMAS else None
 
-    def with_runs(self, job_ids: list[str]) -> set[str]:
-        """Which of `job_ids` already have a run (active or deleted: a deleted one is the user's choice)."""
-        from mlflow.store.tracking.dbmodels.models import SqlRun, SqlTag
+    def runs_of(self, job_ids: list[str]) -> dict:
+        """The active run of each of `job_ids` that has one (the oldest), with only what
+        JobMirror.is_complete reads: its status, `fedbench.status` tag and `client_acc.*` metrics. A few
+        queries, where MLflow's search_runs loads every param and tag of every run of the experiment."""
+        from mlflow.entities import Metric, Run, RunData, RunInfo, RunTag
+        from mlflow.store.tracking.dbmodels.models import SqlLatestMetric, SqlRun, SqlTag
 
-        found: set[str] = set()
+        found: dict[str, Run] = {}
         with self.store.ManagedSessionMaker() as session:
-            for i in range(0, len(job_ids), 500):  # bound the statement's parameters
+            for i in range(0, len(job_ids), 500):  # bound the statements' parameters
                 rows = (
-                    session.query(SqlTag.value)
+                    session.query(SqlTag.value, SqlRun.run_uuid, SqlRun.status)
                     .join(SqlRun, SqlRun.run_uuid == SqlTag.run_uuid)
-                    .filter(SqlRun.experiment_id == int(self.experiment_id))
+                    .filter(SqlRun.experiment_id == int(self.experiment_id), SqlRun.lifecycle_stage == "active")
                     .filter(SqlTag.key == "fedbench.job_id", SqlTag.value.in_(job_ids[i : i + 500]))
+                    .order_by(SqlRun.start_time.desc())  # the oldest last, so it stays
                 )
-                found.update(value for (value,) in rows)
+                runs = {run_id: (job_id, status) for job_id, run_id, status in rows}
+                status_tags = session.query(SqlTag.run_uuid, SqlTag.value).filter(
+                    SqlTag.run_uuid.in_(runs), SqlTag.key == "fedbench.status"
+                )
+                tags = {run_id: [RunTag("fedbench.status", value)] for run_id, value in status_tags}
+                metrics: dict[str, list] = {}
+                for run_id, key, value in session.query(
+                    SqlLatestMetric.run_uuid, SqlLatestMetric.key, SqlLatestMetric.value
+                ).filter(SqlLatestMetric.run_uuid.in_(runs), SqlLatestMetric.key.like("client_acc.%")):
+                    metrics.setdefault(run_id, []).append(Metric(key, value, 0, 0))
+                for run_id, (job_id, status) in runs.items():
+                    info = RunInfo(run_id, self.experiment_id, "", status, 0, None, "active")
+                    found[job_id] = Run(info, RunData(metrics.get(run_id, []), [], tags.get(run_id, [])))
         return found
 
     def write(self, runs: list[NewRun]) -> None:

@@ -82,10 +82,10 @@ class Writer(threading.Thread):
                 else:  # a lock still held (this process's runner holds a job's until just after it ends): again
                     self.queue[:0] = left
 
-    def close(self, wait_s: float = CLOSE_WAIT_S) -> int:
-        """Write what is queued (waiting at most `wait_s`); how many jobs are left unwritten."""
+    def close(self) -> int:
+        """Write what is queued (waiting at most CLOSE_WAIT_S); how many jobs are left unwritten."""
         with self.wake:
             self.closing = True
             self.wake.notify()
-        self.join(wait_s)
+        self.join(CLOSE_WAIT_S)
         return self.pending()

@@ -310,12 +310,15 @@ class MlflowTracker(NullTracker):
 
         if self.results_root is None:
             return 0
-        runs = {
-            r.data.tags.get("fedbench.job_id"): r
-            for r in self.client.search_runs(
-                [self.experiment_id], "tags.`fedbench.kind` = 'job'", ViewType.ACTIVE_ONLY, max_results=50000
-            )
-        }
+        if self.batch is not None:  # the selected jobs' runs, only what is_complete reads
+            runs = self.batch.runs_of([job.id for job in jobs])
+        else:
+            runs = {
+                r.data.tags.get("fedbench.job_id"): r
+                for r in self.client.search_runs(
+                    [self.experiment_id], "tags.`fedbench.kind` = 'job'", ViewType.ACTIVE_ONLY, max_results=50000
+                )
+            }
         todo = []
         for job in jobs:
             summary = self._jobdir(job.id).read_summary()
@@ -352,7 +355,7 @@ class MlflowTracker(NullTracker):
         try:
             held = [item for item in held if check is None or check(item)]
             ids = [item.job.id for item in held]
-            have = self.batch.with_runs(ids) if self.batch else set(ids)
+            have = self.batch.runs_of(ids).keys() if self.batch else set(ids)
             if new := [item for item in held if item.job.id not in have]:
                 self.batch.write([self.mirror.new_run(i.job, self._jobdir(i.job.id), i.summary, i.files) for i in new])
             for item in held:

@@ -15,7 +15,7 @@ mlflow = pytest.importorskip("mlflow")
 
 def contents(path) -> dict:
     with sqlite3.connect(path) as db:
-        schema = sorted(db.execute("SELECT type, name, sql FROM sqlite_master").fetchall(), key=str)
+        schema = set(db.execute("SELECT type, name, sql FROM sqlite_master").fetchall())
         experiments = db.execute("SELECT experiment_id, name, artifact_location, lifecycle_stage FROM experiments")
         out = {"schema": schema, "experiments": experiments.fetchall()}
         out["revision"] = db.execute("SELECT version_num FROM alembic_version").fetchall()

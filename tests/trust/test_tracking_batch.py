@@ -135,3 +135,59 @@ def test_a_job_running_past_live_after_gets_its_run_while_it_runs(tmp_path, monk
     runs = ran(tmp_path, uri, "r")
     assert seen == [("RUNNING", 3), ("RUNNING", 3)]
     assert all(r.info.status == "FINISHED" for r in runs.values())
+
+
+def test_a_queue_not_written_within_the_wait_at_exit_is_named_and_healed_by_sync(
+    tmp_path, monkeypatch, caplog, mlflow_store
+):
+    """The writer still busy when the run ends: the run waits CLOSE_WAIT_S, says how many jobs it left, exits 0
+    with every result on disk; `sync` then writes one run per job."""
+    import threading
+
+    uri, release = mlflow_store(), threading.Event()
+    write = mlflow_batch.SqlBatchWriter.write
+
+    def stuck(self, runs):  # a store that does not answer in time, then fails
+        release.wait(60)
+        raise RuntimeError("store stuck")
+
+    monkeypatch.setattr(mlflow_batch.SqlBatchWriter, "write", stuck)
+    monkeypatch.setattr(mlflow_writer, "CLOSE_WAIT_S", 0.5)
+    suite = tmp_path / "tiny.yaml"
+    suite.write_text(SUITE)
+    args = ["--results-dir", str(tmp_path / "r"), "--tracking-uri", uri]
+    with caplog.at_level("WARNING"):
+        assert main(["run", str(suite), *args, "-q"]) == 0
+    assert "2 finished job(s) not mirrored yet" in caplog.text and "fedbench sync" in caplog.text
+    release.set()  # the stuck batch fails, releasing its jobs' locks
+    monkeypatch.setattr(mlflow_batch.SqlBatchWriter, "write", write)
+    for _ in range(100):
+        if "store stuck" in caplog.text:
+            break
+        time.sleep(0.05)
+    assert main(["sync", str(suite), *args]) == 0
+    client = mlflow.tracking.MlflowClient(uri)
+    runs = client.search_runs([client.get_experiment_by_name("tiny").experiment_id], "tags.`fedbench.kind` = 'job'")
+    assert sorted(r.data.tags["fedbench.status"] for r in runs) == ["finished", "finished"]
+
+
+def test_the_light_lookup_of_runs_judges_them_as_their_full_search_does(tmp_path, mlflow_store):
+    """heal's look-up (SqlBatchWriter.runs_of: status, status tag, client_acc metrics) against MLflow's
+    search_runs, for complete runs and for one killed after its summary was written."""
+    from benchmark.run.mlflow_mirror import JobMirror
+
+    uri = mlflow_store()
+    runs = ran(tmp_path, uri, "r")
+    client = mlflow.tracking.MlflowClient(uri)
+    broken = next(iter(runs.values())).info.run_id
+    client.set_terminated(broken, "KILLED")
+    client.delete_tag(broken, "fedbench.status")
+    experiment = client.get_experiment_by_name("tiny").experiment_id
+    light = mlflow_batch.SqlBatchWriter.of(client, experiment).runs_of([*runs, "no-such-job"])
+    assert light.keys() == runs.keys()
+    for job_id, run in runs.items():
+        summary = JobDir(tmp_path / "r", job_id).read_summary()
+        full = client.get_run(run.info.run_id)
+        assert light[job_id].info.run_id == run.info.run_id
+        assert JobMirror.is_complete(light[job_id], summary) == JobMirror.is_complete(full, summary)
+        assert JobMirror.is_complete(full, summary) == (run.info.run_id != broken)
