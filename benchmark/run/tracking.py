@@ -15,7 +15,9 @@ job: every tracking call that raises is reported as a warning and the job goes o
   process of the suite to finish (the one that can take the suite lock exclusively).
 - Healing: `heal` (every `fedbench run`, and `fedbench sync`) mirrors again every finished job
   whose run is missing, KILLED or lacks its final numbers, through the same idempotent
-  `JobMirror.mirror` that ends a live job (mlflow_mirror.py).
+  `JobMirror.mirror` that ends a live job (mlflow_mirror.py), or, a job with no run, in a batch.
+- A job has its run while it runs once it has run for LIVE_AFTER_S; a shorter one's run is written
+  after it ends by the writer thread, with others (mlflow_writer.py, mlflow_batch.py).
 - Bounded: HTTP calls time out in seconds (HTTP_LIMITS), an http(s) store is probed first, and
   after a network failure the tracker pauses for the rest of the process (one warning); the time
   spent in tracking calls (`seconds`) is excluded from a job's recorded wall time.
