@@ -542,8 +542,10 @@ class MlflowTracker(NullTracker):
     def _end_children(self) -> None:
         with self.state:
             while self.open:
-                if (run_id := self.open.popitem()[1].run_id) is not None:
-                    self.client.set_terminated(run_id, "KILLED")
+                child = self.open.popitem()[1]
+                if child.run_id is None:  # interrupted before it had a run: it gets one, with its rounds so far
+                    self._live(child, self._jobdir(child.job.id).read_metrics())
+                self.client.set_terminated(child.run_id, "KILLED")
 
     @tracking_may_fail
     def _end_parent(self, status: str) -> None:
