@@ -4,12 +4,14 @@
         [--only NAME ...] [--repeats 3] [--threads 1]
 
 Three arms per repeat, interleaved, each a fresh process in a fresh results folder and working
-directory (where a SQLite store's artifacts land): `--no-tracking`; tracked on a new store (an
-empty SQLite file: MLflow's migrations included); tracked on an existing store (a copy of one that
-already holds the suite's runs of another seed, made once before the repeats: the experiment holds
-as many job runs as the run adds). Prints each arm's median wall and CPU seconds (user + system of
-the process: what a loaded machine's other work inflates least), the medians of the per-repeat
-ratios to the untracked arm, and the tracking cost per job: (tracked - untracked) / jobs, medians.
+directory (where a SQLite store's artifacts land): `--no-tracking`; tracked on a new store (a SQLite
+file that does not exist yet: fedbench copies the empty store MLflow migrated once per machine,
+benchmark/run/mlflow_new_store.py, which the existing store's making has made by then); tracked on an
+existing store (a copy of one that already holds the suite's runs of another seed, made once before
+the repeats: the experiment holds as many job runs as the run adds). Prints each arm's median wall
+and CPU seconds (user + system of the process: what a loaded machine's other work inflates least),
+the medians of the per-repeat ratios to the untracked arm, and the tracking cost per job:
+(tracked - untracked) / jobs, medians.
 """
 
 from __future__ import annotations

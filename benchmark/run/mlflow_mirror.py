@@ -166,12 +166,14 @@ class JobMirror:
         from mlflow.entities import Param
 
         run_id = self.client.create_run(
-            self.experiment_id,
-            run_name=job_run_name(job),
-            tags={"mlflow.parentRunId": self.parent_id, **job_tags(job, self.suite), **self.provenance},
+            self.experiment_id, run_name=job_run_name(job), tags=self.run_tags(job)
         ).info.run_id
-        self.client.log_batch(run_id, params=[Param(k[:250], v) for k, v in flatten(config).items()])
+        self.client.log_batch(run_id, params=[Param(k, v) for k, v in run_params(config).items()])
         return run_id
+
+    def run_tags(self, job) -> dict[str, str]:
+        """The tags a job's run is created with: its parent, labels and this process's provenance."""
+        return {"mlflow.parentRunId": self.parent_id, **job_tags(job, self.suite), **self.provenance}
 
     def logged_upto(self, run_id: str) -> int:
         """The last round the run has (0: none)."""
@@ -188,43 +190,38 @@ class JobMirror:
         """The summary's dataset, files and the final `model` (a finished job's, where given), then its
         numbers, environment, code and status tags in one log_batch, then the run's end status. The status
         tag and the end status come last, so a run that has both (`is_complete`) has everything before."""
-        from mlflow.entities import Metric, RunTag
+        from mlflow.entities import RunTag
 
         self.log_dataset(run_id, summary)
-        for f in files:
-            if f.exists():
-                self.client.log_artifact(run_id, str(f))
-        if model is not None and summary.get("status") == FINISHED and model.exists():
-            self.client.log_artifact(run_id, str(model), MODEL_ARTIFACT_DIR)
-        now = int(time.time() * 1000)
-        values = {
-            **{f"summary.{metric_key(k)}": v for k, v in summary.get("metrics", {}).items()},
-            **client_acc_metrics(summary),
-            **{k: summary.get(k) for k in SUMMARY_METRICS},
-            "diverged_at_round": summary.get("diverged_at_round"),
-        }
-        final = [
-            Metric(k, float(v), now, 0)
-            for k, v in values.items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool)
-        ]
-        tags = {**environment_tags(summary), **code_tags(summary), "fedbench.status": summary.get("status", "?")}
-        # the status tag last: MLflow writes a batch's metrics before its tags, and tags in their order
-        self.client.log_batch(run_id, metrics=final, tags=[RunTag(k, v) for k, v in tags.items()])
+        for f, artifact_path in artifacts(summary, files, model):
+            self.client.log_artifact(run_id, str(f), artifact_path)
+        tags = final_tags(summary)  # the status tag last: MLflow writes a batch's metrics before its tags, in order
+        self.client.log_batch(run_id, metrics=final_metrics(summary), tags=[RunTag(k, v) for k, v in tags.items()])
         self.client.set_terminated(run_id, RUN_STATUS.get(summary.get("status"), "FAILED"))
 
     def log_dataset(self, run_id: str, summary: dict) -> None:
-        from mlflow.entities import Dataset, DatasetInput
+        from mlflow.entities import DatasetInput
 
-        if not summary.get("data_fingerprint"):
-            return
-        dataset = Dataset(
-            name=str(summary.get("dataset") or "data"),
-            digest=str(summary["data_fingerprint"]),
-            source_type="local",
-            source=json.dumps({"fedbench": "data_fingerprint of the tensors the job trained on"}),
+        if dataset := dataset_of(summary):
+            self.client.log_inputs(run_id, datasets=[DatasetInput(dataset)])
+
+    def new_run(self, job, jobdir, summary: dict, files: list[Path] | None = None):
+        """Everything a finished job's run holds, for writing it at once (mlflow_batch.py): what `mirror`
+        writes call by call into a new run."""
+        from benchmark.run.mlflow_batch import NewRun
+
+        config = job_config(job, jobdir)
+        model = jobdir.model if config.get("log_model") else None
+        return NewRun(
+            job_id=job.id,
+            name=job_run_name(job),
+            tags=self.run_tags(job) | final_tags(summary),
+            params=run_params(config),
+            metrics=round_metrics(jobdir.read_metrics()) + final_metrics(summary),
+            dataset=dataset_of(summary),
+            artifacts=artifacts(summary, files if files is not None else jobdir.mirrored_files, model),
+            status=RUN_STATUS.get(summary.get("status"), "FAILED"),
         )
-        self.client.log_inputs(run_id, datasets=[DatasetInput(dataset)])
 
     @staticmethod
     def is_complete(run, summary: dict) -> bool:
@@ -244,7 +241,7 @@ class JobMirror:
         and once the job has a summary its final numbers and status. Idempotent. `live`: (run id, last
         round logged) of a run this process holds open, so neither needs looking up."""
         summary = summary if summary is not None else jobdir.read_summary()
-        config = json.loads(jobdir.config.read_text()) if jobdir.config.exists() else {"job_id": job.id}
+        config = job_config(job, jobdir)
         if live is not None:
             run_id, upto = live
         elif (run := self.find(job.id)) is None:
@@ -275,3 +272,58 @@ def round_metrics(records: list[dict]) -> list:
         for k in MEASURED
         if r.get(k) is not None
     ]
+
+
+def job_config(job, jobdir) -> dict:
+    """The job's config.json (a job that failed before writing it: its id only)."""
+    return json.loads(jobdir.config.read_text()) if jobdir.config.exists() else {"job_id": job.id}
+
+
+def run_params(config: dict) -> dict[str, str]:
+    """A job's config as its run's params (keys cut to MLflow's 250 characters)."""
+    return {k[:250]: v for k, v in flatten(config).items()}
+
+
+def final_metrics(summary: dict) -> list:
+    """The summary's numbers as metrics at step 0 (a diverged or failed job has no accuracies)."""
+    from mlflow.entities import Metric
+
+    now = int(time.time() * 1000)
+    values = {
+        **{f"summary.{metric_key(k)}": v for k, v in summary.get("metrics", {}).items()},
+        **client_acc_metrics(summary),
+        **{k: summary.get(k) for k in SUMMARY_METRICS},
+        "diverged_at_round": summary.get("diverged_at_round"),
+    }
+    return [
+        Metric(k, float(v), now, 0)
+        for k, v in values.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    ]
+
+
+def final_tags(summary: dict) -> dict[str, str]:
+    """The summary's environment, code and status as tags, the status last."""
+    return {**environment_tags(summary), **code_tags(summary), "fedbench.status": summary.get("status", "?")}
+
+
+def dataset_of(summary: dict):
+    """The data the job trained on as an MLflow Dataset (name = its label, digest = its fingerprint), or None."""
+    from mlflow.entities import Dataset
+
+    if not summary.get("data_fingerprint"):
+        return None
+    return Dataset(
+        name=str(summary.get("dataset") or "data"),
+        digest=str(summary["data_fingerprint"]),
+        source_type="local",
+        source=json.dumps({"fedbench": "data_fingerprint of the tensors the job trained on"}),
+    )
+
+
+def artifacts(summary: dict, files: list[Path], model: Path | None) -> list[tuple[Path, str | None]]:
+    """(file, artifact folder) of the run: the job's files that exist, and a finished job's `model` where given."""
+    out = [(f, None) for f in files if f.exists()]
+    if model is not None and summary.get("status") == FINISHED and model.exists():
+        out.append((model, MODEL_ARTIFACT_DIR))
+    return out

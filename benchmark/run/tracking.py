@@ -15,7 +15,9 @@ job: every tracking call that raises is reported as a warning and the job goes o
   process of the suite to finish (the one that can take the suite lock exclusively).
 - Healing: `heal` (every `fedbench run`, and `fedbench sync`) mirrors again every finished job
   whose run is missing, KILLED or lacks its final numbers, through the same idempotent
-  `JobMirror.mirror` that ends a live job (mlflow_mirror.py).
+  `JobMirror.mirror` that ends a live job (mlflow_mirror.py), or, a job with no run, in a batch.
+- A job has its run while it runs once it has run for LIVE_AFTER_S; a shorter one's run is written
+  after it ends by the writer thread, with others (mlflow_writer.py, mlflow_batch.py).
 - Bounded: HTTP calls time out in seconds (HTTP_LIMITS), an http(s) store is probed first, and
   after a network failure the tracker pauses for the rest of the process (one warning); the time
   spent in tracking calls (`seconds`) is excluded from a job's recorded wall time.
@@ -30,11 +32,14 @@ import functools
 import json
 import logging
 import os
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmark.run import mlflow_writer
 from benchmark.run.mlflow_mirror import JobMirror, source_tags
+from benchmark.run.mlflow_writer import Finished, Writer
 from benchmark.store.job_store import job_lock
 from benchmark.store.locks import FileLock, suite_lock
 
@@ -146,16 +151,7 @@ def tracking_may_fail(method):
         try:
             return method(self, *args, **kwargs)
         except Exception as err:
-            self.offline = is_unreachable(err)
-            log.warning(
-                "MLflow (%s) %s failed: %s: %s; the results on disk are complete%s, %s",
-                self.uri,
-                method.__name__,
-                type(err).__name__,
-                str(err).splitlines()[0] if str(err) else "",
-                "; tracking paused for this run" if self.offline else "",
-                OFFLINE_NOTE,
-            )
+            self.failed(method.__name__, err)
             if method.__name__ == "start_job":
                 self.open.pop(args[0].id, None)  # nothing to log into for this job
         finally:
@@ -182,8 +178,10 @@ def store_lock(uri: str) -> FileLock | None:
 @dataclass
 class ChildRun:
     job: object  # the Job
-    run_id: str
+    config: dict
+    run_id: str | None = None  # None: none yet (a job shorter than LIVE_AFTER_S gets it from the writer)
     logged_upto: int = 0  # the last round it has: a resumed job logs only what follows
+    started: float = field(default_factory=time.monotonic)
 
 
 class MlflowTracker(NullTracker):
@@ -206,6 +204,7 @@ class MlflowTracker(NullTracker):
         if lock:
             lock.acquire()
         try:
+            self._new_store()
             self.client = bounded_client(self.uri)
             mlflow.set_tracking_uri(self.uri)
             self.experiment_id = self._experiment(suite_name)
@@ -221,6 +220,45 @@ class MlflowTracker(NullTracker):
         self.provenance = {**provenance_tags(), **source_tags(str(suite_file) if suite_file else None)}
         self.mirror = JobMirror(self.client, self.experiment_id, self.parent, suite_name, self.provenance)
         self.describe_parent(suite_file)
+        self.batch = self._batch_writer()
+        self.state = threading.RLock()  # the open runs, shared with the writer thread
+        self.writer = None
+        if self.results_root is not None and mlflow_writer.LIVE_AFTER_S > 0:  # runs are mirrored from results/
+            self.writer = Writer(self.write_finished, self.give_long_jobs_their_run)
+            self.writer.start()
+
+    def _new_store(self) -> None:
+        """A new SQLite store copied from one MLflow migrated once (mlflow_new_store.py)."""
+        from benchmark.run.mlflow_new_store import create_sqlite_store
+
+        try:
+            create_sqlite_store(self.uri)
+        except Exception as err:  # a cache that cannot be written: MLflow migrates the new store as always
+            log.info("MLflow: new store migrated by MLflow (no template: %s: %s)", type(err).__name__, err)
+
+    def _batch_writer(self):
+        """Many new runs in one transaction, where the store allows it (mlflow_batch.py); None: call by call."""
+        from benchmark.run.mlflow_batch import SqlBatchWriter
+
+        try:
+            return SqlBatchWriter.of(self.client, self.experiment_id)
+        except Exception as err:  # e.g. a store MLflow can open but not this way: call by call still works
+            log.info("MLflow: new runs written call by call (%s: %s)", type(err).__name__, err)
+            return None
+
+    def failed(self, what: str, err: Exception) -> None:
+        """A tracking call that raised: a warning (the results on disk are complete); an unreachable store
+        pauses tracking for the rest of the process."""
+        self.offline = is_unreachable(err)
+        log.warning(
+            "MLflow (%s) %s failed: %s: %s; the results on disk are complete%s, %s",
+            self.uri,
+            what,
+            type(err).__name__,
+            str(err).splitlines()[0] if str(err) else "",
+            "; tracking paused for this run" if self.offline else "",
+            OFFLINE_NOTE,
+        )
 
     def _experiment(self, name: str) -> str:
         return experiment_id(self.client, name)
@@ -274,53 +312,127 @@ class MlflowTracker(NullTracker):
 
         if self.results_root is None:
             return 0
-        runs = {
-            r.data.tags.get("fedbench.job_id"): r
-            for r in self.client.search_runs(
-                [self.experiment_id], "tags.`fedbench.kind` = 'job'", ViewType.ACTIVE_ONLY, max_results=50000
-            )
-        }
-        healed = 0
+        if self.batch is not None:  # the selected jobs' runs, only what is_complete reads
+            runs = self.batch.runs_of([job.id for job in jobs])
+        else:
+            runs = {
+                r.data.tags.get("fedbench.job_id"): r
+                for r in self.client.search_runs(
+                    [self.experiment_id], "tags.`fedbench.kind` = 'job'", ViewType.ACTIVE_ONLY, max_results=50000
+                )
+            }
+        todo = []
         for job in jobs:
-            jobdir = self._jobdir(job.id)
-            summary = jobdir.read_summary()
-            if not summary or (job.id in runs and self.mirror.is_complete(runs[job.id], summary)):
-                continue
-            lock = job_lock(self.results_root, job.id)
-            if lock.acquire(blocking=False):  # a job running elsewhere is mirrored live by its process
-                try:
-                    if jobdir.damage(every_line=True):  # never mirrored as complete: `run` trains it again
-                        jobdir.set_aside_damaged(every_line=True)
-                        continue
-                    self.mirror.mirror(job, jobdir, summary)
-                    healed += 1
-                finally:
-                    lock.release()
+            summary = self._jobdir(job.id).read_summary()
+            if summary and not (job.id in runs and self.mirror.is_complete(runs[job.id], summary)):
+                todo.append(Finished(job, summary, self._jobdir(job.id).mirrored_files))
+        healed = 0
+        for i in range(0, len(todo), mlflow_writer.BATCH_JOBS):  # a job running elsewhere is mirrored by its process
+            batch = todo[i : i + mlflow_writer.BATCH_JOBS]
+            healed += len(batch) - len(self.mirror_finished(batch, check=self._undamaged))
         if healed:
             log.info("MLflow: %d finished job(s) mirrored again from %s", healed, self.results_root)
         return healed
 
-    @tracking_may_fail
-    def start_job(self, job, config: dict) -> None:
-        self.last_started = job.id
-        if (found := self.mirror.find(job.id)) is None:  # a new run starts RUNNING, with no rounds
-            self.open[job.id] = ChildRun(job, self.mirror.create(job, config))
-            return
-        run_id = found.info.run_id
-        self.client.update_run(run_id, status="RUNNING")
-        self.open[job.id] = ChildRun(job, run_id, self.mirror.logged_upto(run_id))
+    def _undamaged(self, item: Finished) -> bool:
+        """A damaged job is never mirrored as complete: its files are set aside and `run` trains it again."""
+        jobdir = self._jobdir(item.job.id)
+        if jobdir.damage(every_line=True):
+            jobdir.set_aside_damaged(every_line=True)
+            return False
+        return True
 
-    @tracking_may_fail
-    def log_records(self, records: list[dict], job_id: str | None = None) -> None:
-        child = self.open.get(job_id or self.last_started)
-        if child is not None:
+    def mirror_finished(self, items: list[Finished], check=None) -> list[Finished]:
+        """Each job's run brought up to its folder under the job's lock: new runs at once (mlflow_batch.py),
+        a run that exists (a resumed job's, a partly mirrored one) through JobMirror.mirror. Returns the
+        jobs whose lock another holder has (left to it); `check(item)` False: skipped."""
+        locks, held, left = [], [], []
+        for item in items:
+            lock = job_lock(self.results_root, item.job.id)
+            if lock.acquire(blocking=False):
+                locks.append(lock)
+                held.append(item)
+            else:
+                left.append(item)
+        try:
+            held = [item for item in held if check is None or check(item)]
+            ids = [item.job.id for item in held]
+            have = self.batch.runs_of(ids).keys() if self.batch else set(ids)
+            if new := [item for item in held if item.job.id not in have]:
+                self.batch.write([self.mirror.new_run(i.job, self._jobdir(i.job.id), i.summary, i.files) for i in new])
+            for item in held:
+                if item.job.id in have:
+                    self.mirror.mirror(item.job, self._jobdir(item.job.id), item.summary, item.files)
+        finally:
+            for lock in locks:
+                lock.release()
+        return left
+
+    def write_finished(self, batch: list[Finished]) -> list[Finished]:
+        """The writer thread's batch (never raises: a failure warns, and the next `run` or `sync` heals)."""
+        if self.offline:
+            return []
+        try:
+            return self.mirror_finished(batch)
+        except Exception as err:
+            self.failed(f"writing {len(batch)} finished job(s)", err)
+            return []
+
+    def give_long_jobs_their_run(self) -> None:
+        """The writer thread's tick: a job running for LIVE_AFTER_S gets its run, with the rounds on disk."""
+        if self.offline:
+            return
+        now = time.monotonic()
+        with self.state:
+            for child in list(self.open.values()):
+                if child.run_id is None and now - child.started >= mlflow_writer.LIVE_AFTER_S:
+                    try:
+                        self._live(child, self._jobdir(child.job.id).read_metrics())
+                    except Exception as err:
+                        self.failed(f"creating the run of job {child.job.id}", err)
+                        self.open.pop(child.job.id, None)  # its run is written from its folder later
+                        return
+
+    def _live(self, child: ChildRun, records: list[dict]) -> None:
+        """The job's run found or created (RUNNING), and `records` it lacks logged."""
+        if (found := self.mirror.find(child.job.id)) is None:  # a new run starts RUNNING, with no rounds
+            child.run_id = self.mirror.create(child.job, child.config)
+        else:
+            child.run_id = found.info.run_id
+            self.client.update_run(child.run_id, status="RUNNING")
+            child.logged_upto = self.mirror.logged_upto(child.run_id)
+        if records:
             child.logged_upto = self.mirror.log_rounds(child.run_id, records, child.logged_upto)
 
     @tracking_may_fail
+    def start_job(self, job, config: dict) -> None:
+        """The job's run now where no writer thread defers it (no results folder; LIVE_AFTER_S = 0),
+        else when the job has run for LIVE_AFTER_S or, a shorter job, with the writer's next batch."""
+        self.last_started = job.id
+        child = ChildRun(job, config)
+        with self.state:
+            self.open[job.id] = child
+            if self.writer is None:
+                self._live(child, [])
+
+    @tracking_may_fail
+    def log_records(self, records: list[dict], job_id: str | None = None) -> None:
+        """Rounds for a job's run; a job with no run yet has them written with its run (from metrics.jsonl)."""
+        with self.state:
+            child = self.open.get(job_id or self.last_started)
+            if child is not None and child.run_id is not None:
+                child.logged_upto = self.mirror.log_rounds(child.run_id, records, child.logged_upto)
+
+    @tracking_may_fail
     def end_job(self, summary: dict, files: list[Path]) -> None:
-        """The job's folder mirrored, the summary being the one just written (the same function that heals)."""
-        child = self.open.pop(summary["job_id"], None)
+        """The job's folder mirrored, the summary being the one just written (the same function that heals):
+        now where the job has its run, else queued for the writer thread's next batch."""
+        with self.state:
+            child = self.open.pop(summary["job_id"], None)
         if child is None:  # the job failed before its run could be created
+            return
+        if child.run_id is None:
+            self.writer.put(Finished(child.job, summary, files))
             return
         jobdir = self._jobdir(summary["job_id"])
         if jobdir is None:  # no results folder to read (a tracker used on its own)
@@ -403,8 +515,18 @@ class MlflowTracker(NullTracker):
             self.attach([Path(suite_file)], "suite")
 
     def close(self, status: str = "FINISHED") -> None:
-        """End this process's part: a child still open was interrupted; the parent is closed by
-        the last process running the suite (the suite lock is released even when the store is gone)."""
+        """End this process's part: the writer's queue written (a bounded wait), a child still open was
+        interrupted; the parent is closed by the last process running the suite (the suite lock is
+        released even when the store is gone)."""
+        if self.writer is not None and (left := self.writer.close()):
+            log.warning(
+                "MLflow (%s): %d finished job(s) not mirrored yet (still writing after %.0f s, or held by "
+                "another process); their results on disk are complete, %s",
+                self.uri,
+                left,
+                mlflow_writer.CLOSE_WAIT_S,
+                OFFLINE_NOTE,
+            )
         self._end_children()
         if self.running is None:
             self._end_parent(status)
@@ -418,8 +540,12 @@ class MlflowTracker(NullTracker):
 
     @tracking_may_fail
     def _end_children(self) -> None:
-        while self.open:
-            self.client.set_terminated(self.open.popitem()[1].run_id, "KILLED")
+        with self.state:
+            while self.open:
+                child = self.open.popitem()[1]
+                if child.run_id is None:  # interrupted before it had a run: it gets one, with its rounds so far
+                    self._live(child, self._jobdir(child.job.id).read_metrics())
+                self.client.set_terminated(child.run_id, "KILLED")
 
     @tracking_may_fail
     def _end_parent(self, status: str) -> None:

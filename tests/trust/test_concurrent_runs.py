@@ -88,7 +88,8 @@ def wait_for(condition, timeout: float = 120) -> None:
 
 
 @pytest.mark.slow
-def test_sigkilled_run_leaves_no_stuck_lock_and_its_job_continues_its_own_run(tmp_path):
+def test_sigkilled_run_leaves_no_stuck_lock_and_its_job_continues_its_own_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("LIVE_RUNS", "1")  # the job's run made as it starts, as a job running past LIVE_AFTER_S
     path, job_id, jobdir = long_suite(tmp_path)
     victim = start(tmp_path, path)
     wait_for(lambda: jobdir.checkpoint.exists())

@@ -4,6 +4,8 @@ training time; an unreachable tracking server costs seconds, not minutes."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -13,6 +15,7 @@ import pytest
 from fedtest import measured, tiny_suite, write_suite
 
 from benchmark.cli import main
+from benchmark.run import mlflow_writer
 from benchmark.store.job_dir import JobDir
 from benchmark.suite.expand import load_jobs
 
@@ -68,6 +71,7 @@ def test_tracking_time_is_not_training_time(tmp_path, monkeypatch, mlflow_store)
         return slow(self, *args, **kwargs)
 
     monkeypatch.setattr(mlflow.tracking.MlflowClient, "log_batch", log_batch)
+    monkeypatch.setattr(mlflow_writer, "LIVE_AFTER_S", 0.0)  # the run written while the job runs, as a long job's
     path, results = write_suite(tmp_path, tiny_suite(methods=["fedavg"])), tmp_path / "r"
     began = time.monotonic()
     assert main(["run", str(path), "--results-dir", str(results), "--tracking-uri", mlflow_store(), "-q"]) == 0
@@ -93,15 +97,25 @@ def test_report_and_sync_with_an_unreachable_server_take_seconds(tmp_path, capsy
 KILL = Path(__file__).with_name("kill_at_mlflow.py")
 
 
-# MLflow's write points: the job's run created (create_run 1 is the suite's), a round's metrics mid-run (the
-# 2nd batch: after the parameters), and the end of a job whose summary.json is already written: its dataset
-# (log_inputs), its first file (log_artifact 1 is the suite file), its end status (its run left RUNNING with
-# the final numbers and status tag, or without them)
+# MLflow's write points. Live (a job's run created when it starts, as for a job running over LIVE_AFTER_S):
+# the job's run created (create_run 1 is the suite's), a round's metrics mid-run (the 2nd batch: after the
+# parameters), and the end of a job whose summary.json is already written: its dataset (log_inputs), its
+# first file (log_artifact 1 is the suite file), its end status (its run left RUNNING with the final numbers
+# and status tag, or without them). Batched (a short job's run written after it ends by the writer thread):
+# the queued job's batch about to be written, and inside its transaction (its files already copied).
 @pytest.mark.parametrize(
-    "method, nth",
-    [("create_run", 2), ("log_batch", 2), ("log_inputs", 1), ("log_artifact", 2), ("set_terminated", 1)],
+    "mode, target, nth",
+    [
+        ("live", "create_run", 2),
+        ("live", "log_batch", 2),
+        ("live", "log_inputs", 1),
+        ("live", "log_artifact", 2),
+        ("live", "set_terminated", 1),
+        ("batched", "SqlBatchWriter.write", 1),
+        ("batched", "SqlBatchWriter._inputs", 1),
+    ],
 )
-def test_a_kill_at_an_mlflow_write_resumes_and_heals_the_run(tmp_path, mlflow_store, method, nth):
+def test_a_kill_at_an_mlflow_write_resumes_and_heals_the_run(tmp_path, mlflow_store, mode, target, nth):
     raw = tiny_suite(methods=["fedacg"])
     raw["defaults"].update(rounds=6, checkpoint_every=2, checkpoint_minutes=0)
     path, uri = write_suite(tmp_path, raw), mlflow_store()
@@ -109,9 +123,43 @@ def test_a_kill_at_an_mlflow_write_resumes_and_heals_the_run(tmp_path, mlflow_st
     straight = ["run", str(path), "--no-tracking", "--threads", "1", "--results-dir", str(tmp_path / "straight")]
     assert main(straight) == 0
     args = ["run", str(path), "--tracking-uri", uri, "--threads", "1", "-q", "--results-dir", str(tmp_path / "r")]
-    killed = subprocess.run([sys.executable, str(KILL), method, str(nth), *args], capture_output=True, text=True)
+    killed = subprocess.run([sys.executable, str(KILL), mode, target, str(nth), *args], capture_output=True, text=True)
     assert killed.returncode == 137, killed.stderr
     assert main(args) == 0  # resumes (or skips the finished job) and heals its MLflow run
     _assert_mirrors_disk(uri, tmp_path / "r", [job])
     ran, reference = (JobDir(tmp_path / d, job.id) for d in ("r", "straight"))
     assert measured(ran.read_metrics()) == measured(reference.read_metrics())
+
+
+@pytest.mark.parametrize("heal", ["run", "sync"])
+def test_sigkill_with_finished_jobs_queued_for_mlflow_heals_to_one_run_each(tmp_path, mlflow_store, heal):
+    """Every job finished and queued for the writer thread, which is stopped at its first write; then a real
+    SIGKILL. The next `run` (nothing to train) or `sync` writes one run per job."""
+    path, uri, results = write_suite(tmp_path, tiny_suite()), mlflow_store(), tmp_path / "r"
+    _, jobs = load_jobs(path)
+    marker = tmp_path / "writing"
+    args = ["run", str(path), "--tracking-uri", uri, "--threads", "1", "-q", "--results-dir", str(results)]
+    child = subprocess.Popen(
+        [sys.executable, str(KILL), "batched", "SqlBatchWriter.write", "1", *args],
+        env={**os.environ, "HANG_MARKER": str(marker)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not marker.exists() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), "the writer never started writing"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+    assert all(
+        JobDir(results, j.id).read_summary()["status"] == "finished" for j in jobs
+    )  # on disk, whatever MLflow has
+    assert _children(uri) == {}  # the queued jobs' runs were never written
+    if heal == "run":
+        assert main(args) == 0
+    else:
+        assert main(["sync", str(path), "--results-dir", str(results), "--tracking-uri", uri]) == 0
+    _assert_mirrors_disk(uri, results, jobs)
