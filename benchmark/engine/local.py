@@ -53,15 +53,16 @@ def make_forward(model: nn.Module, spec: ParamSpec, precision: str = "fp32", cha
         # logits (and features) leave autocast in float32 at least (float64 stays: the authors' stream),
         # so every loss is computed in full precision
         if kwargs.get("stages"):
-            return _full(out[0]), out[1]
+            return full_precision(out[0]), out[1]
         if features:
-            return _full(out[0]), _full(out[1])
-        return _full(out)
+            return full_precision(out[0]), full_precision(out[1])
+        return full_precision(out)
 
     return forward
 
 
-def _full(t: torch.Tensor) -> torch.Tensor:
+def full_precision(t: torch.Tensor) -> torch.Tensor:
+    """Logits for the loss: float32 at least, float64 kept (the authors' stream runs in float64)."""
     return t if t.dtype == torch.float64 else t.float()
 
 

@@ -43,7 +43,7 @@ from torch import nn
 from torch.func import functional_call
 
 from benchmark.engine import client_batched
-from benchmark.engine.local import overrides
+from benchmark.engine.local import full_precision, overrides
 from benchmark.fl.base import ClientTerm
 from benchmark.fl.terms import Prox
 from benchmark.suite.schema import LocalTraining
@@ -190,7 +190,8 @@ def _fused_step_(step: FusedStep, w, x, y, ce_weights, local: LocalTraining, lr:
         if (why := client_batched.logits_misfit(logits, clients, batch)) is not None:
             return step.decline(why)
         losses = (
-            F.cross_entropy(logits.float(), y.flatten(), reduction="none").view(clients, batch).mean(1) * ce_weights
+            F.cross_entropy(full_precision(logits), y.flatten(), reduction="none").view(clients, batch).mean(1)
+            * ce_weights
         )
         grads = torch.autograd.grad(losses.sum(), [*owned, tape.anchor], allow_unused=True)[:-1]
     for p in owned:

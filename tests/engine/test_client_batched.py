@@ -79,7 +79,7 @@ def test_femnist_cnn_round_matches_sequential(norm):
         sequential_outcomes(sim, chosen, rnd, received), vectorised_outcomes(sim, chosen, rnd, received)
     ):
         torch.testing.assert_close(vec.final, seq.final, atol=1e-12, rtol=0)
-        assert vec.loss == pytest.approx(seq.loss, abs=1e-6)  # make_forward returns float32 logits
+        assert vec.loss == pytest.approx(seq.loss, abs=1e-6)
 
 
 class ScaledLogistic(nn.Module):

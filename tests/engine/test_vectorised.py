@@ -65,7 +65,7 @@ def test_float64_agrees_to_rounding_so_float32_gaps_are_reduction_order():
         sequential_outcomes(sim, chosen, rnd, received), vectorised_outcomes(sim, chosen, rnd, received)
     ):
         torch.testing.assert_close(vec.final, seq.final, atol=1e-12, rtol=0)
-        assert vec.loss == pytest.approx(seq.loss, abs=1e-6)  # make_forward returns float32 logits
+        assert vec.loss == pytest.approx(seq.loss, abs=1e-6)
 
 
 class ScaledStep(ClientTerm):
