@@ -19,21 +19,14 @@ import json
 import platform
 import time
 from collections.abc import Callable
-from importlib.metadata import PackageNotFoundError, version
 
 from benchmark.data.cache import cache_dir
 from benchmark.plan.budget_timing import Load
 from benchmark.run.code_fingerprint import code_fingerprint
+from benchmark.run.environment import package_version
 
 FORMAT = 1
 Measure = Callable[[], tuple[dict[str, float], list[str]]]
-
-
-def _version(name: str) -> str:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "absent"
 
 
 def machine_key(device: str, threads: object) -> dict:
@@ -52,8 +45,8 @@ def machine_key(device: str, threads: object) -> dict:
         "device_name": device_name,
         "cores": Load.now().cores,
         "threads": str(threads),
-        "torch": _version("torch"),
-        "numpy": _version("numpy"),
+        "torch": package_version("torch") or "absent",
+        "numpy": package_version("numpy") or "absent",
         "python": platform.python_version(),
         "code": code_fingerprint(),
     }

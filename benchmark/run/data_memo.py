@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from benchmark.data.archive import Found
@@ -22,15 +21,9 @@ from benchmark.data.cache import cache_dir, files_fingerprint, tree_fingerprint
 from benchmark.data.source import DATASETS, data_root
 from benchmark.errors import UserError
 from benchmark.run.code_parts import job_code
+from benchmark.run.environment import package_version
 
 log = logging.getLogger(__name__)
-
-
-def _version(name: str) -> str:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "absent"
 
 
 def _files_stamp(found: Found) -> str:
@@ -55,7 +48,15 @@ def _stamp(name: str, params_json: str, root: str | None, loader_code: str) -> s
             return None
         files = _files_stamp(found)
     root_text = str(data_root(root) or "") if spec.probe is not None else ""
-    parts = [name, params_json, root_text, files, loader_code, _version("numpy"), _version("torch")]
+    parts = [
+        name,
+        params_json,
+        root_text,
+        files,
+        loader_code,
+        package_version("numpy") or "absent",
+        package_version("torch") or "absent",
+    ]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]
 
 
