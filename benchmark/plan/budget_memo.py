@@ -14,13 +14,12 @@ one thread got then against now (budget_timing.Load), and says so in the `assume
 
 from __future__ import annotations
 
-import hashlib
 import json
 import platform
 import time
 from collections.abc import Callable
 
-from benchmark.data.cache import cache_dir
+from benchmark.data.cache import cache_dir, cache_key
 from benchmark.plan.budget_timing import Load
 from benchmark.run.code_fingerprint import code_fingerprint
 from benchmark.run.environment import package_version
@@ -52,16 +51,12 @@ def machine_key(device: str, threads: object) -> dict:
     }
 
 
-def _digest(value: object) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:24]
-
-
 class Memo:
     """The measured entries for one machine key; `remeasure` ignores (and then rewrites) what is on file."""
 
     def __init__(self, key: dict, remeasure: bool = False, load: Load | None = None):
         self.key, self.load = key, load or Load.now()
-        self.path = cache_dir() / "budget_rates" / f"{_digest(key)}.json"
+        self.path = cache_dir() / "budget_rates" / f"{cache_key(key)}.json"
         self.entries: dict[str, dict] = {} if remeasure else self._read()
         self.reused = self.measured = 0
 
@@ -75,13 +70,13 @@ class Memo:
         return {k: v for k, v in found["entries"].items() if _valid(v)}
 
     def has(self, what: object) -> bool:
-        return _digest(what) in self.entries
+        return cache_key(what) in self.entries
 
     def remembered(self, what: object, measure: Measure, per_load: bool = True) -> tuple[dict, list[str], str]:
         """`measure()`'s named numbers (and lines saying how it measured) for the work `what`, from the
         memo (seconds scaled to the load now, unless not `per_load`: counts) or measured now and
         remembered; with a note for the `assumed:` block ("" when measured now)."""
-        name = _digest(what)
+        name = cache_key(what)
         entry = self.entries.get(name)
         share_now = self.load.share(self.load.averages[0])
         if entry is None:
