@@ -66,9 +66,10 @@ def check_new(kind: str, name: str, origins: dict[str, str], origin: str) -> Non
 
 
 class Registry(Generic[T]):
-    """Items registered under their `name` attribute; `package` is where they are defined."""
+    """Items registered under their `name` attribute; `package` is where they are defined (None: in the
+    registry's own module, so a read only loads the plugins)."""
 
-    def __init__(self, kind: str, package: str):
+    def __init__(self, kind: str, package: str | None):
         self.kind, self.package = kind, package
         self._items: dict[str, T] = {}
         self._origins: dict[str, str] = {}  # name -> the module that registered it
@@ -81,9 +82,15 @@ class Registry(Generic[T]):
         self._items[name] = item
         return item
 
+    def _fill(self) -> None:
+        if self.package is None:
+            load_installed()
+        else:
+            discover(self.package)
+
     def get(self, name: str) -> T:
         """The item called `name`; KeyError when there is none."""
-        discover(self.package)
+        self._fill()
         return self._items[name]
 
     def require(self, name: str) -> T:
@@ -93,9 +100,14 @@ class Registry(Generic[T]):
         return self._items[name]
 
     def __contains__(self, name: object) -> bool:
-        discover(self.package)
+        self._fill()
         return name in self._items
 
     def names(self) -> list[str]:
-        discover(self.package)
+        self._fill()
         return sorted(self._items)
+
+    def in_order(self) -> list[T]:
+        """Every item, in the order they were registered (fedbench's own first, then the plugins')."""
+        self._fill()
+        return list(self._items.values())

@@ -18,6 +18,7 @@ FOUNDATION = {
     "rng",
     "params",
     "metrics",
+    "round_values",
     "lazy",
     "torch_streams",
     "torch_format",

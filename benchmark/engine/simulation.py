@@ -25,6 +25,7 @@ from benchmark.fl.base import RoundInfo, Uploads
 from benchmark.fl.flat import flat_params
 from benchmark.metrics import ema_update
 from benchmark.rng import Stream, generator
+from benchmark.round_values import measured_by_call
 from benchmark.suite.schema import JobConfig
 
 
@@ -242,6 +243,7 @@ class Simulation:
         """Run the remaining rounds; returns the metric records of the evaluated rounds."""
         job, records = self.job, []
         last = job.rounds if stop_after is None else min(job.rounds, stop_after)
+        declared = measured_by_call()  # the per-round values a plugin declared with a `measure`
         for t in range(self.progress.round, last):
             train_loss = self.run_round(t, on_clients)
             r = t + 1
@@ -267,6 +269,7 @@ class Simulation:
                     rec["val_acc"], rec["val_loss"] = self.evaluate_validation()
                 if job.suboptimality:
                     rec["subopt"] = self.objective.suboptimality(self.eval_params())
+                rec.update({v.name: v.type(v.measure(self)) for v in declared})
                 records.append(rec)
                 if on_eval:
                     on_eval(rec)

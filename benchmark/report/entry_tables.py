@@ -19,6 +19,7 @@ import pandas as pd
 from benchmark.metrics import parse_metric
 from benchmark.papers.audit import off_paper
 from benchmark.report.cells import NOT_SCORED, Cell, Column, is_number, measured_cell, with_paper
+from benchmark.round_values import RoundValue, aggregated, in_columns
 from benchmark.store.job_status import FINISHED
 
 
@@ -178,12 +179,24 @@ def _by_client() -> list[Column]:
     return [Column(f"client_{q}", f"client acc {q} (raw, %)", True, "acc") for q in CLIENT_COLUMNS]
 
 
+def value_column(value: RoundValue) -> Column:
+    """The table column of a per-round value declared with `column` (round_values.py)."""
+    ranked = value.higher_is_better is not None
+    return Column(value.name, value.label, bool(value.higher_is_better), value.unit, ranked=ranked)
+
+
+def value_columns(entry_jobs: pd.DataFrame) -> list[Column]:
+    """A column per declared per-round value that some job of the entry recorded."""
+    return [value_column(v) for v in in_columns() if v.name in entry_jobs and entry_jobs[v.name].notna().any()]
+
+
 def column_keys(config) -> dict[str, str]:
     """Key -> header of every metric column a table of jobs configured so may show, whatever their results
     (but the bytes to a target their accuracies decide; the paired column's header names the baseline, so
     only its key): `run --columns` is checked against them before any job runs."""
     convex = config.suboptimality
-    cols = _columns(config.metrics, config.rounds, None, convex, True, _by_client(), True)
+    declared = [value_column(v) for v in in_columns()]
+    cols = _columns(config.metrics, config.rounds, None, convex, True, _by_client() + declared, True)
     return {c.key: c.header for c in cols} | {f"{_paired_headline(convex).key}-vs-baseline": ""}
 
 
@@ -284,12 +297,20 @@ def raw_accuracy_at(entry_jobs: pd.DataFrame, rounds: pd.DataFrame, r: int) -> p
     return entry_jobs.job_id.map(upto[reached.reindex(upto.index, fill_value=False)])
 
 
+def value_per_job(entry_jobs: pd.DataFrame, rounds: pd.DataFrame, value: RoundValue) -> pd.Series:
+    """Per job: its evaluated rounds' `value` aggregated as declared (NaN: no round recorded it)."""
+    recorded = rounds[rounds[value.name].notna()].groupby("job_id")[value.name]
+    return entry_jobs.job_id.map(recorded.agg(lambda series: aggregated(value, series)))
+
+
 def add_round_metrics(
     entry_jobs: pd.DataFrame, rounds: pd.DataFrame, metrics: list[str], convex: bool
 ) -> tuple[float | None, list[str]]:
-    """Columns the summaries lack, from the round records: acc_raw@R beside each acc@R, and where
-    the suite names no rounds_to@X (and is not convex) bytes to a target every method reached.
-    Returns (that target or None, notes saying how it was chosen)."""
+    """Columns the summaries lack, from the round records: acc_raw@R beside each acc@R, each declared
+    per-round value with `column` aggregated per job, and where the suite names no rounds_to@X (and is not
+    convex) bytes to a target every method reached. Returns (that target or None, notes saying how it was chosen)."""
+    for value in in_columns():
+        entry_jobs[value.name] = value_per_job(entry_jobs, rounds, value)
     for m in metrics:
         kind, r = parse_metric(m)
         if kind == "acc" and f"acc_raw@{int(r)}" not in metrics:
@@ -360,7 +381,8 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
         target, notes = add_round_metrics(entry_jobs, rounds_df, config.metrics, convex) if raw else (None, [])
         by_client = client_columns(entry_jobs)
         on = "validation" if all(j.config.select.on == "validation" for j in e_jobs) else "test"
-        columns = _columns(config.metrics, config.rounds, target, convex, raw, by_client, on == "validation")
+        extra = by_client + value_columns(entry_jobs)
+        columns = _columns(config.metrics, config.rounds, target, convex, raw, extra, on == "validation")
         notes += [CLIENT_NOTE] if by_client else []
         ref = entry.reference
         rule = SELECTION_RULE_CONVEX if convex else SELECTION_RULE_VALIDATION if on == "validation" else SELECTION_RULE

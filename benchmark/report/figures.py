@@ -28,13 +28,13 @@ from benchmark.report.figure_output import (
     paper_style,
     save_figure,
 )
+from benchmark.round_values import ROUND_VALUES
 from benchmark.store.job_status import DIVERGED, FINISHED
 from benchmark.store.layout import Store
 
 BAND_LABEL = "band: min–max over seeds"
 DIVERGED_LABEL = "×: last finite round of a diverged run"
 # rounds_frame column -> axis label: the curve shows the metric the entry's table headlines
-ACC_LABELS = {"ema_acc": "test accuracy, EMA-0.9 smoothed (%)", "test_acc": "test accuracy, raw (%)"}
 # solid, dashed, dotted, dash-dot, long dash, dash-dot-dot, short dash: clear at 0.75 pt and print size
 DASHES = ("-", (0, (4, 1.5)), (0, (1, 1.2)), (0, (5, 1.5, 1, 1.5)), (0, (8, 2)), (0, (3, 1, 1, 1, 1, 1)), (0, (2, 2)))
 # (frame column, axis label, scale): bytes on a log axis, so compressed and full-precision methods both read
@@ -212,7 +212,7 @@ def _convergence_figure(rounds, styles, y, width):
         if x == "bytes":
             _bytes_ticks(ax, rounds.bytes)
     for ax in axes if not side_by_side else axes[:1]:
-        ax.set_ylabel(ACC_LABELS[y].replace(", ", ",\n", 1))  # two lines: a panel is under 2.5 in tall
+        ax.set_ylabel(ROUND_VALUES.get(y).label.replace(", ", ",\n", 1))  # two lines: a panel is under 2.5 in tall
     handles, labels = axes[0].get_legend_handles_labels()
     handles.append(Patch(color="grey", alpha=0.3, label=BAND_LABEL))
     if (rounds.status == DIVERGED).any():
@@ -358,7 +358,7 @@ def report_figures(suite, jobs, results_dir, width: float = PAGE_WIDTH) -> list:
     several = runs.groupby(["entry_index", "method"]).setting.nunique().max() > 1 if len(runs) else False
     convergence = [
         Figure(
-            f"{entry}: {ACC_LABELS[y]} against round, bytes communicated (log scale) and training time; "
+            f"{entry}: {ROUND_VALUES.get(y).label} against round, bytes communicated (log scale) and training time; "
             "line: mean over the seeds that reached each evaluated round, band: min–max over seeds, "
             "×: a diverged run's last finite round"
             + (

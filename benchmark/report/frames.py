@@ -2,7 +2,8 @@
 
 `jobs_frame`: one row per job (labels, status, seed, settings, summary numbers, every metric).
 `rounds_frame`: one row per evaluated round per job (accuracy, EMA accuracy, cumulative bytes
-and training seconds), with the job's labels and status beside each row.
+and training seconds, and each per-round value declared with `column`: round_values.py), with the
+job's labels and status beside each row.
 
 Status is the summary's (finished / diverged / failed / stopped, see store/job_status.py), else
 `running` while a live process holds the job's heartbeat, else `not run` (possibly with rounds
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from benchmark.round_values import in_columns
 from benchmark.store.records import NO_SUMMARY, FailedSummary, JobSummary, RoundRecord, measured, summary_from_json
 from benchmark.suite.expand import Job
 
@@ -149,10 +151,10 @@ def jobs_frame(jobs: list[Job], results_root=None, summaries: dict[str, dict] | 
 
 
 def rounds_frame(jobs: list[Job], results_root) -> pd.DataFrame:
-    """One row per evaluated round per job (ROUND_COLUMNS): `bytes` = bytes down + up so far,
-    `wall_s` = training seconds so far, `ema_acc` = the EMA-0.9 accuracy of acc@R. Jobs with no
-    rounds on disk have no rows; a job that diverged keeps its finite rounds."""
-    now, rows = time.time(), []
+    """One row per evaluated round per job (ROUND_COLUMNS, then a column per value declared with `column`):
+    `bytes` = bytes down + up so far, `wall_s` = training seconds so far, `ema_acc` = the EMA-0.9 accuracy of
+    acc@R. Jobs with no rounds on disk have no rows; a job that diverged keeps its finite rounds."""
+    now, rows, declared = time.time(), [], [v.name for v in in_columns()]
     for job in jobs:
         jobdir, _, status = _summary_and_status(job, Path(results_root), now)
         records = jobdir.read_metrics()
@@ -168,6 +170,7 @@ def rounds_frame(jobs: list[Job], results_root) -> pd.DataFrame:
                     "bytes": _total_bytes(rec),
                     "wall_s": wall,
                     "subopt": rec.subopt,
+                    **{name: rec.value(name) for name in declared},
                 }
             )
-    return pd.DataFrame(rows, columns=ROUND_COLUMNS)
+    return pd.DataFrame(rows, columns=ROUND_COLUMNS + declared)

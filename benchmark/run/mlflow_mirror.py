@@ -32,8 +32,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmark.round_values import logged
 from benchmark.store.job_status import DIVERGED, FAILED, FINISHED, STOPPED
-from benchmark.store.records import MEASURED
 
 # summary.json fields logged as run metrics (a failed or diverged job has no final_acc: nothing is logged)
 SUMMARY_METRICS = ("final_acc", "final_ema_acc", "final_subopt", "final_val_ema_acc", "wall_time_s", "rounds_completed")
@@ -262,14 +262,15 @@ class JobMirror:
 
 
 def round_metrics(records: list[dict]) -> list:
-    """Each record's measured values as MLflow metrics (step = round, timestamp = when it was measured)."""
+    """Each record's values that MLflow logs (round_values.logged: the built-in measured ones and any a plugin
+    declared) as MLflow metrics (step = round, timestamp = when it was measured)."""
     from mlflow.entities import Metric
 
-    now = time.time()
+    now, names = time.time(), logged()
     return [
         Metric(k, float(r[k]), int(1000 * r.get("time", now)), int(r["round"]))
         for r in records
-        for k in MEASURED
+        for k in names
         if r.get(k) is not None
     ]
 

@@ -1,12 +1,13 @@
 """A job's typed records: one line of metrics.jsonl per evaluated round (`RoundRecord`) and its
 summary.json (`JobSummary`, or `FailedSummary` for a job that crashed). The files keep their
-JSON form (`to_json`); a new per-round value is one field here."""
+JSON form (`to_json`); a new per-round value is one declaration in benchmark/round_values.py."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, make_dataclass
 
+from benchmark.round_values import BUILT_IN
 from benchmark.store.job_status import FAILED
 
 
@@ -28,23 +29,10 @@ class ReadsAsJson(Mapping):
         return len(self._json())
 
 
-@dataclass(eq=False)
-class RoundRecord(ReadsAsJson):
-    round: int
-    test_acc: float
-    test_loss: float
-    train_loss: float
-    ema_acc: float
-    bytes_down: int
-    bytes_up: int
-    subopt: float | None = None  # F(w) − F*, only for `suboptimality: true` jobs
-    val_acc: float | None = None  # on the held-out validation split, only for `select: {on: validation}` jobs
-    val_loss: float | None = None
-    time: float | None = None  # when it was measured (epoch seconds): MLflow plots against it
-    wall_s: float | None = None  # training seconds up to it, across resumes (the report's time axis)
-    # values of other writers (a newer or older fedbench) kept as they are, so a rewrite loses nothing
-    extra: dict = field(default_factory=dict)
-    read_from: dict | None = field(default=None, repr=False)  # the JSON it was read from (ReadsAsJson)
+class RoundRecordReads(ReadsAsJson):
+    """RoundRecord's methods; its fields are the built-in per-round values (round_values.BUILT_IN), then
+    `extra` (values of other writers: a plugin's, a newer or older fedbench's, kept as they are, so a
+    rewrite loses nothing) and `read_from` (the JSON it was read from: ReadsAsJson)."""
 
     @classmethod
     def from_json(cls, rec: dict) -> RoundRecord:
@@ -54,15 +42,28 @@ class RoundRecord(ReadsAsJson):
 
     def to_json(self) -> dict:
         """The metrics.jsonl form: absent optional values are left out, not null."""
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("extra", "read_from")}
+        out = {k: getattr(self, k) for k in ROUND_FIELDS}
         return {**{k: v for k, v in out.items() if v is not None or k not in OPTIONAL}, **self.extra}
 
+    def value(self, name: str):
+        """A declared per-round value, built-in or a plugin's (round_values.py); None where the round lacks it."""
+        return getattr(self, name) if name in KNOWN_ROUND else self.extra.get(name)
 
-OPTIONAL = ("subopt", "val_acc", "val_loss", "time", "wall_s")
-ROUND_FIELDS = tuple(f.name for f in fields(RoundRecord) if f.name not in ("extra", "read_from"))
+
+# a line of metrics.jsonl: a field per built-in value, as declared (a new one is one declaration there)
+RoundRecord = make_dataclass(
+    "RoundRecord",
+    [(v.name, v.type | None, field(default=None)) if v.optional else (v.name, v.type) for v in BUILT_IN]
+    + [("extra", dict, field(default_factory=dict)), ("read_from", dict | None, field(default=None, repr=False))],
+    bases=(RoundRecordReads,),
+    eq=False,
+    namespace={"__module__": __name__},
+)
+OPTIONAL = tuple(v.name for v in BUILT_IN if v.optional)
+ROUND_FIELDS = tuple(v.name for v in BUILT_IN)
 KNOWN_ROUND = frozenset(ROUND_FIELDS)
-# what a round measured (MLflow's per-round metrics): every value but the round and the clocks
-MEASURED = tuple(f for f in ROUND_FIELDS if f not in ("round", "time", "wall_s"))
+# what a round measured (MLflow's per-round metrics of the built-in values): every value but the round and the clocks
+MEASURED = tuple(v.name for v in BUILT_IN if v.mlflow)
 
 
 @dataclass
