@@ -10,6 +10,7 @@ Registering functions (each usable as a class decorator, except where it takes a
   register_dataset(DatasetSpec(...))                             a dataset (benchmark/data/source.py)
   register_executor                                              where jobs run (benchmark/run/executor_base.py)
   register_round_value(RoundValue(...))                          a per-round value (benchmark/round_values.py)
+  register_report_output                                         a file `fedbench report` writes (benchmark/report/report_output.py)
 A plugin module is named by an entry point of the group `fedbench.plugins` or a suite's
 `plugins:` (benchmark/plugins.py). A randomised part draws from `ctx.rng()` (ClientContext) or
 `rnd.rng(device)` (RoundInfo): streams seeded per job seed, round and client, as built-ins' are. Importing this module does not import torch: use `torch`,
@@ -25,6 +26,7 @@ from benchmark.fl.registry import CLIENT_TERMS, CODECS, SERVER_RULES
 from benchmark.lazy import F, nn, torch
 from benchmark.models.registry import register_model
 from benchmark.params import StrictParams
+from benchmark.report.report_output import ReportInputs, ReportOutput, register_report_output
 from benchmark.round_values import RoundValue, register_round_value
 from benchmark.run.executor_base import EXECUTORS, Executor
 
@@ -54,6 +56,8 @@ __all__ = [
     "F",
     "ForwardOut",
     "Found",
+    "ReportInputs",
+    "ReportOutput",
     "RoundInfo",
     "RoundValue",
     "ServerRule",
@@ -69,6 +73,7 @@ __all__ = [
     "register_model",
     "register_modifier",
     "register_preset",
+    "register_report_output",
     "register_round_value",
     "register_server_rule",
     "run_jobs",

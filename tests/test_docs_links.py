@@ -15,7 +15,7 @@ SUFFIXES = {".py", ".md", ".yaml", ".j2", ".toml", ""}  # "" : .ci/run, a script
 
 # Names fedbench writes (into results/<suite>/report/), mentioned as outputs, not as docs: each
 # with the module that writes it, which must still name it.
-WRITTEN_BY_FEDBENCH = {"report.md": "benchmark/report/report_files.py"}
+WRITTEN_BY_FEDBENCH = {"report.md": "benchmark/report/outputs/documents.py"}
 
 
 URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+")

@@ -24,7 +24,7 @@ def report_suite(
     as_json,
     figure_width: float = 7.0,
 ) -> None:
-    from benchmark.report.figures import protocol_figures, report_figures
+    from benchmark.report.figures import protocol_figures
     from benchmark.report.on_disk import jobs_with_seeds_on_disk, left_out_of_previous_report
     from benchmark.report.report_files import write_report
     from benchmark.run.stale import stale_line, stale_parts
@@ -49,8 +49,7 @@ def report_suite(
     note_unselected(suite, jobs, results_dir)
     if said := stale_line([stale_parts(j, summaries.get(j.id)) for j in jobs]):
         err_console.print(said, markup=False)
-    convergence = report_figures(suite, jobs, results_dir, figure_width)
-    figures = [*protocol_figures(results_dir, suite.name), *convergence]
+    sections_figures = protocol_figures(results_dir, suite.name)
     view = Store(results_dir).suite(suite.name)
     report_dir = view.report
     if dropped := left_out_of_previous_report(
@@ -62,21 +61,21 @@ def report_suite(
             markup=False,
         )
     try:
-        files = write_report(suite, jobs, summaries, results_dir, figures, picked, wide, figure_width)
+        _, drawn = write_report(suite, jobs, summaries, results_dir, sections_figures, picked, wide, figure_width)
     except OSError as err:  # a read-only or full results folder: say where, no traceback
         raise UserError(
             f"cannot write the report under {report_dir}: {err.strerror or err} ({err.filename or ''})"
         ) from None
     say = err_console if as_json else out  # with --json stdout carries the JSON only
-    for figure in convergence:
+    for figure in drawn:
         say.print(f"figure: {figure.path}", markup=False)
-    say.print(f"report: {files[-1]} and {files[-2].name}, tables in {view.tables}", markup=False)
+    say.print(f"report: {report_dir / 'report.html'} and report.md, tables in {view.tables}", markup=False)
     if as_json:
         click.echo((report_dir / "report.json").read_text())
     if not no_tracking:
-        folder = files[-1].parent  # the convergence figures lie inside it
+        figures = [*sections_figures, *drawn]  # they lie inside the report's folder
         attach_report(
             suite.name,
-            [folder] + [f.path for f in figures if f.path.exists() and folder not in f.path.parents],
+            [report_dir] + [f.path for f in figures if f.path.exists() and report_dir not in f.path.parents],
             tracking_uri,
         )

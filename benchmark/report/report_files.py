@@ -1,10 +1,10 @@
 """`fedbench report` files under results/<suite>/report/: report.md and a self-contained
 report.html (jinja2 templates over the same tables; figures embedded as base64 PNG), and per
-table tables/<name>.csv and .tex, plus runs.csv (one row per job)."""
+table tables/<name>.csv and .tex, plus runs.csv (one row per job): how each is made. Each is written
+by a registered output (report_output.py, outputs/); `write_report` runs them all."""
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 from pathlib import Path
@@ -15,10 +15,10 @@ from benchmark.report.entry_tables import LEGEND, EntryTable, entry_tables
 from benchmark.report.figure_output import PAGE_WIDTH
 from benchmark.report.figures import Figure
 from benchmark.report.frames import jobs_frame, rounds_frame
-from benchmark.report.latex_table import table_tex
 from benchmark.report.protocol_sections import Section, build_sections
+from benchmark.report.report_output import ReportInputs, every_output
 from benchmark.report.table import check_columns
-from benchmark.store.job_dir import atomic_write_bytes, strict_json
+from benchmark.store.job_dir import atomic_write_bytes
 from benchmark.store.layout import Store
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -165,10 +165,6 @@ def _records(frame: pd.DataFrame) -> list[dict]:
     return json.loads(frame.to_json(orient="records"))  # pandas writes NaN as null and numpy numbers as JSON's
 
 
-def _every_table(tables: list[EntryTable]) -> list[EntryTable]:
-    return [x for t in tables for x in (t, t.sensitivity) if x is not None]
-
-
 def _env():
     import jinja2
 
@@ -281,6 +277,34 @@ def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, figures_
         )
 
 
+def document_context(report: ReportInputs) -> dict:
+    """What report.md and report.html render (templates/)."""
+    return dict(
+        suite=report.suite.name,
+        description=report.suite.description,
+        counts=status_counts(report.runs),
+        legend=LEGEND if report.tables else "",  # it explains the accuracy tables; protocol-only reports have none
+        generated=report.generated,
+        results=str(report.view.path),
+        tables=report.tables,
+        protocol_tables=report.protocol_tables,
+        protocol_notes=[line for s in report.sections if s.note for line in s.note.splitlines()],  # a paragraph a line
+        figures=[f for f in report.figures if f.path.exists()],
+        run_table=_run_table(report.runs),
+        out=report.view.report,
+        relpath=os.path.relpath,
+    )
+
+
+def render(template: str, report: ReportInputs) -> str:
+    return _env().get_template(template).render(**document_context(report))
+
+
+def write_text(path: Path, text: str) -> Path:
+    atomic_write_bytes(path, text.encode())
+    return path
+
+
 def write_report(
     suite,
     jobs,
@@ -290,50 +314,17 @@ def write_report(
     columns: tuple[str, ...] = (),
     wide: bool = False,
     figure_width: float = PAGE_WIDTH,
-) -> list[Path]:
-    """Write the report files for `jobs` of `suite` from the results under `results_root`; returns their paths.
-    `columns` / `wide` choose the .tex tables' columns as the terminal's (latex_table.py); `figure_width`:
-    the sensitivity figures' width in inches (figure_output.py)."""
+) -> tuple[list[Path], list[Figure]]:
+    """Write every registered output (report_output.py) for `jobs` of `suite` from the results under
+    `results_root`; returns the paths written and the figures the outputs drew. `figures`: drawn before
+    (the protocol sections'), shown in the documents first; `columns` / `wide` choose the .tex tables' columns
+    as the terminal's (latex_table.py); `figure_width`: the figures' width in inches (figure_output.py)."""
     results_root = Path(results_root)
-    view = Store(results_root).suite(suite.name)
-    out = view.report
     runs = jobs_frame(jobs, results_root)
     tables, sections = build_tables(suite, jobs, summaries, results_root, runs)
-    protocol_tables = [t for s in sections for t in s.tables]
-    check_columns(_every_table(tables), columns)
-    for t in tables:
-        if t.sensitivity:
-            add_sensitivity_figure(t, runs, jobs, view.figures, figure_width)
-    written = [t.sensitivity.figure.path for t in tables if t.sensitivity and t.sensitivity.figure]
-
-    def write(path: Path, text: str) -> None:
-        atomic_write_bytes(path, text.encode())
-        written.append(path)
-
-    write(
-        out / "report.json",
-        strict_json(report_record(suite.name, runs, _every_table(tables) + protocol_tables), indent=2),
-    )
-    write(out / "runs.csv", runs_csv(runs, tables, jobs))
-    for t in _every_table(tables) + protocol_tables:
-        write(view.tables / f"{t.slug}.csv", table_csv(t))
-        write(view.tables / f"{t.slug}.tex", table_tex(t, () if t.of_protocol else columns, wide))
-    context = dict(
-        suite=suite.name,
-        description=suite.description,
-        counts=status_counts(runs),
-        legend=LEGEND if tables else "",  # it explains the accuracy tables; protocol-only reports have none
-        generated=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-        results=str(view.path),
-        tables=tables,
-        protocol_tables=protocol_tables,
-        protocol_notes=[line for s in sections if s.note for line in s.note.splitlines()],  # a paragraph a line
-        figures=[f for f in figures if f.path.exists()],
-        run_table=_run_table(runs),
-        out=out,
-        relpath=os.path.relpath,
-    )
-    env = _env()
-    write(out / "report.md", env.get_template("report.md.j2").render(**context))
-    write(out / "report.html", env.get_template("report.html.j2").render(**context))
-    return written
+    view = Store(results_root).suite(suite.name)
+    report = ReportInputs(suite, jobs, summaries, results_root, view, runs, tables, sections, list(figures))
+    check_columns([t for t in report.every_table if not t.of_protocol], columns)
+    report.columns, report.wide, report.figure_width = columns, wide, figure_width
+    written = [path for output in every_output() for path in output.write(report)]
+    return written, report.figures[len(figures) :]
