@@ -19,8 +19,8 @@ COMMANDS = re.compile(r"```bash run\n(.*?)```", flags=re.S)
 DRIVER = """
 import runpy, sys
 from pathlib import Path
-import benchmark.data, benchmark.fl, benchmark.run
-for package in (benchmark.data, benchmark.fl, benchmark.run):
+import benchmark.data, benchmark.fl, benchmark.report.outputs, benchmark.run
+for package in (benchmark.data, benchmark.fl, benchmark.report.outputs, benchmark.run):
     package.__path__.append(str(Path(*package.__name__.split(".")).resolve()))
 if sys.argv[1] == "fedbench":
     from benchmark.cli import main
@@ -40,9 +40,13 @@ def write_table(path, n: int = 120) -> None:
 def test_the_extending_examples_run_as_new_files(tmp_path):
     doc = EXTENDING.read_text()
     examples = extending_examples()
-    assert {"benchmark/fl/fedmedian.py", "benchmark/data/csv_table.py", "benchmark/run/shortest_first.py"} <= set(
-        examples
-    )
+    assert {
+        "benchmark/fl/fedmedian.py",
+        "benchmark/data/csv_table.py",
+        "benchmark/run/shortest_first.py",
+        "benchmark/report/outputs/leaderboard.py",
+        "param_norm.py",
+    } <= set(examples)
     for name, text in examples.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
@@ -57,3 +61,10 @@ def test_the_extending_examples_run_as_new_files(tmp_path):
     table = pd.read_csv(tmp_path / "results" / "extending" / "final_accuracy.csv")
     assert list(table["method"]) == ["FedAvg", "FedMedian"] and list(table["count"]) == [2, 2]
     assert (table["mean"] > 0.5).all()  # three separable blobs: both methods learn them
+    # the output: a file of the report; the per-round value: a column of its table, the max over rounds
+    report = tmp_path / "results" / "extending" / "report"
+    board = pd.read_csv(report / "leaderboard.csv")
+    assert sorted(board["method"]) == ["FedAvg", "FedMedian"] and board["final_ema_acc"].is_monotonic_decreasing
+    tidy = pd.read_csv(report / "tables" / "csv_table.csv")
+    assert (tidy["param_norm.mean"] > 0).all() and list(tidy["param_norm.n"]) == [2, 2]
+    assert "max ‖θ‖" in (report / "report.md").read_text()
