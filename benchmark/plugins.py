@@ -96,7 +96,9 @@ def _describe(err: Exception) -> str:
     text = f"{type(err).__name__}: {err}"
     ours = str(Path(__file__).parent)
     frames = [f for f in traceback.extract_tb(err.__traceback__) if not f.filename.startswith(ours)]
-    frames = [f for f in frames if not f.filename.startswith("<frozen importlib")]
+    frames = [
+        f for f in frames if not f.filename.startswith(("<frozen importlib", "<string>"))
+    ]  # <string>: generated code
     if frames:
         last = frames[-1]
         text += f" ({last.filename}:{last.lineno}" + (f": {last.line}" if last.line else "") + ")"

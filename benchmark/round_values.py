@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
+from benchmark.errors import UserError
 from benchmark.registry import Registry
 
 Aggregate = Literal["last", "sum", "mean", "max", "min"]
@@ -33,6 +34,15 @@ class RoundValue:
     unit: str = ""  # how a table prints it: report/cells.number_text ("" two decimals, "MB", "s", "rounds", ...)
     optional: bool = True  # a record may lack it (left out of metrics.jsonl, not null)
     measure: Callable[[Any], float] | None = None  # simulation -> the value; None: the engine's own
+
+    def __post_init__(self):
+        """A declaration that could not flow everywhere is refused where it is written (a plugin: at its import)."""
+        if not self.name.isidentifier():  # a CSV/JSON key and an MLflow metric, never a summary's acc@R
+            raise UserError(f"per-round value {self.name!r}: a name is a Python identifier, e.g. grad_norm")
+        if self.type not in (int, float):
+            raise UserError(f"per-round value {self.name!r}: type is int or float, not {self.type!r}")
+        if self.aggregate not in get_args(Aggregate):
+            raise UserError(f"per-round value {self.name!r}: aggregate is one of {', '.join(get_args(Aggregate))}")
 
 
 ROUND_VALUES: Registry[RoundValue] = Registry("per-round value", None)

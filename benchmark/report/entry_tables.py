@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from benchmark.errors import UserError
 from benchmark.metrics import parse_metric
 from benchmark.papers.audit import off_paper
 from benchmark.report.cells import NOT_SCORED, Cell, Column, is_number, measured_cell, with_paper
@@ -310,6 +311,8 @@ def add_round_metrics(
     per-round value with `column` aggregated per job, and where the suite names no rounds_to@X (and is not
     convex) bytes to a target every method reached. Returns (that target or None, notes saying how it was chosen)."""
     for value in in_columns():
+        if value.name in entry_jobs:
+            raise UserError(f"per-round value {value.name!r} has the name of a column of the jobs' table: rename it")
         entry_jobs[value.name] = value_per_job(entry_jobs, rounds, value)
     for m in metrics:
         kind, r = parse_metric(m)

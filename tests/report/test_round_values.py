@@ -72,9 +72,14 @@ def declared(tmp_path, mlflow_store):
         assert main(["report", str(suite), *common]) == 0
         yield suite, results, uri
     finally:
-        plugins.withdraw(PLUGIN)
-        plugins._imported.pop(PLUGIN, None)  # noqa: SLF001 -- a test's plugin, forgotten for the next test
-        sys.modules.pop(PLUGIN, None)
+        forget(PLUGIN)
+
+
+def forget(plugin: str) -> None:
+    """Withdraw what a test's plugin file registered and forget the module, so no later test records it."""
+    plugins.withdraw(plugin)
+    plugins._imported.pop(plugin, None)  # noqa: SLF001
+    sys.modules.pop(plugin, None)
 
 
 def _records(results: Path, job_id: str) -> list[dict]:
@@ -142,3 +147,49 @@ def test_the_built_in_values_are_the_records_fields_and_mlflows_metrics():
     line |= {"bytes_down": 10, "bytes_up": 20, "wall_s": 0.5, "a_newer_value": 3}
     record = RoundRecord.from_json(line)
     assert record.to_json() == line and record.value("a_newer_value") == 3 and record.value("subopt") is None
+
+
+@pytest.mark.parametrize(
+    "declaration, said",
+    [
+        ('RoundValue("grad_norm", float, "median", "‖g‖")', "aggregate is one of last, sum, mean, max, min"),
+        ('RoundValue("acc@5", float, "max", "acc")', "a name is a Python identifier"),
+        ('RoundValue("test_acc", float, "max", "acc")', "'test_acc' is registered twice"),
+    ],
+)
+def test_a_declaration_that_cannot_flow_everywhere_is_refused_when_the_suite_is_read(
+    tmp_path, capsys, declaration, said
+):
+    (tmp_path / "bad_round_value.py").write_text(
+        f"from fedbench import RoundValue, register_round_value\n\nregister_round_value({declaration})\n"
+    )
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE.replace(PLUGIN, "bad_round_value"))
+    try:
+        assert main(["plan", str(suite)]) == 2
+    finally:
+        forget("bad_round_value")
+    printed = " ".join(capsys.readouterr().err.split())
+    assert said in printed and "plugins[0]" in printed and "Traceback" not in printed
+    assert "bad_round_value.py:3" in printed  # the plugin's line that declared it
+
+
+def test_a_column_named_like_a_jobs_table_column_is_an_error_that_keeps_the_results(tmp_path, capsys):
+    """`stale` is a column of the jobs' table: its table column would overwrite it. The jobs run and keep
+    their results; the tables `run` prints at its end say what to rename, exit 2."""
+    declaration = 'RoundValue("stale", float, "max", "stale", column=True, measure=lambda sim: 1.0)'
+    (tmp_path / "stale_round_value.py").write_text(
+        f"from fedbench import RoundValue, register_round_value\n\nregister_round_value({declaration})\n"
+    )
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE.replace(PLUGIN, "stale_round_value"))
+    results = tmp_path / "results"
+    try:
+        assert main(["run", str(suite), "--results-dir", str(results), "--no-tracking", "-q", "--threads", "1"]) == 2
+    finally:
+        forget("stale_round_value")
+    printed = " ".join(capsys.readouterr().err.split())
+    assert "per-round value 'stale' has the name of a column of the jobs' table: rename it" in printed
+    assert "Traceback" not in printed
+    summaries = [json.loads(p.read_text()) for p in (results / "jobs").glob("*/summary.json")]
+    assert [s["status"] for s in summaries] == ["finished"] * 4
