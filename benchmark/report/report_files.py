@@ -323,8 +323,10 @@ def write_report(
     runs = jobs_frame(jobs, results_root)
     tables, sections = build_tables(suite, jobs, summaries, results_root, runs)
     view = Store(results_root).suite(suite.name)
-    report = ReportInputs(suite, jobs, summaries, results_root, view, runs, tables, sections, list(figures))
+    report = ReportInputs(
+        suite, jobs, summaries, results_root, view, runs, tables, sections, columns, wide, figure_width
+    )
+    report.figures += figures
     check_columns([t for t in report.every_table if not t.of_protocol], columns)
-    report.columns, report.wide, report.figure_width = columns, wide, figure_width
     written = [path for output in every_output() for path in output.write(report)]
     return written, report.figures[len(figures) :]

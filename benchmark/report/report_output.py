@@ -38,10 +38,10 @@ class ReportInputs:
     runs: pd.DataFrame  # the jobs' frame (frames.jobs_frame)
     tables: list[EntryTable]  # per dataset entry its main table (each with its sensitivity table, if any)
     sections: list[Section]  # the protocols' sections, for the jobs they claim
+    columns: tuple[str, ...]  # --columns: the .tex tables' columns, as the terminal's (--wide: all of them)
+    wide: bool
+    figure_width: float  # inches (figure_output.py)
     figures: list[Figure] = field(default_factory=list)  # the report's figures: a figure output adds its own
-    columns: tuple[str, ...] = ()  # --columns: the .tex tables' columns, as the terminal's
-    wide: bool = False
-    figure_width: float = 7.0  # inches (figure_output.py)
     generated: str = field(default_factory=lambda: datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"))
 
     @property
