@@ -16,7 +16,7 @@ from benchmark.report.figure_output import PAGE_WIDTH
 from benchmark.report.figures import Figure
 from benchmark.report.frames import jobs_frame, rounds_frame
 from benchmark.report.protocol_sections import Section, build_sections
-from benchmark.report.report_output import ReportInputs, every_output
+from benchmark.report.report_output import ReportInputs, write_outputs
 from benchmark.report.table import check_columns
 from benchmark.store.job_dir import atomic_write_bytes
 from benchmark.store.layout import Store
@@ -328,5 +328,4 @@ def write_report(
     )
     report.figures += figures
     check_columns([t for t in report.every_table if not t.of_protocol], columns)
-    written = [path for output in every_output() for path in output.write(report)]
-    return written, report.figures[len(figures) :]
+    return write_outputs(report), report.figures[len(figures) :]

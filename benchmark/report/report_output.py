@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from benchmark.errors import UserError
 from benchmark.registry import Registry
 
 if TYPE_CHECKING:
@@ -66,6 +67,27 @@ class ReportOutput(ABC):
 
 OUTPUTS: Registry[ReportOutput] = Registry("report output", "benchmark.report.outputs")
 register_report_output = OUTPUTS.register  # a plugin's: @register_report_output on its ReportOutput class
+
+
+def write_outputs(report: ReportInputs) -> list[Path]:
+    """Every output written, in order; the paths written. A plugin's output that fails is its author's to fix: a
+    UserError naming it (fedbench's own fail with their traceback, an OSError reaches the command, which says
+    where)."""
+    written = []
+    for output in every_output():
+        try:
+            written += output.write(report)
+        except OSError:
+            raise
+        except Exception as err:
+            module = type(output).__module__
+            if module.startswith("benchmark."):
+                raise
+            raise UserError(
+                f"report output {output.name!r} ({module}) failed: {type(err).__name__}: {err}; the outputs before it "
+                "are written, those after it are not: fix or remove it"
+            ) from err
+    return written
 
 
 def every_output() -> list[ReportOutput]:

@@ -5,6 +5,8 @@ beside the built-in ones, run on a suite written as YAML text."""
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -46,12 +48,32 @@ class FinishedSeeds(ReportOutput):
         ]
 
 
+class Broken(ReportOutput):
+    """A throwaway output with a bug."""
+
+    name = "broken"
+
+    def write(self, report: ReportInputs):
+        raise ValueError("no such column")
+
+
 @pytest.fixture
-def registered():
-    OUTPUTS.register(FinishedSeeds)
-    yield
-    plugins.withdraw(__name__)  # forget it: no other test writes it
-    assert "finished seeds" not in OUTPUTS
+def register():
+    """Registers outputs from this module for one test, then withdraws them: no other test writes them."""
+    yield OUTPUTS.register
+    plugins.withdraw(__name__)
+    assert "finished seeds" not in OUTPUTS and "broken" not in OUTPUTS
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory) -> tuple[Path, Path]:
+    """(suite file, results folder) after `fedbench run` of SUITE."""
+    root = tmp_path_factory.mktemp("registered")
+    suite = root / "suite.yaml"
+    suite.write_text(SUITE)
+    results = root / "results"
+    assert main(["run", str(suite), "--results-dir", str(results), "--no-tracking", "-q", "--threads", "1"]) == 0
+    return suite, results
 
 
 def test_the_built_in_outputs_in_the_order_they_are_written():
@@ -62,11 +84,9 @@ def test_the_built_in_outputs_in_the_order_they_are_written():
     assert {"report.json", "runs.csv", "table .csv", "table .tex"} <= set(names)
 
 
-def test_an_output_registered_from_a_test_module_is_written_by_fedbench_report(registered, tmp_path, capsys):
-    suite = tmp_path / "suite.yaml"
-    suite.write_text(SUITE)
-    results = tmp_path / "results"
-    assert main(["run", str(suite), "--results-dir", str(results), "--no-tracking", "-q", "--threads", "1"]) == 0
+def test_an_output_registered_from_a_test_module_is_written_by_fedbench_report(register, ran, capsys):
+    register(FinishedSeeds)
+    suite, results = ran
     capsys.readouterr()
     assert main(["report", str(suite), "--results-dir", str(results), "--no-tracking"]) == 0
     printed = capsys.readouterr().out
@@ -77,3 +97,15 @@ def test_an_output_registered_from_a_test_module_is_written_by_fedbench_report(r
     assert json.loads((report / "report.json").read_text())["tables"][0]["entry"] == "synthetic"
     assert "FedProx" in (report / "report.md").read_text() and (report / "report.html").exists()
     assert f"report: {report / 'report.html'} and report.md" in " ".join(printed.split())
+
+
+def test_an_output_that_fails_is_named_and_exits_2(register, ran, capsys):
+    register(Broken)
+    suite, results = ran
+    report = results / "registered" / "report"
+    shutil.rmtree(report, ignore_errors=True)
+    assert main(["report", str(suite), "--results-dir", str(results), "--no-tracking"]) == 2
+    printed = " ".join(capsys.readouterr().err.split())
+    assert f"report output 'broken' ({__name__}) failed: ValueError: no such column" in printed
+    assert "Traceback" not in printed
+    assert (report / "report.json").exists() and not (report / "report.md").exists()  # written in order
