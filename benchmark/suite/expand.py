@@ -386,7 +386,10 @@ class _Candidate:
         keys = [*self.s_point, *(s.path for s in applied)]
         raw = {**t.sections, "seed": self.seed}
         for top in {key.split(".")[0] for key in keys} & set(raw):
-            raw[top] = _fresh(t.raw[top])  # set_path writes into it (a method is re-resolved: left as it is)
+            if top in t.raw:
+                raw[top] = _fresh(t.raw[top])  # set_path writes into it (a method is re-resolved: left as it is)
+            else:  # a section the suite leaves at its default (_sections' shared one): unset, as the suite has it
+                del raw[top]
         config = _job_config(raw, self.s_point, applied, file)
         if any(key.startswith(("method.", "model.")) for key in keys):
             _check_model_traits(config.method, config.model.name, t.m_index, t.d_index, file)

@@ -166,3 +166,19 @@ def test_every_id_of_the_authors_replay_suite_equals_its_whole_dumps():
     assert len(jobs) == 38_640
     mismatched = [job.id for job in jobs if job.id != job_id(job.config)]
     assert mismatched == []
+
+
+def test_a_section_left_at_its_default_is_shared_and_never_written_into(tmp_path, capsys):
+    """The jobs of a method of a suite that leaves `select` at its default share one default object (its
+    identity dumped once, not once a job); a grid that writes into it gets the suite's error at the grid's key, exit 2, as
+    before it was shared, and the shared object stays the default."""
+    text = grid_suite(tmp_path, lrs=2, seeds=2).read_text()
+    _, jobs = load_jobs(tmp_path / "scale.yaml")
+    assert len(jobs) == 8 and len({id(job.config.select) for job in jobs}) == 2  # FedAvg's and FedProx's
+    assert jobs[0].config.select.on == "test"
+    path = tmp_path / "select.yaml"
+    path.write_text(text + "  select.on: [test, validation]\n")
+    assert main(["plan", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "grid.select.on: unknown field 'select'" in err and "Traceback" not in err
+    assert all(job.config.select.on == "test" for job in load_jobs(tmp_path / "scale.yaml")[1])
