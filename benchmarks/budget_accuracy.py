@@ -6,6 +6,7 @@ load averages, `plan --budget` (its own wall time, its estimate and range), then
 measured / estimated. The busy loops are this script's own processes, ended by their ids.
 
     PYTHONPATH=$PWD FEDBENCH_DATA=/path/to/data python benchmarks/budget_accuracy.py --busy 0 2
+    ... --first-call    # each `plan --budget` measures everything (--remeasure): a first call's time
     ... --suite "suites/ci_femnist.yaml --seeds 0"    # a suite with selection options
 """
 
@@ -42,10 +43,10 @@ def fedbench(*args: str) -> list[str]:
     return [sys.executable, "-m", "benchmark", *args]
 
 
-def measure(suite: str) -> dict:
+def measure(suite: str, first_call: bool) -> dict:
     path, *selection = shlex.split(suite)
     load_before = os.getloadavg()
-    plan_s, shown = timed(fedbench("plan", path, "--budget", *selection))
+    plan_s, shown = timed(fedbench("plan", path, "--budget", *selection, *(["--remeasure"] if first_call else [])))
     found = ESTIMATE.search(shown)
     if not found:
         sys.exit(f"no estimate in plan --budget's output:\n{shown[-2000:]}")
@@ -78,6 +79,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--busy", type=int, nargs="+", default=[0, 2], help="busy-loop processes per pass")
     parser.add_argument("--suite", action="append", help="a suite, with selection options (default: the four)")
+    parser.add_argument("--first-call", action="store_true", help="plan --budget --remeasure: nothing memoised")
     args = parser.parse_args()
     print(
         "| suite | busy loops | load (1 min) before / after | plan --budget s | estimate s (range) | run s "
@@ -89,7 +91,7 @@ def main() -> None:
         try:
             time.sleep(5 if busy else 0)  # let the load average see them
             for suite in args.suite or SUITES:
-                print(row(busy, measure(suite)), flush=True)
+                print(row(busy, measure(suite, args.first_call)), flush=True)
         finally:
             for p in loops:
                 p.kill()

@@ -2,7 +2,7 @@
 by the job cap), and a no-op `run` of the quickstart, each as a ratio to `fedbench --version`.
 
     PYTHONPATH=$PWD python benchmarks/expansion_scale.py [--sizes 1000,10000,100000] [--repeats 3]
-        [--other OTHER_CHECKOUT]
+        [--other OTHER_CHECKOUT] [--suite suites/papers/fedac.authors_replay.yaml ...]
 
 Each suite is YAML text as a person writes it: synthetic data, FedAvg and FedProx, a grid of
 learning rates, 10 seeds. Every command runs in a fresh interpreter; wall time is the median of
@@ -87,6 +87,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--other", type=Path, default=None, help="another checkout to measure in turn")
     parser.add_argument("--limit", type=float, default=600, help="seconds before a command is killed")
+    parser.add_argument("--suite", action="append", default=[], help="a shipped suite to plan too (repeatable)")
     opts = parser.parse_args()
     trees = [HERE, *([opts.other.resolve()] if opts.other else [])]
     sizes = [int(s) for s in opts.sizes.split(",")]
@@ -96,6 +97,7 @@ def main() -> None:
         largest = str(folder / f"scale{sizes[-1]}.yaml")
         cases.append((f"plan --only FedAvg, {sizes[-1]:,} jobs", ["plan", largest, "--only", "FedAvg"]))
         cases.append(("plan, 1,000,000 jobs (over the cap)", ["plan", str(grid_suite(folder, 1_000_000))]))
+        cases += [(f"plan {Path(s).name}", ["plan", str((HERE / s).resolve())]) for s in opts.suite]
         quickstart = ["run", str(HERE / "suites" / "quickstart.yaml"), "--no-tracking", "-q"]
         print(f"load average {os.getloadavg()[0]:.1f}; medians of {opts.repeats}; ratio = wall / `--version`")
         for tree in trees:

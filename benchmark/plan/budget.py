@@ -29,10 +29,11 @@ from benchmark.data.participation import sample_clients
 from benchmark.plan.budget_timing import LONG_ROUND_S, Load, Rates, measure, process_age, run_imports_seconds
 from benchmark.suite.expand import Job
 
-# CPU seconds a protocol may spend timing its batch shapes; the rest are scaled (protocols/fedac/cost.py).
-# fedac_small's 15 shapes take 7.7: scaled by work, shapes whose rounds are mostly fixed cost came out
-# 0.2-6x their time (a 360 s estimate for a 137 s run at load 9.6, with 2 of 15 timed)
-PROTOCOL_TIME_LIMIT_S = 8.0
+# CPU seconds a protocol may spend timing its batch shapes, heaviest first; the rest are scaled
+# (protocols/fedac/cost.py). fedac_small's 15 shapes take 7.7-11 CPU-s, 48-151 s of a first call under
+# load; its three heaviest are 85 % of its run, and a scaled light shape's error (0.2-6x) moves the
+# total little
+PROTOCOL_TIME_LIMIT_S = 2.0
 JOBS_TIME_LIMIT_S = 3.0  # timing job kinds; past it a kind takes the rates of one timed on its dataset and model
 
 
@@ -64,6 +65,9 @@ def client_cost(n: int, local) -> tuple[int, int]:
 
 
 def per_client(c) -> list[tuple[int, int]]:
+    if c.dataset.split.kind == "shared" and c.local.epochs is None and c.local.batch_size == 1:
+        # each of M clients takes K steps of one example of the whole set: no data (nor torch) to load
+        return [(c.local.steps, c.local.steps)] * c.num_clients
     from benchmark.engine.setup import federated_data
 
     return [client_cost(len(idx), c.local) for idx in federated_data(c).clients]
@@ -167,11 +171,15 @@ def estimate(jobs: list[Job], device: str, remeasure: bool = False) -> Estimate:
     load = Load.now()
     alone_threads = cpu_choice() if device == "cpu" else {"count": "torch's", "chosen_by": "GPU job"}
     memo = Memo(machine_key(device, alone_threads["count"]), remeasure, load)
-    imports, _, note = memo.remembered(("run imports",), lambda: ({"s": run_imports_seconds()}, []))
-    startup = process_age() + imports["s"]
+    age = process_age()
+    batched = ProtocolBatches(jobs)
+    alone = [j for j in jobs if not batched.covers(j)]
+    torch = bool(alone) or device != "cpu"  # a run of protocol batches only (FedAc's numpy) imports none
+    what = ("run imports",) if torch else ("run imports", "no torch")
+    imports, _, note = memo.remembered(what, lambda: ({"s": run_imports_seconds(torch)}, []))
+    startup = age + imports["s"]
     share = load.share(load.averages[0])
     remembered_costs(jobs, memo)
-    batched = ProtocolBatches(jobs)
     found: dict[str, Budget] = {}
     seconds = 0.0
     assumed = [
@@ -200,7 +208,6 @@ def estimate(jobs: list[Job], device: str, remeasure: bool = False) -> Estimate:
             for j in batch:
                 found[j.id] = Budget(*job_cost(j), seconds=times[str(i)] / len(batch) + written, ms_per_step="batched")
     fast, slow = seconds, seconds
-    alone = [j for j in jobs if not batched.covers(j)]
     if alone:
         assumed.append(f"jobs on their own: {alone_threads['count']} thread(s), {alone_threads['chosen_by']}")
     rates: dict[tuple, Rates] = {}

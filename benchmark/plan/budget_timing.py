@@ -144,14 +144,17 @@ def evaluate(sim) -> None:
         sim.objective.suboptimality(sim.eval_params())
 
 
-def run_imports_seconds() -> float:
-    """What `run` imports beyond `plan` (torch, the job runner, the report's registries), timed now
-    (nothing if this process imported it already). With `process_age()` (the interpreter, CLI, the
-    suite's loading and expansion, which `plan` did as `run` does): what a run pays before its first job."""
+def run_imports_seconds(torch: bool = True) -> float:
+    """What `run` imports beyond `plan` (torch where a job trains with it, the job runner, the report's
+    registries), timed now (nothing if this process imported it already). With `process_age()` (the
+    interpreter, CLI, the suite's loading and expansion, which `plan` did as `run` does): what a run
+    pays before its first job. A run whose every job a protocol batches on numpy (FedAc) imports no
+    torch, and this does not either: 1-2 s of a first `plan --budget`."""
     import importlib
 
     start = time.perf_counter()
-    for module in ("torch", "benchmark.run.job_runner", "benchmark.run.executor", "benchmark.commands.output"):
+    modules = ("torch",) if torch else ()
+    for module in (*modules, "benchmark.run.job_runner", "benchmark.run.executor", "benchmark.commands.output"):
         importlib.import_module(module)
     from benchmark.report.protocol_sections import SECTIONS
     from benchmark.run.protocols import PROTOCOLS

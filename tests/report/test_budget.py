@@ -94,7 +94,7 @@ def test_the_run_time_adds_start_up_set_up_steps_and_every_evaluation(tmp_path, 
     rates = Rates(setup_s=0.5, step_s=0.01, fastest_step_s=0.005, slowest_step_s=0.02, eval_s=0.25, round_s=0.125)
     monkeypatch.setattr(budget, "measure", lambda job, device, steps_in_round: rates)
     monkeypatch.setattr(budget, "process_age", lambda: 2.0)
-    monkeypatch.setattr(budget, "run_imports_seconds", lambda: 1.0)
+    monkeypatch.setattr(budget, "run_imports_seconds", lambda torch: 1.0)
     monkeypatch.setattr(budget.Load, "now", classmethod(lambda cls: Load((0.1, 0.1, 0.1), 2)))
     _, jobs = load_jobs(written(tmp_path, SUITE))
     assert [evaluations(j.config) for j in jobs] == [2, 2]
@@ -327,3 +327,25 @@ def test_a_round_too_long_to_time_whole_is_cut_and_its_evaluation_guessed(tmp_pa
     assert rates.eval_s > 0  # a forward pass over the test set, guessed from the step's time
     shown = planned(suite)
     assert "a round too long to time whole: cut after" in shown and "guessed" in shown
+
+
+def test_a_budget_of_fedac_batches_only_imports_no_torch_and_counts_without_the_data(tmp_path):
+    """A suite whose every job FedAc's numpy engine batches: its run imports no torch, so its budget
+    neither times torch's import nor imports it (its client-steps need no loaded data: K steps of
+    one example of the shared set), once the machine has F* (its first run solves it with torch)."""
+    from tests.engine.test_fedac_fixed_costs import SUITE as FEDAC_A9A
+    from tests.engine.test_fedac_fixed_costs import fedbench, write_a9a
+
+    write_a9a(tmp_path / "data", rows=60, seed=1)
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(FEDAC_A9A.replace("{root}", str(tmp_path / "data")).replace("{methods}", "[fedac1, mbsgd]"))
+    first, _ = fedbench(tmp_path, "run", str(suite), "--results-dir", str(tmp_path / "first"), "--no-tracking")
+    assert first.returncode == 0, first.stderr
+    planned_, modules = fedbench(tmp_path, "plan", str(suite), "--budget")
+    assert planned_.returncode == 0, planned_.stderr
+    assert "torch" not in modules and "estimated run time" in planned_.stdout
+    assert re.search(r"FedAc batched engine: (\d) of \1 batch shapes timed", planned_.stdout)
+    _, jobs = load_jobs(suite)
+    for job in jobs:  # the count without the data is the count on the loaded data
+        loaded = [client_cost(len(idx), job.config.local) for idx in federated_data(job.config).clients]
+        assert budget.per_client(job.config) == loaded and len(loaded) == 4

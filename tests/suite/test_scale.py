@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from fedtest import REPO
 
 from benchmark.cli import main
 from benchmark.params import canonical_json, identity_dump
@@ -130,3 +131,54 @@ def test_expansion_ids_are_those_of_each_job_alone(tmp_path):
     for job in jobs:
         alone = hashlib.sha256(canonical_json(identity_dump(job.config)).encode()).hexdigest()[:12]
         assert job.id == job_id(job.config) == alone
+
+
+def test_jobs_differing_in_plain_fields_take_their_first_jobs_members(tmp_path, monkeypatch):
+    """A job whose sections are its template's first job's and whose other fields differ only in plain
+    identity scalars takes that job's members with those swapped: each id still equals its whole dump's.
+    Left-out-at-default (suboptimality) and never-identity (checkpoint_every) fields are in the grid too."""
+    suite = tmp_path / "clients.yaml"
+    suite.write_text(
+        "name: clients\ndefaults: {rounds: 2, seeds: [3], model: {name: logistic}}\n"
+        "datasets:\n  - name: synthetic\n    params: {num_users: 64, dim: 5, num_classes: 3}\n"
+        "    split: {kind: natural}\n  - name: synthetic\n    label: other\n    rounds: 3\n"
+        "    params: {num_users: 64, dim: 5, num_classes: 3, seed: 4}\n    split: {kind: natural}\n"
+        "methods: [fedavg, fedprox]\n"
+        "grid:\n  num_clients: [8, 16, 64]\n  rounds: [2, 5]\n  suboptimality: [false, true]\n"
+        "  checkpoint_every: [0, 1]\n"
+    )
+    dumped = []
+    original = expand_module.identity_members
+    monkeypatch.setattr(expand_module, "identity_members", lambda *a: dumped.append(1) or original(*a))
+    jobs = load_jobs(suite)[1]
+    # checkpoint_every is no identity: a job of each value is one job
+    assert len(jobs) == len({job.id for job in jobs}) == 2 * 2 * 3 * 2 * 2
+    assert len(dumped) < len(jobs) / 4  # the shortcut was taken: a dump per template and per suboptimality
+    for job in jobs:
+        alone = hashlib.sha256(canonical_json(identity_dump(job.config)).encode()).hexdigest()[:12]
+        assert job.id == job_id(job.config) == alone
+
+
+def test_every_id_of_the_authors_replay_suite_equals_its_whole_dumps():
+    """The 38,640 single-seed jobs of the replay suite (a num_clients grid) are built by the shortcut:
+    each id recomputed from the job's whole config, with nothing shared."""
+    jobs = load_jobs(REPO / "suites" / "papers" / "fedac.authors_replay.yaml")[1]
+    assert len(jobs) == 38_640
+    mismatched = [job.id for job in jobs if job.id != job_id(job.config)]
+    assert mismatched == []
+
+
+def test_a_section_left_at_its_default_is_shared_and_never_written_into(tmp_path, capsys):
+    """The jobs of a method of a suite that leaves `select` at its default share one default object (its
+    identity dumped once, not once a job); a grid that writes into it gets the suite's error at the grid's key, exit 2, as
+    before it was shared, and the shared object stays the default."""
+    text = grid_suite(tmp_path, lrs=2, seeds=2).read_text()
+    _, jobs = load_jobs(tmp_path / "scale.yaml")
+    assert len(jobs) == 8 and len({id(job.config.select) for job in jobs}) == 2  # FedAvg's and FedProx's
+    assert jobs[0].config.select.on == "test"
+    path = tmp_path / "select.yaml"
+    path.write_text(text + "  select.on: [test, validation]\n")
+    assert main(["plan", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "grid.select.on: unknown field 'select'" in err and "Traceback" not in err
+    assert all(job.config.select.on == "test" for job in load_jobs(tmp_path / "scale.yaml")[1])
