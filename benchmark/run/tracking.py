@@ -17,7 +17,11 @@ job: every tracking call that raises is reported as a warning and the job goes o
   whose run is missing, KILLED or lacks its final numbers, through the same idempotent
   `JobMirror.mirror` that ends a live job (mlflow_mirror.py), or, a job with no run, in a batch.
 - A job has its run while it runs once it has run for LIVE_AFTER_S; a shorter one's run is written
-  after it ends by the writer thread, with others (mlflow_writer.py, mlflow_batch.py).
+  after it ends by the writer thread, with others (mlflow_writer.py, mlflow_batch.py). So `run` opens the
+  store on that thread (`background`): the first job trains while MLflow is imported, and what needs the
+  store waits for it (`after_connect`).
+- A run with nothing to train makes no MLflow call when the mark of the last fully mirrored run still
+  vouches for the store (mlflow_in_sync.py, MirroredTracker).
 - Bounded: HTTP calls time out in seconds (HTTP_LIMITS), an http(s) store is probed first, and
   after a network failure the tracker pauses for the rest of the process (one warning); the time
   spent in tracking calls (`seconds`) is excluded from a job's recorded wall time.
