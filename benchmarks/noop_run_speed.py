@@ -13,7 +13,7 @@ ratios to that repeat's `--version`, the median CPU seconds (user + system) and 
 The grids' finished jobs are made as a person's results would be: one job per method is trained for
 real, and every other job's folder holds hard links to its method's files (so 10^5 jobs cost little
 disk). `first job` is the time from launch to the log line `job 1/4 started` of a quickstart run in an
-empty results folder (the process is then killed). `--other` runs the same cases on another checkout
+empty results folder, untracked and into a new MLflow store (the process is then killed). `--other` runs the same cases on another checkout
 (e.g. `git archive` of the commit before a change) in the same rotation; `--folder` keeps the finished
 stores for the next call.
 """
@@ -81,10 +81,14 @@ def timed(tree: Path, args: list[str], folder: Path) -> tuple[float, float, floa
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def until_first_job(tree: Path, suite: Path, folder: Path, results: Path) -> tuple[float, float, float]:
-    """Seconds from launch to `job 1/N started` of a run in an empty results folder; then the run is killed."""
+def until_first_job(
+    tree: Path, suite: Path, folder: Path, results: Path, tracked: bool = False
+) -> tuple[float, float, float]:
+    """Seconds from launch to `job 1/N started` of a run in an empty results folder (`tracked`: into a new
+    MLflow store beside it); then the run is killed."""
     start = time.perf_counter()
-    args = ["run", str(suite), "--no-tracking", "--results-dir", str(results)]
+    tracking = ["--tracking-uri", f"sqlite:///{results}.db"] if tracked else ["--no-tracking"]
+    args = ["run", str(suite), *tracking, "--results-dir", str(results)]
     child = subprocess.Popen(
         [sys.executable, "-m", "benchmark", *args],
         cwd=folder,
@@ -148,19 +152,22 @@ def main() -> None:
         for tree in trees:
             tag = "" if tree == HERE else f" [{tree.name}]"
             quick = folder / f"quick-{trees.index(tree)}"
-            timed(tree, ["run", str(quickstart), "--results-dir", str(quick)], folder)  # trains it, with MLflow
+            # trained with MLflow into a store of this tree's own (another tree's runs would change it)
+            store = ["--tracking-uri", f"sqlite:///{quick}.db"]
+            timed(tree, ["run", str(quickstart), "--results-dir", str(quick), *store], folder)
             noop = ["run", str(quickstart), "--results-dir", str(quick)]
             cases.append((f"run quickstart, all finished{tag}", [*noop, "--no-tracking", "-q"]))
-            cases.append((f"run quickstart, all finished, MLflow{tag}", [*noop, "-q"]))
+            cases.append((f"run quickstart, all finished, MLflow{tag}", [*noop, *store, "-q"]))
             fresh = iter(range(10**6))
-            cases.append(
-                (
-                    f"first job of a fresh quickstart{tag}",
-                    lambda tree=tree, fresh=fresh: until_first_job(
-                        tree, quickstart, folder, folder / f"fresh-{next(fresh)}"
-                    ),
+            for tracked in (False, True):
+                cases.append(
+                    (
+                        f"first job of a fresh quickstart{', MLflow' if tracked else ''}{tag}",
+                        lambda tree=tree, fresh=fresh, tracked=tracked: until_first_job(
+                            tree, quickstart, folder, folder / f"fresh-{next(fresh)}", tracked
+                        ),
+                    )
                 )
-            )
             for size in (int(s) for s in opts.sizes.split(",")):
                 suite, results = finished_store(tree, folder, size)
                 args = ["run", str(suite), "--no-tracking", "-q", "--results-dir", str(results)]

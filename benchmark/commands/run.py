@@ -36,7 +36,7 @@ def run_suite(
     from benchmark.run.executor_base import EXECUTORS, ClusterOptions
     from benchmark.run.stale import stale_line
     from benchmark.run.threads import request
-    from benchmark.run.tracking import NullTracker
+    from benchmark.run.tracking import NullTracker, already_mirrored
     from benchmark.run.triage import OUTCOME, done_jobs, reuse, still_done
     from benchmark.store.done_index import DoneIndex
     from benchmark.store.job_dir import check_writable
@@ -58,7 +58,14 @@ def run_suite(
     runner.check(todo)
     check_writable(open_results(results_dir, suite.name))
     reporter = progress(jobs, quiet, verbose)
-    tracker = NullTracker() if no_tracking else open_tracker(suite.name, tracking_uri, results_dir, suite_file)
+    # nothing to train into a store that provably mirrors the suite already: no MLflow at all (run/mlflow_in_sync.py);
+    # else the store opens beside the first job, which need not wait for it (run/tracking.py)
+    tracker = (
+        NullTracker()
+        if no_tracking
+        else (not todo and already_mirrored(suite.name, tracking_uri, results_dir, suite_file, jobs))
+        or open_tracker(suite.name, tracking_uri, results_dir, suite_file, background=True)
+    )
     with closed_with_outcome(tracker):
         tracker.heal(jobs)  # results/ is the source of truth: finished jobs missing in MLflow are mirrored
         if not no_tracking:  # healing parses every record of what it mirrors, and sets a damaged job aside

@@ -9,20 +9,21 @@ from pathlib import Path
 from benchmark.commands.output import err_console
 
 
-def open_tracker(suite_name: str, uri: str | None, results_dir: Path, suite_file: Path | None = None):
+def open_tracker(
+    suite_name: str, uri: str | None, results_dir: Path, suite_file: Path | None = None, background: bool = False
+):
     """The MLflow tracker; a store that cannot be opened is a warning, and the suite runs
-    without tracking (the results on disk are the record)."""
-    from benchmark.run.tracking import MlflowTracker, NullTracker
+    without tracking (the results on disk are the record). `background`: opened beside the jobs
+    (run/tracking.py), so the first job does not wait for MLflow's import and the store."""
+    from benchmark.run.tracking import MlflowTracker, NullTracker, unusable_store
+
+    def warn(message: str) -> None:
+        err_console.print(f"warning: {message}", markup=False)
 
     try:
-        return MlflowTracker(suite_name, uri, results_dir, suite_file)
+        return MlflowTracker(suite_name, uri, results_dir, suite_file, warn if background else None)
     except Exception as err:
-        first = (str(err).splitlines() or [""])[0][:160]
-        err_console.print(
-            f"warning: MLflow store {uri or 'default'} cannot be used ({type(err).__name__}: {first}); "
-            "running without tracking, results on disk are unaffected",
-            markup=False,
-        )
+        warn(unusable_store(uri, err))
         return NullTracker()
 
 
@@ -42,7 +43,7 @@ def closed_with_outcome(tracker):
 
 def summarise(tracker, suite, jobs, results_dir: Path) -> None:
     """The suite's MLflow run gets the tables' headline numbers (none to compute without tracking)."""
-    if tracker.uri:
+    if tracker.writes:
         from benchmark.report.entry_tables import headline_numbers
 
         tracker.summarise(suite, jobs, headline_numbers(suite, jobs, results_dir))

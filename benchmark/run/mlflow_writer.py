@@ -46,6 +46,7 @@ class Writer(threading.Thread):
         self.closing = False
         self.left: list[Finished] = []  # what closing could not write (its lock held by another process)
         self.in_flight = 0
+        self.first = None  # called first, in this thread (the tracker's connection); False: nothing to write to
 
     def put(self, item: Finished) -> None:
         with self.wake:
@@ -58,6 +59,8 @@ class Writer(threading.Thread):
             return len(self.queue) + len(self.left) + self.in_flight
 
     def run(self) -> None:
+        if self.first is not None and not self.first():
+            return
         while True:
             with self.wake:
                 if not self.closing:

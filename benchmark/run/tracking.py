@@ -17,7 +17,11 @@ job: every tracking call that raises is reported as a warning and the job goes o
   whose run is missing, KILLED or lacks its final numbers, through the same idempotent
   `JobMirror.mirror` that ends a live job (mlflow_mirror.py), or, a job with no run, in a batch.
 - A job has its run while it runs once it has run for LIVE_AFTER_S; a shorter one's run is written
-  after it ends by the writer thread, with others (mlflow_writer.py, mlflow_batch.py).
+  after it ends by the writer thread, with others (mlflow_writer.py, mlflow_batch.py). So `run` opens the
+  store on that thread (`background`): the first job trains while MLflow is imported, and what needs the
+  store waits for it (`after_connect`).
+- A run with nothing to train makes no MLflow call when the mark of the last fully mirrored run still
+  vouches for the store (mlflow_in_sync.py, MirroredTracker).
 - Bounded: HTTP calls time out in seconds (HTTP_LIMITS), an http(s) store is probed first, and
   after a network failure the tracker pauses for the rest of the process (one warning); the time
   spent in tracking calls (`seconds`) is excluded from a job's recorded wall time.
@@ -37,7 +41,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmark.run import mlflow_writer
+from benchmark.run import mlflow_in_sync, mlflow_writer
 from benchmark.run.mlflow_mirror import JobMirror, source_tags
 from benchmark.run.mlflow_writer import Finished, Writer
 from benchmark.store.job_store import job_lock
@@ -87,6 +91,7 @@ def runs_page(uri: str, experiment_id: str) -> str:
     return f"{server}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
 
 
+@functools.cache  # git is asked once a process: a no-op's in-sync check and the tracker read the same tags
 def provenance_tags() -> dict[str, str]:
     """Code and environment of this process, under the keys a job's own environment record uses
     (mlflow_mirror.environment_tags): git commit (MLflow's own tag), dirty flag, versions, host."""
@@ -116,6 +121,7 @@ def experiment_id(client, name: str) -> str:
 
 class NullTracker:
     uri: str | None = None  # where runs go; None: nowhere
+    writes = False  # whether it writes runs (the headline numbers are computed only for one that does)
     seconds: float = 0.0  # spent in tracking calls so far (a job's recorded wall time excludes it)
 
     def heal(self, jobs) -> int:
@@ -135,7 +141,45 @@ class NullTracker:
     def close(self, status: str = "FINISHED") -> None: ...
 
 
+class MirroredTracker(NullTracker):
+    """A run with nothing to train into a store that already mirrors its suite (mlflow_in_sync.py): no
+    MLflow call, not even its import; `uri` and `experiment_id` say where the runs are."""
+
+    def __init__(self, uri: str, experiment_id: str):
+        self.uri, self.experiment_id = uri, experiment_id
+
+
+def already_mirrored(suite_name: str, uri: str | None, results_root: Path, suite_file: Path | None, jobs):
+    """A MirroredTracker when the mark left by the last fully mirrored run vouches that the store still
+    holds every one of `jobs` (all done) as it is on disk; else None (the store is opened and checked)."""
+    uri = store_uri(uri)
+    provenance = {**provenance_tags(), **source_tags(str(suite_file) if suite_file else None)}
+    now = mlflow_in_sync.state(uri, results_root, [job.id for job in jobs], suite_file, provenance)
+    found = mlflow_in_sync.mirrored_experiment(mlflow_in_sync.mark_path(results_root, suite_name), now)
+    return MirroredTracker(uri, found) if found else None
+
+
+def unusable_store(uri: str | None, err: Exception) -> str:
+    first = (str(err).splitlines() or [""])[0][:160]
+    return (
+        f"MLflow store {uri or 'default'} cannot be used ({type(err).__name__}: {first}); "
+        "running without tracking, results on disk are unaffected"
+    )
+
+
 OFFLINE_NOTE = "`fedbench sync SUITE` or the next `fedbench run` mirrors the results"
+
+
+def after_connect(method):
+    """A call that needs the store waits until it is open (a tracker opened in the background: the first
+    job trains meanwhile), and does nothing where it could not be opened."""
+
+    @functools.wraps(method)
+    def connected(self, *args, **kwargs):
+        self.connected.wait()
+        return None if self.offline else method(self, *args, **kwargs)
+
+    return connected
 
 
 def tracking_may_fail(method):
@@ -155,7 +199,8 @@ def tracking_may_fail(method):
             if method.__name__ == "start_job":
                 self.open.pop(args[0].id, None)  # nothing to log into for this job
         finally:
-            self.seconds += time.monotonic() - began
+            if threading.current_thread() is not self.writer:  # the writer thread's calls take no job's time
+                self.seconds += time.monotonic() - began
 
     return guarded
 
@@ -185,21 +230,54 @@ class ChildRun:
 
 
 class MlflowTracker(NullTracker):
+    writes = property(lambda self: not self.offline)
+
     def __init__(
-        self, suite_name: str, uri: str | None = None, results_root: Path | None = None, suite_file: Path | None = None
+        self,
+        suite_name: str,
+        uri: str | None = None,
+        results_root: Path | None = None,
+        suite_file: Path | None = None,
+        background=None,
     ):
         """Connect, find or create the suite's experiment and parent run; raises if the store
-        cannot be reached at all (the CLI then says so and runs without tracking)."""
-        import mlflow
-
+        cannot be reached at all (the CLI then says so and runs without tracking). `background(message)`
+        (a tracker with a writer thread): that thread connects, while this one goes on to the jobs,
+        whose runs are due only when they end or pass LIVE_AFTER_S; a store it cannot open is then
+        told to `background`, and the process runs on without tracking."""
         # a new store's "Creating initial MLflow database tables..." lines are MLflow's chatter, not the run's
         logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
         self.uri = store_uri(uri)
         self.suite = suite_name
+        self.suite_file = suite_file
         self.results_root = Path(results_root) if results_root else None
         self.open: dict[str, ChildRun] = {}  # job id -> its run, while the job runs
         self.last_started: str | None = None
-        self.offline, self.seconds = False, 0.0
+        self.offline, self.seconds, self.failures = False, 0.0, 0
+        self.summarised: list[str] | None = None  # the jobs whose suite summary was written (mlflow_in_sync.py)
+        self.state = threading.RLock()  # the open runs, shared with the writer thread
+        self.connected = threading.Event()
+        self.running = suite_lock(self.results_root, suite_name) if self.results_root else None
+        if self.running:
+            self.running.acquire(shared=True)
+        self.writer = None
+        if self.results_root is not None and mlflow_writer.LIVE_AFTER_S > 0:  # runs are mirrored from results/
+            self.writer = Writer(self.write_finished, self.give_long_jobs_their_run)
+        if background and self.writer is not None:
+            self.writer.first = functools.partial(self._connect_or_go_offline, background)
+        else:
+            try:
+                self._connect()
+            except BaseException:
+                if self.running:
+                    self.running.release()
+                raise
+        if self.writer is not None:
+            self.writer.start()
+
+    def _connect(self) -> None:
+        import mlflow
+
         lock = store_lock(self.uri)
         if lock:
             lock.acquire()
@@ -207,25 +285,32 @@ class MlflowTracker(NullTracker):
             self._new_store()
             self.client = bounded_client(self.uri)
             mlflow.set_tracking_uri(self.uri)
-            self.experiment_id = self._experiment(suite_name)
-            self.parent = self._parent(suite_name)
+            self.experiment_id = self._experiment(self.suite)
+            self.parent = self._parent(self.suite)
             self.client.update_run(self.parent, status="RUNNING")
         finally:
             if lock:
                 lock.release()
-        self.running = suite_lock(self.results_root, suite_name) if self.results_root else None
-        if self.running:
-            self.running.acquire(shared=True)
-            self.close_abandoned_runs()
+        suite_file = self.suite_file
         self.provenance = {**provenance_tags(), **source_tags(str(suite_file) if suite_file else None)}
-        self.mirror = JobMirror(self.client, self.experiment_id, self.parent, suite_name, self.provenance)
-        self.describe_parent(suite_file)
+        self.mirror = JobMirror(self.client, self.experiment_id, self.parent, self.suite, self.provenance)
         self.batch = self._batch_writer()
-        self.state = threading.RLock()  # the open runs, shared with the writer thread
-        self.writer = None
-        if self.results_root is not None and mlflow_writer.LIVE_AFTER_S > 0:  # runs are mirrored from results/
-            self.writer = Writer(self.write_finished, self.give_long_jobs_their_run)
-            self.writer.start()
+        if self.running:
+            self.close_abandoned_runs()  # before any heal: it closes only runs no process is behind
+        self.connected.set()
+        self.describe_parent(suite_file)
+
+    def _connect_or_go_offline(self, warn) -> bool:
+        """The writer thread's first step; False (the thread ends): the store cannot be used."""
+        try:
+            self._connect()
+            return True
+        except Exception as err:
+            warn(unusable_store(self.uri, err))
+            self.offline, self.uri = True, None
+            return False
+        finally:
+            self.connected.set()
 
     def _new_store(self) -> None:
         """A new SQLite store copied from one MLflow migrated once (mlflow_new_store.py)."""
@@ -249,7 +334,7 @@ class MlflowTracker(NullTracker):
     def failed(self, what: str, err: Exception) -> None:
         """A tracking call that raised: a warning (the results on disk are complete); an unreachable store
         pauses tracking for the rest of the process."""
-        self.offline = is_unreachable(err)
+        self.offline, self.failures = is_unreachable(err), self.failures + 1
         log.warning(
             "MLflow (%s) %s failed: %s: %s; the results on disk are complete%s, %s",
             self.uri,
@@ -308,10 +393,15 @@ class MlflowTracker(NullTracker):
         """Every job of `jobs` with a summary on disk whose run is missing, still RUNNING/KILLED
         or lacks its final numbers is mirrored again from its folder (a job killed after its
         summary was written, or during an outage). Jobs another process holds are left to it."""
-        from mlflow.entities import ViewType
-
         if self.results_root is None:
             return 0
+        on_disk = [job for job in jobs if self._jobdir(job.id).summary.exists()]
+        return self._heal(on_disk) if on_disk else 0  # a fresh suite's first job need not wait for the store
+
+    @after_connect
+    def _heal(self, jobs) -> int:
+        from mlflow.entities import ViewType
+
         if self.batch is not None:  # the selected jobs' runs, only what is_complete reads
             runs = self.batch.runs_of([job.id for job in jobs])
         else:
@@ -441,6 +531,7 @@ class MlflowTracker(NullTracker):
         self.mirror.mirror(child.job, jobdir, summary, files, live=(child.run_id, child.logged_upto))
 
     @tracking_may_fail
+    @after_connect
     def summarise(self, suite, jobs, headline: list) -> None:
         """Parent run: params = the settings every job of the selection shares (a value the run
         already has from an earlier invocation is kept: MLflow params are immutable), inputs = each
@@ -463,6 +554,7 @@ class MlflowTracker(NullTracker):
         for dataset in {(s.get("dataset"), s.get("data_fingerprint")): s for s in summaries}.values():
             self.mirror.log_dataset(self.parent, dataset)  # MLflow keeps one input per (name, digest)
         self.headline_runs(headline)
+        self.summarised = [job.id for job in jobs]
 
     def headline_runs(self, headline: list) -> None:
         """A run per (dataset entry, method) under the parent (`fedbench.kind` = headline), its headline
@@ -501,6 +593,7 @@ class MlflowTracker(NullTracker):
             self.client.set_terminated(run_id, "FINISHED")
 
     @tracking_may_fail
+    @after_connect
     def attach(self, files: list[Path], artifact_path: str | None = None) -> None:
         for f in files:
             self.client.log_artifact(self.parent, str(f), artifact_path)
@@ -539,6 +632,7 @@ class MlflowTracker(NullTracker):
                 self.running.release()
 
     @tracking_may_fail
+    @after_connect
     def _end_children(self) -> None:
         with self.state:
             while self.open:
@@ -548,8 +642,19 @@ class MlflowTracker(NullTracker):
                 self.client.set_terminated(child.run_id, "KILLED")
 
     @tracking_may_fail
+    @after_connect
     def _end_parent(self, status: str) -> None:
         self.client.set_terminated(self.parent, status)
+        if status == "FINISHED" and self.summarised is not None and not self.failures:
+            self._mark_mirrored()
+
+    def _mark_mirrored(self) -> None:
+        """The last process of the suite ended with its store mirroring it whole: a later `run` with
+        nothing to train may leave MLflow alone while nothing changes (mlflow_in_sync.py)."""
+        if self.results_root is None or self.open or (self.writer is not None and self.writer.pending()):
+            return
+        now = mlflow_in_sync.state(self.uri, self.results_root, self.summarised, self.suite_file, self.provenance)
+        mlflow_in_sync.write_mark(mlflow_in_sync.mark_path(self.results_root, self.suite), now, self.experiment_id)
 
 
 def attach_to_suite_run(

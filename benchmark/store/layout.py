@@ -26,6 +26,7 @@ class SuiteView:
     report = property(lambda self: self.path / "report")  # report.md, report.html, report.json, runs.csv
     tables = property(lambda self: self.report / "tables")
     figures = property(lambda self: self.report / "figures")
+    mlflow_mark = property(lambda self: self.path / ".mlflow-mirrored")  # run/mlflow_in_sync.py
 
 
 @dataclass(frozen=True)
