@@ -34,6 +34,7 @@ from pathlib import Path
 
 from benchmark.store.job_status import DIVERGED, FAILED, FINISHED, STOPPED
 from benchmark.store.records import MEASURED
+from benchmark.suite.dotted import flatten
 
 # summary.json fields logged as run metrics (a failed or diverged job has no final_acc: nothing is logged)
 SUMMARY_METRICS = ("final_acc", "final_ema_acc", "final_subopt", "final_val_ema_acc", "wall_time_s", "rounds_completed")
@@ -46,30 +47,6 @@ def metric_key(name: str) -> str:
     """A metric name in MLflow's alphabet (letters, digits, `_ - . / ` and space): `@` reads `_at_`
     (`acc@60` -> `acc_at_60`), any other character outside it becomes `_`."""
     return re.sub(r"[^A-Za-z0-9_\-./ ]", "_", name.replace("@", "_at_"))
-
-
-def _item_key(item: dict, index: int, siblings: list) -> str:
-    """A list item's key: its component name (client terms by term name), else its position."""
-    name = item.get("term") or item.get("rule") or item.get("codec")
-    unique = name and sum(1 for s in siblings if name in (s.get("term"), s.get("rule"), s.get("codec"))) == 1
-    return str(name) if unique else str(index)
-
-
-def flatten(obj, prefix: str = "") -> dict[str, str]:
-    """Dotted params; None values are left out (MLflow would store the string 'None'); a list of
-    plain values reads `a, b, c` (not Python's repr)."""
-    out = {}
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            out.update(flatten(v, f"{prefix}{k}."))
-    elif isinstance(obj, list) and obj and all(isinstance(v, dict) for v in obj):
-        for i, v in enumerate(obj):
-            out.update(flatten(v, f"{prefix}{_item_key(v, i, obj)}."))
-    elif isinstance(obj, list):
-        out[prefix.rstrip(".")] = ", ".join(map(str, obj))[:6000]
-    elif obj is not None:
-        out[prefix.rstrip(".")] = str(obj)[:6000]
-    return out
 
 
 def job_tags(job, suite: str) -> dict[str, str]:

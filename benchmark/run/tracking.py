@@ -448,7 +448,7 @@ class MlflowTracker(NullTracker):
         (report.entry_tables.headline_numbers) as runs under it (headline_runs)."""
         from mlflow.entities import Param
 
-        from benchmark.run.mlflow_mirror import flatten
+        from benchmark.suite.dotted import flatten
 
         if self.results_root is None or not jobs:
             return

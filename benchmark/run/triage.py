@@ -22,7 +22,8 @@ from benchmark.run.data_memo import DataMemo
 from benchmark.run.stale import marked
 from benchmark.store.done_index import NONE, DoneIndex, signature
 from benchmark.store.job_dir import STORE, TEMP_NAME, JobDir
-from benchmark.store.job_store import job_lock, link_into_suite, suite_view
+from benchmark.store.job_store import job_lock, link_into_suite
+from benchmark.store.layout import Store
 from benchmark.suite.expand import Job
 
 # what a run needs of a reused job's summary when it prints no result table (over LISTED_UP_TO jobs):
@@ -81,7 +82,7 @@ def reuse(results_root: Path, suite: str, done: dict[str, dict], index: DoneInde
     """Link the `done` jobs into the suite's view (those not there yet: one listing of the view), remove
     the temp files a killed write left in their folders (but in those the index found unchanged, which
     it indexed without any), and save what the index learnt."""
-    linked = _names(suite_view(results_root, suite))
+    linked = _names(Store(results_root).suite(suite).path)
     unchanged = index.hits if index is not None else set()
     for job_id in done:
         if job_id not in linked:

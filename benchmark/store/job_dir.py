@@ -142,10 +142,6 @@ def check_writable(folder: Path) -> None:
 TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}$")
 
 
-def job_path(results_root: Path, job_id: str) -> Path:
-    return Store(results_root).job(job_id)
-
-
 def free_name_beside(path: Path, tag: str) -> Path:
     """`<name>.<tag>` beside `path`, or `<name>.<tag>-2`, `-3`, ... when an earlier one is there."""
     aside, n = path.with_name(f"{path.name}.{tag}"), 1
@@ -157,7 +153,7 @@ def free_name_beside(path: Path, tag: str) -> Path:
 
 class JobDir:
     def __init__(self, results_root: Path, job_id: str):
-        self.path = job_path(results_root, job_id)
+        self.path = Store(results_root).job(job_id)
 
     @classmethod
     def for_reading(cls, results_root: Path, job_id: str) -> JobDir:
