@@ -106,7 +106,7 @@ def status_counts(suite, jobs, summaries: dict):
 
     counts: dict[tuple[str, str], dict[str, int]] = {}
     for job in jobs:
-        status = (summaries.get(job.id) or {}).get("status", "not run")
+        status = summary.status if (summary := summaries.get(job.id)) else "not run"
         row = counts.setdefault((job.dataset_label, job.method_label.split("[")[0]), {})
         row[status] = row.get(status, 0) + 1
     statuses = sorted({status for row in counts.values() for status in row})

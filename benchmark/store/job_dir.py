@@ -291,15 +291,17 @@ class JobDir:
         aside = self.set_aside("damaged")
         log.warning("job %s is damaged: %s; kept as %s, `fedbench run` trains it again", self.path.name, why, aside)
 
-    def skipped_summary(self, fingerprint: str | None = None) -> dict | None:
-        """The summary of a job done on the data with `fingerprint` (finished or diverged),
+    def skipped_summary(self, fingerprint: str | None = None) -> JobSummary | None:
+        """The summary of a job done on the data with `fingerprint` (finished or diverged), typed and
         marked as skipped; None if the job must (re)run. Reads only."""
         if (summary := self.done_summary()) is None:
             return None
         recorded = summary.get("data_fingerprint")
         if fingerprint and recorded and recorded != fingerprint:
             return None
-        return {**summary, "skipped": True}
+        skipped = summary_from_json(summary)
+        skipped.skipped = True
+        return skipped
 
     def set_aside_other_data(self, fingerprint: str) -> None:
         """Results computed on other data than `fingerprint` (the files were fixed or replaced)

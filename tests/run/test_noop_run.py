@@ -92,12 +92,12 @@ def test_a_wrong_memo_never_sets_a_job_aside(tmp_path):
     """A memo that disagrees with the job's recorded fingerprint sends the job to the executor, which loads
     the data, finds them equal and reuses the job (and puts the memo right)."""
     args, jobdirs = finished(tmp_path)
-    recorded = jobdirs[0].read_summary()["data_fingerprint"]
+    recorded = jobdirs[0].read_summary().data_fingerprint
     for memo in memo_files():
         memo.write_text(json.dumps({"dataset": "synthetic", "fingerprint": "0" * 16}))
     code, imported, err = fresh(args)
     assert code == 0 and "benchmark.engine.setup" in imported, err
-    assert all(d.read_summary()["status"] == "finished" for d in jobdirs)
+    assert all(d.read_summary().status == "finished" for d in jobdirs)
     assert not any(p.name.startswith(f"{jobdirs[0].path.name}.") for p in jobdirs[0].path.parent.iterdir())
     assert [json.loads(m.read_text())["fingerprint"] for m in memo_files()] == [recorded]
 
