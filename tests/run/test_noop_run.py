@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from fedtest import REPO
+from report.test_budget import FEDAC_SUITE
 
 from benchmark.cli import main
 from benchmark.run.data_memo import DataMemo
@@ -143,39 +144,19 @@ def test_over_the_listing_limit_run_counts_the_statuses_and_names_the_report(tmp
     assert "the result tables: fedbench report SUITE_FILE" in " ".join(shown.split())
 
 
-PROTOCOL_SUITE = """\
-name: fedac-noop
-defaults:
-  rounds: 4
-  eval_every: 2
-  num_clients: 4
-  participation: {rate: 1.0}
-  local: {steps: 3, batch_size: 2, weight_decay: 0.01, clip_norm: null}
-  model: {name: binary_logistic, init: normal}
-  suboptimality: true
-datasets:
-  - name: synthetic
-    params: {num_users: 5, dim: 6, num_classes: 2, max_samples: 40}
-    split: {kind: shared}
-methods: [fedac1, fedavg]
-grid:
-  local.lr: [0.05, 0.2, 1.0]
-"""
-
-
 def test_over_the_listing_limit_a_protocols_section_shows_the_reused_jobs_numbers(tmp_path, monkeypatch, capsys):
     """A run keeps only the outcome of a reused job over LISTED_UP_TO jobs; the FedAc section it prints reads
     the numbers of its jobs whole, so a run with nothing to do prints the table the run that trained them did
     (it printed every reused job as diverged)."""
     monkeypatch.setattr("benchmark.report.status.LISTED_UP_TO", 0)
     suite = tmp_path / "fedac.yaml"
-    suite.write_text(PROTOCOL_SUITE)
+    suite.write_text(FEDAC_SUITE)
     args = ["run", str(suite), "--no-tracking", "-q", "--results-dir", str(tmp_path / "r")]
     tables = []
-    for _ in range(2):  # trains the 6 jobs, then reuses them
+    for _ in range(2):  # trains its 6 jobs, then reuses them
         capsys.readouterr()
         assert main(args) == 0
         shown = capsys.readouterr().out
-        tables.append([line for line in shown.splitlines() if "FedAc-I" in line or "FedAvg" in line])
+        tables.append([line for line in shown.splitlines() if line.startswith("│")])  # the table's rows
     assert tables[0] and tables[1] == tables[0] and "all lost" not in " ".join(tables[1])
     assert all(re.search(r"\de-\d\d \(", row) for row in tables[1])  # F − F* (its η) in each method's row
