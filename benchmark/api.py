@@ -38,8 +38,8 @@ register_executor = EXECUTORS.register
 
 
 def run_jobs(jobs, suite: str, results_root, device="cpu", tracker=None, progress=None, stop_after=None) -> dict:
-    """The local executor's loop (benchmark/run/executor.py): job id -> summary. Imported on the
-    first call, as it needs torch."""
+    """The local executor's loop (benchmark/run/executor.py): job id -> its typed summary (store/records.py).
+    Imported on the first call, as it needs torch."""
     from benchmark.run import executor
 
     return executor.run_jobs(jobs, suite, results_root, device, tracker, progress, stop_after)

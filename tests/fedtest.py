@@ -59,9 +59,13 @@ def tiny_suite(**overrides) -> dict:
     return suite
 
 
-def measured(records: list[dict]) -> list[dict]:
-    """Metric records without their wall-clock `time` and `wall_s` (what two equal runs must agree on)."""
-    return [{k: v for k, v in r.items() if k not in ("time", "wall_s")} for r in records]
+def measured(records: list) -> list[dict]:
+    """Metric records (read back typed, or lines of the file) as in the file without their wall-clock `time` and
+    `wall_s` (what two equal runs must agree on)."""
+    return [
+        {k: v for k, v in (r if isinstance(r, dict) else r.to_json()).items() if k not in ("time", "wall_s")}
+        for r in records
+    ]
 
 
 def job_config(method="fedavg", **settings):

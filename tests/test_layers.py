@@ -128,6 +128,16 @@ def test_packages_import_only_from_layers_below():
     assert not upward, "imports against the layering:\n" + "\n".join(upward)
 
 
+# report/ renders what is on disk; these four still reach run/ (check reruns jobs; status, frames and the
+# protocol sections judge staleness by run/stale.py, which needs the code fingerprints of run/code_parts.py)
+REPORT_READS_RUN = {"check.py", "frames.py", "protocol_sections.py", "status.py"}
+
+
+def test_only_the_named_report_modules_import_run():
+    reaching = {Path(file).name for src, dst, file in imports() if (src, dst) == ("report", "run")}
+    assert reaching <= REPORT_READS_RUN, f"report/ modules that import run/: {sorted(reaching - REPORT_READS_RUN)}"
+
+
 def test_the_check_sees_deferred_imports():
     edges = {(src, dst) for src, dst, _ in imports()}
     assert ("cli", "commands") in edges and ("engine", "data") in edges  # cli imports each body inside its command

@@ -76,7 +76,7 @@ def frozen(tmp_path) -> Path:
 def test_the_frozen_fixture_holds_a_finished_a_stopped_and_an_interrupted_job():
     assert not (FROZEN / "results" / "jobs").exists(), "the fixture stays in the layout before the store"
     statuses = {m: as_frozen(m).read_summary() for m in frozen_jobs()}
-    assert {m: s and s["status"] for m, s in statuses.items()} == {
+    assert {m: s and s.status for m, s in statuses.items()} == {
         "FedAvg": "finished",
         "FedACG": "stopped",
         "FedProx": None,
@@ -90,7 +90,7 @@ def test_status_reads_the_frozen_results(frozen, capsys):
     jobs = frozen_jobs()
     got = {s.job.method_label: s for s in suite_status(list(jobs.values()), frozen / "results")}
     finished = as_frozen("FedAvg").read_summary()
-    assert (got["FedAvg"].state, got["FedAvg"].rounds_done, got["FedAvg"].acc) == ("done", 6, finished["final_acc"])
+    assert (got["FedAvg"].state, got["FedAvg"].rounds_done, got["FedAvg"].acc) == ("done", 6, finished.final_acc)
     assert (got["FedACG"].state, got["FedACG"].rounds_done) == ("pending", 2)
     assert "stopped early" in got["FedACG"].note
     assert (got["FedProx"].state, got["FedProx"].rounds_done) == ("pending", 3)
@@ -104,7 +104,7 @@ def test_resuming_the_frozen_jobs_gives_the_numbers_of_a_straight_run(frozen, tm
     for method in ("FedACG", "FedProx"):
         resumed = frozen_dir(frozen, method).read_metrics()
         straight = frozen_dir(tmp_path / "straight", method).read_metrics()
-        assert [r["round"] for r in resumed] == [1, 2, 3, 4, 5, 6] and same_numbers(resumed, straight), method
+        assert [r.round for r in resumed] == [1, 2, 3, 4, 5, 6] and same_numbers(resumed, straight), method
     assert frozen_dir(frozen, "FedAvg").read_summary() == as_frozen("FedAvg").read_summary()  # skipped
 
 
@@ -121,7 +121,7 @@ def test_report_reads_the_frozen_results(frozen):
     assert main(["report", str(frozen / "suite.yaml"), "--results-dir", str(frozen / "results"), "--no-tracking"]) == 0
     report = (frozen / "results" / SUITE / "report" / "report.md").read_text()
     finished = as_frozen("FedAvg").read_summary()
-    assert f"{finished['final_ema_acc']:.2f}" in report and "stopped" in report
+    assert f"{finished.final_ema_acc:.2f}" in report and "stopped" in report
 
 
 def _child_runs(uri: str) -> dict:
@@ -154,5 +154,5 @@ def test_a_run_mirrors_the_frozen_jobs_into_their_mlflow_store(frozen):
     assert len(after) == 3
     for method, job in jobs.items():
         status, accs = after[job.id]
-        on_disk = [r["test_acc"] for r in frozen_dir(frozen, method).read_metrics()]
+        on_disk = [r.test_acc for r in frozen_dir(frozen, method).read_metrics()]
         assert status == "FINISHED" and accs == pytest.approx(on_disk, rel=1e-12), method

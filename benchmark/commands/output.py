@@ -87,9 +87,9 @@ def print_outcomes(suite, jobs, summaries: dict, results_dir: Path, columns=(), 
     if len(jobs) <= LISTED_UP_TO:
         print_results(suite, jobs, summaries, results_dir, columns, wide, draw=False)
         return
-    from benchmark.report.protocol_sections import print_sections
+    from benchmark.report.protocol_sections import print_sections, split
 
-    rest = print_sections(out, suite, jobs, summaries, results_dir, draw=False)
+    rest = print_sections(out, suite, jobs, whole_summaries(split(jobs)[0], summaries, results_dir), results_dir, False)
     if rest:
         out.print(status_counts(suite, rest, summaries))
         out.print(
@@ -99,6 +99,16 @@ def print_outcomes(suite, jobs, summaries: dict, results_dir: Path, columns=(), 
         )
 
 
+def whole_summaries(claimed: list, summaries: dict, results_dir: Path) -> dict:
+    """`summaries` with each protocol-claimed job's `Outcome` (all a run keeps of a reused job over LISTED_UP_TO
+    jobs) replaced by its summary read whole: a protocol's section reads their numbers and code."""
+    from benchmark.store.job_dir import JobDir
+    from benchmark.store.records import Outcome
+
+    reused = [job.id for _, mine in claimed for job in mine if isinstance(summaries.get(job.id), Outcome)]
+    return {**summaries, **{i: s for i in reused if (s := JobDir.for_reading(results_dir, i).read_summary())}}
+
+
 def status_counts(suite, jobs, summaries: dict):
     """A row per dataset and method: how many of its jobs ended how."""
     from rich.markup import escape
@@ -106,7 +116,7 @@ def status_counts(suite, jobs, summaries: dict):
 
     counts: dict[tuple[str, str], dict[str, int]] = {}
     for job in jobs:
-        status = (summaries.get(job.id) or {}).get("status", "not run")
+        status = summary.status if (summary := summaries.get(job.id)) else "not run"
         row = counts.setdefault((job.dataset_label, job.method_label.split("[")[0]), {})
         row[status] = row.get(status, 0) + 1
     statuses = sorted({status for row in counts.values() for status in row})

@@ -37,7 +37,7 @@ def run_suite(
     from benchmark.run.stale import stale_line
     from benchmark.run.threads import request
     from benchmark.run.tracking import NullTracker, already_mirrored
-    from benchmark.run.triage import OUTCOME, done_jobs, reuse, still_done
+    from benchmark.run.triage import done_jobs, reuse, still_done
     from benchmark.store.done_index import DoneIndex
     from benchmark.store.job_dir import check_writable
     from benchmark.store.job_store import open_results
@@ -52,7 +52,7 @@ def run_suite(
     # jobs provably done are reused after one pass that only reads (run/triage.py); the executor, its
     # device and the data checks see only the rest, so a run with nothing to do loads no data, no torch
     index = DoneIndex(results_dir)  # what earlier runs found done (store/done_index.py)
-    done = done_jobs(jobs, results_dir, keep_stale, None if len(jobs) <= LISTED_UP_TO else OUTCOME, index)
+    done = done_jobs(jobs, results_dir, keep_stale, len(jobs) > LISTED_UP_TO, index)
     todo = [job for job in jobs if job.id not in done]
     dev = runner.device(device, todo) if todo or device != "auto" else None  # (checking one may import torch)
     runner.check(todo)
@@ -83,7 +83,7 @@ def run_suite(
         summaries = {job.id: done.get(job.id) or ran[job.id] for job in jobs}
         summarise(tracker, suite, jobs, results_dir)
     print_outcomes(suite, jobs, summaries, results_dir, columns, table[1])  # figures are `fedbench report`'s
-    if kept := stale_line([s.get("stale", []) for s in summaries.values()]):  # --keep-stale
+    if kept := stale_line([s.stale or [] for s in summaries.values()]):  # --keep-stale
         err_console.print(kept, markup=False)
     out.print(
         f"results: {Store(results_dir).suite(suite.name).path}" + mlflow_hint(tracker), markup=False, highlight=False
@@ -106,8 +106,8 @@ def exit_for_statuses(jobs, summaries: dict[str, dict]) -> None:
     value): exit 0, unless every job of a method on a dataset diverged (exit 1)."""
     from benchmark.store.job_status import DIVERGED, FAILED, methods_all_diverged
 
-    failed = [s for s in summaries.values() if s.get("status") == FAILED]
-    diverged = [s for s in summaries.values() if s.get("status") == DIVERGED]
+    failed = [s for s in summaries.values() if s.status == FAILED]
+    diverged = [s for s in summaries.values() if s.status == DIVERGED]
     if failed:
         raise UserError(f"{len(failed)} job(s) failed; see summary.json in their results folders")
     if diverged:

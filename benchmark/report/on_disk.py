@@ -14,6 +14,7 @@ from benchmark.store.job_dir import JobDir
 from benchmark.store.job_status import TERMINAL
 from benchmark.store.layout import Store
 from benchmark.store.old_layout import not_a_job
+from benchmark.suite.dotted import flatten
 
 
 def _job_summaries(suite_dir: Path) -> list[Path]:
@@ -78,8 +79,6 @@ NOT_SETTINGS = ("job_id", "suite", "seed", "grid_point", "metrics", "checkpoint_
 
 
 def _settings(config: dict) -> dict[str, str]:
-    from benchmark.run.mlflow_mirror import flatten
-
     flat = flatten({k: v for k, v in config.items() if k not in NOT_SETTINGS})
     return {k: v for k, v in flat.items() if not k.endswith("label") and not k.startswith("dataset.reference")}
 

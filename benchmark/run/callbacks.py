@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from benchmark.store.heartbeat import Heartbeat
 from benchmark.store.job_dir import JobDir, atomic_torch_save
-from benchmark.store.records import RoundRecord
+from benchmark.store.records import JobSummary, RoundRecord
 
 if TYPE_CHECKING:  # for annotations only: the modules that run jobs import the engine
     from benchmark.engine.simulation import JobRounds
@@ -29,7 +29,7 @@ class RoundCallback:
     def on_eval(self, rec: RoundRecord) -> None: ...
     def on_round(self, round_: int) -> None: ...
     def on_flush(self) -> None: ...
-    def on_end(self, summary: dict) -> None: ...
+    def on_end(self, summary: JobSummary) -> None: ...
     def on_close(self) -> None: ...
 
 
@@ -93,14 +93,14 @@ class Tracking(RoundCallback):
         self.tracker, self.jobdir, self.pending = tracker, jobdir, []
 
     def on_start(self, records):
-        self.tracker.log_records([r.to_json() for r in records])  # the tracker skips rounds its run already has
+        self.tracker.log_records(list(records))  # the tracker skips rounds its run already has
 
     def on_eval(self, rec):
         self.pending.append(rec)
 
     def on_flush(self):
-        self.tracker.log_records([r.to_json() for r in self.pending])
-        self.pending.clear()
+        self.tracker.log_records(self.pending)
+        self.pending = []
 
     def on_end(self, summary):
         self.tracker.end_job(summary, self.jobdir.mirrored_files)
@@ -123,13 +123,13 @@ class HeartbeatFile(RoundCallback):
 
 
 class EachEval(RoundCallback):
-    """A plain function of each evaluated record's JSON form (progress display, Ray relay)."""
+    """A plain function of each evaluated record (progress display, Ray relay)."""
 
-    def __init__(self, fn: Callable[[dict], None]):
+    def __init__(self, fn: Callable[[RoundRecord], None]):
         self.fn = fn
 
     def on_eval(self, rec):
-        self.fn(rec.to_json())
+        self.fn(rec)
 
 
 def save_checkpoint(jobdir: JobDir, sim: JobRounds) -> None:

@@ -25,7 +25,7 @@ from benchmark.run.stale import marked, set_aside_stale
 from benchmark.run.tracking import NullTracker
 from benchmark.store.job_dir import JobDir, atomic_write_json, environment_error, is_environment_error
 from benchmark.store.job_store import job_lock, link_into_suite
-from benchmark.store.records import FailedSummary
+from benchmark.store.records import FailedSummary, JobSummary, RoundRecord
 from benchmark.suite.expand import Job
 
 if TYPE_CHECKING:
@@ -40,13 +40,13 @@ def data_fingerprint(config) -> str:
     return of_loaded_data(config)
 
 
-def run_job(*args, **kwargs) -> dict:
+def run_job(*args, **kwargs) -> JobSummary:
     from benchmark.run.job_runner import run_job as run
 
     return run(*args, **kwargs)
 
 
-def failed_summary(job: Job, suite: str, error: str, trace: str = "") -> dict:
+def failed_summary(job: Job, suite: str, error: str, trace: str = "") -> FailedSummary:
     return FailedSummary(
         job.id,
         suite,
@@ -58,10 +58,10 @@ def failed_summary(job: Job, suite: str, error: str, trace: str = "") -> dict:
         code_fingerprint=code_fingerprint(),
         code_parts=job_code(job.config),
         code_versions=code_versions(job.config),
-    ).to_json()
+    )
 
 
-def reusable_summary(job: Job, jobdir: JobDir, keep_stale: bool = False) -> dict | None:
+def reusable_summary(job: Job, jobdir: JobDir, keep_stale: bool = False) -> JobSummary | None:
     """The summary of a job already done on the same data by the same code (marked skipped; with
     `keep_stale`, by other code too, marked stale: run/stale.py), else None."""
     return marked(job, jobdir.skipped_summary(data_fingerprint(job.config)), keep_stale)
@@ -76,12 +76,12 @@ def run_jobs(
     progress=None,
     stop_after: int | None = None,
     keep_stale: bool = False,
-) -> dict[str, dict]:
+) -> dict[str, JobSummary | FailedSummary]:
     """Run every unfinished job; returns job id -> summary (finished, diverged, skipped, or failed).
     A done job whose code changed since (stale) runs again, unless `keep_stale`."""
     tracker = tracker or NullTracker()
     progress = progress or LogProgress(jobs)
-    summaries: dict[str, dict] = {}
+    summaries: dict[str, JobSummary | FailedSummary] = {}
     # jobs a protocol claims (run/protocols.py): each batch is computed once, when its first job is due
     batched = ProtocolBatches([j for j in jobs if not reusable_summary(j, JobDir(results_root, j.id), keep_stale)])
     with progress:
@@ -133,12 +133,12 @@ def run_or_record_failure(
     jobdir: JobDir,
     device: str,
     tracker,
-    on_eval: Callable[[dict], None] | None = None,
+    on_eval: Callable[[RoundRecord], None] | None = None,
     stop_after: int | None = None,
     simulation_for: Callable | None = None,
     on_checkpoint: Callable[[int], None] | None = None,
     on_clients: OnClients | None = None,
-) -> dict:
+) -> JobSummary | FailedSummary:
     """`run_job`, except that a crash becomes a "failed" summary.json; a UserError propagates.
     (The Ray executor's workers run their job through it too.)"""
     try:
@@ -161,7 +161,7 @@ def run_or_record_failure(
             raise environment_error(err, f"write the results of job {job.id}") from None
         summary = failed_summary(job, suite, f"{type(err).__name__}: {err}", traceback.format_exc())
         try:
-            atomic_write_json(jobdir.summary, summary)
+            atomic_write_json(jobdir.summary, summary.to_json())
         except OSError as write_err:
             raise environment_error(write_err, f"record that job {job.id} failed ({err})") from None
         tracker.end_job(summary, [jobdir.summary])
@@ -177,7 +177,7 @@ def _run_one(
     progress,
     stop_after: int | None,
     batched: ProtocolBatches,
-) -> dict:
+) -> JobSummary | FailedSummary:
     progress.job_started(job, replayed=batched.covers(job))
     summary = run_or_record_failure(
         job,

@@ -198,13 +198,13 @@ def run_job(
     jobdir: JobDir,
     device: str = "cpu",
     tracker=None,
-    on_eval: Callable[[dict], None] | None = None,
+    on_eval: Callable[[RoundRecord], None] | None = None,
     stop_after: int | None = None,
     simulation_for: Callable | None = None,
     on_checkpoint: Callable[[int], None] | None = None,
     callbacks: list[RoundCallback] = (),
     on_clients: OnClients | None = None,
-) -> dict:
+) -> JobSummary:
     """Run (or resume) `job`; returns its summary. `stop_after` stops early (tests, CI smoke).
     `simulation_for(job)` may supply the simulation (a protocol's replay, run/protocol_batches.py); None: build it.
     `on_eval(record)` is called per evaluated round, `on_checkpoint(round)` after each checkpoint is
@@ -296,7 +296,7 @@ def run_job(
     atomic_write_json(jobdir.summary, summary.to_json())
     if summary.status != STOPPED:  # resume material is no longer needed (memmap client state can be large)
         jobdir.discard_checkpoint()
-    effects.on_end(summary.to_json())
+    effects.on_end(summary)
     if stop.requested:  # Ctrl-C in the job's last round: it finished, the suite stops here
         raise JobInterrupted(f"job {job.id} ended ({summary.status}) in the round Ctrl-C came in")
-    return summary.to_json()
+    return summary

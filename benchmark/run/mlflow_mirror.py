@@ -34,6 +34,8 @@ from pathlib import Path
 
 from benchmark.round_values import logged
 from benchmark.store.job_status import DIVERGED, FAILED, FINISHED, STOPPED
+from benchmark.store.records import FailedSummary, JobSummary, RoundRecord, measured
+from benchmark.suite.dotted import flatten
 
 # summary.json fields logged as run metrics (a failed or diverged job has no final_acc: nothing is logged)
 SUMMARY_METRICS = ("final_acc", "final_ema_acc", "final_subopt", "final_val_ema_acc", "wall_time_s", "rounds_completed")
@@ -46,30 +48,6 @@ def metric_key(name: str) -> str:
     """A metric name in MLflow's alphabet (letters, digits, `_ - . / ` and space): `@` reads `_at_`
     (`acc@60` -> `acc_at_60`), any other character outside it becomes `_`."""
     return re.sub(r"[^A-Za-z0-9_\-./ ]", "_", name.replace("@", "_at_"))
-
-
-def _item_key(item: dict, index: int, siblings: list) -> str:
-    """A list item's key: its component name (client terms by term name), else its position."""
-    name = item.get("term") or item.get("rule") or item.get("codec")
-    unique = name and sum(1 for s in siblings if name in (s.get("term"), s.get("rule"), s.get("codec"))) == 1
-    return str(name) if unique else str(index)
-
-
-def flatten(obj, prefix: str = "") -> dict[str, str]:
-    """Dotted params; None values are left out (MLflow would store the string 'None'); a list of
-    plain values reads `a, b, c` (not Python's repr)."""
-    out = {}
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            out.update(flatten(v, f"{prefix}{k}."))
-    elif isinstance(obj, list) and obj and all(isinstance(v, dict) for v in obj):
-        for i, v in enumerate(obj):
-            out.update(flatten(v, f"{prefix}{_item_key(v, i, obj)}."))
-    elif isinstance(obj, list):
-        out[prefix.rstrip(".")] = ", ".join(map(str, obj))[:6000]
-    elif obj is not None:
-        out[prefix.rstrip(".")] = str(obj)[:6000]
-    return out
 
 
 def job_tags(job, suite: str) -> dict[str, str]:
@@ -116,29 +94,27 @@ def tag_value(value) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def environment_tags(summary: dict) -> dict[str, str]:
+def environment_tags(environment: dict | None) -> dict[str, str]:
     """summary.json's `environment` record as tags: versions, git and host under ENVIRONMENT_TAG's keys,
     the rest (device, device_name, threads, cuda, cudnn, determinism flags) as `fedbench.env.<key>`."""
     return {
         ENVIRONMENT_TAG.get(k, f"fedbench.env.{k}"): tag_value(v)
-        for k, v in (summary.get("environment") or {}).items()
+        for k, v in (environment or {}).items()
         if v is not None
     }
 
 
-def code_tags(summary: dict) -> dict[str, str]:
+def code_tags(summary: JobSummary | FailedSummary) -> dict[str, str]:
     """The code that produced the job (summary.json's `code_parts` and `code_versions`):
     `fedbench.code.<part>` (`fedbench.code.server.acg`) and `fedbench.version.<distribution>` tags."""
-    parts = {
-        f"fedbench.code.{metric_key(k.replace(' ', '.'))}": v for k, v in (summary.get("code_parts") or {}).items()
-    }
-    versions = {f"fedbench.version.{metric_key(k)}": v for k, v in (summary.get("code_versions") or {}).items()}
+    parts = {f"fedbench.code.{metric_key(k.replace(' ', '.'))}": v for k, v in (summary.code_parts or {}).items()}
+    versions = {f"fedbench.version.{metric_key(k)}": v for k, v in (summary.code_versions or {}).items()}
     return {k: str(v) for k, v in {**parts, **versions}.items()}
 
 
-def client_acc_metrics(summary: dict) -> dict[str, float]:
+def client_acc_metrics(summary: JobSummary | FailedSummary) -> dict[str, float]:
     """summary.json's `client_acc` (p10 ... p90, mean, clients) as `client_acc.<key>` metrics."""
-    return {metric_key(f"client_acc.{k}"): v for k, v in (summary.get("client_acc") or {}).items()}
+    return {metric_key(f"client_acc.{k}"): v for k, v in (measured(summary).client_acc or {}).items()}
 
 
 @dataclass
@@ -179,14 +155,16 @@ class JobMirror:
         """The last round the run has (0: none)."""
         return max((m.step for m in self.client.get_metric_history(run_id, "test_acc")), default=0)
 
-    def log_rounds(self, run_id: str, records: list[dict], after: int) -> int:
+    def log_rounds(self, run_id: str, records: list[RoundRecord], after: int) -> int:
         """Log the records past round `after` (one log_batch; MLflow splits it at its limits); returns
         the last round the run now has."""
-        new = [r for r in records if r["round"] > after]
+        new = [r for r in records if r.round > after]
         self.client.log_batch(run_id, metrics=round_metrics(new))
-        return new[-1]["round"] if new else after
+        return new[-1].round if new else after
 
-    def finish(self, run_id: str, summary: dict, files: list[Path], model: Path | None = None) -> None:
+    def finish(
+        self, run_id: str, summary: JobSummary | FailedSummary, files: list[Path], model: Path | None = None
+    ) -> None:
         """The summary's dataset, files and the final `model` (a finished job's, where given), then its
         numbers, environment, code and status tags in one log_batch, then the run's end status. The status
         tag and the end status come last, so a run that has both (`is_complete`) has everything before."""
@@ -197,15 +175,15 @@ class JobMirror:
             self.client.log_artifact(run_id, str(f), artifact_path)
         tags = final_tags(summary)  # the status tag last: MLflow writes a batch's metrics before its tags, in order
         self.client.log_batch(run_id, metrics=final_metrics(summary), tags=[RunTag(k, v) for k, v in tags.items()])
-        self.client.set_terminated(run_id, RUN_STATUS.get(summary.get("status"), "FAILED"))
+        self.client.set_terminated(run_id, RUN_STATUS.get(summary.status, "FAILED"))
 
-    def log_dataset(self, run_id: str, summary: dict) -> None:
+    def log_dataset(self, run_id: str, summary: JobSummary | FailedSummary) -> None:
         from mlflow.entities import DatasetInput
 
         if dataset := dataset_of(summary):
             self.client.log_inputs(run_id, datasets=[DatasetInput(dataset)])
 
-    def new_run(self, job, jobdir, summary: dict, files: list[Path] | None = None):
+    def new_run(self, job, jobdir, summary: JobSummary | FailedSummary, files: list[Path] | None = None):
         """Everything a finished job's run holds, for writing it at once (mlflow_batch.py): what `mirror`
         writes call by call into a new run."""
         from benchmark.run.mlflow_batch import NewRun
@@ -220,14 +198,14 @@ class JobMirror:
             metrics=round_metrics(jobdir.read_metrics()) + final_metrics(summary),
             dataset=dataset_of(summary),
             artifacts=artifacts(summary, files if files is not None else jobdir.mirrored_files, model),
-            status=RUN_STATUS.get(summary.get("status"), "FAILED"),
+            status=RUN_STATUS.get(summary.status, "FAILED"),
         )
 
     @staticmethod
-    def is_complete(run, summary: dict) -> bool:
+    def is_complete(run, summary: JobSummary | FailedSummary) -> bool:
         """A run that already mirrors a terminal summary: its status tag and end status match, and
         it has the summary's per-user spread (runs mirrored before it was logged lack it)."""
-        status = summary.get("status")
+        status = summary.status
         return (
             run.data.tags.get("fedbench.status") == status
             and run.info.status == RUN_STATUS.get(status)
@@ -235,7 +213,12 @@ class JobMirror:
         )
 
     def mirror(
-        self, job, jobdir, summary: dict | None = None, files: list[Path] | None = None, live: tuple | None = None
+        self,
+        job,
+        jobdir,
+        summary: JobSummary | FailedSummary | None = None,
+        files: list[Path] | None = None,
+        live: tuple | None = None,
     ) -> str:
         """Bring the job's run up to its folder: the run (created if missing), the rounds it lacks,
         and once the job has a summary its final numbers and status. Idempotent. `live`: (run id, last
@@ -261,17 +244,17 @@ class JobMirror:
         return run_id
 
 
-def round_metrics(records: list[dict]) -> list:
+def round_metrics(records: list[RoundRecord]) -> list:
     """Each record's values that MLflow logs (round_values.logged: the built-in measured ones and any a plugin
     declared) as MLflow metrics (step = round, timestamp = when it was measured)."""
     from mlflow.entities import Metric
 
     now, names = time.time(), logged()
     return [
-        Metric(k, float(r[k]), int(1000 * r.get("time", now)), int(r["round"]))
+        Metric(k, float(value), int(1000 * (r.time if r.time is not None else now)), int(r.round))
         for r in records
         for k in names
-        if r.get(k) is not None
+        if (value := r.value(k)) is not None
     ]
 
 
@@ -285,16 +268,17 @@ def run_params(config: dict) -> dict[str, str]:
     return {k[:250]: v for k, v in flatten(config).items()}
 
 
-def final_metrics(summary: dict) -> list:
+def final_metrics(summary: JobSummary | FailedSummary) -> list:
     """The summary's numbers as metrics at step 0 (a diverged or failed job has no accuracies)."""
     from mlflow.entities import Metric
 
     now = int(time.time() * 1000)
+    ran = measured(summary)
     values = {
-        **{f"summary.{metric_key(k)}": v for k, v in summary.get("metrics", {}).items()},
+        **{f"summary.{metric_key(k)}": v for k, v in ran.metrics.items()},
         **client_acc_metrics(summary),
-        **{k: summary.get(k) for k in SUMMARY_METRICS},
-        "diverged_at_round": summary.get("diverged_at_round"),
+        **{k: getattr(ran, k) for k in SUMMARY_METRICS},
+        "diverged_at_round": ran.diverged.at_round if ran.diverged else None,
     }
     return [
         Metric(k, float(v), now, 0)
@@ -303,28 +287,31 @@ def final_metrics(summary: dict) -> list:
     ]
 
 
-def final_tags(summary: dict) -> dict[str, str]:
+def final_tags(summary: JobSummary | FailedSummary) -> dict[str, str]:
     """The summary's environment, code and status as tags, the status last."""
-    return {**environment_tags(summary), **code_tags(summary), "fedbench.status": summary.get("status", "?")}
+    environment = measured(summary).environment
+    return {**environment_tags(environment), **code_tags(summary), "fedbench.status": summary.status or "?"}
 
 
-def dataset_of(summary: dict):
+def dataset_of(summary: JobSummary | FailedSummary):
     """The data the job trained on as an MLflow Dataset (name = its label, digest = its fingerprint), or None."""
     from mlflow.entities import Dataset
 
-    if not summary.get("data_fingerprint"):
+    if not (fingerprint := measured(summary).data_fingerprint):
         return None
     return Dataset(
-        name=str(summary.get("dataset") or "data"),
-        digest=str(summary["data_fingerprint"]),
+        name=str(summary.dataset or "data"),
+        digest=str(fingerprint),
         source_type="local",
         source=json.dumps({"fedbench": "data_fingerprint of the tensors the job trained on"}),
     )
 
 
-def artifacts(summary: dict, files: list[Path], model: Path | None) -> list[tuple[Path, str | None]]:
+def artifacts(
+    summary: JobSummary | FailedSummary, files: list[Path], model: Path | None
+) -> list[tuple[Path, str | None]]:
     """(file, artifact folder) of the run: the job's files that exist, and a finished job's `model` where given."""
     out = [(f, None) for f in files if f.exists()]
-    if model is not None and summary.get("status") == FINISHED and model.exists():
+    if model is not None and summary.status == FINISHED and model.exists():
         out.append((model, MODEL_ARTIFACT_DIR))
     return out

@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmark.store.records import FailedSummary, JobSummary
+
 LIVE_AFTER_S = 10.0  # a job running this long gets its run now, so it shows while it runs
 BATCH_JOBS = 200  # queued jobs written at once (one transaction)
 FLUSH_EVERY_S = 5.0  # the longest a finished job waits in the queue while the run goes on
@@ -29,7 +31,7 @@ class Finished:
     """A job that ended with no run yet: what its run is written from."""
 
     job: object  # the Job
-    summary: dict
+    summary: JobSummary | FailedSummary
     files: list[Path]
     queued: float = field(default_factory=time.monotonic)
 

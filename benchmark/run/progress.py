@@ -11,14 +11,13 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from benchmark.store.records import measured, summary_from_json
+from benchmark.store.records import FailedSummary, JobSummary, Outcome, RoundRecord, measured
 
 if TYPE_CHECKING:  # for annotations only: the display does not import the engine
     from benchmark.engine.round_tally import ClientsDone
@@ -54,9 +53,8 @@ def clients_done(done: ClientsDone) -> str:
     return f"{done.done}/{done.total} clients trained ({round(100 * done.done / done.total)} %)"
 
 
-def outcome(summary: Mapping) -> str:
+def outcome(summary: JobSummary | FailedSummary) -> str:
     """How a job ended, in words: a failed or diverged job shows no accuracy."""
-    summary = summary_from_json(summary)  # as the executor hands it back: typed here
     status, ran = summary.status, measured(summary)
     if status == "finished":
         subopt = ran.final_subopt
@@ -106,7 +104,7 @@ class LogProgress:
 
     def __exit__(self, *exc) -> None: ...
 
-    def skipped(self, job, summary: dict) -> None:
+    def skipped(self, job, summary: JobSummary | Outcome) -> None:
         self.done_jobs += 1
         log.debug("job %s (%s) already finished: skipped", job.id, job_name(job))
 
@@ -124,26 +122,26 @@ class LogProgress:
             job.config.rounds,
         )
 
-    def rate(self, job, rec: dict) -> float | None:
+    def rate(self, job, rec: RoundRecord) -> float | None:
         """Rounds per second since the first evaluation this process saw (resumes start late)."""
         t0, first = self.started[job.id]
         if first is None:
-            self.started[job.id] = (time.monotonic(), rec["round"])
+            self.started[job.id] = (time.monotonic(), rec.round)
             return None
         elapsed = time.monotonic() - t0
-        return (rec["round"] - first) / elapsed if elapsed > 0 and rec["round"] > first else None
+        return (rec.round - first) / elapsed if elapsed > 0 and rec.round > first else None
 
-    def evaluated(self, job, rec: dict) -> None:
+    def evaluated(self, job, rec: RoundRecord) -> None:
         rate = self.rate(job, rec)
         if self.verbosity < VERBOSE and not self.round_lines.due():
             return
-        speed = f", {rate:.3g} rounds/s, ETA {duration((job.config.rounds - rec['round']) / rate)}" if rate else ""
+        speed = f", {rate:.3g} rounds/s, ETA {duration((job.config.rounds - rec.round) / rate)}" if rate else ""
         log.info(
             "%s: round %d/%d, acc %s%s",
             job_name(job),
-            rec["round"],
+            rec.round,
             job.config.rounds,
-            accuracy(rec["test_acc"], rec["ema_acc"]),
+            accuracy(rec.test_acc, rec.ema_acc),
             speed,
         )
 
@@ -163,10 +161,10 @@ class LogProgress:
             duration(done.seconds),
         )
 
-    def job_finished(self, job, summary: Mapping) -> None:
+    def job_finished(self, job, summary: JobSummary | FailedSummary) -> None:
         self.done_jobs += 1
         self.client_lines.pop(job.id, None)
-        status = summary_from_json(summary).status
+        status = summary.status
         level = logging.INFO if status in ("finished", "stopped") else logging.WARNING
         if job.id in self.replayed and status != "failed":  # a diverged η of a batched grid is a result
             last = self.done_jobs == self.total_jobs
@@ -208,7 +206,7 @@ class RichProgress(LogProgress):
     def _suite_status(self) -> None:
         self.progress.update(self.suite, status=f"{self.done_jobs}/{self.total_jobs} jobs")
 
-    def skipped(self, job, summary: dict) -> None:
+    def skipped(self, job, summary: JobSummary | Outcome) -> None:
         super().skipped(job, summary)
         self.progress.advance(self.suite, job.config.rounds)
         self._suite_status()
@@ -216,15 +214,15 @@ class RichProgress(LogProgress):
     def job_started(self, job, replayed: bool = False) -> None:
         self.tasks[job.id] = (self.progress.add_task(escape(job_name(job)[:60]), total=job.config.rounds, status=""), 0)
 
-    def evaluated(self, job, rec: dict) -> None:
+    def evaluated(self, job, rec: RoundRecord) -> None:
         task, counted = self.tasks[job.id]
-        self.accuracy[job.id] = f"acc {accuracy(rec['test_acc'], rec['ema_acc'])}"
-        self.progress.update(task, completed=rec["round"], status=self.accuracy[job.id])
-        self.progress.advance(self.suite, rec["round"] - counted)
-        self.tasks[job.id] = (task, rec["round"])
+        self.accuracy[job.id] = f"acc {accuracy(rec.test_acc, rec.ema_acc)}"
+        self.progress.update(task, completed=rec.round, status=self.accuracy[job.id])
+        self.progress.advance(self.suite, rec.round - counted)
+        self.tasks[job.id] = (task, rec.round)
         if self.verbosity >= VERBOSE:
             self.console.print(
-                f"  {job_name(job)}: round {rec['round']}, acc {accuracy(rec['test_acc'])}",
+                f"  {job_name(job)}: round {rec.round}, acc {accuracy(rec.test_acc)}",
                 markup=False,
                 highlight=False,
             )
@@ -243,7 +241,7 @@ class RichProgress(LogProgress):
             self.live.discard(job.id)
         self.progress.update(self.tasks[job.id][0], status=status)
 
-    def job_finished(self, job, summary: Mapping) -> None:
+    def job_finished(self, job, summary: JobSummary | FailedSummary) -> None:
         self.done_jobs += 1
         self.accuracy.pop(job.id, None)
         self.live.discard(job.id)
@@ -252,7 +250,7 @@ class RichProgress(LogProgress):
             self.progress.update(task, visible=False)
         self.progress.advance(self.suite, job.config.rounds - counted)  # a failed job's rounds will not come
         self._suite_status()
-        status = summary_from_json(summary).status
+        status = summary.status
         mark = "[green]done[/green]" if status in ("finished", "stopped") else f"[red]{escape(str(status))}[/red]"
         self.console.print(
             f"{mark} {escape(job_name(job))}: {escape(outcome(summary))} [dim]{job.id}[/dim]", highlight=False

@@ -35,6 +35,7 @@ from benchmark.store.job_dir import RESUME_FILES, JobDir, atomic_write_json
 from benchmark.store.job_status import TERMINAL
 from benchmark.store.job_store import job_lock, link_into_suite
 from benchmark.store.locks import FileLock
+from benchmark.store.records import FailedSummary, JobSummary, RoundRecord, summary_from_json
 from benchmark.suite.expand import Job
 
 ATTEMPTS = 3  # per job: a lost worker or node costs an attempt, resumed from the last checkpoint
@@ -167,12 +168,14 @@ class Driver:
         )
 
     def on_records(self, run: JobRun, records: list[dict]) -> None:
-        self.tracker.log_records(records, run.job.id)  # it logs only the rounds its run lacks
+        """Records as the worker sent them (their JSON form), typed here."""
+        self.tracker.log_records([RoundRecord.from_json(r) for r in records], run.job.id)  # only those its run lacks
 
     def on_rounds(self, run: JobRun, rounds: list[tuple[dict, float]]) -> None:
-        for rec, _ in rounds:
+        records = [RoundRecord.from_json(rec) for rec, _ in rounds]
+        for rec in records:
             self.progress.evaluated(run.job, rec)
-        self.tracker.log_records([rec for rec, _ in rounds], run.job.id)
+        self.tracker.log_records(records, run.job.id)
 
     def on_clients(self, run: JobRun, done: ClientsDone) -> None:
         self.progress.within_round(run.job, done)
@@ -180,7 +183,7 @@ class Driver:
     def on_checkpoint(self, run: JobRun, files: dict[str, bytes]) -> None:
         self.jobdir(run.job).write_files(files)
 
-    def collect(self, ref) -> tuple[Job, dict] | None:
+    def collect(self, ref) -> tuple[Job, JobSummary | FailedSummary] | None:
         """The job and its summary once it is over; None when it was resubmitted."""
         run = self.pending.pop(ref)
         job, jobdir = run.job, self.jobdir(run.job)
@@ -216,18 +219,20 @@ class Driver:
             )
         if "user_error" in result:
             raise UserError(result["user_error"])
-        summary = {**result["summary"], "ray": {"attempts": run.placements}}
+        # the summary as the worker sent it (its JSON form), with where it ran: kept as summary.json's `ray`
+        summary = summary_from_json({**result["summary"], "ray": {"attempts": run.placements}})
         jobdir.write_files({k: v for k, v in result["files"].items() if k != "summary.json"})
-        atomic_write_json(jobdir.summary, summary)
-        if summary.get("status") in TERMINAL:  # as run_job does: a failed or stopped job may resume
+        atomic_write_json(jobdir.summary, summary.to_json())
+        if summary.status in TERMINAL:  # as run_job does: a failed or stopped job may resume
             jobdir.discard_checkpoint()
         self.tracker.end_job(summary, jobdir.mirrored_files)
         return job, summary
 
-    def record_failure(self, job: Job, error: str, trace: str) -> dict:
+    def record_failure(self, job: Job, error: str, trace: str) -> FailedSummary:
         jobdir = self.jobdir(job)
-        summary = {**failed_summary(job, self.suite, error, trace), "ray": {"attempts": self.runs[job.id].placements}}
-        atomic_write_json(jobdir.summary, summary)
+        summary = failed_summary(job, self.suite, error, trace)
+        summary.extra["ray"] = {"attempts": self.runs[job.id].placements}
+        atomic_write_json(jobdir.summary, summary.to_json())
         self.tracker.end_job(summary, [jobdir.summary])
         return summary
 

@@ -21,6 +21,7 @@ from benchmark.errors import DatasetMissing, UserError
 from benchmark.run.executor import run_or_record_failure
 from benchmark.run.staging import Offer, node_fixes, on_node
 from benchmark.store.job_dir import OUTPUT_FILES, RESUME_FILES, JobDir
+from benchmark.store.records import FailedSummary, JobSummary, RoundRecord
 from benchmark.suite.expand import Job
 
 RELAY_EVERY_S = 0.5  # a worker sends its round records at most this often (each send is an actor call)
@@ -63,9 +64,9 @@ class Relay:
             self.queue.put(("rounds", self.job_id, rounds))
         self.sent = time.monotonic()
 
-    def on_eval(self, rec: dict) -> None:
-        self.rounds.append((rec, time.time()))
-        self.upto = rec["round"]
+    def on_eval(self, rec: RoundRecord) -> None:
+        self.rounds.append((rec.to_json(), time.time()))  # records cross to the driver in their JSON form
+        self.upto = rec.round
         if time.monotonic() - self.sent >= RELAY_EVERY_S:
             self.flush_rounds()
 
@@ -80,12 +81,12 @@ class Relay:
     def start_job(self, job, config: dict) -> None:
         self.send("start", config)
 
-    def log_records(self, records: list[dict], job_id: str | None = None) -> None:
-        if new := [r for r in records if r["round"] > self.upto]:
-            self.upto = new[-1]["round"]
-            self.send("records", new)
+    def log_records(self, records: list[RoundRecord], job_id: str | None = None) -> None:
+        if new := [r for r in records if r.round > self.upto]:
+            self.upto = new[-1].round
+            self.send("records", [r.to_json() for r in new])
 
-    def end_job(self, summary: dict, files) -> None: ...  # the task's result carries the end
+    def end_job(self, summary: JobSummary | FailedSummary, files) -> None: ...  # the task's result carries the end
 
 
 def download(offer: Offer, dest: Path) -> None:
@@ -139,7 +140,7 @@ def run_remote_job(
             relay.on_clients,
         )
         relay.flush_rounds()
-        return {"summary": summary, "files": jobdir.read_files(OUTPUT_FILES)}
+        return {"summary": summary.to_json(), "files": jobdir.read_files(OUTPUT_FILES)}
     except DatasetMissing as err:
         return {
             "user_error": f"on {where}: {err}\n  Each Ray node reads datasets from its own disk or a staged copy: "

@@ -6,6 +6,7 @@ per-part fingerprints has unknown code: it is not stale, only counted as such (d
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -13,6 +14,7 @@ import logging
 from benchmark.run.code_parts import changed_parts, job_code
 from benchmark.store.job_dir import JobDir
 from benchmark.store.job_status import FAILED, TERMINAL
+from benchmark.store.records import FailedSummary, JobSummary
 from benchmark.suite.expand import Job
 
 log = logging.getLogger(__name__)
@@ -21,34 +23,34 @@ UNKNOWN = "unknown"  # what `stale_parts` says of a summary that records no part
 JUDGED = (*TERMINAL, FAILED)  # a stopped or unfinished job resumes: its code is the next run's
 
 
-def stale_parts(job: Job, summary: dict | None) -> list[str] | str:
+def stale_parts(job: Job, summary: JobSummary | FailedSummary | None) -> list[str] | str:
     """The parts of `job` whose code changed since `summary` was written ([] when none), or
     UNKNOWN when it records no parts; [] for a job that is not done (nothing to be stale)."""
-    if not summary or summary.get("status") not in JUDGED:
+    if summary is None or summary.status not in JUDGED:
         return []
-    changed = changed_parts(summary.get("code_parts"), job_code(job.config))
+    changed = changed_parts(summary.code_parts, job_code(job.config))
     return UNKNOWN if changed is None else changed
 
 
-def is_stale(job: Job, summary: dict | None) -> bool:
+def is_stale(job: Job, summary: JobSummary | FailedSummary | None) -> bool:
     return stale_parts(job, summary) not in ([], UNKNOWN)
 
 
-def marked(job: Job, done: dict | None, keep_stale: bool) -> dict | None:
+def marked(job: Job, done: JobSummary | None, keep_stale: bool) -> JobSummary | None:
     """A done job's (skipped) summary as a run reuses it: None when its code changed (it runs
     again), or, with `keep_stale`, marked `stale` with the parts that changed."""
-    if not done or not is_stale(job, done):
+    if done is None or not is_stale(job, done):
         return done
-    return {**done, "stale": stale_parts(job, done)} if keep_stale else None
+    return dataclasses.replace(done, stale=stale_parts(job, done)) if keep_stale else None
 
 
 def set_aside_stale(job: Job, jobdir: JobDir) -> None:
     """Results of other code move to `<job-id>.code-<hash of their code_parts>/`: kept, never
     reused. Call it holding the job's lock."""
     summary = jobdir.read_summary()
-    if not is_stale(job, summary) or summary.get("status") == FAILED:  # a failed job is simply retried
+    if not is_stale(job, summary) or summary.status == FAILED:  # a failed job is simply retried
         return
-    produced_by = hashlib.sha256(json.dumps(summary["code_parts"], sort_keys=True).encode()).hexdigest()[:12]
+    produced_by = hashlib.sha256(json.dumps(summary.code_parts, sort_keys=True).encode()).hexdigest()[:12]
     aside = jobdir.set_aside(f"code-{produced_by}")
     log.warning(
         "job %s ran on other code (%s changed since): its results moved to %s; running the job again",

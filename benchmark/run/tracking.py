@@ -46,6 +46,7 @@ from benchmark.run.mlflow_mirror import JobMirror, source_tags
 from benchmark.run.mlflow_writer import Finished, Writer
 from benchmark.store.job_store import job_lock
 from benchmark.store.locks import FileLock, suite_lock
+from benchmark.store.records import FailedSummary, JobSummary, RoundRecord
 
 log = logging.getLogger(__name__)
 DEFAULT_URI = "sqlite:///mlflow.db"
@@ -104,7 +105,7 @@ def provenance_tags() -> dict[str, str]:
     record |= {package: package_version(package) for package in ("fedbench", "torch", "mlflow", "numpy")}
     if git := git_commit():
         record |= {"git_commit": git[0], "git_dirty": git[1]}
-    return environment_tags({"environment": record})
+    return environment_tags(record)
 
 
 def experiment_id(client, name: str) -> str:
@@ -129,8 +130,8 @@ class NullTracker:
         return 0
 
     def start_job(self, job, config: dict) -> None: ...
-    def log_records(self, records: list[dict], job_id: str | None = None) -> None: ...
-    def end_job(self, summary: dict, files: list[Path]) -> None: ...
+    def log_records(self, records: list[RoundRecord], job_id: str | None = None) -> None: ...
+    def end_job(self, summary: JobSummary | FailedSummary, files: list[Path]) -> None: ...
     def summarise(self, suite, jobs, headline: list) -> None:
         """The suite's shared settings on its parent run, and its `headline` numbers
         (report.entry_tables.Headline) as runs under it."""
@@ -483,7 +484,7 @@ class MlflowTracker(NullTracker):
                         self.open.pop(child.job.id, None)  # its run is written from its folder later
                         return
 
-    def _live(self, child: ChildRun, records: list[dict]) -> None:
+    def _live(self, child: ChildRun, records: list[RoundRecord]) -> None:
         """The job's run found or created (RUNNING), and `records` it lacks logged."""
         if (found := self.mirror.find(child.job.id)) is None:  # a new run starts RUNNING, with no rounds
             child.run_id = self.mirror.create(child.job, child.config)
@@ -506,7 +507,7 @@ class MlflowTracker(NullTracker):
                 self._live(child, [])
 
     @tracking_may_fail
-    def log_records(self, records: list[dict], job_id: str | None = None) -> None:
+    def log_records(self, records: list[RoundRecord], job_id: str | None = None) -> None:
         """Rounds for a job's run; a job with no run yet has them written with its run (from metrics.jsonl)."""
         with self.state:
             child = self.open.get(job_id or self.last_started)
@@ -514,17 +515,17 @@ class MlflowTracker(NullTracker):
                 child.logged_upto = self.mirror.log_rounds(child.run_id, records, child.logged_upto)
 
     @tracking_may_fail
-    def end_job(self, summary: dict, files: list[Path]) -> None:
+    def end_job(self, summary: JobSummary | FailedSummary, files: list[Path]) -> None:
         """The job's folder mirrored, the summary being the one just written (the same function that heals):
         now where the job has its run, else queued for the writer thread's next batch."""
         with self.state:
-            child = self.open.pop(summary["job_id"], None)
+            child = self.open.pop(summary.job_id, None)
         if child is None:  # the job failed before its run could be created
             return
         if child.run_id is None:
             self.writer.put(Finished(child.job, summary, files))
             return
-        jobdir = self._jobdir(summary["job_id"])
+        jobdir = self._jobdir(summary.job_id)
         if jobdir is None:  # no results folder to read (a tracker used on its own)
             self.mirror.finish(child.run_id, summary, files)
             return
@@ -539,7 +540,7 @@ class MlflowTracker(NullTracker):
         (report.entry_tables.headline_numbers) as runs under it (headline_runs)."""
         from mlflow.entities import Param
 
-        from benchmark.run.mlflow_mirror import flatten
+        from benchmark.suite.dotted import flatten
 
         if self.results_root is None or not jobs:
             return
@@ -550,8 +551,8 @@ class MlflowTracker(NullTracker):
         params = [Param(k[:250], v) for k, v in {"suite": suite.name, **shared}.items() if k[:250] not in have]
         for i in range(0, len(params), 100):
             self.client.log_batch(self.parent, params=params[i : i + 100])
-        summaries = [s for j in jobs if (s := self._jobdir(j.id).read_summary())]
-        for dataset in {(s.get("dataset"), s.get("data_fingerprint")): s for s in summaries}.values():
+        summaries = [s for j in jobs if isinstance(s := self._jobdir(j.id).read_summary(), JobSummary)]
+        for dataset in {(s.dataset, s.data_fingerprint): s for s in summaries}.values():
             self.mirror.log_dataset(self.parent, dataset)  # MLflow keeps one input per (name, digest)
         self.headline_runs(headline)
         self.summarised = [job.id for job in jobs]

@@ -7,7 +7,7 @@ taking its lock: nothing can change a done job's files but a process that judges
 judges as this pass does. Every other job (not done, damaged, stale, on other data, or whose data's
 fingerprint is not remembered) goes to the executor, which looks again under the job's lock.
 
-Over LISTED_UP_TO jobs, where a run keeps only each summary's OUTCOME, a job whose files are as the
+Over LISTED_UP_TO jobs, where a run keeps only each summary's `Outcome`, a job whose files are as the
 index of done jobs (store/done_index.py) last found them, on the same code and data, is done without
 that read: 3 stats instead of two reads and a parse.
 """
@@ -22,27 +22,25 @@ from benchmark.run.data_memo import DataMemo
 from benchmark.run.stale import marked
 from benchmark.store.done_index import NONE, DoneIndex, signature
 from benchmark.store.job_dir import STORE, TEMP_NAME, JobDir
-from benchmark.store.job_store import job_lock, link_into_suite, suite_view
+from benchmark.store.job_store import job_lock, link_into_suite
+from benchmark.store.layout import Store
+from benchmark.store.records import JobSummary, Outcome
 from benchmark.suite.expand import Job
-
-# what a run needs of a reused job's summary when it prints no result table (over LISTED_UP_TO jobs):
-# its status counts, the exit status and the stale line; 10^5 whole summaries held 1.2 GB
-OUTCOME = ("job_id", "status", "stale", "skipped")
 
 
 def done_jobs(
     jobs: list[Job],
     results_root: Path,
     keep_stale: bool = False,
-    keep: tuple[str, ...] | None = None,
+    outcome_only: bool = False,
     index: DoneIndex | None = None,
-) -> dict[str, dict]:
+) -> dict[str, JobSummary | Outcome]:
     """Job id -> the summary a run reuses (marked skipped; with `keep_stale`, stale ones marked so), for
-    the jobs that are done on the data and code found now (`keep`: only these fields of it, and `index`
-    may tell them without reading it; it learns what the full check finds). Reads only (and creates
+    the jobs that are done on the data and code found now (`outcome_only`: only its `Outcome`, and `index`
+    may tell that without reading it; it learns what the full check finds). Reads only (and creates
     nothing: `reuse` saves the index)."""
     memo = DataMemo()
-    done: dict[str, dict] = {}
+    done: dict[str, JobSummary | Outcome] = {}
     if not (Path(results_root) / STORE).is_dir():  # no store yet (or no folder at all: check_writable says so)
         return done
     for job in jobs:
@@ -51,37 +49,37 @@ def done_jobs(
             continue
         if index is None:
             summary = marked(job, JobDir(results_root, job.id).skipped_summary(fingerprint), keep_stale)
-        elif keep is not None and (status := index.lookup(job.id, job_code_stamp(job.config), fingerprint)):
-            done[job.id] = {"job_id": job.id, "status": status, "skipped": True}
+        elif outcome_only and (status := index.lookup(job.id, job_code_stamp(job.config), fingerprint)):
+            done[job.id] = Outcome(job.id, status)
             continue
         else:
             summary = _checked(job, results_root, fingerprint, keep_stale, index)
         if summary is not None:
-            done[job.id] = summary if keep is None else {k: summary[k] for k in keep if k in summary}
+            done[job.id] = Outcome(job.id, summary.status, summary.stale) if outcome_only else summary
     return done
 
 
-def _checked(job: Job, results_root: Path, fingerprint: str, keep_stale: bool, index: DoneIndex) -> dict | None:
+def _checked(job: Job, results_root: Path, fingerprint: str, keep_stale: bool, index: DoneIndex) -> JobSummary | None:
     """The full check of a job (its summary, as `done_jobs` reuses it), told to the index when done."""
     before, _ = signature(index.folder(job.id))
     summary = marked(job, JobDir(results_root, job.id).skipped_summary(fingerprint), keep_stale)
     if summary is not None:
-        parts = summary.get("code_parts")
+        parts = summary.code_parts
         index.verified(job.id, before, summary, code_stamp(parts) if isinstance(parts, dict) else NONE)
     return summary
 
 
-def still_done(results_root: Path, done: dict[str, dict]) -> dict[str, dict]:
+def still_done(results_root: Path, done: dict[str, JobSummary | Outcome]) -> dict[str, JobSummary | Outcome]:
     """`done` without the jobs whose folder was set aside since (MLflow's healing parses every record of
     a job it mirrors, and sets aside a damaged one for the run to train again)."""
     return {job_id: summary for job_id, summary in done.items() if JobDir(results_root, job_id).summary.exists()}
 
 
-def reuse(results_root: Path, suite: str, done: dict[str, dict], index: DoneIndex | None = None) -> None:
+def reuse(results_root: Path, suite: str, done: dict, index: DoneIndex | None = None) -> None:
     """Link the `done` jobs into the suite's view (those not there yet: one listing of the view), remove
     the temp files a killed write left in their folders (but in those the index found unchanged, which
     it indexed without any), and save what the index learnt."""
-    linked = _names(suite_view(results_root, suite))
+    linked = _names(Store(results_root).suite(suite).path)
     unchanged = index.hits if index is not None else set()
     for job_id in done:
         if job_id not in linked:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from benchmark.store.job_dir import STORE, TEMP_NAME, atomic_write_bytes
+from benchmark.store.records import JobSummary
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ class DoneIndex:
         self.hits.add(job_id)
         return entry.status
 
-    def verified(self, job_id: str, before: str, summary: dict, code: str) -> None:
+    def verified(self, job_id: str, before: str, summary: JobSummary, code: str) -> None:
         """Index a job the full check found done (`summary`, its files' signature `before` the check), if
         its files stayed as they were, are not racy, and no temp file of a killed write lies beside them."""
         after, latest = signature(self.folder(job_id))
@@ -115,8 +116,8 @@ class DoneIndex:
                 return
         except OSError:
             return
-        data = summary.get("data_fingerprint")
-        self.new[job_id] = Entry(summary["status"], code, data if isinstance(data, str) and data else NONE, after)
+        data = summary.data_fingerprint
+        self.new[job_id] = Entry(summary.status, code, data if isinstance(data, str) and data else NONE, after)
 
     def save(self) -> None:
         """Append the new entries (one write); rewrite the whole index when over half its lines are outdated.

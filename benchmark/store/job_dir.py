@@ -142,10 +142,6 @@ def check_writable(folder: Path) -> None:
 TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}$")
 
 
-def job_path(results_root: Path, job_id: str) -> Path:
-    return Store(results_root).job(job_id)
-
-
 def free_name_beside(path: Path, tag: str) -> Path:
     """`<name>.<tag>` beside `path`, or `<name>.<tag>-2`, `-3`, ... when an earlier one is there."""
     aside, n = path.with_name(f"{path.name}.{tag}"), 1
@@ -157,7 +153,7 @@ def free_name_beside(path: Path, tag: str) -> Path:
 
 class JobDir:
     def __init__(self, results_root: Path, job_id: str):
-        self.path = job_path(results_root, job_id)
+        self.path = Store(results_root).job(job_id)
 
     @classmethod
     def for_reading(cls, results_root: Path, job_id: str) -> JobDir:
@@ -295,15 +291,17 @@ class JobDir:
         aside = self.set_aside("damaged")
         log.warning("job %s is damaged: %s; kept as %s, `fedbench run` trains it again", self.path.name, why, aside)
 
-    def skipped_summary(self, fingerprint: str | None = None) -> dict | None:
-        """The summary of a job done on the data with `fingerprint` (finished or diverged),
+    def skipped_summary(self, fingerprint: str | None = None) -> JobSummary | None:
+        """The summary of a job done on the data with `fingerprint` (finished or diverged), typed and
         marked as skipped; None if the job must (re)run. Reads only."""
         if (summary := self.done_summary()) is None:
             return None
         recorded = summary.get("data_fingerprint")
         if fingerprint and recorded and recorded != fingerprint:
             return None
-        return {**summary, "skipped": True}
+        skipped = summary_from_json(summary)
+        skipped.skipped = True
+        return skipped
 
     def set_aside_other_data(self, fingerprint: str) -> None:
         """Results computed on other data than `fingerprint` (the files were fixed or replaced)

@@ -33,5 +33,5 @@ def methods_all_diverged(labels_and_summaries: list[tuple[str, dict]]) -> list[s
     """
     by_method: dict[str, list[str]] = {}
     for label, s in labels_and_summaries:
-        by_method.setdefault(label, []).append(s.get("status"))
+        by_method.setdefault(label, []).append(s.status)
     return [m for m, statuses in by_method.items() if statuses and all(st == DIVERGED for st in statuses)]

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from benchmark.store import old_layout
-from benchmark.store.job_dir import STORE, JobDir, free_name_beside, job_path
+from benchmark.store.job_dir import STORE, JobDir, free_name_beside
 from benchmark.store.layout import Store, SuiteView
 from benchmark.store.locks import FileLock
 
@@ -32,13 +32,9 @@ def job_lock(results_root: Path, job_id: str) -> FileLock:
     return FileLock(Store(results_root).job_lock(job_id))
 
 
-def suite_view(results_root: Path, suite: str) -> Path:
-    return Store(results_root).suite(suite).path
-
-
 def link_into_suite(results_root: Path, suite: str, job_id: str) -> None:
     """`results/<suite>/<job-id>` -> the job's folder in the store (once; a link already there is kept)."""
-    view = suite_view(results_root, suite)
+    view = Store(results_root).suite(suite).path
     if os.path.lexists(view / job_id):  # the link, or a folder an old fedbench still trains
         return
     try:
@@ -65,7 +61,7 @@ def _put_link(view: Path, name: str) -> None:
 def open_results(results_root: Path, suite: str) -> Path:
     """The suite's view, with every job of the old layout under `results_root` moved into the store
     first (every command that writes results calls it); what has nothing to move writes nothing."""
-    view = suite_view(results_root, suite)
+    view = Store(results_root).suite(suite).path
     migrate_to_job_store(results_root)
     return view
 
@@ -110,7 +106,7 @@ def migrate_to_job_store(results_root: Path) -> int:
         jobs, _ = old_layout.survey(root, STORE)  # again: another process may have ended it meanwhile
         for pending in _pending_links(root):  # links a killed migration had not put in place
             view, name = pending.parent, pending.name.removeprefix(".").removesuffix(PENDING)
-            if (view / name).is_symlink() or not job_path(root, name).exists():
+            if (view / name).is_symlink() or not Store(root).job(name).exists():
                 pending.unlink()
             elif not (view / name).exists():
                 _put_link(view, name)
@@ -133,7 +129,7 @@ def _move(view: Path, folder: Path) -> bool:
             log.warning("results: job %s is being trained from the store; %s stays until a later run", name, folder)
             return False
         try:
-            target = job_path(root, name)
+            target = Store(root).job(name)
             if target.exists():  # two suites each ran it in the old layout: the store keeps a finished copy
                 target = _keep_both(folder, target, view.name)
             target.parent.mkdir(parents=True, exist_ok=True)

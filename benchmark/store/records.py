@@ -11,34 +11,16 @@ from benchmark.round_values import BUILT_IN
 from benchmark.store.job_status import FAILED
 
 
-class ReadsAsJson(Mapping):
-    """A record also reads by key, as the JSON it was read from (or would be written as): what every reader did
-    before records were typed. It stays while run/triage.py, run/tracking.py, run/mlflow_mirror.py and the
-    summaries `run` passes around in memory still read keys (issue 32 point 1); new code reads attributes."""
-
-    def _json(self) -> dict:
-        return self.read_from if self.read_from is not None else self.to_json()
-
-    def __getitem__(self, key: str):
-        return self._json()[key]
-
-    def __iter__(self):
-        return iter(self._json())
-
-    def __len__(self) -> int:
-        return len(self._json())
-
-
-class RoundRecordReads(ReadsAsJson):
+class RoundRecordReads:
     """RoundRecord's methods; its fields are the built-in per-round values (round_values.BUILT_IN), then
     `extra` (values of other writers: a plugin's, a newer or older fedbench's, kept as they are, so a
-    rewrite loses nothing) and `read_from` (the JSON it was read from: ReadsAsJson)."""
+    rewrite loses nothing)."""
 
     @classmethod
     def from_json(cls, rec: dict) -> RoundRecord:
         """A metrics.jsonl record as any writer left it: a value it lacks reads None, one of another is in `extra`."""
         other = {} if rec.keys() <= KNOWN_ROUND else {k: v for k, v in rec.items() if k not in KNOWN_ROUND}
-        return cls(**{k: rec.get(k) for k in ROUND_FIELDS}, extra=other, read_from=rec)
+        return cls(**{k: rec.get(k) for k in ROUND_FIELDS}, extra=other)
 
     def to_json(self) -> dict:
         """The metrics.jsonl form: absent optional values are left out, not null."""
@@ -50,13 +32,13 @@ class RoundRecordReads(ReadsAsJson):
         return getattr(self, name) if name in KNOWN_ROUND else self.extra.get(name)
 
 
+
 # a line of metrics.jsonl: a field per built-in value, as declared (a new one is one declaration there)
 RoundRecord = make_dataclass(
     "RoundRecord",
     [(v.name, v.type | None, field(default=None)) if v.optional else (v.name, v.type) for v in BUILT_IN]
-    + [("extra", dict, field(default_factory=dict)), ("read_from", dict | None, field(default=None, repr=False))],
+    + [("extra", dict, field(default_factory=dict))],
     bases=(RoundRecordReads,),
-    eq=False,
     namespace={"__module__": __name__},
 )
 OPTIONAL = tuple(v.name for v in BUILT_IN if v.optional)
@@ -84,12 +66,12 @@ class ClientAccuracy:
 # summary.json's layout version: 2 since jobs are stored by id (store/job_store.py); a summary without the
 # field is version 1, read the same way (its fields are a subset of today's)
 SUMMARY_SCHEMA = 2
-# fields of a summary object that are not summary.json's
-NOT_WRITTEN = ("diverged", "extra", "read_from")
+# fields of a summary object that are not summary.json's (`skipped`, `stale`: how a run reuses a done job)
+NOT_WRITTEN = ("diverged", "extra", "skipped", "stale")
 
 
-@dataclass(eq=False)
-class FailedSummary(ReadsAsJson):
+@dataclass
+class FailedSummary:
     """summary.json of a job that crashed: what it was, and the error (a rerun tries it again)."""
 
     job_id: str
@@ -105,7 +87,8 @@ class FailedSummary(ReadsAsJson):
     code_versions: dict | None = None  # distribution -> version, of fedbench and the plugins it ran
     schema: int = SUMMARY_SCHEMA
     extra: dict = field(default_factory=dict)  # fields of another fedbench version, kept as they are
-    read_from: dict | None = field(default=None, repr=False)  # the JSON it was read from (ReadsAsJson)
+    skipped: bool = False  # a done job a run reused rather than ran
+    stale: list[str] | None = None  # reused with --keep-stale: the parts whose code changed since (run/stale.py)
 
     def to_json(self) -> dict:
         return {**{f.name: getattr(self, f.name) for f in fields(self) if f.name not in NOT_WRITTEN}, **self.extra}
@@ -118,8 +101,8 @@ class Divergence:
     last_finite: dict | None  # the last record with finite values, None if none was evaluated
 
 
-@dataclass(eq=False)
-class JobSummary(ReadsAsJson):
+@dataclass
+class JobSummary:
     """summary.json of a job that ran (finished, stopped, diverged); a diverged job has no accuracy:
     what a NaN model "scores" is the argmax of NaN logits."""
 
@@ -159,7 +142,8 @@ class JobSummary(ReadsAsJson):
     diverged: Divergence | None = None
     schema: int = SUMMARY_SCHEMA
     extra: dict = field(default_factory=dict)  # fields of another fedbench version, kept as they are
-    read_from: dict | None = field(default=None, repr=False)  # the JSON it was read from (ReadsAsJson)
+    skipped: bool = False  # a done job a run reused rather than ran
+    stale: list[str] | None = None  # reused with --keep-stale: the parts whose code changed since (run/stale.py)
 
     error = property(lambda self: self.diverged.error if self.diverged else None)  # as a failed job's
 
@@ -182,7 +166,7 @@ KNOWN = {FailedSummary: {*READ[FailedSummary], "schema"}, JobSummary: {*READ[Job
 
 def summary_from_json(data: Mapping) -> JobSummary | FailedSummary:
     """summary.json typed, as any fedbench wrote it (schema 1 or 2) and however little it holds: a field it
-    lacks reads None, as `.get` did (a schema-1 summary, a cut-down one a run keeps in memory), one of another
+    lacks reads None, as `.get` did (a schema-1 summary, a cut-down one), one of another
     version is kept in `extra`; values are not checked (the store's `damage` says what cannot be trusted).
     A summary already typed is returned as it is. A no-op `run` reads every job's: it stays a few microseconds."""
     if isinstance(data, (JobSummary, FailedSummary)):
@@ -193,7 +177,6 @@ def summary_from_json(data: Mapping) -> JobSummary | FailedSummary:
         **{name: data.get(name) for name in READ[kind]},
         schema=data.get("schema", 1),
         extra={k: v for k, v in data.items() if k not in known},
-        read_from=data if isinstance(data, dict) else dict(data),
     )
     if kind is JobSummary:
         summary.metrics = summary.metrics or {}
@@ -208,3 +191,14 @@ NO_SUMMARY = summary_from_json({})  # what a job not run yet reads as: every fie
 def measured(summary: JobSummary | FailedSummary) -> JobSummary:
     """What a job measured: its summary, or for a failed job (which measured nothing) NO_SUMMARY's None values."""
     return summary if isinstance(summary, JobSummary) else NO_SUMMARY
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What a run keeps of a reused job's summary when it prints no result table (over `LISTED_UP_TO`
+    jobs): its status counts, the exit status and the stale line; 10^5 whole summaries held 1.2 GB."""
+
+    job_id: str
+    status: str
+    stale: list[str] | None = None
+    skipped: bool = True

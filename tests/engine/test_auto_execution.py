@@ -90,20 +90,20 @@ def test_summary_records_the_trainer(tmp_path, execution):
     s, (job,) = load_jobs(write_suite(tmp_path, suite))
     summary = run_job(job, s.name, JobDir(tmp_path, job.id))
     on_disk = json.loads(JobDir(tmp_path, job.id).summary.read_text())
-    assert on_disk["execution"] == summary["execution"]
+    assert on_disk["execution"] == summary.execution
     # which local step produced the numbers, per trainer that ran (the tiny logistic: fused only client-batched)
-    assert on_disk["local_step"] == summary["local_step"]
+    assert on_disk["local_step"] == summary.local_step
     expected = {"sequential": "plain", "vectorised": "fused"}
-    assert {t: r["step"] for t, r in summary["local_step"].items()} == {t: expected[t] for t in summary["local_step"]}
-    assert summary["execution"] in summary["local_step"] and all(r["why"] for r in summary["local_step"].values())
+    assert {t: r["step"] for t, r in summary.local_step.items()} == {t: expected[t] for t in summary.local_step}
+    assert summary.execution in summary.local_step and all(r["why"] for r in summary.local_step.values())
     # the chunk the vectorised trainer chose from memory (the tiny job: all 3 clients a round fit)
-    assert on_disk["vmap_chunk"] == summary["vmap_chunk"]
-    assert (summary["vmap_chunk"] or {}).get("chunk") == (3 if summary["execution"] == "vectorised" else None)
+    assert on_disk["vmap_chunk"] == summary.vmap_chunk
+    assert (summary.vmap_chunk or {}).get("chunk") == (3 if summary.execution == "vectorised" else None)
     if execution == "auto":
-        assert summary["execution"] in {"sequential", "vectorised"}
-        assert summary["execution_probe"]["round"] == 0
+        assert summary.execution in {"sequential", "vectorised"}
+        assert summary.execution_probe["round"] == 0
     else:
-        assert summary["execution"] == execution and summary["execution_probe"] is None
+        assert summary.execution == execution and summary.execution_probe is None
 
 
 def test_a_resumed_auto_job_keeps_its_probes_choice_and_equals_a_straight_run(tmp_path, monkeypatch):
@@ -120,8 +120,8 @@ def test_a_resumed_auto_job_keeps_its_probes_choice_and_equals_a_straight_run(tm
     ran.clear()
     resumed = run_job(job, s.name, JobDir(tmp_path / "b", job.id))
     assert ran == ["train_sequential"] * 3  # rounds 3-5, no probe
-    assert resumed["execution"] == straight["execution"] == "sequential"
-    assert resumed["execution_probe"] == straight["execution_probe"] and straight["execution_probe"]["round"] == 0
+    assert resumed.execution == straight.execution == "sequential"
+    assert resumed.execution_probe == straight.execution_probe and straight.execution_probe["round"] == 0
     a, b = (torch.load(JobDir(tmp_path / d, job.id).model, weights_only=True) for d in "ab")
     assert all(torch.equal(a[k], b[k]) for k in a)
 

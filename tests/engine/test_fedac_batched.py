@@ -13,6 +13,7 @@ from benchmark.protocols.fedac.jobs import batch_key
 from benchmark.run.job_runner import run_job
 from benchmark.run.protocol_batches import ProtocolBatches
 from benchmark.store.job_dir import JobDir
+from benchmark.store.records import RoundRecord
 from benchmark.suite.expand import expand
 from benchmark.suite.schema import Suite
 
@@ -62,8 +63,8 @@ def run_both(tmp_path, suite: Suite):
     return jobs, loop, fast
 
 
-def assert_same_records(loop: list[dict], fast: list[dict], rel: float = 2e-5, abs: float = 1e-6) -> None:
-    assert loop and [r["round"] for r in loop] == [r["round"] for r in fast]
+def assert_same_records(loop: list[RoundRecord], fast: list[RoundRecord], rel: float = 2e-5, abs: float = 1e-6) -> None:
+    assert loop and [r.round for r in loop] == [r.round for r in fast]
     for a, b in zip(measured(loop), measured(fast)):  # wall-clock fields differ by nature
         assert a.keys() == b.keys()
         for key in a:
@@ -148,7 +149,10 @@ def assert_loop_and_batch_agree(tmp_path, jobs) -> None:
     for j in jobs:
         loop = run_job(j, "loop", JobDir(tmp_path / "loop", j.id))
         fast = run_job(j, "fast", JobDir(tmp_path / "fast", j.id), simulation_for=batched.simulation_for)
-        assert (loop["status"], loop.get("diverged_at_round")) == (fast["status"], fast.get("diverged_at_round"))
+        assert (loop.status, loop.diverged and loop.diverged.at_round) == (
+            fast.status,
+            fast.diverged and fast.diverged.at_round,
+        )
         assert_same_records(
             JobDir(tmp_path / "loop", j.id).read_metrics(), JobDir(tmp_path / "fast", j.id).read_metrics()
         )
@@ -160,7 +164,7 @@ def test_a_diverging_lr_diverges_at_the_same_round_in_both(tmp_path):
     suite = shared_suite("fedavg", rounds=12, eval_every=1, lrs=[0.05, 1e4])
     jobs = expand(suite)
     assert_loop_and_batch_agree(tmp_path, jobs)
-    assert [JobDir(tmp_path / "fast", j.id).read_summary()["status"] for j in jobs] == ["finished", "diverged"]
+    assert [JobDir(tmp_path / "fast", j.id).read_summary().status for j in jobs] == ["finished", "diverged"]
 
 
 @pytest.mark.parametrize("method,rounds", [("fedavg", 12), ("mbsgd", 30)])
@@ -170,7 +174,7 @@ def test_divergence_between_evaluations_is_found_at_the_same_round(tmp_path, met
     as in the per-client loop."""
     jobs = expand(shared_suite(method, rounds=rounds, eval_every=5, lrs=[0.05, 1e4]))
     assert_loop_and_batch_agree(tmp_path, jobs)
-    assert JobDir(tmp_path / "fast", jobs[1].id).read_summary()["diverged_at_round"] % 5, "diverges between evaluations"
+    assert JobDir(tmp_path / "fast", jobs[1].id).read_summary().diverged.at_round % 5, "diverges between evaluations"
 
 
 def test_the_loss_stand_in_is_finite_exactly_when_the_loss_is():
@@ -199,8 +203,7 @@ def test_a_batched_job_stopped_early_resumes_to_the_numbers_of_a_straight_run(tm
     run_job(job, "fast", straight, simulation_for=ProtocolBatches(jobs).simulation_for)
     d = JobDir(tmp_path / "stopped", job.id)
     assert (
-        run_job(job, "fast", d, stop_after=2, simulation_for=ProtocolBatches(jobs).simulation_for)["status"]
-        == "stopped"
+        run_job(job, "fast", d, stop_after=2, simulation_for=ProtocolBatches(jobs).simulation_for).status == "stopped"
     )
-    assert run_job(job, "fast", d, simulation_for=ProtocolBatches(jobs).simulation_for)["status"] == "finished"
+    assert run_job(job, "fast", d, simulation_for=ProtocolBatches(jobs).simulation_for).status == "finished"
     assert measured(d.read_metrics()) == measured(straight.read_metrics())

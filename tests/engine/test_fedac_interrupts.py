@@ -38,7 +38,7 @@ def test_a_failing_batch_fails_each_of_its_jobs_with_its_error_once(tmp_path, mo
     monkeypatch.setattr(FedAcProtocol, "run_batch", boom)
     summaries = run_jobs(jobs, "fedac-batched", tmp_path)
     assert calls == [len(jobs)] and len(jobs) > 1
-    errors = [summaries[j.id]["error"] for j in jobs]
+    errors = [summaries[j.id].error for j in jobs]
     assert errors[0] == "RuntimeError: boom"
     assert set(errors[1:]) == {f"BatchFailed: its batch of {len(jobs)} jobs failed: RuntimeError: boom"}
 

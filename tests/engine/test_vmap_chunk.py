@@ -115,6 +115,6 @@ def test_a_resumed_job_keeps_its_chunk_and_equals_a_straight_run(tmp_path, monke
     sizes = chunk_sizes(monkeypatch)
     resumed = run_job(job, s.name, JobDir(tmp_path / "b", job.id))
     assert sizes == [1] * 6 * 3  # rounds 3-5, 6 clients each, one at a time as before
-    assert resumed["vmap_chunk"] == straight["vmap_chunk"] and straight["vmap_chunk"]["chunk"] == 1
+    assert resumed.vmap_chunk == straight.vmap_chunk and straight.vmap_chunk["chunk"] == 1
     a, b = (torch.load(JobDir(tmp_path / d, job.id).model, weights_only=True) for d in "ab")
     assert all(torch.equal(a[k], b[k]) for k in a)

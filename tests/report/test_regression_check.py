@@ -54,7 +54,7 @@ def test_the_baseline_seeds_reproduce_it_exactly_with_junit_json_and_reuse(tmp_p
     assert failure.get("message") == "synthetic / FedAvg: final_acc regression"
     job_id = other_code.parent.name  # found through the suite's view; the job's folder is in the store
     assert (results / "jobs" / f"{job_id}.code-0.0.1+old").is_dir()  # set aside, rerun
-    assert JobDir(results, job_id).read_summary()["code_fingerprint"] != "0.0.1+old"
+    assert JobDir(results, job_id).read_summary().code_fingerprint != "0.0.1+old"
 
 
 def test_other_seeds_than_the_baselines_pass(capsys):

@@ -119,9 +119,9 @@ def test_frames_of_a_real_run_match_its_summaries(tmp_path):
         summary = JobDir(root, job_id).read_summary()
         last = per_job.iloc[-1]
         assert per_job["round"].tolist() == list(range(1, 7))
-        assert last["bytes"] == summary["bytes_down"] + summary["bytes_up"]
-        assert (last["test_acc"], last["ema_acc"]) == (summary["final_acc"], summary["final_ema_acc"])
-        assert per_job["wall_s"].is_monotonic_increasing and 0 < last["wall_s"] <= summary["wall_time_s"]
+        assert last["bytes"] == summary.bytes_down + summary.bytes_up
+        assert (last["test_acc"], last["ema_acc"]) == (summary.final_acc, summary.final_ema_acc)
+        assert per_job["wall_s"].is_monotonic_increasing and 0 < last["wall_s"] <= summary.wall_time_s
         assert jobs_df.set_index("job_id").loc[job_id, "acc@2"] == pytest.approx(per_job.iloc[1]["ema_acc"])
 
 

@@ -57,7 +57,7 @@ class Recorder(RoundCallback):
         self.events.append(("round", round_))
 
     def on_end(self, summary):
-        self.events.append(("end", summary["status"]))
+        self.events.append(("end", summary.status))
 
     def on_close(self):
         self.events.append(("close",))
@@ -69,7 +69,7 @@ def test_a_callback_sees_every_round_and_the_end(tmp_path):
     s, (job,) = load_jobs(write_suite(tmp_path, suite))
     recorder = Recorder()
     summary = run_job(job, s.name, JobDir(tmp_path, job.id), callbacks=[recorder])
-    assert summary["status"] == "finished"
+    assert summary.status == "finished"
     assert recorder.events == [
         ("start", 0),
         ("round", 1),
@@ -117,7 +117,7 @@ def test_wall_s_leaves_out_tracking_time_once_and_is_never_negative(tmp_path, mo
     s, (job,) = load_jobs(write_suite(tmp_path, suite))
     jobdir = JobDir(tmp_path, job.id)
     summary = run_job(job, s.name, jobdir, tracker=FarStore(clock))
-    walls = [r["wall_s"] for r in jobdir.read_metrics()]
+    walls = [r.wall_s for r in jobdir.read_metrics()]
     assert clock.offset >= 30  # start_job and a log per flush: each 10 s the records must not count
     assert len(walls) == 4 and walls == sorted(walls) and 0 <= walls[0] and walls[-1] < 10, walls
-    assert walls[-1] <= summary["wall_time_s"] < 10
+    assert walls[-1] <= summary.wall_time_s < 10

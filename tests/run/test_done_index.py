@@ -94,7 +94,7 @@ def test_a_summary_edited_to_other_code_is_stale_whatever_the_index_says(tmp_pat
     edited.summary.write_text(json.dumps(summary))  # in place, as an editor might
     assert main(args) == 0
     aside = [p.name for p in edited.path.parent.iterdir() if p.name.startswith(f"{edited.path.name}.code-")]
-    assert len(aside) == 1 and edited.read_summary()["code_parts"]["engine"] != "0" * 12  # trained again
+    assert len(aside) == 1 and edited.read_summary().code_parts["engine"] != "0" * 12  # trained again
 
 
 def test_a_deleted_model_sends_the_job_to_the_executor(tmp_path, monkeypatch):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from fedtest import tiny_suite
 
-from benchmark.run.mlflow_mirror import flatten, job_run_name, metric_key
+from benchmark.run.mlflow_mirror import job_run_name, metric_key
+from benchmark.suite.dotted import flatten
 from benchmark.suite.expand import expand
 from benchmark.suite.overrides import Overrides
 from benchmark.suite.schema import Suite

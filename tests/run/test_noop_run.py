@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from fedtest import REPO
+from report.test_budget import FEDAC_SUITE
 
 from benchmark.cli import main
 from benchmark.run.data_memo import DataMemo
@@ -92,12 +94,12 @@ def test_a_wrong_memo_never_sets_a_job_aside(tmp_path):
     """A memo that disagrees with the job's recorded fingerprint sends the job to the executor, which loads
     the data, finds them equal and reuses the job (and puts the memo right)."""
     args, jobdirs = finished(tmp_path)
-    recorded = jobdirs[0].read_summary()["data_fingerprint"]
+    recorded = jobdirs[0].read_summary().data_fingerprint
     for memo in memo_files():
         memo.write_text(json.dumps({"dataset": "synthetic", "fingerprint": "0" * 16}))
     code, imported, err = fresh(args)
     assert code == 0 and "benchmark.engine.setup" in imported, err
-    assert all(d.read_summary()["status"] == "finished" for d in jobdirs)
+    assert all(d.read_summary().status == "finished" for d in jobdirs)
     assert not any(p.name.startswith(f"{jobdirs[0].path.name}.") for p in jobdirs[0].path.parent.iterdir())
     assert [json.loads(m.read_text())["fingerprint"] for m in memo_files()] == [recorded]
 
@@ -140,3 +142,21 @@ def test_over_the_listing_limit_run_counts_the_statuses_and_names_the_report(tmp
     rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in shown.splitlines() if "Fed" in line]
     assert rows == [["synthetic", "FedAvg", "2", "2"], ["synthetic", "FedProx", "2", "2"]]  # jobs, finished
     assert "the result tables: fedbench report SUITE_FILE" in " ".join(shown.split())
+
+
+def test_over_the_listing_limit_a_protocols_section_shows_the_reused_jobs_numbers(tmp_path, monkeypatch, capsys):
+    """A run keeps only the outcome of a reused job over LISTED_UP_TO jobs; the FedAc section it prints reads
+    the numbers of its jobs whole, so a run with nothing to do prints the table the run that trained them did
+    (it printed every reused job as diverged)."""
+    monkeypatch.setattr("benchmark.report.status.LISTED_UP_TO", 0)
+    suite = tmp_path / "fedac.yaml"
+    suite.write_text(FEDAC_SUITE)
+    args = ["run", str(suite), "--no-tracking", "-q", "--results-dir", str(tmp_path / "r")]
+    tables = []
+    for _ in range(2):  # trains its 6 jobs, then reuses them
+        capsys.readouterr()
+        assert main(args) == 0
+        shown = capsys.readouterr().out
+        tables.append([line for line in shown.splitlines() if line.startswith("│")])  # the table's rows
+    assert tables[0] and tables[1] == tables[0] and "all lost" not in " ".join(tables[1])
+    assert all(re.search(r"\de-\d\d \(", row) for row in tables[1])  # F − F* (its η) in each method's row

@@ -4,6 +4,7 @@ display with ETA and one line per finished job on a terminal, --quiet and --verb
 from __future__ import annotations
 
 import io
+import json
 import math
 import re
 
@@ -13,6 +14,7 @@ from rich.console import Console
 from benchmark.cli import main
 from benchmark.run.executor import run_jobs
 from benchmark.run.progress import RichProgress
+from benchmark.store.records import RoundRecord, summary_from_json
 from benchmark.suite.expand import load_jobs
 
 
@@ -40,9 +42,10 @@ def test_accuracies_are_shown_as_percentages():
     from benchmark.run.progress import accuracy, outcome
 
     assert accuracy(19.36) == "19.36%" and accuracy(50, 25) == "50.00% (ema 25.00%)"
-    done = {"status": "finished", "final_acc": 80.0, "final_ema_acc": 75.0, "rounds_completed": 3, "wall_time_s": 5}
-    assert outcome(done) == "acc 80.00% (ema 75.00%) after 3 rounds in 5s"
-    assert outcome({**done, "final_subopt": 0.0123}) == "acc 80.00% (ema 75.00%), F − F* 0.0123 after 3 rounds in 5s"
+    done = '"status": "finished", "final_acc": 80.0, "final_ema_acc": 75.0, "rounds_completed": 3, "wall_time_s": 5'
+    assert outcome(summary_from_json(json.loads(f"{{{done}}}"))) == "acc 80.00% (ema 75.00%) after 3 rounds in 5s"
+    convex = summary_from_json(json.loads(f'{{{done}, "final_subopt": 0.0123}}'))
+    assert outcome(convex) == "acc 80.00% (ema 75.00%), F − F* 0.0123 after 3 rounds in 5s"
 
 
 def test_verbose_logs_every_round_with_speed_and_quiet_logs_nothing(tmp_path, capsys):
@@ -61,7 +64,7 @@ def test_terminal_display_shows_eta_and_a_line_per_finished_job(tmp_path):
     summaries = run_jobs(jobs, "tiny", tmp_path, progress=RichProgress(jobs, console))
     text = screen.getvalue()
     for job in jobs:
-        acc = f"{summaries[job.id]['final_acc']:.2f}%"
+        acc = f"{summaries[job.id].final_acc:.2f}%"
         assert re.search(rf"done.*{job.method_label} / seed 0: acc {re.escape(acc)}.*{job.id}", text)
     assert "suite rounds" in text and "ETA" in text and "2/2 jobs" in text
 
@@ -143,7 +146,7 @@ def test_the_terminal_display_shows_a_long_rounds_clients(tmp_path, monkeypatch)
     shown = RichProgress([job], Console(file=io.StringIO(), force_terminal=True, width=150))
     shown.job_started(job)
     status = lambda: shown.progress.tasks[shown.tasks[job.id][0]].fields["status"]  # noqa: E731
-    shown.evaluated(job, {"round": 1, "test_acc": 50.0, "ema_acc": 40.0})
+    shown.evaluated(job, RoundRecord.from_json({"round": 1, "test_acc": 50.0, "ema_acc": 40.0}))
     shown.within_round(job, ClientsDone(2, 1, 3, 4, progress.LIVE_CLIENTS_AFTER_S))
     assert status() == "acc 50.00% (ema 40.00%) · round 2: 1/3 clients trained (33 %)"
     shown.within_round(job, ClientsDone(3, 1, 3, 4, 0.0))  # a short round: the line goes back to the accuracy

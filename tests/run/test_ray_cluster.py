@@ -131,7 +131,7 @@ def test_two_nodes_give_the_local_numbers_live_and_only_in_the_driver_folder(clu
     local = local_reference(suite, tmp_path / "local")
     assert len(local) == 2
     for job_id, summary in local.items():
-        assert summary["status"] == "finished"
+        assert summary.status == "finished"
         ours = JobDir(tmp_path / "results", job_id)
         same_results(ours, JobDir(tmp_path / "local", job_id))
         attempts = json.loads(ours.summary.read_text())["ray"]["attempts"]

@@ -55,10 +55,10 @@ class RecordingTracker:
         self.calls.append(("start", job.id, config["job_id"]))
 
     def log_records(self, records, job_id=None):
-        self.calls.append(("records", job_id or self.last, [r["round"] for r in records]))
+        self.calls.append(("records", job_id or self.last, [r.round for r in records]))
 
     def end_job(self, summary, files):
-        self.calls.append(("end", summary["job_id"], summary["status"], sorted(f.name for f in files)))
+        self.calls.append(("end", summary.job_id, summary.status, sorted(f.name for f in files)))
 
     def of_job(self, job_id: str) -> tuple[list[str], list[int]]:
         """The kinds of calls made for this job, and the rounds it logged in order."""
@@ -66,9 +66,9 @@ class RecordingTracker:
         return [c[0] for c in mine if c[0] != "records" or c[2]], [r for c in mine if c[0] == "records" for r in c[2]]
 
 
-def comparable(summary: dict) -> dict:
+def comparable(summary) -> dict:
     return {
-        k: v for k, v in summary.items() if k not in ("wall_time_s", "ray", "threads", "environment")
+        k: v for k, v in summary.to_json().items() if k not in ("wall_time_s", "ray", "threads", "environment")
     }  # where it ran
 
 
@@ -99,10 +99,10 @@ def test_ray_matches_local_executor_mirrors_and_skips(tmp_path, local_ray, monke
     print(f"run_jobs_ray, 2 jobs: {time.time() - start:.1f}s")
 
     assert list(remote) == [j.id for j in jobs]
-    assert remote[broken.id]["status"] == local[broken.id]["status"] == "failed"
-    assert remote[broken.id]["error"].split(":")[0] == local[broken.id]["error"].split(":")[0] == "FileNotFoundError"
+    assert remote[broken.id].status == local[broken.id].status == "failed"
+    assert remote[broken.id].error.split(":")[0] == local[broken.id].error.split(":")[0] == "FileNotFoundError"
     for job in good:
-        assert remote[job.id]["status"] == "finished"
+        assert remote[job.id].status == "finished"
         assert comparable(remote[job.id]) == comparable(local[job.id])
         ours, theirs = JobDir(tmp_path / "ray", job.id), JobDir(tmp_path / "local", job.id)
         assert measured(ours.read_metrics()) == measured(theirs.read_metrics())
@@ -119,7 +119,7 @@ def test_ray_matches_local_executor_mirrors_and_skips(tmp_path, local_ray, monke
 
     again = RecordingTracker()
     rerun = run_jobs_ray(jobs, SUITE, tmp_path / "ray", tracker=again)
-    assert [bool(rerun[j.id].get("skipped")) for j in jobs] == [True, False, True]  # a failed job is retried
+    assert [rerun[j.id].skipped for j in jobs] == [True, False, True]  # a failed job is retried
     assert again.of_job(broken.id) == (["start", "end"], [])
 
 
@@ -131,11 +131,11 @@ def test_stopped_under_ray_then_resumed_equals_a_straight_local_run(tmp_path, lo
     (job,) = jobs_of(["scaffold"], rounds=4, checkpoint_every=1, client_state="memmap")
     straight = run_jobs([job], SUITE, tmp_path / "local")[job.id]
     ours = JobDir(tmp_path / "ray", job.id)
-    assert run_jobs_ray([job], SUITE, tmp_path / "ray", stop_after=2)[job.id]["status"] == "stopped"
+    assert run_jobs_ray([job], SUITE, tmp_path / "ray", stop_after=2)[job.id].status == "stopped"
     assert ours.checkpoint.exists() and list((ours.path / "client_state.checkpoint").glob("*.f32"))
 
     resumed = run_jobs_ray([job], SUITE, tmp_path / "ray")[job.id]
-    assert comparable(resumed) == comparable(straight) and resumed["status"] == "finished"
+    assert comparable(resumed) == comparable(straight) and resumed.status == "finished"
     assert measured(ours.read_metrics()) == measured(JobDir(tmp_path / "local", job.id).read_metrics())
     assert not ours.checkpoint.exists() and not (ours.path / "client_state.checkpoint").exists()
 
@@ -182,7 +182,7 @@ def test_a_job_another_process_trains_is_waited_for_not_trained_twice(tmp_path, 
     threading.Thread(target=other_finishes, daemon=True).start()
     tracker = RecordingTracker()
     summaries = run_jobs_ray([held, free], SUITE, tmp_path, tracker=tracker)
-    assert [summaries[j.id]["status"] for j in (held, free)] == ["finished", "finished"]
+    assert [summaries[j.id].status for j in (held, free)] == ["finished", "finished"]
     calls = [c[:2] for c in tracker.calls]  # `held` started only after the other process let it go
     assert calls.index(("end", free.id)) < calls.index(("start", held.id))
     assert calls.count(("start", held.id)) == 1

@@ -28,8 +28,8 @@ def test_results_layout_and_contents(tmp_path):
         config = json.loads(d.config.read_text())
         assert config["job_id"] == job.id and config["method"]["label"] == job.method_label
         lines = d.read_metrics()
-        assert [r["round"] for r in lines] == [1, 2, 3, 4]
-        assert set(lines[0]) == {
+        assert [r.round for r in lines] == [1, 2, 3, 4]
+        assert set(lines[0].to_json()) == {
             "round",
             "test_acc",
             "test_loss",
@@ -41,8 +41,8 @@ def test_results_layout_and_contents(tmp_path):
             "wall_s",
         }
         s = d.read_summary()
-        assert s["status"] == "finished" and s["final_acc"] == lines[-1]["test_acc"]
-        assert set(s["metrics"]) == {"acc@2", "rounds_to@30", "bytes_to@30"}
+        assert s.status == "finished" and s.final_acc == lines[-1].test_acc
+        assert set(s.metrics) == {"acc@2", "rounds_to@30", "bytes_to@30"}
         state = torch.load(d.model, weights_only=True)
         assert set(state) == {"fc.weight", "fc.bias"}
         assert not d.checkpoint.exists()
@@ -53,7 +53,7 @@ def test_rerun_skips_finished_jobs(tmp_path):
     jobs, _ = run_suite(tmp_path)
     stamps = {j.id: JobDir(tmp_path / "results", j.id).summary.stat().st_mtime_ns for j in jobs}
     _, again = run_suite(tmp_path)
-    assert all(s.get("skipped") for s in again.values())
+    assert all(s.skipped for s in again.values())
     assert stamps == {j.id: JobDir(tmp_path / "results", j.id).summary.stat().st_mtime_ns for j in jobs}
 
 
@@ -64,13 +64,13 @@ def test_interrupted_then_resumed_equals_straight_run(tmp_path, method):
     jobs, straight = run_suite(tmp_path, suite, results="a")
     _, partial = run_suite(tmp_path, suite, stop_after=3, results="b")
     job = jobs[0]
-    assert partial[job.id]["status"] == "stopped" and JobDir(tmp_path / "b", job.id).checkpoint.exists()
+    assert partial[job.id].status == "stopped" and JobDir(tmp_path / "b", job.id).checkpoint.exists()
     _, resumed = run_suite(tmp_path, suite, results="b")
     a, b = JobDir(tmp_path / "a", job.id), JobDir(tmp_path / "b", job.id)
     assert measured(a.read_metrics()) == measured(b.read_metrics())
     ta, tb = torch.load(a.model, weights_only=True), torch.load(b.model, weights_only=True)
     assert all(torch.equal(ta[k], tb[k]) for k in ta)
-    assert resumed[job.id]["metrics"] == straight[job.id]["metrics"]
+    assert resumed[job.id].metrics == straight[job.id].metrics
 
 
 def test_a_failing_job_is_recorded_and_the_suite_goes_on(tmp_path, monkeypatch):
@@ -82,8 +82,8 @@ def test_a_failing_job_is_recorded_and_the_suite_goes_on(tmp_path, monkeypatch):
     monkeypatch.setattr(acg, "update", explode)
     jobs, summaries = run_suite(tmp_path)
     by_method = {j.method_label: summaries[j.id] for j in jobs}
-    assert by_method["FedACG"]["status"] == "failed" and "boom" in by_method["FedACG"]["error"]
-    assert by_method["FedAvg"]["status"] == "finished"
+    assert by_method["FedACG"].status == "failed" and "boom" in by_method["FedACG"].error
+    assert by_method["FedAvg"].status == "finished"
 
 
 def test_bytes_count_the_tensors_sent(tmp_path):
@@ -92,7 +92,7 @@ def test_bytes_count_the_tensors_sent(tmp_path):
     params = 3 * 10 + 3  # logistic: 10 features -> 3 classes
     m = 3  # 50% of 6 clients
     last = JobDir(tmp_path / "results", job.id).read_metrics()[-1]
-    assert last["bytes_down"] == last["bytes_up"] == 4 * m * params * 4  # 4 rounds, float32
+    assert last.bytes_down == last.bytes_up == 4 * m * params * 4  # 4 rounds, float32
 
 
 def test_client_sampling_depends_only_on_seed_and_round():
@@ -122,10 +122,10 @@ def test_crash_between_checkpoints_resumes_exactly_for_stateful_methods(tmp_path
 
     monkeypatch.setattr(rule, "update", crash_in_round_4)
     _, crashed = run_suite(tmp_path, suite, results="b")
-    assert crashed[jobs[0].id]["status"] == "failed"
+    assert crashed[jobs[0].id].status == "failed"
     monkeypatch.setattr(rule, "update", update)
     _, resumed = run_suite(tmp_path, suite, results="b")
     a, b = JobDir(tmp_path / "a", jobs[0].id), JobDir(tmp_path / "b", jobs[0].id)
     assert measured(a.read_metrics()) == measured(b.read_metrics())
-    assert resumed[jobs[0].id]["metrics"] == straight[jobs[0].id]["metrics"]
+    assert resumed[jobs[0].id].metrics == straight[jobs[0].id].metrics
     assert not (b.path / "client_state").exists() and not (b.path / "client_state.checkpoint").exists()

@@ -267,14 +267,17 @@ def test_a_protocol_section_counts_its_stale_runs():
 
     from benchmark.report.protocol_sections import build_sections
     from benchmark.run.code_parts import job_code
+    from benchmark.store.records import JobSummary
     from benchmark.suite.expand import expand
 
     suite = shared_suite(["fedac1", "fedavg"], clients=4)
     jobs = expand(suite)
-    summaries = {j.id: {"status": "finished", "final_subopt": 1e-3, "code_parts": job_code(j.config)} for j in jobs}
+    summaries = {j.id: JobSummary(j.id, "s", "d", "m", 0, "f", 0, 0, "finished", 3, final_subopt=1e-3) for j in jobs}
+    for j in jobs:
+        summaries[j.id].code_parts = job_code(j.config)
     [(_, section)], _ = build_sections(suite, jobs, summaries)
     assert "stale" not in section.note
-    summaries[jobs[0].id]["code_parts"]["engine"] = "another"
+    summaries[jobs[0].id].code_parts["engine"] = "another"
     [(_, section)], _ = build_sections(suite, jobs, summaries)
     assert f"stale: 1 of these {len(jobs)} runs ran on code that changed since" in section.note
 

@@ -92,7 +92,7 @@ def test_the_batched_fedac_engine_runs_at_one_thread_unless_told(tmp_path, monke
                 jobs[0], "s", JobDir(tmp_path / str(requested), jobs[0].id), simulation_for=batched.simulation_for
             )
             blas = {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
-            assert summary["threads"] == expected and blas == {expected["count"]}  # numpy's products (no torch)
+            assert summary.threads == expected and blas == {expected["count"]}  # numpy's products (no torch)
     finally:
         threads.request(None)
         threadpool_limits(before, user_api="blas")

@@ -66,11 +66,18 @@ def test_jobs_open_at_the_same_time_log_into_their_own_runs(mlflow_store):
     tracker = MlflowTracker("tiny", uri)
     tracker.start_job(a, {"job_id": a.id})
     tracker.start_job(b, {"job_id": b.id})
-    tracker.log_records([{"round": 1, "test_acc": 10.0}], a.id)
-    tracker.log_records([{"round": 1, "test_acc": 20.0}, {"round": 2, "test_acc": 30.0}], b.id)
-    tracker.log_records([{"round": 2, "test_acc": 40.0}, {"round": 3, "test_acc": 50.0}])  # no job named: the one
-    tracker.log_records([{"round": 1, "test_acc": 10.0}], a.id)  # started last; rounds a run has are skipped
-    tracker.end_job({"job_id": a.id, "status": "finished"}, [])
+    from benchmark.store.records import RoundRecord, summary_from_json
+
+    def records(*lines: str) -> list[RoundRecord]:  # as metrics.jsonl holds them
+        return [RoundRecord.from_json(json.loads(line)) for line in lines]
+
+    tracker.log_records(records('{"round": 1, "test_acc": 10.0}'), a.id)
+    tracker.log_records(records('{"round": 1, "test_acc": 20.0}', '{"round": 2, "test_acc": 30.0}'), b.id)
+    tracker.log_records(records('{"round": 2, "test_acc": 40.0}', '{"round": 3, "test_acc": 50.0}'))  # no job named:
+    tracker.log_records(
+        records('{"round": 1, "test_acc": 10.0}'), a.id
+    )  # the one started last; rounds a run has are skipped
+    tracker.end_job(summary_from_json({"job_id": a.id, "status": "finished"}), [])
     tracker.close()
 
     client = mlflow.tracking.MlflowClient(uri)

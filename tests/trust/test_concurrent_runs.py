@@ -117,5 +117,5 @@ def test_sigkilled_run_leaves_no_stuck_lock_and_its_job_continues_its_own_run(tm
     client = mlflow.tracking.MlflowClient(f"sqlite:///{tmp_path / 'store.db'}")
     steps = [m.step for m in client.get_metric_history(run.info.run_id, "test_acc")]
     assert sorted(steps) == list(range(1, 601))  # every round once: no duplicates from the replay
-    assert jobdir.read_summary()["status"] == "finished"
+    assert jobdir.read_summary().status == "finished"
     assert trained(tmp_path)[job_id] == 2  # the killed attempt and the resume, never in parallel

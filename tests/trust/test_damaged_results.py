@@ -79,7 +79,7 @@ def test_a_damaged_job_is_named_once_shown_by_status_and_trained_again(tmp_path,
     assert measured([json.loads(x) for x in jobdir.metrics.read_text().splitlines()]) == measured(
         [json.loads(x) for x in straight.splitlines()]
     )
-    assert not jobdir.read_summary().get("skipped") and jobdir.damage() is None
+    assert not jobdir.read_summary().skipped and jobdir.damage() is None
     aside = results / "jobs" / f"{jobdir.path.name}.damaged"
     assert {p.name: p.read_bytes() for p in aside.iterdir() if p.is_file()} == damaged_files  # kept as found
     assert status_of(path, results, capsys)["state"] == "done"
@@ -122,7 +122,7 @@ def assert_mirrors_the_retrained_job(uri: str, jobdir: JobDir) -> None:
     (run,) = mirrored_runs(uri)
     assert run.info.status == "FINISHED" and run.data.tags["fedbench.status"] == "finished"
     history = mlflow.tracking.MlflowClient(uri).get_metric_history(run.info.run_id, "test_acc")
-    assert [(m.step, m.value) for m in history] == [(r["round"], r["test_acc"]) for r in jobdir.read_metrics()]
+    assert [(m.step, m.value) for m in history] == [(r.round, r.test_acc) for r in jobdir.read_metrics()]
     assert len(history) == 4 and jobdir.damage(every_line=True) is None
 
 

@@ -15,6 +15,7 @@ from benchmark.errors import UserError
 from benchmark.report.check import write_baseline
 from benchmark.store.job_dir import JobDir
 from benchmark.store.job_status import methods_all_diverged
+from benchmark.store.records import summary_from_json
 from benchmark.suite.expand import load_jobs
 
 BLOWS_UP_AT_ROUND_6 = 1e4  # logistic on the tiny synthetic data, no clipping: logits overflow in round 6
@@ -50,13 +51,13 @@ def test_diverged_job_records_round_and_last_finite_metrics_and_no_accuracy(tmp_
     suite, jobs = load_jobs(path)
     good, bad = (JobDir(tmp_path / "r", j.id) for j in jobs)
     s = bad.read_summary()
-    assert s["status"] == "diverged" and s["diverged_at_round"] == 6 and s["rounds_completed"] == 5
-    assert s["final_acc"] is None and s["metrics"] == {}
+    assert s.status == "diverged" and s.diverged.at_round == 6 and s.rounds_completed == 5
+    assert s.final_acc is None and s.metrics == {}
     records = strict_json_lines(bad.metrics)
-    assert [r["round"] for r in records] == [1, 2, 3, 4, 5] and s["last_finite"] == records[-1]
+    assert [r["round"] for r in records] == [1, 2, 3, 4, 5] and s.diverged.last_finite == records[-1]
     assert all(math.isfinite(r["test_loss"]) for r in records)
     assert not bad.model.exists() and not bad.checkpoint.exists()
-    assert good.read_summary()["status"] == "finished"
+    assert good.read_summary().status == "finished"
     row = next(line for line in out.out.splitlines() if "10000" in line)
     cells = [c.strip() for c in row.split("│")[1:-1]]  # the sensitivity table's row of lr 1e4
     assert cells[2:4] == ["0/1", "diverged@6"] and "%" not in row
@@ -77,6 +78,7 @@ def test_every_job_of_a_method_diverged_exits_1(tmp_path, capsys):
 def test_diverged_jobs_never_enter_baselines(tmp_path):
     finished = {"status": "finished", "dataset": "d", "method": "m", "seed": 0, "final_acc": 50.0, "metrics": {}}
     diverged = {**finished, "seed": 1, "status": "diverged", "diverged_at_round": 3, "final_acc": None}
+    finished, diverged = summary_from_json(finished), summary_from_json(diverged)  # as a run hands them back
     with pytest.raises(UserError, match="not writing a baseline from jobs that did not finish: d / m / seed 1"):
         write_baseline(tmp_path / "b.json", [finished, diverged])
     assert not (tmp_path / "b.json").exists()

@@ -38,7 +38,7 @@ def temps(jobdir: JobDir) -> list[str]:
 
 
 def assert_same_results(jobdir: JobDir, reference: JobDir) -> None:
-    assert jobdir.read_summary()["status"] == "finished" and temps(jobdir) == []
+    assert jobdir.read_summary().status == "finished" and temps(jobdir) == []
     assert measured(jobdir.read_metrics()) == measured(reference.read_metrics())
     mine, theirs = (torch.load(d.model, weights_only=True) for d in (jobdir, reference))
     assert mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine)
@@ -126,7 +126,7 @@ def test_a_finished_jobs_stale_temp_files_are_removed_by_the_next_run(tmp_path, 
     (jobdir.path / ".metrics.jsonl.k3j9x2ab").write_text("a write a kill cut short")
     assert temps(jobdir) == [".metrics.jsonl.k3j9x2ab"]
     assert main(args) == 0  # the job is skipped, and tidied
-    assert temps(jobdir) == [] and jobdir.read_summary()["status"] == "finished"
+    assert temps(jobdir) == [] and jobdir.read_summary().status == "finished"
 
 
 def disk_full(*args, **kwargs):

@@ -47,7 +47,7 @@ def test_ctrl_c_says_what_was_kept_and_how_to_resume(tmp_path, monkeypatch, caps
     assert JobDir(tmp_path / "r", job.id).load_checkpoint()["simulation"]["round"] == 3
     monkeypatch.undo()
     assert main(args) == 0
-    assert JobDir(tmp_path / "r", job.id).read_summary()["status"] == "finished"
+    assert JobDir(tmp_path / "r", job.id).read_summary().status == "finished"
 
 
 def test_first_ctrl_c_stops_at_the_end_of_the_round_with_a_checkpoint(
@@ -67,7 +67,7 @@ def test_first_ctrl_c_stops_at_the_end_of_the_round_with_a_checkpoint(
     assert main(["run", str(suite), "--no-tracking", "--results-dir", str(tmp_path / "r")]) == 130
     _, (job,) = load_jobs(suite)
     d = JobDir(tmp_path / "r", job.id)
-    assert d.load_checkpoint()["simulation"]["round"] == 2 and [r["round"] for r in d.read_metrics()] == [1, 2]
+    assert d.load_checkpoint()["simulation"]["round"] == 2 and [r.round for r in d.read_metrics()] == [1, 2]
     err = capsys.readouterr().err
     assert (
         "stopping when this round ends" in caplog.text

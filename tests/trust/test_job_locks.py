@@ -70,11 +70,11 @@ def run_with_first_job_held(tmp_path, monkeypatch, other_finishes_it: bool):
 def test_a_job_finished_elsewhere_while_held_is_waited_for_then_skipped(tmp_path, monkeypatch):
     (first, second), order, summaries = run_with_first_job_held(tmp_path, monkeypatch, other_finishes_it=True)
     assert order == [second.id]  # the held job was left for last, and not trained a second time
-    assert summaries[first.id]["skipped"] and summaries[first.id]["status"] == "finished"
+    assert summaries[first.id].skipped and summaries[first.id].status == "finished"
     assert list(summaries) == [first.id, second.id]
 
 
 def test_a_job_abandoned_by_its_holder_is_trained_after_the_wait(tmp_path, monkeypatch):
     (first, second), order, summaries = run_with_first_job_held(tmp_path, monkeypatch, other_finishes_it=False)
     assert order == [second.id, first.id]
-    assert all(s["status"] == "finished" and not s.get("skipped") for s in summaries.values())
+    assert all(s.status == "finished" and not s.skipped for s in summaries.values())

@@ -84,7 +84,7 @@ def test_a_batch_written_run_reads_as_one_written_call_by_call(tmp_path, monkeyp
         }
         assert artifact_sizes(mlflow.tracking.MlflowClient(batched_uri), batched[job_id].info.run_id) == on_disk
         records = jobdir.read_metrics()
-        assert seen["history"]["test_acc"] == [(r["round"], r["test_acc"]) for r in records]
+        assert seen["history"]["test_acc"] == [(r.round, r.test_acc) for r in records]
     # the store's own queries find them: by tag, param and metric, and under the suite's parent
     client = mlflow.tracking.MlflowClient(batched_uri)
     experiment = client.get_experiment_by_name("tiny").experiment_id
@@ -99,7 +99,7 @@ def test_a_store_of_another_schema_is_written_call_by_call(tmp_path, monkeypatch
     runs = ran(tmp_path, uri, "r")
     for job_id, run in runs.items():
         assert run.info.status == "FINISHED" and run.data.tags["fedbench.status"] == "finished"
-        assert run.data.metrics["final_acc"] == JobDir(tmp_path / "r", job_id).read_summary()["final_acc"]
+        assert run.data.metrics["final_acc"] == JobDir(tmp_path / "r", job_id).read_summary().final_acc
 
 
 def test_the_installed_mlflow_schema_is_one_the_batch_writer_was_checked_against(mlflow_store):

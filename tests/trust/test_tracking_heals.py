@@ -39,9 +39,9 @@ def _assert_mirrors_disk(uri: str, results, jobs) -> None:
         run, jobdir = runs[job.id], JobDir(results, job.id)
         summary = jobdir.read_summary()
         assert run.info.status == "FINISHED" and run.data.tags["fedbench.status"] == "finished"
-        assert run.data.metrics["final_acc"] == summary["final_acc"]
+        assert run.data.metrics["final_acc"] == summary.final_acc
         history = client.get_metric_history(run.info.run_id, "test_acc")
-        assert [(m.step, m.value) for m in history] == [(r["round"], r["test_acc"]) for r in jobdir.read_metrics()]
+        assert [(m.step, m.value) for m in history] == [(r.round, r.test_acc) for r in jobdir.read_metrics()]
 
 
 def test_run_and_sync_heal_missing_and_killed_runs_idempotently(tmp_path, mlflow_store):
@@ -79,8 +79,8 @@ def test_tracking_time_is_not_training_time(tmp_path, monkeypatch, mlflow_store)
     [job] = load_jobs(path)[1]
     jobdir = JobDir(results, job.id)
     # params, rounds and the final numbers: at least 3 slow batches inside the job's span
-    assert elapsed > 1.5 and jobdir.read_summary()["wall_time_s"] < elapsed - 1.5
-    assert jobdir.read_metrics()[-1]["wall_s"] < elapsed - 1.5
+    assert elapsed > 1.5 and jobdir.read_summary().wall_time_s < elapsed - 1.5
+    assert jobdir.read_metrics()[-1].wall_s < elapsed - 1.5
 
 
 def test_report_and_sync_with_an_unreachable_server_take_seconds(tmp_path, capsys):
@@ -154,9 +154,7 @@ def test_sigkill_with_finished_jobs_queued_for_mlflow_heals_to_one_run_each(tmp_
         child.send_signal(signal.SIGKILL)
         child.wait()
     assert child.returncode == -signal.SIGKILL
-    assert all(
-        JobDir(results, j.id).read_summary()["status"] == "finished" for j in jobs
-    )  # on disk, whatever MLflow has
+    assert all(JobDir(results, j.id).read_summary().status == "finished" for j in jobs)  # on disk, whatever MLflow has
     assert _children(uri) == {}  # the queued jobs' runs were never written
     if heal == "run":
         assert main(args) == 0

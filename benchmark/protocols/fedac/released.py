@@ -24,6 +24,7 @@ import pandas as pd
 
 from benchmark.errors import UserError
 from benchmark.papers.paper_settings import GenerationError
+from benchmark.store.records import NO_SUMMARY, FailedSummary, JobSummary, measured
 
 TOLERANCE = 1e-6  # relative, on F(w): the issue's bar ("match to 1e-6 relative")
 
@@ -77,7 +78,7 @@ def replayed(suite: str, results_dir: Path, reference: Path, every_run: bool = T
         if job_id is None:
             raise UserError(f"{suite}: no job replays the authors' run {run.runid} {run.key}")
         if job_id not in summaries:
-            summaries[job_id] = JobDir.for_reading(results_dir, job_id).read_summary() or {}
+            summaries[job_id] = JobDir.for_reading(results_dir, job_id).read_summary() or NO_SUMMARY
         summary = summaries[job_id]
         ours = _final_loss(summary, f_star(run.lam))
         rel = abs(ours / run.final_loss - 1) if math.isfinite(ours) and math.isfinite(run.final_loss) else math.nan
@@ -94,9 +95,9 @@ def replayed(suite: str, results_dir: Path, reference: Path, every_run: bool = T
                 "fedbench_final_loss": ours,
                 "rel_diff": rel,
                 "match": bool(rel <= TOLERANCE),
-                "why": "" if rel <= TOLERANCE else _why(run.final_loss, ours, summary.get("status")),
+                "why": "" if rel <= TOLERANCE else _why(run.final_loss, ours, summary.status),
                 "job_id": job_id,
-                "fedbench_status": summary.get("status", "not run"),
+                "fedbench_status": summary.status or "not run",
             }
         )
     return pd.DataFrame(rows)
@@ -330,11 +331,11 @@ def _min_margin(suite: str, results_dir: Path, job_id: str) -> float:
     return float((y * (src.train_x.flatten(1).double() @ w)).min())
 
 
-def _final_loss(summary: dict, fstar: float) -> float:
+def _final_loss(summary: JobSummary | FailedSummary, fstar: float) -> float:
     """F(w) after the last round: the recorded F − F* plus the F* it was measured against; nan
     when the job did not finish (diverged, failed, not run)."""
-    subopt = summary.get("final_subopt")
-    if summary.get("status") != "finished" or subopt is None:
+    subopt = measured(summary).final_subopt
+    if summary.status != "finished" or subopt is None:
         return math.nan
     return subopt + fstar
 
@@ -489,9 +490,8 @@ def _environment(runs: pd.DataFrame, results_dir: Path) -> dict:
     from benchmark.store.job_dir import JobDir
 
     for job_id in runs.loc[runs["fedbench_status"] == "finished", "job_id"]:
-        summary = JobDir.for_reading(results_dir, job_id).read_summary() or {}
-        if summary.get("environment"):
-            return summary["environment"]
+        if found := measured(JobDir.for_reading(results_dir, job_id).read_summary() or NO_SUMMARY).environment:
+            return found
     return environment("cpu")
 
 
