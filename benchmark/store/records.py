@@ -32,7 +32,6 @@ class RoundRecordReads:
         return getattr(self, name) if name in KNOWN_ROUND else self.extra.get(name)
 
 
-
 # a line of metrics.jsonl: a field per built-in value, as declared (a new one is one declaration there)
 RoundRecord = make_dataclass(
     "RoundRecord",
