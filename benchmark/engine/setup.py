@@ -17,8 +17,8 @@ from benchmark.engine.holdout import hold_out
 from benchmark.engine.simulation import Simulation
 from benchmark.engine.sources import _fingerprint, _load_source, _tensors, data_fingerprint, load_source
 from benchmark.errors import UserError
+from benchmark.job.config import JobConfig
 from benchmark.models.registry import build_model, known_models
-from benchmark.suite.schema import JobConfig
 
 # source kind -> factory(src, job) -> Preprocessor(x, train, gen); other kinds use default_preprocess
 PREPROCESSORS: dict = {"image": image_preprocessor}
@@ -28,7 +28,7 @@ PREPROCESSORS: dict = {"image": image_preprocessor}
 def _clients(name: str, params_json: str, root: str | None, split_json: str, num_clients: int):
     """Client index tensors, cached on disk keyed by the split settings and the labels' checksum
     (a Dirichlet split of a large dataset is not free, and must never change between runs)."""
-    from benchmark.suite.schema import SplitConfig
+    from benchmark.job.settings import SplitConfig
 
     src = _tensors(name, params_json, root)
     labels = hashlib.sha256(src.train_y.numpy().tobytes()).hexdigest()

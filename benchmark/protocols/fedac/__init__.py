@@ -17,9 +17,10 @@ from benchmark.report.protocol_sections import SECTIONS, ProtocolSection, Sectio
 from benchmark.run.protocols import PROTOCOLS, BatchCosts, Protocol
 
 if TYPE_CHECKING:
+    from benchmark.job.config import JobConfig
     from benchmark.protocols.fedac.replay import ReplaySimulation
     from benchmark.suite.expand import Job
-    from benchmark.suite.schema import JobConfig, Suite
+    from benchmark.suite.schema import Suite
 
 
 class FedAcProtocol(Protocol):
