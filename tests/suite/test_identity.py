@@ -117,9 +117,7 @@ def test_the_job_id_follows_the_classes():
     assert job_id(c) == job.id
     same = [
         c.model_copy(update={"execution": "vectorised", "checkpoint_every": 7, "metrics": [], "log_model": True}),
-        c.model_copy(
-            update={"dataset": c.dataset.model_copy(update={"root": "/elsewhere", "label": "x"})}
-        ),
+        c.model_copy(update={"dataset": c.dataset.model_copy(update={"root": "/elsewhere", "label": "x"})}),
         c.model_copy(update={"method": c.method.model_copy(update={"label": "renamed"})}),
         c.model_copy(update={"participation": c.participation.model_copy(update={"relative_to": "all"})}),
     ]
