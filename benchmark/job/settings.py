@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from benchmark.fl.base import LrSchedule
 from benchmark.metrics import parse_metric
+from benchmark.models.inits import check_init
 from benchmark.params import Identity, declared
 
 
@@ -135,13 +136,17 @@ class SelectConfig(Strict):
 
 class ModelConfig(Strict):
     name: str = "logistic"
-    init: Literal["default", "zeros", "normal", "normal_numpy"] = Field(
+    init: str = Field(
         "default",
         description="default: the model's own init (seeded); zeros; normal: every weight ~ N(0, 1) (seeded); "
-        "normal_numpy: the flat weights ~ N(0, 1) as numpy.random.RandomState(seed).randn draws them (the FedAc "
-        "authors' w0: their seed 1 is their released runs' w0)",
+        "or one a protocol registers (models/inits.py; FedAc's normal_numpy: the authors' w0)",
     )
     params: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("init")
+    @classmethod
+    def _registered_init(cls, v):
+        return check_init(v)
 
 
 def metric_names(names: list[str]) -> list[str]:

@@ -6,14 +6,16 @@ suite/expand.py resolves it into jobs (job/config.JobConfig): a dataset entry gi
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, get_args
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, Field, create_model, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, create_model, field_validator, model_serializer, model_validator
 
 from benchmark.fl.spec import MethodEntry
 from benchmark.job.config import JobData
 from benchmark.job.settings import JobSettings, Seed, Strict, metric_names
-from benchmark.params import Identity, declared
+from benchmark.params import Identity, declared, pydantic_problems
+from benchmark.registry import Registry
 
 
 class Contradicted(Strict):
@@ -39,20 +41,17 @@ class Chosen(Strict):
     )
 
 
-class AuthorsRuns(Strict):
-    """Reference values from the authors' released runs of a FedAc-protocol figure (per dataset
-    entry, i.e. per K): for each method and number of workers M, their best final F(w) − F* over
-    η and that η. Carried in the suite so that a clone without the authors' files reports them."""
+@dataclass(frozen=True)
+class ReferencePart:
+    """A protocol's block of a dataset entry's `reference:`, under its own key (FedAc's `authors:`,
+    protocols/fedac/suite_parts.py), validated by `model`."""
 
-    source: str = Field(description="the authors' file the values come from")
-    f_star: float = Field(description="F* the suboptimality is measured from (fedbench's Newton solve)")
-    # a pair as YAML writes it (a list: strict validation takes no list for a tuple)
-    best: dict[str, dict[int, Annotated[list[float], Field(min_length=2, max_length=2)]]] = Field(
-        description="method -> M -> [best final F − F*, its η]"
-    )
-    not_compared: dict[str, str] = Field(
-        default_factory=dict, description="method -> why its values are shown but never compared"
-    )
+    name: str
+    model: type[BaseModel]
+
+
+# filled by the protocols: reading it first imports benchmark/protocols/
+REFERENCE_PARTS: Registry[ReferencePart] = Registry("reference part", "benchmark.protocols")
 
 
 class Reference(Strict):
@@ -88,7 +87,38 @@ class Reference(Strict):
         exclude_if=lambda v: not v,
         description="another paper's other numbers for (what may be) this protocol; the report shows them beside",
     )
-    authors: AuthorsRuns | None = Field(None, description="the authors' released runs (FedAc figures)")
+    parts: dict[str, Any] = Field(
+        default_factory=dict,
+        exclude_if=lambda v: not v,
+        description="each registered part's block (REFERENCE_PARTS), written beside the fields above under its key",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _registered_parts(cls, data):
+        """A key that is no field of a Reference but a registered part's is validated by the part's model."""
+        if not isinstance(data, dict) or set(data) <= set(cls.model_fields) - {"parts"}:
+            return data
+        if "parts" in data:
+            raise ValueError("write each part under its own key (e.g. `authors:`), not under `parts:`")
+        own = {k: v for k, v in data.items() if k in cls.model_fields or k not in REFERENCE_PARTS}
+        parts = {}
+        for key in data.keys() - own.keys():
+            model = REFERENCE_PARTS.get(key).model
+            try:
+                parts[key] = model.model_validate(data[key])
+            except ValidationError as err:
+                raise ValueError("; ".join(f"{p}: {m}" for p, m in pydantic_problems(err, key, model))) from None
+        return {**own, "parts": parts}
+
+    @model_serializer(mode="wrap")
+    def _parts_in_place(self, handler):
+        data = handler(self)
+        return (
+            {**{k: v for k, v in data.items() if k != "parts"}, **data.get("parts", {})}
+            if isinstance(data, dict)
+            else data
+        )
 
     @field_validator("metrics")
     @classmethod

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from benchmark.protocols.fedac import suite_parts  # noqa: F401  (registers its reference part and init)
 from benchmark.protocols.fedac.jobs import batch_key
 from benchmark.protocols.fedac.report import is_fedac_protocol, section
 from benchmark.report.protocol_sections import SECTIONS, ProtocolSection, Section

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from benchmark.protocols.fedac.compare import authors_points, comparison_summary, comparison_tables
 from benchmark.protocols.fedac.jobs import batch_key
+from benchmark.protocols.fedac.suite_parts import AuthorsRuns
 from benchmark.report.protocol_sections import Section
 from benchmark.store.records import measured, summary_from_json
 from benchmark.suite.expand import Job
-from benchmark.suite.schema import AuthorsRuns
 
 
 def is_fedac_protocol(job: Job) -> bool:
@@ -120,7 +120,11 @@ def _fate(summary: Mapping | None) -> tuple[float | None, str]:
 
 def authors_runs(suite) -> dict[int, AuthorsRuns]:
     """Dataset entry -> the authors' released runs its reference carries."""
-    return {i: d.reference.authors for i, d in enumerate(suite.datasets) if d.reference and d.reference.authors}
+    return {
+        i: d.reference.parts["authors"]
+        for i, d in enumerate(suite.datasets)
+        if d.reference and "authors" in d.reference.parts
+    }
 
 
 def collect(
