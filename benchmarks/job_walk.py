@@ -52,8 +52,8 @@ def _layers() -> dict[str, int]:
 
 
 def _unit(file: str) -> str:
-    parts = Path(file).relative_to(PACKAGE).with_suffix("").parts
-    return parts[0] if len(parts) > 1 else parts[0]
+    """`.../benchmark/engine/setup.py` -> "engine"; `.../benchmark/cli.py` -> "cli" (test_layers' units)."""
+    return Path(file).relative_to(PACKAGE).with_suffix("").parts[0]
 
 
 def trace_walk() -> list[tuple[str, str, str, str, tuple[str, ...]]]:
@@ -139,7 +139,8 @@ def schema_counts() -> None:
             keys |= set(dataset)
             nulls = {k for k, v in dataset.items() if v is None}
             always_null = nulls if always_null is None else always_null & nulls
-    print(f"job dataset keys: {len(keys)}, null in every job of every shipped suite: {len(always_null or ())}")
+    nulls = sorted(always_null or ())
+    print(f"job dataset keys: {len(keys)}, null in every job of every shipped suite: {len(nulls)} {nulls}")
     importers = [
         rel(str(p))
         for p in sorted((PACKAGE / "engine").rglob("*.py"))
