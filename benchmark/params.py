@@ -116,6 +116,7 @@ def _identity_parts(model: BaseModel, memo: dict):
     for name, identity in fields:
         if name not in sections and isinstance(values[name], list):
             _drop_never_field(model, name, identity, data)
+    data.update(_constants(model))
     yield data, None
     for name in sections - never:
         value = values[name]
@@ -131,6 +132,12 @@ def _identity_parts(model: BaseModel, memo: dict):
 def _drop_never(model: BaseModel, node: dict) -> None:
     for name, identity in _identities(type(model)):
         _drop_never_field(model, name, identity, node)
+    node.update(_constants(model))
+
+
+def _constants(model: BaseModel) -> dict:
+    """Keys a model's identity holds at fixed values, besides its fields: job/config.HASHED_AS_NULL."""
+    return getattr(type(model), "identity_constants", {})
 
 
 def _drop_never_field(model: BaseModel, name: str, identity: Identity, node: dict) -> None:

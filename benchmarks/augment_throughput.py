@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from benchmark.engine import augment as aug
-from benchmark.suite.schema import AugmentConfig
+from benchmark.job.settings import AugmentConfig
 
 MEAN, STD = torch.tensor((0.4914, 0.4822, 0.4465)), torch.tensor((0.2470, 0.2435, 0.2616))
 

@@ -19,8 +19,9 @@ from benchmark.engine.simulation import Simulation
 from benchmark.fl.method import resolve_method
 from benchmark.fl.pairing import model_problems
 from benchmark.fl.presets import preset, preset_names
+from benchmark.job.config import JobConfig
+from benchmark.job.settings import Participation
 from benchmark.models.registry import build_model, model_traits
-from benchmark.suite.schema import JobConfig, Participation
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -28,8 +28,8 @@ from benchmark.engine.local import clip_by_norm, make_forward, train_client
 from benchmark.engine.memory_format import channels_last_pays
 from benchmark.fl.base import ClientContext, RoundInfo
 from benchmark.fl.flat import ParamSpec, flat_params
+from benchmark.job.settings import LocalTraining
 from benchmark.models.registry import build_model
-from benchmark.suite.schema import LocalTraining
 
 # model -> (input shape, classes, batch size, steps per timed run): the papers' settings
 SETTINGS = {

@@ -29,8 +29,10 @@ from benchmark.engine.fed_data import FederatedData, default_preprocess
 from benchmark.engine.simulation import Simulation
 from benchmark.engine.trainers.base import ExecutionRecord
 from benchmark.fl.method import resolve_method
+from benchmark.job.config import JobConfig
+from benchmark.job.settings import LocalTraining, ModelConfig, Participation
 from benchmark.models.registry import build_model
-from benchmark.suite.schema import DatasetEntry, JobConfig, LocalTraining, ModelConfig, Participation
+from benchmark.suite.schema import DatasetEntry
 
 IMAGE = (1, 28, 28)
 NUM_CLASSES = 62

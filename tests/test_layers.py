@@ -31,6 +31,7 @@ CLI = {"cli", "cli_data", "cli_options", "__main__"}
 LAYERS = [
     FOUNDATION,
     {"data", "models", "fl"},
+    {"job"},  # a job's typed config: what suite/ builds and the engine runs
     {"suite"},
     {"engine", "store"},  # the results on disk (store/) know nothing of training, and the engine nothing of files
     {"run", "papers"},
@@ -178,4 +179,12 @@ def test_validation_layers_bind_torch_lazily():
             offenders += [f"{module}:{node.lineno}" for name in names if name.split(".")[0] == "torch"]
     assert not offenders, "use `from benchmark.lazy import torch` (or nn, F) instead of importing torch:\n" + "\n".join(
         offenders
+    )
+
+
+def test_the_engine_takes_a_job_not_a_suite():
+    """The engine trains a job's typed config (benchmark/job/): it never reads the suite's file format."""
+    engine_to_suite = sorted({file for src, dst, file in imports() if src == "engine" and dst == "suite"})
+    assert not engine_to_suite, "the engine imports the job config (benchmark.job), not suite/:\n" + "\n".join(
+        engine_to_suite
     )

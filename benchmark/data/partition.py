@@ -111,3 +111,9 @@ def split_shared(src: SourceData, num_clients: int, cfg, seed: int) -> list[torc
 
 def partition(src: SourceData, num_clients: int, cfg) -> list[torch.Tensor]:
     return SPLITTERS[cfg.kind](src, num_clients, cfg, cfg.seed)
+
+
+def packed_partition(src: SourceData, num_clients: int, cfg) -> dict[str, torch.Tensor]:
+    """`partition` as the split cache stores it: every client's indices end to end, and their sizes."""
+    parts = partition(src, num_clients, cfg)
+    return {"indices": torch.cat(parts), "sizes": torch.tensor([len(p) for p in parts])}

@@ -21,7 +21,8 @@ import torch.nn.functional as F
 
 from benchmark.data.source import SourceData
 from benchmark.engine.fed_data import Preprocessor
-from benchmark.suite.schema import AugmentConfig, JobConfig
+from benchmark.job.config import JobConfig
+from benchmark.job.settings import AugmentConfig
 
 
 def _uniform(n: int, gen: torch.Generator, device: torch.device) -> torch.Tensor:

@@ -14,9 +14,9 @@ import numpy as np
 
 from benchmark.data.source import SourceData
 from benchmark.errors import UserError
+from benchmark.job.settings import LocalTraining
 from benchmark.lazy import torch  # the FedAc engine draws its samples here without torch
 from benchmark.rng import Stream, derive_seed, generator
-from benchmark.suite.schema import LocalTraining
 from benchmark.torch_streams import TorchGenerator
 
 # kind -> fn(x, train, gen) -> float tensor; image pipelines register augmentation here

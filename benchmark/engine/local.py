@@ -26,7 +26,7 @@ from benchmark.engine.memory_format import to_channels_last
 from benchmark.engine.round_tally import SILENT, RoundTally
 from benchmark.fl.base import ClientContext, ClientTerm, ForwardOut
 from benchmark.fl.flat import ParamSpec
-from benchmark.suite.schema import LocalTraining
+from benchmark.job.settings import LocalTraining
 
 AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 

@@ -46,7 +46,7 @@ from benchmark.engine import client_batched
 from benchmark.engine.local import full_precision, overrides
 from benchmark.fl.base import ClientTerm
 from benchmark.fl.terms import Prox
-from benchmark.suite.schema import LocalTraining
+from benchmark.job.settings import LocalTraining
 
 # hooks that put something besides the weighted cross-entropy into the gradient or the step
 SHAPES_STEP = ("adjust_logits", "loss", "direction", "grad_point", "step", "regroup")

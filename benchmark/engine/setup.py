@@ -10,15 +10,15 @@ from dataclasses import replace
 import torch
 
 from benchmark.data.cache import cache_key, cached_tensors
-from benchmark.data.partition import partition
+from benchmark.data.partition import packed_partition, partition
 from benchmark.engine.augment import image_preprocessor
 from benchmark.engine.fed_data import FederatedData, default_preprocess
 from benchmark.engine.holdout import hold_out
 from benchmark.engine.simulation import Simulation
 from benchmark.engine.sources import _fingerprint, _load_source, _tensors, data_fingerprint, load_source
 from benchmark.errors import UserError
+from benchmark.job.config import JobConfig
 from benchmark.models.registry import build_model, known_models
-from benchmark.suite.schema import JobConfig
 
 # source kind -> factory(src, job) -> Preprocessor(x, train, gen); other kinds use default_preprocess
 PREPROCESSORS: dict = {"image": image_preprocessor}
@@ -28,19 +28,16 @@ PREPROCESSORS: dict = {"image": image_preprocessor}
 def _clients(name: str, params_json: str, root: str | None, split_json: str, num_clients: int):
     """Client index tensors, cached on disk keyed by the split settings and the labels' checksum
     (a Dirichlet split of a large dataset is not free, and must never change between runs)."""
-    from benchmark.suite.schema import SplitConfig
+    from benchmark.job.settings import SplitConfig
 
     src = _tensors(name, params_json, root)
     labels = hashlib.sha256(src.train_y.numpy().tobytes()).hexdigest()
-
-    def build() -> dict[str, torch.Tensor]:
-        try:
-            parts = partition(src, num_clients, SplitConfig(**json.loads(split_json)))
-        except ValueError as err:
-            raise UserError(f"dataset {name!r}: cannot split: {err}") from None
-        return {"indices": torch.cat(parts), "sizes": torch.tensor([len(p) for p in parts])}
-
-    t = cached_tensors("split", cache_key(name, split_json, num_clients, labels), build)
+    # the cache builds with data/'s own function, so the walk goes down into data/ and back, not up again
+    build = functools.partial(packed_partition, src, num_clients, SplitConfig(**json.loads(split_json)))
+    try:
+        t = cached_tensors("split", cache_key(name, split_json, num_clients, labels), build)
+    except ValueError as err:  # the split's own complaint (too few examples, ...): a cached read never raises it
+        raise UserError(f"dataset {name!r}: cannot split: {err}") from None
     return list(torch.split(t["indices"], t["sizes"].tolist()))
 
 

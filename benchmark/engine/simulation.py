@@ -23,10 +23,10 @@ from benchmark.engine.trainers.by_execution import trainer_for
 from benchmark.engine.training_setup import TrainingSetup
 from benchmark.fl.base import RoundInfo, Uploads
 from benchmark.fl.flat import flat_params
+from benchmark.job.config import JobConfig
 from benchmark.metrics import ema_update
 from benchmark.rng import Stream, generator
 from benchmark.round_values import measured_by_call
-from benchmark.suite.schema import JobConfig
 
 
 @runtime_checkable

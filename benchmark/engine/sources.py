@@ -11,8 +11,8 @@ from pydantic import ValidationError
 
 from benchmark.data.source import DATASETS, SourceData, check_source, data_root, load_dataset
 from benchmark.errors import UserError
+from benchmark.job.config import JobConfig
 from benchmark.params import pydantic_problems
-from benchmark.suite.schema import JobConfig
 
 
 def _where(name: str, root: str | None) -> str:

@@ -19,7 +19,8 @@ from benchmark.fl.base import ClientContext, RoundInfo
 from benchmark.fl.flat import ParamSpec
 from benchmark.fl.method import Method
 from benchmark.fl.state import ClientStateStore, MemmapClientStateStore, make_client_store
-from benchmark.suite.schema import JobConfig, LocalTraining
+from benchmark.job.config import JobConfig
+from benchmark.job.settings import LocalTraining
 
 # a client's batch positions in a round: (example positions, local epoch) per step (FederatedData.batch_positions)
 Positions = list[tuple[torch.Tensor, int]]

@@ -15,12 +15,10 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-import numpy as np
-
 from benchmark.lazy import nn, torch
+from benchmark.models.inits import INITS
 from benchmark.plugins import withdrawable
 from benchmark.registry import check_new, load_installed, registering_module
-from benchmark.rng import Stream, generator
 
 
 @dataclass(frozen=True)
@@ -80,18 +78,6 @@ def build_model(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = factory(input_shape=input_shape, num_classes=num_classes, **params)
-    if init == "zeros":
-        with torch.no_grad():
-            for p in model.parameters():
-                p.zero_()
-    elif init == "normal":  # w₀ ~ N(0, I) (FedAc), from its own stream of the job's seed
-        gen = generator(seed, Stream.INIT)
-        with torch.no_grad():
-            for p in model.parameters():
-                p.copy_(torch.randn(p.shape, generator=gen))
-    elif init == "normal_numpy":  # the FedAc authors' `np.random.seed(seed); np.random.randn(d)`, bit for bit
-        params = list(model.parameters())
-        flat = np.random.RandomState(seed).randn(sum(p.numel() for p in params))
-        with torch.no_grad():
-            torch.nn.utils.vector_to_parameters(torch.from_numpy(flat).to(params[0].dtype), params)
+    with torch.no_grad():
+        INITS.get(init).apply(model, seed)
     return model

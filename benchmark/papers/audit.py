@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from benchmark.data.participation import clients_per_round
+from benchmark.job.config import JobConfig
 from benchmark.papers.paper_settings import iterations_of
 from benchmark.suite.expand import Job, expand
-from benchmark.suite.schema import JobConfig, Suite
+from benchmark.suite.schema import Suite
 
 IMPLICIT = {"method.server.global_lr": 1.0}  # a rule without a server lr moves to the clients' average
 NOT_SETTINGS = ("method", "method.*")  # compositions recorded by name; checked through their parameters

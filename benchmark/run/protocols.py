@@ -18,8 +18,8 @@ from benchmark.registry import Registry
 
 if TYPE_CHECKING:  # `fedbench report` tells a protocol's jobs apart without torch
     from benchmark.engine.simulation import JobRounds
+    from benchmark.job.config import JobConfig
     from benchmark.suite.expand import Job
-    from benchmark.suite.schema import JobConfig
 
 
 class Protocol(ABC):

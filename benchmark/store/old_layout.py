@@ -30,8 +30,8 @@ log = logging.getLogger(__name__)
 
 def not_a_job(folder: Path) -> str | None:
     """Why `folder` (`results/<suite>/<name>/`) is not a job folder of the old layout; None when it is one."""
+    from benchmark.job.config import JobConfig
     from benchmark.suite.expand import job_id
-    from benchmark.suite.schema import JobConfig
 
     name = JOB_NAME.match(folder.name)
     if name is None:

@@ -21,6 +21,7 @@ from benchmark.errors import SuiteError, UserError
 from benchmark.fl.method import MethodProblems, resolve_method
 from benchmark.fl.pairing import model_problems
 from benchmark.fl.spec import MethodSpec
+from benchmark.job.config import JobConfig, JobData
 from benchmark.params import (
     Identity,
     identity_json,
@@ -37,7 +38,7 @@ from benchmark.suite.load import load_suite, located
 from benchmark.suite.merge import deep_merge, merge_local
 from benchmark.suite.metric_rounds import warn_metrics_past_the_end
 from benchmark.suite.overrides import Overrides, Setting
-from benchmark.suite.schema import SETTINGS_FIELDS, JobConfig, MethodOverride, Settings, Suite
+from benchmark.suite.schema import SETTINGS_FIELDS, MethodOverride, Settings, Suite
 from benchmark.suite.selection import label_names, matches_no_job
 
 
@@ -464,7 +465,7 @@ def _templates(suite: Suite, methods, settings, file: str):
     for d_index, (entry, base) in enumerate(zip(suite.datasets, settings)):
         metrics = list(dict.fromkeys(base.metrics + (entry.reference.metrics if entry.reference else [])))
         base_raw = base.model_dump(exclude={"seeds"})
-        dataset = entry.model_dump(exclude=SETTINGS_FIELDS | {"method_overrides"})
+        dataset = entry.model_dump(include=set(JobData.model_fields))  # the job's part of the entry
         for m_index, (method, method_grid) in enumerate(methods):
             over = entry.method_overrides.get(method.label, MethodOverride())
             try:

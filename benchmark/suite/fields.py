@@ -8,8 +8,8 @@ import typing
 from pydantic import BaseModel
 
 from benchmark.fl.spec import MethodSpec
+from benchmark.job.config import JobConfig
 from benchmark.params import model_in
-from benchmark.suite.schema import JobConfig
 
 COMPONENTS = {"server": "rule", "uplink": "codec", "downlink": "codec"}
 

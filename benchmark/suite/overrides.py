@@ -85,7 +85,7 @@ def _check_seeds(seeds: list[int], flag: str) -> None:
     """Each seed in the range a suite's `seeds:` accepts, the error naming the option."""
     from pydantic import TypeAdapter, ValidationError
 
-    from benchmark.suite.schema import Seed
+    from benchmark.job.settings import Seed
 
     for seed in seeds:
         try:

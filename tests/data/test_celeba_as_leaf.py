@@ -17,7 +17,7 @@ from benchmark.cli import main
 from benchmark.data.source import load_dataset
 from benchmark.engine.augment import image_preprocessor
 from benchmark.errors import DatasetMissing
-from benchmark.suite.schema import AugmentConfig
+from benchmark.job.settings import AugmentConfig
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import torch
 
 from benchmark.data.partition import partition
 from benchmark.data.source import SourceData
-from benchmark.suite.schema import SplitConfig
+from benchmark.job.settings import SplitConfig
 
 
 def labelled(n: int = 2000, classes: int = 10, users: int | None = None) -> SourceData:

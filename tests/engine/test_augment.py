@@ -12,7 +12,7 @@ from torch.overrides import TorchFunctionMode
 from benchmark.data.source import SourceData
 from benchmark.engine import augment as aug
 from benchmark.engine.fed_data import FederatedData
-from benchmark.suite.schema import AugmentConfig, LocalTraining
+from benchmark.job.settings import AugmentConfig, LocalTraining
 
 CIFAR_LIKE = AugmentConfig(crop_padding=2, flip=True, rotate_degrees=10)
 MEAN, STD = (0.5, 0.4, 0.3), (0.25, 0.2, 0.1)

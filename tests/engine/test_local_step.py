@@ -12,7 +12,7 @@ from benchmark.engine.fed_data import Batch
 from benchmark.engine.local import clip_by_norm, make_forward, row_norms, train_client
 from benchmark.fl.base import ClientContext, ClientTerm, RoundInfo
 from benchmark.fl.flat import ParamSpec, flat_params
-from benchmark.suite.schema import LocalTraining
+from benchmark.job.settings import LocalTraining
 from tests.fedtest import StageMLP
 
 

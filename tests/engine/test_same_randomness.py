@@ -10,8 +10,8 @@ from benchmark.data.source import SourceData
 from benchmark.engine.fed_data import FederatedData
 from benchmark.engine.setup import PREPROCESSORS
 from benchmark.engine.simulation import Simulation
+from benchmark.job.settings import AugmentConfig
 from benchmark.models.registry import build_model
-from benchmark.suite.schema import AugmentConfig
 
 
 def image_source() -> SourceData:

@@ -16,8 +16,9 @@ from benchmark.data.source import SourceData
 from benchmark.engine.fed_data import FederatedData, default_preprocess
 from benchmark.engine.simulation import Simulation
 from benchmark.fl.method import resolve_method
+from benchmark.job.config import JobConfig, JobData
+from benchmark.job.settings import LocalTraining, ModelConfig, Participation
 from benchmark.models.logistic import Logistic
-from benchmark.suite.schema import DatasetEntry, JobConfig, LocalTraining, ModelConfig, Participation
 
 DIM, CLASSES = 3, 4
 LR, WD = 0.1, 1e-3
@@ -50,7 +51,7 @@ def make_sim(
     src = SourceData(x, y, x.clone(), y.clone(), CLASSES, "vector")
     data = FederatedData(src, [torch.tensor(c) for c in clients], default_preprocess(src))
     job = JobConfig(
-        dataset=DatasetEntry(name="synthetic"),
+        dataset=JobData(name="synthetic"),
         method=resolve_method(method, "methods[0]"),
         seed=seed,
         rounds=5,

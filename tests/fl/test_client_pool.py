@@ -8,7 +8,7 @@ from methods_support import make_sim
 
 from benchmark.data.participation import pool_entrants, pool_members, sample_clients
 from benchmark.engine.trainers.sequential import SequentialTrainer
-from benchmark.suite.schema import Participation
+from benchmark.job.settings import Participation
 
 N = 500
 

@@ -16,8 +16,9 @@ from benchmark.engine.fed_data import FederatedData, default_preprocess, shared_
 from benchmark.engine.simulation import Simulation
 from benchmark.errors import UserError
 from benchmark.fl.method import resolve_method
+from benchmark.job.config import JobConfig, JobData
+from benchmark.job.settings import LocalTraining, ModelConfig, Participation
 from benchmark.models.registry import build_model
-from benchmark.suite.schema import DatasetEntry, JobConfig, LocalTraining, ModelConfig, Participation
 
 LAM, ETA = 0.05, 0.3
 
@@ -42,7 +43,7 @@ def shared_sim(method, clients=3, steps=2, batch=2, lr=ETA, seed=0) -> Simulatio
     src = SourceData(x, y, x.clone(), y.clone(), 2, "vector")
     data = FederatedData(src, [torch.arange(len(y))] * clients, default_preprocess(src), shared=True)
     job = JobConfig(
-        dataset=DatasetEntry(name="synthetic", split={"kind": "shared"}),
+        dataset=JobData(name="synthetic", split={"kind": "shared"}),
         method=resolve_method(method, "m"),
         seed=seed,
         rounds=3,

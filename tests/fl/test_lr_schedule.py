@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchmark.fl.base import LrSchedule, RoundInfo
-from benchmark.suite.schema import LocalTraining
+from benchmark.job.settings import LocalTraining
 
 
 def test_round_decay_only():

@@ -17,7 +17,8 @@ from benchmark.engine.setup import federated_data
 from benchmark.engine.simulation import Simulation
 from benchmark.fl.method import resolve_method
 from benchmark.fl.presets import preset_names
-from benchmark.suite.schema import DatasetEntry, JobConfig, LocalTraining, ModelConfig, Participation
+from benchmark.job.config import JobConfig, JobData
+from benchmark.job.settings import LocalTraining, ModelConfig, Participation
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 
@@ -42,7 +43,7 @@ def femnist_root(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("name", preset_names() + COMPOSED)
 def test_preset_trains_on_femnist(name, femnist_root):
     job = JobConfig(
-        dataset=DatasetEntry(name="femnist", root=str(femnist_root), split={"kind": "natural"}),
+        dataset=JobData(name="femnist", root=str(femnist_root), split={"kind": "natural"}),
         method=resolve_method(name, "methods[0]"),
         seed=0,
         rounds=4,

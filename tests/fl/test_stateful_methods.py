@@ -30,7 +30,7 @@ K = 2
 
 def seed_with_changing_clients() -> tuple[int, list[list[int]]]:
     """A seed whose rounds 0 and 1 share one client (state reused) and differ in another (fresh state)."""
-    from benchmark.suite.schema import Participation
+    from benchmark.job.settings import Participation
 
     cfg = Participation(rate=0.5)
     for seed in range(100):

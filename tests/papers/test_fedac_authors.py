@@ -192,7 +192,7 @@ def test_figure_suites_carry_the_authors_best_over_eta():
         suite = Suite(**yaml.safe_load((REPO / "suites" / "papers" / f"{name}.yaml").read_text()))
         runs = pd.read_csv(REFERENCE / "fedac_authors" / f"out_a9a_{lam}_summary.csv")
         for entry in suite.datasets:
-            k, authors = entry.local["steps"], entry.reference.authors
+            k, authors = entry.local["steps"], entry.reference.parts["authors"]
             for method, by_m in authors.best.items():
                 alg = {v: a for a, v in fedac_authors.ALG.items()}[fedac_authors.COMPARED_WITH.get(method, method)]
                 for m, (value, eta) in by_m.items():
@@ -200,10 +200,14 @@ def test_figure_suites_carry_the_authors_best_over_eta():
                     best = mine.loc[mine.final_loss.idxmin()]
                     assert math.isclose(value, best.final_loss - authors.f_star, rel_tol=1e-5), (name, method, m, k)
                     assert eta == best.eta
-    fig1 = Suite(**yaml.safe_load((REPO / "suites/papers/fedac.fig1.yaml").read_text())).datasets[0].reference.authors
+    fig1 = (
+        Suite(**yaml.safe_load((REPO / "suites/papers/fedac.fig1.yaml").read_text()))
+        .datasets[0]
+        .reference.parts["authors"]
+    )
     assert fig1.best[fedac_authors.AUTHORS_BETA] == fig1.best["FedAc-II"] and list(fig1.not_compared) == ["FedAc-II"]
     appendix = Suite(**yaml.safe_load((REPO / "suites/papers/fedac.appendix_lambda0.01.yaml").read_text()))
-    assert set(appendix.datasets[0].reference.authors.best) == {"FedAvg", "FedAc-I", "MB-SGD", "MB-AC-SGD"}
+    assert set(appendix.datasets[0].reference.parts["authors"].best) == {"FedAvg", "FedAc-I", "MB-SGD", "MB-AC-SGD"}
 
 
 @pytest.mark.skipif(not os.environ.get("FEDBENCH_DATA"), reason="FEDBENCH_DATA is not set (a9a needed)")

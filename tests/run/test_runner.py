@@ -10,10 +10,10 @@ from fedtest import measured, tiny_suite, write_suite
 
 from benchmark.data.participation import sample_clients
 from benchmark.fl.registry import SERVER_RULES
+from benchmark.job.settings import Participation
 from benchmark.run.executor import run_jobs
 from benchmark.store.job_dir import JobDir
 from benchmark.suite.expand import load_jobs
-from benchmark.suite.schema import Participation
 
 
 def run_suite(tmp_path, suite=None, stop_after=None, results="results"):

@@ -1,4 +1,4 @@
-"""Job identity, declared once in the schema: every field's class, and the job id, the FedAc
+"""Job identity, declared once with the job config's fields: every field's class, and the job id, the FedAc
 engine's batches and the audit all following it."""
 
 from __future__ import annotations
@@ -6,16 +6,15 @@ from __future__ import annotations
 from fedtest import REPO
 
 from benchmark.fl.registry import CLIENT_TERMS, CODECS, SERVER_RULES
+from benchmark.job.config import JobConfig
 from benchmark.papers.audit import job_value, setting
 from benchmark.params import Identity, identity_of, model_in
 from benchmark.protocols.fedac.jobs import batch_key
 from benchmark.suite.expand import job_id, load_jobs
-from benchmark.suite.schema import JobConfig
 
 A, N, D = Identity.ALWAYS, Identity.NEVER, Identity.UNLESS_DEFAULT
 
-# Every field of a job. A dataset entry's copies of the settings (dataset.rounds ... dataset.seeds)
-# are null in every job: hashed as null, as since ids began, but for the later `compile`.
+# Every field of a job (job/config.py); its dataset holds only what the job trains on.
 JOB_FIELDS = {
     "rounds": A,
     "eval_every": A,
@@ -73,21 +72,6 @@ JOB_FIELDS = {
     "dataset.augment.flip": A,
     "dataset.augment.rotate_degrees": A,
     "dataset.label": N,
-    "dataset.reference": N,
-    "dataset.method_overrides": D,  # {} in every job (expand applies it): never dumped
-    "dataset.method_overrides.local": A,
-    "dataset.method_overrides.server": A,
-    "dataset.method_overrides.client": A,
-    **{
-        f"dataset.{copy}": A
-        for copy in (
-            "rounds eval_every num_clients participation local model metrics precision checkpoint_every "
-            "checkpoint_minutes execution client_state vmap_chunk suboptimality seeds"
-        ).split()
-    },
-    "dataset.compile": N,
-    "dataset.log_model": N,
-    "dataset.select": N,
     "method": A,
     "method.label": N,
     **{f"method.{part}{field}": A for part in ("server", "client", "uplink", "downlink") for field in ("", ".name")},
@@ -133,9 +117,7 @@ def test_the_job_id_follows_the_classes():
     assert job_id(c) == job.id
     same = [
         c.model_copy(update={"execution": "vectorised", "checkpoint_every": 7, "metrics": [], "log_model": True}),
-        c.model_copy(
-            update={"dataset": c.dataset.model_copy(update={"root": "/elsewhere", "label": "x", "log_model": True})}
-        ),
+        c.model_copy(update={"dataset": c.dataset.model_copy(update={"root": "/elsewhere", "label": "x"})}),
         c.model_copy(update={"method": c.method.model_copy(update={"label": "renamed"})}),
         c.model_copy(update={"participation": c.participation.model_copy(update={"relative_to": "all"})}),
     ]

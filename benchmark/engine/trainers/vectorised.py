@@ -19,7 +19,7 @@ from benchmark.engine.trainers.base import ClientOutcome, ExecutionRecord, Local
 from benchmark.engine.training_setup import Positions, TrainingSetup
 from benchmark.errors import UserError
 from benchmark.fl.base import ClientTerm, RoundInfo
-from benchmark.suite.schema import LocalTraining
+from benchmark.job.settings import LocalTraining
 
 ADVICE = (
     "set `execution: sequential` (or `auto`, which trains such rounds sequentially) for this job "

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from benchmark.protocols.fedac import suite_parts  # noqa: F401  (registers its reference part and init)
 from benchmark.protocols.fedac.jobs import batch_key
 from benchmark.protocols.fedac.report import is_fedac_protocol, section
 from benchmark.report.protocol_sections import SECTIONS, ProtocolSection, Section
 from benchmark.run.protocols import PROTOCOLS, BatchCosts, Protocol
 
 if TYPE_CHECKING:
+    from benchmark.job.config import JobConfig
     from benchmark.protocols.fedac.replay import ReplaySimulation
     from benchmark.suite.expand import Job
-    from benchmark.suite.schema import JobConfig, Suite
+    from benchmark.suite.schema import Suite
 
 
 class FedAcProtocol(Protocol):

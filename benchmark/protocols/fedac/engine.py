@@ -32,11 +32,11 @@ import numpy as np
 from benchmark.engine.convex import softplus
 from benchmark.engine.fed_data import authors_positions, shared_rows
 from benchmark.fl.fedac import coefficients
+from benchmark.job.config import JobConfig
 from benchmark.metrics import ema_update
 from benchmark.protocols.fedac.jobs import one_step_rounds, server_kind
 from benchmark.protocols.fedac.signals import HeldSignals
 from benchmark.rng import Stream, derive_seed
-from benchmark.suite.schema import JobConfig
 from benchmark.torch_streams import TorchGenerator
 
 if TYPE_CHECKING:

@@ -7,8 +7,8 @@ the FedAc protocol's jobs (figure.py) without importing either.
 from __future__ import annotations
 
 from benchmark.fl.spec import MethodSpec
+from benchmark.job.config import JobConfig
 from benchmark.params import canonical_json, identity_dump
-from benchmark.suite.schema import JobConfig
 
 
 def batch_key(job: JobConfig) -> str | None:

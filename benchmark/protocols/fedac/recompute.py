@@ -36,7 +36,7 @@ def summaries_from_runs(runs: pd.DataFrame) -> dict[str, dict]:
 def main(suite: str, runs_csv: str, seeds: str | None) -> None:
     """Print the comparison summary of SUITE's FedAc cells from RUNS_CSV."""
     from benchmark.protocols.fedac.compare import comparison_summary
-    from benchmark.protocols.fedac.report import collect
+    from benchmark.protocols.fedac.report import authors_runs, collect
     from benchmark.suite.expand import load_jobs
     from benchmark.suite.overrides import Overrides
 
@@ -45,8 +45,8 @@ def main(suite: str, runs_csv: str, seeds: str | None) -> None:
             runs = pd.read_csv(runs_csv)
         except (pd.errors.ParserError, pd.errors.EmptyDataError, EOFError, OSError, UnicodeDecodeError) as err:
             raise UserError(f"{runs_csv}: not a readable CSV ({err})") from None
-        _, jobs = load_jobs(suite, Overrides.parse(seeds=seeds))
-        click.echo(comparison_summary(collect(jobs, summaries_from_runs(runs))))
+        parsed, jobs = load_jobs(suite, Overrides.parse(seeds=seeds))
+        click.echo(comparison_summary(collect(jobs, summaries_from_runs(runs), authors_by_entry=authors_runs(parsed))))
     except UserError as err:
         click.echo(f"error: {err}", err=True)
         sys.exit(2)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from benchmark.protocols.fedac.compare import authors_points, comparison_summary, comparison_tables
 from benchmark.protocols.fedac.jobs import batch_key
+from benchmark.protocols.fedac.suite_parts import AuthorsRuns
 from benchmark.report.protocol_sections import Section
 from benchmark.store.records import measured, summary_from_json
 from benchmark.suite.expand import Job
@@ -117,19 +118,31 @@ def _fate(summary: Mapping | None) -> tuple[float | None, str]:
     return None, "diverged" if status in ("finished", "diverged") else status
 
 
+def authors_runs(suite) -> dict[int, AuthorsRuns]:
+    """Dataset entry -> the authors' released runs its reference carries."""
+    return {
+        i: d.reference.parts["authors"]
+        for i, d in enumerate(suite.datasets)
+        if d.reference and "authors" in d.reference.parts
+    }
+
+
 def collect(
-    jobs: list[Job], summaries: dict[str, dict], unscored: dict[tuple[int, str], str] | None = None
+    jobs: list[Job],
+    summaries: dict[str, dict],
+    unscored: dict[tuple[int, str], str] | None = None,
+    authors_by_entry: dict[int, AuthorsRuns] | None = None,
 ) -> dict[tuple[str, int, int], Cell]:
     """(method, M, K) -> Cell, over the FedAc-protocol jobs; an η's seeds are averaged. `unscored`
     (audit.off_paper): (entry, method) -> the settings run other than the suite's; such a cell's
-    authors' value is shown, not compared."""
+    authors' value is shown, not compared. `authors_by_entry`: `authors_runs` of the jobs' suite."""
     cells: dict[tuple[str, int, int], Cell] = defaultdict(Cell)
     for job in jobs:
         if not is_fedac_protocol(job):
             continue
         c = job.config
         cell = cells[job.method_label, c.num_clients, c.local.steps]
-        authors = c.dataset.reference.authors if c.dataset.reference else None
+        authors = (authors_by_entry or {}).get(job.dataset_index)
         if authors and cell.authors is None:
             cell.authors = authors.best.get(job.method_label, {}).get(c.num_clients)
             off = (unscored or {}).get((job.dataset_index, job.method_label), "")
@@ -345,6 +358,6 @@ def section(suite, jobs: list[Job], summaries: dict[str, dict]) -> Section:
     """The report's FedAc section: the tables, the note and (where a cell has a best η) the figure."""
     from benchmark.papers.audit import off_paper
 
-    cells = collect(jobs, summaries, off_paper(suite, jobs))
+    cells = collect(jobs, summaries, off_paper(suite, jobs), authors_runs(suite))
     draw = (lambda path: write_figure(cells, path)) if any(c.best for c in cells.values()) else None
     return Section(fedac_entry_tables(cells), fedac_note(cells), draw)
