@@ -321,3 +321,107 @@ def test_the_rerun_refuses_what_it_cannot_run(tmp_path):
     record.write_text("runid,lambda,alg,eta,M,K,why,authors_final_loss\nr1,0.001,1,0.1,2,4,differs,0.5\n")
     done = rerun()
     assert done.exit_code == 2 and "a9a.gz exists" in done.output and "Traceback" not in done.output, done.output
+
+
+AUTHORS_STEPS_SUITE = """\
+name: authors-steps
+defaults:
+  seeds: [1]
+  participation: {mode: fixed, rate: 1.0}
+  model: {name: binary_logistic, init: normal_numpy}
+  local: {batch_size: 1, clip_norm: null, steps: 3, epochs: null, weight_decay: 0.01}
+datasets:
+- name: synthetic
+  split: {kind: shared, samples: authors_numpy}
+methods: [fedac1, fedavg, fedac_vanilla, {preset: fedac2, client: {fedac: {beta_rule: authors_code}}}]
+grid:
+  local.lr: [0.05]
+"""
+
+
+def _their_pool_round(x, y, w, w_ag, idx, alg, eta, lam):
+    """One round of their logistic.py `fedac` / `fedavg` (the test's oracle, transcribed from their
+    code): every worker's pool row elementwise, σ as scipy's expit, averaged by pool.mean(axis=0)."""
+    from scipy.special import expit
+
+    m, k, bs = idx.shape
+    if alg == "fedac1":
+        gamma = max(eta, np.sqrt(eta / (lam * k)))
+        alpha = 1 / (gamma * lam)
+        beta = alpha + 1
+    elif alg == "fedac_vanilla":
+        gamma = np.sqrt(eta / lam)
+        alpha = 1 / (gamma * lam)
+        beta = alpha + 1
+    elif alg == "fedac2":
+        gamma = max(eta, np.sqrt(eta / (lam * k)))
+        alpha = 3 / (2 * gamma * lam) - (1 / 2)
+        beta = (2 * alpha * alpha) / (alpha - 1)
+    pool, ag_pool = np.repeat(w[None], m, 0), np.repeat(w_ag[None], m, 0)
+    for j in range(k):
+        xs, ys = x[idx[:, j, :].T], y[idx[:, j, :].T]  # (batch, M, d): their reshape of one draw
+        point = pool if alg == "fedavg" else (1 / beta) * pool + (1 - (1 / beta)) * ag_pool
+        tmp1 = np.sum(xs * point, axis=-1)
+        grad = np.mean((-ys * (1 - expit(ys * tmp1)))[:, :, None] * xs, axis=0) + lam * point
+        if alg == "fedavg":
+            pool = pool - eta * grad
+        else:
+            ag_pool = point - eta * grad
+            pool = (1 - (1 / alpha)) * pool + (1 / alpha) * point - gamma * grad
+    return pool.mean(axis=0), ag_pool.mean(axis=0)
+
+
+ALGS = {"FedAc-I": "fedac1", "FedAvg": "fedavg", "FedAc (vanilla)": "fedac_vanilla", "FedAc-II": "fedac2"}
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_local_steps_on_the_authors_stream_are_their_arithmetic_bit_for_bit(tmp_path, batch):
+    """AuthorsSteps (engine.run_batch on `authors_numpy`) computes each worker's steps in their order
+    of operations (the point, the gradient plus λ·point, then w_ag and w) and their mean: equal, bit
+    for bit, to their pool code, for FedAc-I, FedAvg, vanilla FedAc and FedAc-II together in a batch.
+    (The multiplied-out recursion of LocalSteps is not: its coefficients round once, the same way
+    at every step, and that moved four released runs by 2.1e-6..8.6e-6.)"""
+    from benchmark.protocols.fedac.authors_steps import AuthorsSteps
+
+    path = tmp_path / "suite.yaml"
+    path.write_text(AUTHORS_STEPS_SUITE.replace("batch_size: 1", f"batch_size: {batch}"))
+    _, jobs = load_jobs(path)
+    configs = [j.config for j in jobs]
+    rng = np.random.RandomState(0)
+    x = (rng.rand(50, 130) < 0.1) * rng.randn(50, 130)  # d = 130: a pairwise sum of two blocks
+    y = np.where(rng.rand(50) < 0.5, -1.0, 1.0)
+    m, k = 5, 3
+    steps = AuthorsSteps(configs, x, y, k)
+    w0 = rng.randn(130)
+    state = steps.broadcast(np.broadcast_to(w0, (len(configs), 2, 130)).copy(), m)
+    assert state[0, 0].tolist() == np.repeat(w0[None], m, 0).mean(0).tolist()  # their first broadcast_avg
+    theirs = {j.method_label: (state[0, 0], state[0, 1]) for j in jobs}
+    for rnd in range(4):
+        idx = rng.randint(0, 50, (m, k, batch))
+        state, loss = steps.round(state, idx)
+        assert np.isfinite(loss).all()
+        for b, job in enumerate(jobs):
+            alg = ALGS[job.method_label]
+            w, w_ag = _their_pool_round(x, y, *theirs[job.method_label], idx, alg, 0.05, 0.01)
+            theirs[job.method_label] = (w, w_ag)
+            evaluated = w if alg == "fedavg" else w_ag
+            assert state[b, -1].tolist() == evaluated.tolist(), (job.method_label, rnd)
+
+
+@pytest.mark.realdata
+@needs_reference
+def test_a_run_the_multiplied_out_recursion_missed_replays_to_their_digits(data_root, tmp_path, monkeypatch):
+    """0603T142209Z_xPXdZQ (FedAc-I, λ = 1e-4, η = 0.5, M = 8, K = 2): the record's command replays it
+    to their released final loss within 1e-11 (was 8.6e-6, 17x the run's probed floor, `differs`,
+    with the recursion's coefficients multiplied out once; their own code here: 1.2e-12)."""
+    monkeypatch.setenv("FEDBENCH_DATA", str(data_root))
+    suite = _replay_suite(tmp_path, [(0.0001, 2)])
+    text = Path(suite).read_text().replace("num_clients: [2]", "num_clients: [8]").replace("[0.01, 0.02]", "[0.5]")
+    Path(suite).write_text(text.replace("methods: [fedac_vanilla, fedavg, fedac1,", "methods: [fedac1,"))
+    out = tmp_path / "record"
+    args = [suite, "--reference", str(REFERENCE), "--results-dir", str(tmp_path / "results"), "--out", str(out)]
+    done = CliRunner().invoke(released_run.main, [*args, "--workers", "1", "--some-runs"])
+    assert done.exit_code == 0, done.output
+    runs = pd.read_csv(out / "runs.csv.gz", keep_default_na=False).set_index("runid")
+    row = runs.loc["0603T142209Z_xPXdZQ"]
+    assert row["match"] and float(row["rel_diff"]) < 1e-11, row.to_dict()

@@ -233,6 +233,11 @@ def run_batch(
     ]
     if batch.one_step:
         local = None
+    elif authors:  # their elementwise steps in their order, from their mean of M copies of w₀ (authors_steps.py)
+        from benchmark.protocols.fedac.authors_steps import AuthorsSteps
+
+        local = AuthorsSteps(batch.jobs, x, y, k)
+        state = local.broadcast(state, m)
     else:
         train_rows = PER_DATASET.get(first, ("train rows", _digest(row_order)), lambda: SparseRows.of(rows_x))
         local = LocalSteps(linear, train_rows, y, m, k)
