@@ -51,6 +51,28 @@ class AuthorsSteps:
         """Their first `broadcast_avg`: the mean of M copies of w₀ (not w₀ itself when M·w₀ rounds)."""
         return np.repeat(state[None], workers, 0).mean(0)
 
+    def one_step(self, state: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A round of one step per worker (the minibatch methods, or K = 1) as their `mbsgd` / `mbasgd`:
+        one gradient over the round's M·K·batch examples in their draw order, −((y (1 − σ(y X p)))ᵀ X) / n
+        + λ p, X their rows as one dense matrix (their order of the sum: fedbench's sum over distinct
+        rows, or the same sum in chunks, lands up to 1e-5 away on runs that amplify rounding), then
+        their step. The mean state (B, 2, d) and the mean training loss (B,)."""
+        from scipy.special import expit  # their σ (scipy.stats.logistic.cdf), bit for bit
+
+        rows = np.asarray(idx).transpose(1, 2, 0).reshape(-1)  # authors_positions' (M, K, batch) → their draw
+        xs, ys = self.x[rows], self.y[rows]
+        fedac, inv_beta, rest_beta, keep, inv_alpha, gamma, eta, lam = (c[:, None] for c in self.params.T)
+        w, ag = state[:, 0], state[:, 1]
+        point = np.where(fedac == 1, inv_beta * w + rest_beta * ag, ag)
+        grad, loss = np.empty_like(point), np.empty(len(point))
+        for b, p in enumerate(point):  # their code is one job: a matrix-vector product each
+            margin = (xs @ p) * ys
+            grad[b] = -((ys * (1 - expit(margin))).T @ xs) / len(ys)
+            loss[b] = np.logaddexp(0.0, -margin).mean()
+        grad = grad + lam * point
+        new_w = np.where(fedac == 1, keep * w + inv_alpha * point - gamma * grad, w)
+        return np.stack([new_w, point - eta * grad], 1), loss
+
     def round(self, state: np.ndarray, idx: np.ndarray, with_loss: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """engine.LocalSteps.round: the workers' mean state (B, 2, d) and the mean training loss."""
         m, k, bs = idx.shape
