@@ -5,6 +5,7 @@ same examples, and the suite of all their runs."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -105,6 +106,8 @@ def test_released_runs_replay_to_1e_6(data_root, tmp_path, monkeypatch):
     assert set(runs["method"]) == set(LABELS.values()) and runs["runid"].is_unique
     assert runs["match"].all(), runs[~runs["match"]].to_string()
     assert (runs["rel_diff"] < 1e-6).all() and (runs["fedbench_status"] == "finished").all()
+    head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True, cwd=REPO).stdout
+    assert runs["ran_on"].str.contains(f", commit {head.strip()}").all(), runs["ran_on"].unique()  # machine, commit
     report = (out / "report.md").read_text()
     assert "**44 of 44 released runs match to 1e-06 relative**" in report and "released_run" in report
     assert "3 parts, 44 jobs, 2 workers" in (out / "run.log").read_text()  # M ≤ 512: a part per λ
@@ -134,11 +137,15 @@ def test_a_replay_cut_by_its_deadline_records_what_did_not_run(data_root, tmp_pa
     done = CliRunner().invoke(released.main, [*record, *extra])
     assert done.exit_code == 0, done.output
     runs = pd.read_csv(merged / "runs.csv.gz", keep_default_na=False)
-    assert runs["ran_on"].tolist() == ["earlier record"] * 2 + ["not run"] * 10 and runs["match"].sum() == 2
-    assert (
-        "by the earlier record (the other machine): 2 earlier record; 10 by neither"
-        in (merged / "report.md").read_text()
-    )
+    assert runs["ran_on"].tolist() == ["the other machine"] * 2 + ["not run"] * 10 and runs["match"].sum() == 2
+    report = (merged / "report.md").read_text()
+    assert "0 rows by the command above" in report and "- 2: the other machine\n" in report, report
+    # merged again, each row keeps where it ran, as it was written (not "earlier record's earlier record")
+    again = tmp_path / "again"
+    extra[-3] = str(merged / "runs.csv.gz")
+    done = CliRunner().invoke(released.main, [*record[:-1], str(again), *extra[:-2]])
+    assert done.exit_code == 0, done.output
+    assert pd.read_csv(again / "runs.csv.gz", keep_default_na=False)["ran_on"].tolist() == runs["ran_on"].tolist()
 
 
 @pytest.mark.parametrize("method", ["fedac1", "fedac_vanilla", "fedavg", "mbacsgd"])
@@ -464,3 +471,18 @@ def test_one_step_rounds_on_the_authors_stream_are_their_minibatch_code_bit_for_
         g = grad(point)
         acc_ag, acc_w = point - eta * g, (1 - (1 / alpha)) * acc_w + (1 / alpha) * point - gamma * g
         assert [state[0, -1].tolist(), state[1, -1].tolist()] == [w.tolist(), acc_ag.tolist()]
+
+
+def test_a_rerun_that_still_differs_keeps_the_earlier_probes_rounding_verdict(tmp_path):
+    """A row run again (new arithmetic) that still differs, which the earlier record's probes found
+    rounding-chaotic, stays `rounding` with those probes' numbers, marked as the earlier replay's; one
+    the earlier record matched, or that was not run again, is left to this record's own checks."""
+    (tmp_path / "earlier.csv").write_text(
+        "runid,why,nudge,nudged_rel_change,probe_replays_itself\na,rounding,eta,0.25,\nb,,,,\nc,rounding,w0,0.5,\n"
+    )
+    earlier = pd.read_csv(tmp_path / "earlier.csv")
+    runs = pd.DataFrame({"runid": ["a", "b", "c"], "why": ["differs"] * 3, "nudge": [""] * 3})
+    runs["nudged_rel_change"] = runs["probe_replays_itself"] = float("nan")
+    kept = released._still_rounding(runs, earlier, ran_here={"a", "b"})
+    assert kept["why"].tolist() == ["rounding", "differs", "differs"]
+    assert kept.loc[0, "nudge"] == "eta (earlier replay)" and kept.loc[0, "nudged_rel_change"] == 0.25
