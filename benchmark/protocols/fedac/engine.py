@@ -231,7 +231,13 @@ def run_batch(
     round_bytes = [
         m * (2 if server_kind(j.method) == "fedac" else 1) * d * np.dtype(dtype).itemsize for j in batch.jobs
     ]
-    if batch.one_step:
+    if authors:  # their arithmetic in their order (authors_steps.py)
+        from benchmark.protocols.fedac.authors_steps import AuthorsSteps
+
+        local = AuthorsSteps(batch.jobs, x, y, 1 if batch.one_step else k)
+        if not batch.one_step:
+            state = local.broadcast(state, m)  # their pool starts from the mean of M copies of w₀
+    elif batch.one_step:
         local = None
     else:
         train_rows = PER_DATASET.get(first, ("train rows", _digest(row_order)), lambda: SparseRows.of(rows_x))
@@ -257,6 +263,8 @@ def run_batch(
             done = rnd + 1
             if local is None:
                 state, loss = _one_step(linear, state, x, y, idx.reshape(-1))
+            elif batch.one_step:
+                state, loss = local.one_step(state, idx)
             else:
                 state, loss = local.round(state, idx, with_loss=first.evaluates(done))
             held.deliver()  # Ctrl-C / SIGTERM during the round's kernel call stops here

@@ -81,6 +81,7 @@ def replayed(suite: str, results_dir: Path, reference: Path, every_run: bool = T
             summaries[job_id] = JobDir.for_reading(results_dir, job_id).read_summary() or NO_SUMMARY
         summary = summaries[job_id]
         ours = _final_loss(summary, f_star(run.lam))
+        status = summary.status or "not run"
         rel = abs(ours / run.final_loss - 1) if math.isfinite(ours) and math.isfinite(run.final_loss) else math.nan
         rows.append(
             {
@@ -97,7 +98,8 @@ def replayed(suite: str, results_dir: Path, reference: Path, every_run: bool = T
                 "match": bool(rel <= TOLERANCE),
                 "why": "" if rel <= TOLERANCE else _why(run.final_loss, ours, summary.status),
                 "job_id": job_id,
-                "fedbench_status": summary.status or "not run",
+                "fedbench_status": status,
+                "ran_on": "not run" if status == "not run" else ran_on(measured(summary).environment or {}),
             }
         )
     return pd.DataFrame(rows)
@@ -108,6 +110,15 @@ def _jobs(suite: str) -> dict:
     from benchmark.suite.expand import load_jobs
 
     return {job.id: job for job in load_jobs(suite)[1]}
+
+
+def ran_on(environment: dict) -> str:
+    """Where a replay ran, as its summary recorded it: the machine and the commit."""
+    dirty = " (dirty)" if environment.get("git_dirty") else ""
+    return (
+        f"{environment.get('device_name', '?')}, host {environment.get('host', '?')}, python "
+        f"{environment.get('python', '?')}, commit {str(environment.get('git_commit', '?'))[:7]}{dirty}"
+    )
 
 
 def job_ids_by_key(suite: str) -> dict[tuple, str]:
@@ -207,11 +218,12 @@ def write_record(
     same suite, whose replays fill the rows this results store has not run (`ran_on` says which).
     `authors_here`: the authors' own code run again here on some rows (authors_rerun.py's CSV)."""
     runs = replayed(suite, results_dir, reference, every_run)
-    runs["ran_on"] = runs["fedbench_status"].where(runs["fedbench_status"] == "not run", "this record's store")
+    ran_here = set(runs.loc[runs["fedbench_status"] != "not run", "runid"])
     runs["nudge"], runs["nudged_rel_change"], runs["fedbench_min_margin"] = "", math.nan, math.nan
     runs["probe_replays_itself"] = math.nan
     if earlier is not None:
-        runs = _with_earlier(runs, earlier)
+        runs = _with_earlier(runs, earlier, earlier_note)
+        runs = _still_rounding(runs, earlier, ran_here)
     differs = runs["why"].isin(["differs", "differs_unchecked", "rounding_floor"])
     to_probe = differs & (runs["nudge"] != PROBED)  # an earlier record's probes of these rows stand
     finals = dict(zip(runs.loc[to_probe, "job_id"], runs.loc[to_probe, "fedbench_final_loss"]))
@@ -239,13 +251,9 @@ def write_record(
     out.mkdir(parents=True, exist_ok=True)
     runs.to_csv(out / "runs.csv.gz", index=False, float_format="%.17g")
     text = report(runs, command, wall_s, _environment(runs, results_dir))
-    if earlier is not None:
-        ran = Counter(runs["ran_on"])
-        by_earlier = ", ".join(f"{n:,} {where}" for where, n in sorted(ran.items()) if where.startswith("earlier"))
-        text += (
-            f"\n## Where they ran\n\n{ran['this record' + chr(39) + 's store']:,} rows by the command above, "
-            f"by the earlier record ({earlier_note}): {by_earlier or 'none'}; {ran['not run']:,} by neither.\n"
-        )
+    here = int(runs["runid"].isin(ran_here).sum())
+    text += f"\n## Where they ran\n\n{here:,} rows by the command above, the rest taken from the earlier record.\n\n"
+    text += "".join(f"- {n:,}: {where}\n" for where, n in Counter(runs["ran_on"]).most_common())
     (out / "report.md").write_text(text)
     click.echo(f"{int(runs['match'].sum()):,} of {len(runs):,} match to {TOLERANCE:g}: {out / 'report.md'}")
 
@@ -282,10 +290,11 @@ def _with_authors_here(runs: pd.DataFrame, here: pd.DataFrame) -> pd.DataFrame:
     return runs
 
 
-def _with_earlier(runs: pd.DataFrame, earlier: pd.DataFrame) -> pd.DataFrame:
-    """The rows this store has not run, from the earlier record where it ran them (by runid). Its
-    rounding verdicts stand where its check found a run chaotic (nudge "w0": that record nudged w0);
-    the rest are checked again here."""
+def _with_earlier(runs: pd.DataFrame, earlier: pd.DataFrame, note: str = "") -> pd.DataFrame:
+    """The rows this store has not run, from the earlier record where it ran them (by runid), each
+    with the machine and commit it ran on as that record names them (`ran_on`; `note`, else "an
+    earlier record", where it names none). Its rounding verdicts stand where its check found a run
+    chaotic (nudge "w0": that record nudged w0); the rest are checked again here."""
     prior = earlier.set_index("runid")
     missing = {"runid", "job_id", *EARLIER} - set(earlier.columns)
     if missing or not prior.index.is_unique:
@@ -300,14 +309,32 @@ def _with_earlier(runs: pd.DataFrame, earlier: pd.DataFrame) -> pd.DataFrame:
         prior["nudge"] = prior["nudge"].fillna("").astype(str)
     for column in EARLIER + [c for c in EARLIER_IF_THERE if c in prior.columns]:
         runs.loc[take, column] = runs.loc[take, "runid"].map(prior[column])
-    runs.loc[take, "ran_on"] = "earlier record"
-    if "ran_on" in prior.columns:  # the rows that record took from its own earlier one stay told apart
-        before = runs.loc[take, "runid"].map(prior["ran_on"]).fillna("")
-        deeper = before.str.startswith("earlier record")
-        runs.loc[take & deeper.reindex(runs.index, fill_value=False), "ran_on"] = "earlier record's " + before[deeper]
+    named = prior["ran_on"].fillna("") if "ran_on" in prior.columns else pd.Series("", index=prior.index)
+    where = runs.loc[take, "runid"].map(named)
+    runs.loc[take, "ran_on"] = where.where(~where.isin(["", "not run"]), note or "an earlier record")
     if "nudge" not in prior.columns:  # the first device record nudged w0 only
         runs.loc[take & (runs["why"] == "rounding"), "nudge"] = "w0"
     runs["match"] = runs["match"].astype(bool)
+    return runs
+
+
+def _still_rounding(runs: pd.DataFrame, earlier: pd.DataFrame, ran_here: set) -> pd.DataFrame:
+    """Rows run again here that still differ and that the earlier record's probes found rounding-chaotic
+    (a rounding-size change moved that replay by more than TOLERANCE, nudged_rel_change): how far a run
+    amplifies rounding is the run's own, not the order of one implementation's sums, so the verdict
+    stands, its probes' numbers carried, `nudge` marked "(earlier replay)"; probing each again costs
+    six replays a row."""
+    prior = earlier.set_index("runid")
+    before = runs["runid"].map(prior["why"].fillna("")) == "rounding"
+    carry = runs["runid"].isin(ran_here) & (runs["why"] == "differs") & before
+    if not carry.any():  # (an empty selection's map keeps the runids' dtype, not the column's)
+        return runs
+    for column in ["nudged_rel_change", "probe_replays_itself"]:
+        if column in prior.columns:
+            runs.loc[carry, column] = runs.loc[carry, "runid"].map(prior[column]).astype(float)
+    nudge = prior["nudge"].fillna("").astype(str) if "nudge" in prior.columns else pd.Series("w0", index=prior.index)
+    runs.loc[carry, "nudge"] = runs.loc[carry, "runid"].map(nudge) + " (earlier replay)"
+    runs.loc[carry, "why"] = "rounding"
     return runs
 
 
