@@ -15,7 +15,9 @@ with T = 4,096 parallel steps, λ = 1e-3, batch 1, F evaluated every 512 steps, 
 - fedbench: `fedbench run` of a one-cell suite written as YAML (the same cell, seed 1 as theirs),
   `--no-tracking --threads 1 -q`, into a fresh results folder each time (every job computed).
 
-Both arms at one thread (OMP/MKL/OPENBLAS_NUM_THREADS=1); a cell's repeats run together, its arms'
+Both arms at one thread (OMP/MKL/OPENBLAS_NUM_THREADS=1) and with Python's bytecode cache on, as an
+installed package has it (PYTHONDONTWRITEBYTECODE is dropped from their environment: with it every run
+compiles fedbench's modules again, 0.05-0.15 CPU-s); a cell's repeats run together, its arms'
 order alternating (authors first, then fedbench first, ...). One fedbench run
 before timing fills what a machine keeps (numba's compiled kernels, the decoded a9a): every later run
 on the machine starts from that. Printed: per cell the median whole-process wall seconds and CPU seconds
@@ -92,6 +94,12 @@ def authors_script(authors: Path, method: str, clients: int, steps: int) -> str:
     )
 
 
+def arm_environment(**extra: str) -> dict:
+    env = {**os.environ, **ONE_THREAD, **extra}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def children_cpu() -> float:
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     return used.ru_utime + used.ru_stime
@@ -113,7 +121,7 @@ def run_authors(args, scratch: Path, method: str, clients: int) -> tuple[float, 
     out = scratch / "out"
     shutil.rmtree(out)
     out.mkdir()
-    env = {**os.environ, **ONE_THREAD}
+    env = arm_environment()
     wall, cpu = timed(
         [args.authors_python, "-c", authors_script(args.authors, method, clients, args.steps)], scratch, env
     )
@@ -129,11 +137,7 @@ def run_fedbench(args, work: Path, method: str, clients: int) -> tuple[float, fl
     suite.write_text(suite_yaml(method, clients, args.steps, args.data.resolve()))
     results = work / "results"
     shutil.rmtree(results, ignore_errors=True)
-    env = {
-        **os.environ,
-        **ONE_THREAD,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-    }
+    env = arm_environment(PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     cmd = [sys.executable, "-m", "benchmark", "run", str(suite), "--results-dir", str(results)]
     wall, cpu = timed(cmd + ["--no-tracking", "--threads", "1", "-q"], work, env)
     statuses = [json.loads(p.read_text())["status"] for p in results.glob("jobs/*/summary.json")]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -138,7 +139,7 @@ def run_child(suite: Path, work: Path, extra: list[str], tracked: bool = False) 
     args = ["run", str(suite), "--results-dir", str(results), "--threads", "1", "-q", *extra]
     if not tracked:
         args.append("--no-tracking")
-    t0, launched = time.perf_counter(), time.time()
+    t0, launched, cpu0 = time.perf_counter(), time.time(), children_cpu()
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", CHILD, json.dumps([PHASES, FIRST_ROUND]), *args],
         cwd=work,
@@ -146,12 +147,12 @@ def run_child(suite: Path, work: Path, extra: list[str], tracked: bool = False) 
         capture_output=True,
         text=True,
     )
-    whole = time.perf_counter() - t0
+    whole, whole_cpu = time.perf_counter() - t0, children_cpu() - cpu0
     if done.returncode != 0:
         raise SystemExit(f"fedbench run failed (exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
     (line,) = [ln for ln in done.stdout.splitlines() if ln.startswith("PHASES ")]
     found = json.loads(line.removeprefix("PHASES "))
-    found["whole"] = whole
+    found["whole"], found["whole_cpu"] = whole, whole_cpu
     if "first_round" in found["started"]:
         found["first_round"] = found["started"]["first_round"] - launched
     found["imports"] = imports(done.stderr)
@@ -170,10 +171,16 @@ def imports(importtime: str) -> dict[str, float]:
     return out
 
 
-def whole_process(*command: str) -> float:
-    t0 = time.perf_counter()
+def children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def whole_process(*command: str) -> tuple[float, float]:
+    """(wall s, CPU s) of one process."""
+    t0, cpu0 = time.perf_counter(), children_cpu()
     subprocess.run([sys.executable, *command], check=True, capture_output=True)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, children_cpu() - cpu0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,15 +200,17 @@ def main(argv: list[str] | None = None) -> int:
             version.append(whole_process("-m", "benchmark", "--version"))
             runs.append(run_child(args.suite.resolve(), work, extra, args.tracked))
     med = statistics.median
-    whole = med(r["whole"] for r in runs)
+    whole, whole_cpu = med(r["whole"] for r in runs), med(r["whole_cpu"] for r in runs)
     print(
-        f"{args.suite.name}: whole process {whole:.2f} s wall (median of {args.repeats}); load {os.getloadavg()[0]:.2f}"
+        f"{args.suite.name}: whole process {whole:.2f} s wall, {whole_cpu:.2f} CPU s (medians of {args.repeats}); "
+        f"load {os.getloadavg()[0]:.2f}"
     )
     print(f"  {'phase':<52} {'wall s':>7} {'share':>6} {'CPU s':>6}")
-    print(f"  {'python -c pass':<52} {med(bare):7.2f} {med(bare) / whole:6.1%}")
-    print(f"  {'fedbench --version':<52} {med(version):7.2f} {med(version) / whole:6.1%}")
+    for label, times in (("python -c pass", bare), ("fedbench --version", version)):
+        wall, cpu = med(w for w, _ in times), med(c for _, c in times)
+        print(f"  {label:<52} {wall:7.2f} {wall / whole:6.1%} {cpu:6.2f}")
     if all("first_round" in r for r in runs):  # -X importtime's own cost is in it (a few %)
-        ratios = [r["first_round"] / v for r, v in zip(runs, version)]
+        ratios = [r["first_round"] / v for r, (v, _) in zip(runs, version)]
         s = med(r["first_round"] for r in runs)
         label = "the first job's first round starts (after launch)"
         print(f"  {label:<52} {s:7.2f} {s / whole:6.1%}", end="")

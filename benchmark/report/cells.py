@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # a run's terminal tables import no pandas (0.2-0.5 CPU-s)
+    import pandas as pd
 
 NOT_RUN_TEXT = "— not run"
 
@@ -77,6 +79,8 @@ def is_number(v) -> bool:
 
 def _lost_text(statuses: list[str]) -> str:
     """What became of jobs with no numbers: 'diverged (2/3), failed (1/3)', '— not run'."""
+    import pandas as pd
+
     counts = pd.Series(statuses).value_counts()
     if list(counts.index) == ["not run"]:
         return NOT_RUN_TEXT

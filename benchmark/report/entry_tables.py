@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from benchmark.errors import UserError
 from benchmark.metrics import parse_metric
@@ -22,6 +22,9 @@ from benchmark.papers.audit import off_paper
 from benchmark.report.cells import NOT_SCORED, Cell, Column, is_number, measured_cell, with_paper
 from benchmark.round_values import RoundValue, aggregated, in_columns
 from benchmark.store.job_status import FINISHED
+
+if TYPE_CHECKING:  # a run's terminal tables (a protocol's section) import no pandas (0.2-0.5 CPU-s)
+    import pandas as pd
 
 
 @dataclass
@@ -51,7 +54,7 @@ class EntryTable:
     kind: str = "main"
     figure: object = None  # report_files.Figure drawn from this table, shown under it
     jobs: pd.DataFrame | None = None  # per job its value behind each column (runs.csv): its entry's jobs
-    numbers: pd.DataFrame | None = None  # a protocol's table: its cells' numbers, one column each (its .csv)
+    numbers: list[dict] | None = None  # a protocol's table: its cells' numbers, a record each row (its .csv)
 
     @property
     def of_protocol(self) -> bool:
@@ -69,6 +72,8 @@ class EntryTable:
 
     def display(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """(plain-text cells, best-of-column mask), a row per Row: label columns, then one per metric column."""
+        import pandas as pd
+
         text, best = [], []
         for r in self.rows:
             labels = self.labels(r)
@@ -206,6 +211,8 @@ def _status_text(jobs: pd.DataFrame) -> str:
         f"diverged@{int(r)}" if s == "diverged" and is_number(r) else s
         for s, r in zip(jobs.status, jobs.diverged_at_round)
     ]
+    import pandas as pd
+
     counts = pd.Series(labels).value_counts()
     return ", ".join(s if n == len(labels) else f"{s} {n}" for s, n in counts.items())
 
@@ -213,14 +220,24 @@ def _status_text(jobs: pd.DataFrame) -> str:
 TIE_MARK = " ≈"
 
 
-def mark_best(columns: list[Column], rows: list[Row], jobs: pd.DataFrame | None = None) -> None:
+SeedValues = Callable[[Row, str], dict[int, float]]  # a row's seed -> its finished value in a column
+
+
+def frame_seeds(jobs: pd.DataFrame) -> SeedValues:
+    """mark_best's per-seed values from a frame of the rows' jobs (job_id, seed, status, a column per key)."""
+    from benchmark.report.paired import by_seed
+
+    return lambda row, key: by_seed(jobs[jobs.job_id.isin(row.job_ids)], key)
+
+
+def mark_best(columns: list[Column], rows: list[Row], seeds: SeedValues | None = None) -> None:
     """Per ranked column, among the rows whose every job finished where there are any (a mean over the one
     seed that did not diverge is no fair winner): the best mean in bold where it beats every other row by
     the paired test over their shared seeds (paired.beats); where some rows' seeds do not separate them
     from it, those rows and the best are tied, each marked TIE_MARK; where none is separated from it,
-    nothing is marked. `jobs`: the rows' jobs with the columns' per-job values (a FedAc table's: each run at its cell's
-    best η); without it the lowest / highest is bold untested."""
-    from benchmark.report.paired import beats, by_seed
+    nothing is marked. `seeds`: a row's per-seed values in a column (frame_seeds; a FedAc table's: each run at
+    its cell's best η); without it the lowest / highest is bold untested."""
+    from benchmark.report.paired import beats
 
     complete = [r for r in rows if "/" not in r.n] or rows
     for col in (c for c in columns if c.ranked):
@@ -229,13 +246,15 @@ def mark_best(columns: list[Column], rows: list[Row], jobs: pd.DataFrame | None 
             continue
         values = [r.cells[col.key].value for r in ranked]
         top = max(values) if col.higher_is_better else min(values)
-        if jobs is None:
+        if seeds is None:
             for r in ranked:
                 r.cells[col.key].best = r.cells[col.key].value == top
             continue
         lead = next(r for r in ranked if r.cells[col.key].value == top)
-        seeds = {id(r): by_seed(jobs[jobs.job_id.isin(r.job_ids)], col.key) for r in ranked}
-        tied = [r for r in ranked if r is lead or not beats(seeds[id(lead)], seeds[id(r)], col.higher_is_better)]
+        values_of = {id(r): seeds(r, col.key) for r in ranked}
+        tied = [
+            r for r in ranked if r is lead or not beats(values_of[id(lead)], values_of[id(r)], col.higher_is_better)
+        ]
         if len(tied) == 1:
             lead.cells[col.key].best = True
         elif len(tied) < len(ranked):
@@ -391,7 +410,7 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
         rule = SELECTION_RULE_CONVEX if convex else SELECTION_RULE_VALIDATION if on == "validation" else SELECTION_RULE
         chosen = best_settings(entry_jobs, convex, on)
         main_rows = [_row(entry_jobs[entry_jobs.setting == s], columns, ref, off) for s in chosen.values()]
-        mark_best(columns, main_rows, entry_jobs)
+        mark_best(columns, main_rows, frame_seeds(entry_jobs))
         main_columns = columns
         if len(main_rows) > 1:
             main_columns = [add_paired_column(main_rows, entry_jobs, convex), *columns]
@@ -435,7 +454,7 @@ def entry_tables(suite, jobs: list, jobs_df: pd.DataFrame, rounds_df: pd.DataFra
             rows = [_row(g, columns, ref, off) for _, g in entry_jobs[several].groupby("setting", sort=False)]
             for r in rows:
                 r.chosen = r.setting in chosen.values()
-            mark_best(columns, rows, entry_jobs)
+            mark_best(columns, rows, frame_seeds(entry_jobs))
             table.sensitivity = EntryTable(
                 table.entry,
                 f"{slug}.sensitivity",

@@ -10,11 +10,13 @@ both finished (no interval with one shared seed).
 from __future__ import annotations
 
 import math
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from benchmark.report.cells import Cell, Column, is_number, mean_std, number_text, stale_mark
 from benchmark.store.job_status import FINISHED
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 CONFIDENCE = 0.95
 

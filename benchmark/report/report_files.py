@@ -113,7 +113,7 @@ def table_frame(t: EntryTable) -> pd.DataFrame:
     if not t.of_protocol:
         return tidy_frame(t)
     if t.numbers is not None:
-        return t.numbers
+        return pd.DataFrame(t.numbers)
     text, _ = t.display()
     text["jobs"] = [" ".join(r.job_ids) for r in t.rows]
     return text

@@ -27,6 +27,7 @@ import hashlib
 import importlib.util
 import json
 import sys
+import time
 from importlib.metadata import PackageNotFoundError, packages_distributions, version
 from pathlib import Path
 
@@ -69,7 +70,9 @@ class ModuleCode:
 
     def __init__(self, name: str, path: Path):
         self.name, self.path = name, path
-        tree = _without_docstrings(ast.parse(path.read_bytes(), str(path)))
+        source = path.read_bytes()
+        self.sha256 = hashlib.sha256(source).hexdigest()  # of the bytes parsed: what a memo of them checks
+        tree = _without_docstrings(ast.parse(source, str(path)))
         self.package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         self.defined: dict[str, list[ast.stmt]] = {}
         self.imported: dict[str, tuple[str, str | None]] = {}  # local name -> (module, name in it | None: the module)
@@ -103,27 +106,32 @@ class ModuleCode:
 
 
 @functools.cache
-def _module(name: str) -> ModuleCode | None:
-    """The code of module `name` when it is a Python file, else None. Found without importing
+def _module_path(name: str) -> Path | None:
+    """The file of module `name` when it is a Python file, else None. Found without importing
     anything (a submodule beside its package's __init__.py), so no heavy library is loaded."""
     loaded = sys.modules.get(name)
     if loaded is not None and isinstance(getattr(loaded, "__file__", None), str):
-        return ModuleCode(name, Path(loaded.__file__)) if loaded.__file__.endswith(".py") else None
+        return Path(loaded.__file__) if loaded.__file__.endswith(".py") else None
     parent, _, last = name.rpartition(".")
     if parent:
-        package = _module(parent)
-        if package is None or package.path.name != "__init__.py":
+        package = _module_path(parent)
+        if package is None or package.name != "__init__.py":
             return None
-        found = [
-            f for f in (package.path.parent / f"{last}.py", package.path.parent / last / "__init__.py") if f.is_file()
-        ]
-        return ModuleCode(name, found[0]) if found else None
+        found = [f for f in (package.parent / f"{last}.py", package.parent / last / "__init__.py") if f.is_file()]
+        return found[0] if found else None
     try:
         spec = importlib.util.find_spec(name)  # a top-level module: imports nothing
     except (ImportError, ValueError):
         return None
     origin = spec and spec.origin
-    return ModuleCode(name, Path(origin)) if origin and origin.endswith(".py") else None
+    return Path(origin) if origin and origin.endswith(".py") else None
+
+
+@functools.cache
+def _module(name: str) -> ModuleCode | None:
+    """The code of module `name` when it is a Python file, else None."""
+    path = _module_path(name)
+    return ModuleCode(name, path) if path else None
 
 
 def _is_module(name: str) -> bool:
@@ -143,6 +151,7 @@ class Closure:
 
     def __init__(self, own: frozenset[str]):
         self.own, self.pieces, self._seen = own, {}, set()
+        self.files: dict[str, str] = {}  # path -> sha256 of each module read: what the fingerprint depends on
 
     def add(self, module: str, name: str) -> None:
         if (module, name) in self._seen or module.split(".")[0] not in self.own:
@@ -151,6 +160,7 @@ class Closure:
         code = _module(module)
         if code is None:
             return
+        self.files[str(code.path)] = code.sha256
         if name in code.defined:
             for i, stmt in enumerate(code.defined[name]):
                 self.pieces[f"{module}:{name}:{i}"] = ast.dump(stmt, annotate_fields=False)
@@ -172,6 +182,8 @@ class Closure:
 
     def whole(self, module: str) -> None:
         code = _module(module)
+        if code:
+            self.files[str(code.path)] = code.sha256
         for name in code.defined if code else ():
             self.add(module, name)
 
@@ -202,14 +214,71 @@ class Closure:
 @functools.cache
 def definition_fingerprint(module: str, qualname: str) -> str:
     """The fingerprint of the top-level definition `qualname` of `module` and what it names (cached:
-    once per process, whatever the number of jobs)."""
-    closure = Closure(frozenset({*OWN_PACKAGES, module.split(".")[0]}))
+    once per process, whatever the number of jobs; and on disk with the files it read, see _remembered:
+    parsing them cost every run 0.05-0.3 CPU-s before its first job)."""
+    own = sorted({*OWN_PACKAGES, module.split(".")[0]})
+    # the same names found elsewhere on the path (another checkout, another plugin folder) are other code
+    where = [str(_module_path(name)) for name in (*own, module)]
+    key = hashlib.sha256("\0".join([sys.version, *where, module, qualname]).encode()).hexdigest()[:32]
+    memo = _memo_folder() / f"definition-{key}.json"
+    if (known := _remembered(memo)) is not None:
+        return known
+    closure = Closure(frozenset(own))
     top = qualname.split(".")[0]
     if top.isidentifier():
         closure.add(module, top)
     else:  # a lambda at the module's top level (a dataset's `load=lambda ...`): the whole module
         closure.whole(module)
-    return closure.digest()
+    found = closure.digest()
+    _remember(memo, found, closure.files)
+    return found
+
+
+def _memo_folder() -> Path:
+    from benchmark.data.cache import cache_dir
+
+    return cache_dir() / "code_fingerprints"
+
+
+RACY_S = 2.0  # a file changed this recently may change again within its mtime's tick: checked by content
+
+
+def _remembered(memo: Path) -> str | None:
+    """The fingerprint a memo holds while every file it was computed from is unchanged: the same (size,
+    mtime) as when remembered, or else the same bytes (a checkout that rewrote a file as it was; the memo
+    then takes the new stat). None: no memo, a damaged one, or a file changed or gone."""
+    try:
+        known = json.loads(memo.read_text())
+        digest, files = known["digest"], known["files"]
+        restat = False
+        for name, (size, mtime_ns, sha) in files.items():
+            path = Path(name)
+            stat = path.stat()
+            if [stat.st_size, stat.st_mtime_ns] != [size, mtime_ns]:
+                if hashlib.sha256(path.read_bytes()).hexdigest() != sha:
+                    return None
+                restat = True
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if restat:
+        _remember(memo, digest, {name: sha for name, (_, _, sha) in files.items()})
+    return digest
+
+
+def _remember(memo: Path, digest: str, files: dict[str, str]) -> None:
+    """Write the memo: each file's (size, mtime, sha256); an mtime within RACY_S of now is stored as -1, so
+    the next run compares that file's bytes (git's "racily clean" rule)."""
+    from benchmark.store.job_dir import atomic_write_bytes
+
+    now = time.time_ns()
+    stats = {}
+    with contextlib.suppress(OSError):  # an unwritable cache only costs the next process the parse
+        for name, sha in files.items():
+            stat = Path(name).stat()
+            fresh = now - stat.st_mtime_ns < RACY_S * 1e9
+            stats[name] = [stat.st_size, -1 if fresh else stat.st_mtime_ns, sha]
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(memo, json.dumps({"digest": digest, "files": stats}).encode(), durable=False)
 
 
 def object_fingerprint(obj) -> str:
@@ -220,7 +289,6 @@ def object_fingerprint(obj) -> str:
 def engine_fingerprint() -> str:
     """The engine's modules, normalised; remembered in the fedbench cache under a hash of their bytes and
     of this Python (whose `ast.dump` it is): parsing 40 modules cost every run 0.1-0.5 s before its first job."""
-    from benchmark.data.cache import cache_dir
     from benchmark.store.job_dir import atomic_write_bytes
 
     files = sorted(
@@ -230,7 +298,7 @@ def engine_fingerprint() -> str:
     raw = hashlib.sha256(sys.version.encode())
     for name, source in sources:
         raw.update(name + b"\0" + source + b"\0")
-    memo = cache_dir() / "code_fingerprints" / f"engine-{raw.hexdigest()[:32]}"
+    memo = _memo_folder() / f"engine-{raw.hexdigest()[:32]}"
     with contextlib.suppress(OSError, UnicodeDecodeError):
         if len(known := memo.read_text()) == 12 and all(c in "0123456789abcdef" for c in known):
             return known

@@ -55,3 +55,4 @@ def test_startup_phases_splits_a_fedac_run(tmp_path):
     for phase in ("import numba", "FedAc batch: computation", "FedAc kernel calls", "result tables"):
         assert phase in done.stdout, phase
     assert "import torch" not in done.stdout  # a FedAc run imports no torch (its warm-up run solved F*)
+    assert "CPU s (medians of 1)" in done.stdout.splitlines()[0]  # the whole process's CPU, the measurement under load

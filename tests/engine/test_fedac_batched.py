@@ -195,6 +195,24 @@ def test_the_loss_stand_in_is_finite_exactly_when_the_loss_is():
     assert stand_in[0] == 0
 
 
+def test_the_one_step_loss_stand_in_is_finite_exactly_when_the_loss_is():
+    """MB-SGD's rounds between evaluations skip the loss's logarithms: the stand-in is finite for the
+    jobs whose loss is, whether their scores are moderate, overflow the sum, or overflow themselves."""
+    g = torch.Generator().manual_seed(2)
+    x = (torch.rand(40, 7, generator=g) < 0.4).float().numpy()
+    y = (torch.randint(0, 2, (40,), generator=g) * 2.0 - 1.0).numpy()
+    jobs = [j.config for j in expand(shared_suite("mbsgd", lrs=[0.05, 0.1, 0.2, 0.5]))]
+    linear = fedac_batched.Batch.of(jobs, [fedac_batched.Outcome() for _ in jobs]).linear
+    scale = torch.tensor([1.0, 1e30, 1e37, 1e38])[:, None, None]  # moderate, large, sums overflow, scores overflow
+    state = (torch.randn(len(jobs), 2, 7, generator=g) * scale).numpy()
+    rows = torch.randint(0, 40, (60,), generator=g).numpy()
+    with np.errstate(over="ignore", invalid="ignore"):
+        new, loss = fedac_batched._one_step(linear, state, x, y, rows, with_loss=True)
+        again, stand_in = fedac_batched._one_step(linear, state, x, y, rows, with_loss=False)
+    np.testing.assert_array_equal(new, again)
+    assert np.isfinite(loss).tolist() == np.isfinite(stand_in).tolist() == [True, True, False, False]
+
+
 def test_a_batched_job_stopped_early_resumes_to_the_numbers_of_a_straight_run(tmp_path):
     """Its checkpoint is the replay's (round, engine): the resumed job replays the rest."""
     jobs = expand(shared_suite("fedac1", lrs=[0.05]))

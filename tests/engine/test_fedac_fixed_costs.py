@@ -1,4 +1,4 @@
-"""A FedAc-protocol `run` pays no fixed cost it does not need: no figure (matplotlib) until `report`,
+"""A FedAc-protocol `run` pays no fixed cost it does not need: no figure (matplotlib) or frames (pandas) until `report`,
 numba only where local steps are taken, a9a parsed once per machine (tests/data/test_a9a.py tests the
 cache itself)."""
 
@@ -40,7 +40,7 @@ PROBE = """\
 import json, sys
 from benchmark.cli import main
 code = main(sys.argv[1:])
-print("MODULES " + json.dumps(sorted(m for m in ("torch", "matplotlib", "scipy", "numba") if m in sys.modules)))
+print("MODULES " + json.dumps(sorted(m for m in ("torch", "matplotlib", "scipy", "numba", "pandas") if m in sys.modules)))
 sys.exit(code)
 """
 
@@ -73,12 +73,13 @@ def test_run_draws_no_figure_and_report_draws_it(tmp_path):
     results = ["--results-dir", str(tmp_path / "results"), "--no-tracking"]
     ran, modules = fedbench(tmp_path, "run", str(suite), *results, "--threads", "1", "-q")
     assert ran.returncode == 0, ran.stderr
-    assert "matplotlib" not in modules and "FedAc-I" in ran.stdout  # the section's table, without its figure
+    assert "FedAc-I" in ran.stdout  # the section's table, without its figure, and without pandas: rows of text
+    assert "matplotlib" not in modules and "pandas" not in modules
     figure = tmp_path / "results" / "fedac-tiny" / "report" / "figures" / "fedac_figure.png"
     assert not figure.exists()
     reported, modules = fedbench(tmp_path, "report", str(suite), *results, "--json")
     assert reported.returncode == 0, reported.stderr
-    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "matplotlib" in modules
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "matplotlib" in modules and "pandas" in modules
     assert "fedac_figure.pdf" in (tmp_path / "results" / "fedac-tiny" / "report" / "report.html").read_text()
 
 

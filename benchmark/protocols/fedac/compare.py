@@ -195,33 +195,29 @@ def comparison_tables(cells: dict) -> list:
     return tables
 
 
-def comparison_numbers(items: list[Comparison]):
+def comparison_numbers(items: list[Comparison]) -> list[dict]:
     """The comparison table as numbers (its .csv and report.json): a row per method and M with K, fedbench's
     seed mean and range of each seed's best over η, the seeds, the authors' value and their η, the ratio
     authors / fedbench (empty where the cell is not compared), whether the cell agrees, and why not compared."""
-    import pandas as pd
-
-    return pd.DataFrame(
-        [
-            {
-                "method": c.method,
-                "K": c.k,
-                "M": c.workers,
-                "subopt_mean": c.mean,
-                "subopt_low": c.low,
-                "subopt_high": c.high,
-                "seeds": c.seeds,
-                "eta_at_grid_edge": c.at_edge,
-                "authors_subopt": c.authors,
-                "authors_eta": c.authors_lr,
-                "authors_eta_outside_grid": c.authors_lr_outside,
-                "ratio": None if c.not_compared else c.ratio,
-                "agrees": None if c.not_compared else c.agrees,
-                "not_compared": c.not_compared,
-            }
-            for c in items
-        ]
-    )
+    return [
+        {
+            "method": c.method,
+            "K": c.k,
+            "M": c.workers,
+            "subopt_mean": c.mean,
+            "subopt_low": c.low,
+            "subopt_high": c.high,
+            "seeds": c.seeds,
+            "eta_at_grid_edge": c.at_edge,
+            "authors_subopt": c.authors,
+            "authors_eta": c.authors_lr,
+            "authors_eta_outside_grid": c.authors_lr_outside,
+            "ratio": None if c.not_compared else c.ratio,
+            "agrees": None if c.not_compared else c.agrees,
+            "not_compared": c.not_compared,
+        }
+        for c in items
+    ]
 
 
 def authors_points(cells: dict, method: str, k: int) -> list[tuple[int, float]]:

@@ -144,7 +144,7 @@ class SparseRows:
     """x as padded (column, value) lists: a9a has at most 14 non-zeros in 123 features, so a
     worker's step reads and writes 14 coordinates. Padding points at an extra, unused column d."""
 
-    cols: np.ndarray  # (n, nnz) int64
+    cols: np.ndarray  # (n, nnz), the smallest unsigned type that holds d (a9a: uint8, 14 bytes a row)
     vals: np.ndarray  # (n, nnz) float32
     width: int  # d + 1: the columns and the padding one
     binary: bool  # every non-zero is 1 (a9a): x's values need no multiplication
@@ -157,7 +157,9 @@ class SparseRows:
         nnz = max(int(counts.max()), 1)
         rows, columns = present.nonzero()  # row by row, columns ascending
         slot = np.arange(len(rows)) - (np.cumsum(counts) - counts)[rows]  # place within its row
-        cols = np.full((n, nnz), d, dtype=np.int64)
+        # the kernel reads a random row's columns every step: as uint8 all of a9a's stay in L2 (456 kB, as int64
+        # 3.6 MB): its rounds at M = 1,024 are a third faster (benchmarks/README.md)
+        cols = np.full((n, nnz), d, dtype=np.min_scalar_type(d))
         vals = np.zeros((n, nnz), dtype=x.dtype)
         cols[rows, slot], vals[rows, slot] = columns, x[rows, columns]
         return cls(cols, vals, d + 1, bool((vals[cols < d] == 1).all()))
@@ -185,11 +187,13 @@ class PerDataset:
 PER_DATASET = PerDataset()
 
 
-def _logistic_parts(z: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(loss log(1 + e^{−yz}), its derivative in z) for scores z and labels y = ±1."""
+def _logistic_parts(z: np.ndarray, y: np.ndarray, with_loss: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(loss log(1 + e^{−yz}), its derivative in z) for scores z and labels y = ±1. Without `with_loss`,
+    min(yz, 0) for the loss, no logarithms: where the loss can overflow (yz < −20) it is −yz itself, so
+    its weighted sum is not finite where the loss's is not (up to rounding at the float's very maximum)."""
     margin = y * z
     sigmoid = 1 / (1 + np.exp(margin))  # σ(−margin); an overflowing e^margin gives 0, as torch's
-    return softplus(-margin), -y * sigmoid
+    return softplus(-margin) if with_loss else -np.minimum(margin, 0), -y * sigmoid
 
 
 def run_batch(
@@ -215,13 +219,14 @@ def run_batch(
     authors = first.dataset.split.samples == "authors_numpy"
     dtype = np.float64 if authors else np.float32
     x, test_x = np.asarray(x), np.asarray(test_x)
-    rows_x = x.reshape(len(x), -1).astype(np.float32)  # sparse rows: float32 values, any state
+    # copy=False: a9a is read as float32 already, and a copy of its 16 MB costs ~10 ms each
+    rows_x = x.reshape(len(x), -1).astype(np.float32, copy=False)  # sparse rows: float32 values, any state
     y01 = np.asarray(y01)
     if row_order is not None:
         row_order = np.asarray(row_order)
         rows_x, y01, where = rows_x[row_order], y01[row_order], np.argsort(row_order)
-    test_x = test_x.reshape(len(test_x), -1).astype(dtype)
-    x = rows_x.astype(dtype)
+    test_x = test_x.reshape(len(test_x), -1).astype(dtype, copy=False)
+    x = rows_x.astype(dtype, copy=False)
     y, test_y = 2.0 * y01.astype(dtype) - 1.0, 2.0 * np.asarray(test_y01).astype(dtype) - 1.0
     n, d = x.shape
     b_count, m, k, bs = len(batch.jobs), first.num_clients, first.local.steps, first.local.batch_size
@@ -262,7 +267,7 @@ def run_batch(
                 idx = np.flip(where[idx], 0)
             done = rnd + 1
             if local is None:
-                state, loss = _one_step(linear, state, x, y, idx.reshape(-1))
+                state, loss = _one_step(linear, state, x, y, idx.reshape(-1), with_loss=first.evaluates(done))
             elif batch.one_step:
                 state, loss = local.one_step(state, idx)
             else:
@@ -302,16 +307,17 @@ def _digest(order: np.ndarray | None) -> str | None:
     return None if order is None else hashlib.sha256(np.ascontiguousarray(order).tobytes()).hexdigest()
 
 
-def _one_step(linear: Recursion, state, x, y, rows):
+def _one_step(linear: Recursion, state, x, y, rows, with_loss: bool = True):
     """All workers from the broadcast model, one step each, averaged: one step on the mean
     gradient over the round's M·K·batch examples (the steps are linear in the gradient). Every
     example is seen at the same point, so each distinct row is computed once, weighted by how
-    often it was drawn: at most n rows, however large M·K."""
+    often it was drawn: at most n rows, however large M·K. Without `with_loss`, a stand-in for the
+    mean loss that is finite where it is (_logistic_parts), as LocalSteps.round's."""
     point = (linear.r.astype(state.dtype)[:, None, :] @ state)[:, 0]  # (B, d)
     counts = np.bincount(rows, minlength=len(x))
     drawn = np.flatnonzero(counts)
     xs, weight = x[drawn], counts[drawn].astype(state.dtype)[:, None]
-    part_loss, dz = _logistic_parts(xs @ point.T, y[drawn][:, None])  # (rows, B)
+    part_loss, dz = _logistic_parts(xs @ point.T, y[drawn][:, None], with_loss)  # (rows, B)
     grad = (dz * weight).T @ xs
     return linear.step(state, grad / len(rows)), (part_loss * weight).sum(0) / len(rows)
 

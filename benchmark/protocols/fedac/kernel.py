@@ -21,7 +21,7 @@ from numba import njit
 def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_after, with_loss, live):
     """The workers' mean lazy state U after K steps from `start`, and the summed training loss.
 
-    start (d, c, B): every worker's U at step 0; cols (n, nnz) int64, padded with d after a row's
+    start (d, c, B): every worker's U at step 0; cols (n, nnz) unsigned integers, padded with d after a row's
     non-zeros; vals (n, nnz) float32 (unread when `binary`: every non-zero is 1); y (n,) ±1;
     idx (M, K, batch) example rows; reads, enters (K, c, B): how U gives the score at a step's
     gradient point and how the step's data term, already scaled by −1/batch, enters U;

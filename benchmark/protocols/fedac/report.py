@@ -190,30 +190,27 @@ def fedac_entry_tables(cells: dict[tuple[str, int, int], Cell]) -> list:
 
 
 def _seed_values(cells: dict[tuple[str, int, int], Cell], k: int):
-    """Each finished run at its cell's best η as a job row (job_id, seed, status, and its F − F* under the
-    column `M=<m>`): what mark_best's paired test compares, so a table bolds a method only where its
-    seeds beat every other method's at the same seeds."""
-    import pandas as pd
-
+    """A row's per-seed values in a column `M=<m>`: each finished run of the row at its cell's best η, its
+    F − F*. What mark_best's paired test compares, so a table bolds a method only where its seeds beat every
+    other method's at the same seeds."""
+    from benchmark.report.cells import is_number
     from benchmark.store.job_status import FINISHED
 
-    rows = []
+    runs: dict[str, tuple[int, str, float]] = {}  # job id -> (seed, column, F − F*)
     for (_, m, kk), cell in cells.items():
         if kk != k or not (best := cell.best):
             continue
         for seed, by_lr in cell.runs.items():
             value, fate, job_id = by_lr.get(best[0], (None, "", ""))
-            if value is not None and fate == FINISHED:
-                rows.append({"job_id": job_id, "seed": seed, "status": FINISHED, f"M={m}": value})
-    return pd.DataFrame(rows, columns=["job_id", "seed", "status"]) if not rows else pd.DataFrame(rows)
+            if is_number(value) and fate == FINISHED:
+                runs[job_id] = (seed, f"M={m}", value)
+    return lambda row, key: {int(run[0]): float(run[2]) for run in map(runs.get, row.job_ids) if run and run[1] == key}
 
 
 def _numbers(cells: dict[tuple[str, int, int], Cell], methods: list[str], workers: list[int], k: int):
-    """The table's cells as numbers (its .csv): a row per method and M, the best η (eta), its mean final
+    """The table's cells as numbers (its .csv): a record per method and M, the best η (eta), its mean final
     F(w) − F* over seeds (subopt), the seeds at that η, the runs lost to the choice and whether η is at
     the grid's edge; no best: eta and subopt empty."""
-    import pandas as pd
-
     records = []
     for method in methods:
         for m in workers:
@@ -235,7 +232,7 @@ def _numbers(cells: dict[tuple[str, int, int], Cell], methods: list[str], worker
                     "jobs": " ".join(cell.jobs[eta] if best else [i for ids in cell.jobs.values() for i in ids]),
                 }
             )
-    return pd.DataFrame(records)
+    return records
 
 
 def _cell_text(cell: Cell | None) -> str:
