@@ -87,6 +87,7 @@ class FarStore(NullTracker):
     """A tracker whose every call takes 10 s of the (fake) monotonic clock, timed by the real wrapper."""
 
     offline = False
+    writer = None  # no writer thread: every call is a job's
 
     def __init__(self, clock):
         self.clock = clock
