@@ -24,6 +24,7 @@ import json
 import os
 from pathlib import Path
 
+from benchmark.run.mlflow_new_store import sqlite_file
 from benchmark.store.job_dir import JobDir, atomic_write_json
 from benchmark.store.layout import Store
 
@@ -32,14 +33,6 @@ VERSION = 1
 
 def mark_path(results_root: Path, suite: str) -> Path:
     return Store(results_root).suite(suite).mlflow_mark
-
-
-def sqlite_file(uri: str) -> Path | None:
-    """The SQLite store's database file, absolute (a relative one is relative to the working folder, as
-    MLflow reads it); None for any other store."""
-    if not uri.startswith("sqlite:///"):
-        return None
-    return Path(os.path.abspath(uri.removeprefix("sqlite:///")))
 
 
 def identity(path: Path) -> list[int] | None:

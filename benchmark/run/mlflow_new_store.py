@@ -14,13 +14,19 @@ import tempfile
 from pathlib import Path
 
 
+def sqlite_file(uri: str) -> Path | None:
+    """The SQLite store's database file, absolute (a relative one is relative to the working folder, as
+    MLflow reads it); None for any other store."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    return Path(os.path.abspath(uri.removeprefix("sqlite:///")))
+
+
 def create_sqlite_store(uri: str) -> None:
     """Where `uri` names a SQLite file that does not exist yet, make it from the template. Call under the
     store's lock (tracking.store_lock). A failure raises and leaves no file: MLflow then makes the store."""
-    if not uri.startswith("sqlite:///"):
-        return
-    path = Path(uri.removeprefix("sqlite:///"))
-    if path.exists() or not path.parent.is_dir():
+    path = sqlite_file(uri)
+    if path is None or path.exists() or not path.parent.is_dir():
         return
     template = migrated_template()
     made = Path(tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".new")[1])

@@ -43,6 +43,7 @@ from pathlib import Path
 
 from benchmark.run import mlflow_in_sync, mlflow_writer
 from benchmark.run.mlflow_mirror import JobMirror, source_tags
+from benchmark.run.mlflow_new_store import sqlite_file
 from benchmark.run.mlflow_writer import Finished, Writer
 from benchmark.store.job_store import job_lock
 from benchmark.store.locks import FileLock, suite_lock
@@ -216,9 +217,8 @@ def is_unreachable(err: BaseException) -> bool:
 
 def store_lock(uri: str) -> FileLock | None:
     """A lock beside a SQLite store's file: its creation (alembic migrations) is not concurrency-safe."""
-    if not uri.startswith("sqlite:///"):
-        return None
-    return FileLock(Path(uri.removeprefix("sqlite:///") + ".lock"))
+    database = sqlite_file(uri)
+    return None if database is None else FileLock(Path(f"{database}.lock"))
 
 
 @dataclass
@@ -665,7 +665,7 @@ def attach_to_suite_run(
     to the suite's parent run; False when the store has no run of this suite (nothing to attach
     to: the files stay where they are). An unreachable server raises within seconds."""
     uri = store_uri(uri)
-    if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).exists():
+    if (database := sqlite_file(uri)) is not None and not database.exists():
         return False  # no store, so no run: opening one would create an empty database
     client = bounded_client(uri)
     exp = client.get_experiment_by_name(suite_name)
