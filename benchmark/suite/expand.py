@@ -22,6 +22,7 @@ from benchmark.fl.method import MethodProblems, resolve_method
 from benchmark.fl.pairing import model_problems
 from benchmark.fl.spec import MethodSpec
 from benchmark.job.config import JobConfig, JobData
+from benchmark.job.plain_fields import with_plain_fields
 from benchmark.params import (
     Identity,
     identity_json,
@@ -342,9 +343,14 @@ class _Template:
     sections: dict = field(init=False)
     traits_checked: bool = False
     first: tuple[JobConfig, dict[str, str]] | None = None  # its first job's config and identity members
+    first_keys: list[str] | None = None  # the fields its grid point and settings wrote
 
     def __post_init__(self):
         self.sections = _sections(self.raw, self.validated)
+
+    @functools.cached_property
+    def shared_sections(self) -> tuple[tuple[str, BaseModel], ...]:
+        return tuple((name, v) for name, v in self.sections.items() if isinstance(v, BaseModel))
 
     @functools.cached_property
     def labels(self) -> tuple[str, str]:
@@ -385,6 +391,12 @@ class _Candidate:
             members = with_member(_members_of(like.config, memo), "seed", self.seed, memo)
             return Job(_hashed(joined(members)), config, like.grid_point, t.d_index, suite_point=like.suite_point)
         keys = [*self.s_point, *(s.path for s in applied)]
+        if memo is not None and t.first is not None and t.first_keys == keys and "." not in "".join(keys):
+            # only plain top-level fields differ from the template's first job (a `num_clients` grid)
+            values = {"seed": self.seed, **self.s_point, **{s.path: s.value for s in applied}}
+            if (config := with_plain_fields(t.first[0], values)) is not None:
+                point = {**self.s_point, **{s.path: s.value for s in applied}} if applied else self.s_point
+                return Job(_template_job_id(config, t, memo), config, {**t.m_point, **point}, t.d_index, point)
         raw = {**t.sections, "seed": self.seed}
         for top in {key.split(".")[0] for key in keys} & set(raw):
             if top in t.raw:
@@ -398,15 +410,17 @@ class _Candidate:
             _check_model_traits(config.method, config.model.name, t.m_index, t.d_index, file)
             t.traits_checked = True
         point = {**self.s_point, **{s.path: s.value for s in applied}} if applied else self.s_point
+        if t.first is None:
+            t.first_keys = keys
         return Job(_template_job_id(config, t, memo), config, {**t.m_point, **point}, t.d_index, suite_point=point)
 
     def forget_own_sections(self, job: Job, memo: dict) -> None:
         """Drop from `memo` the sections no other grid point shares (they would pile up: 10^5 of them)."""
         memo.pop(("members", id(job.config)), None)
-        for name, shared in self.template.sections.items():
-            value = getattr(job.config, name)
-            if value is not shared and isinstance(value, BaseModel):
-                memo.pop((name, id(value)), None)
+        values = job.config.__dict__
+        for name, shared in self.template.shared_sections:
+            if values[name] is not shared:
+                memo.pop((name, id(values[name])), None)
 
 
 def _template_job_id(config: JobConfig, t: _Template, memo: dict | None) -> str:
