@@ -396,7 +396,8 @@ class _Candidate:
             values = {"seed": self.seed, **self.s_point, **{s.path: s.value for s in applied}}
             if (config := with_plain_fields(t.first[0], values)) is not None:
                 point = {**self.s_point, **{s.path: s.value for s in applied}} if applied else self.s_point
-                return Job(_template_job_id(config, t, memo), config, {**t.m_point, **point}, t.d_index, point)
+                job_id = _template_job_id(config, t, memo, changed=values)
+                return Job(job_id, config, {**t.m_point, **point}, t.d_index, point)
         raw = {**t.sections, "seed": self.seed}
         for top in {key.split(".")[0] for key in keys} & set(raw):
             if top in t.raw:
@@ -423,17 +424,17 @@ class _Candidate:
                 memo.pop((name, id(values[name])), None)
 
 
-def _template_job_id(config: JobConfig, t: _Template, memo: dict | None) -> str:
+def _template_job_id(config: JobConfig, t: _Template, memo: dict | None, changed: dict | None = None) -> str:
     """job_id(config); a job whose sections are its template's first job's (the same objects) and
     whose other fields differ from it only in plain scalars of the identity (a `num_clients` grid)
     takes that job's members with those swapped, not a dump of its own (fedac.authors_replay:
-    38,640 jobs, a seed each)."""
+    38,640 jobs, a seed each); `changed`: the only fields where it may differ, when known."""
     if memo is None:
         return job_id(config)
     if t.first is None:
         t.first = (config, identity_members(config, memo))
         return _hashed(joined(t.first[1]))
-    members = _swapped_members(config, *t.first, memo)
+    members = _swapped_members(config, *t.first, memo, changed or config.__dict__)
     return job_id(config, memo) if members is None else _hashed(joined(members))
 
 
@@ -445,13 +446,14 @@ def _field_identities() -> dict[str, Identity]:
     return {name: identity_of(info) for name, info in JobConfig.model_fields.items()}
 
 
-def _swapped_members(config: JobConfig, first: JobConfig, members: dict[str, str], memo: dict) -> dict | None:
-    """`first`'s identity members with the plain fields where `config` differs swapped; None where a
-    difference is not such a field (a section or list of its own, a field left out at its default)."""
+def _swapped_members(config: JobConfig, first: JobConfig, members: dict[str, str], memo: dict, names) -> dict | None:
+    """`first`'s identity members with the plain fields where `config` differs swapped (of `names`, the
+    fields where it may differ); None where a difference is not such a field (a section or list of its
+    own, a field left out at its default)."""
     identities = _field_identities()
-    before = first.__dict__
-    for name, value in config.__dict__.items():
-        was = before[name]
+    before, now = first.__dict__, config.__dict__
+    for name in names:
+        value, was = now[name], before[name]
         if value is was or identities[name] is Identity.NEVER:
             continue
         if type(value) not in _SCALARS or type(was) is not type(value):
