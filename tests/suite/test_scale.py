@@ -182,3 +182,34 @@ def test_a_section_left_at_its_default_is_shared_and_never_written_into(tmp_path
     err = capsys.readouterr().err
     assert "grid.select.on: unknown field 'select'" in err and "Traceback" not in err
     assert all(job.config.select.on == "test" for job in load_jobs(tmp_path / "scale.yaml")[1])
+
+
+def test_after_expansion_the_collector_runs_again_and_still_finds_garbage_made_during_it(tmp_path):
+    """Expansion pauses the cyclic collector and then moves what it built to the oldest generation: the
+    collector is on again, nothing stays frozen, a cycle dropped meanwhile is found by a full collection,
+    and objects someone else froze stay frozen."""
+    import gc
+    import weakref
+
+    class Node:
+        pass
+
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    with expand_module._collector_paused():
+        assert not gc.isenabled()
+        node = Node()
+        node.me = node
+        dropped = weakref.ref(node)
+        del node
+    assert gc.isenabled() and gc.get_freeze_count() == 0 and dropped() is not None
+    gc.collect()
+    assert dropped() is None
+    assert len(load_jobs(grid_suite(tmp_path, lrs=2, seeds=2))[1]) == 8 and gc.isenabled()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with expand_module._collector_paused():
+            Node()
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
