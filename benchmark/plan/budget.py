@@ -26,7 +26,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchmark.data.participation import sample_clients
-from benchmark.plan.budget_timing import LONG_ROUND_S, Load, Rates, measure, process_age, run_imports_seconds
+from benchmark.plan.budget_timing import (
+    LONG_ROUND_S,
+    Load,
+    Rates,
+    data_load_seconds,
+    measure,
+    process_age,
+    run_imports_seconds,
+)
 from benchmark.suite.expand import Job
 
 # CPU seconds a protocol may spend timing its batch shapes, heaviest first; the rest are scaled
@@ -177,14 +185,16 @@ def estimate(jobs: list[Job], device: str, remeasure: bool = False) -> Estimate:
     torch = bool(alone) or device != "cpu"  # a run of protocol batches only (FedAc's numpy) imports none
     what = ("run imports",) if torch else ("run imports", "no torch")
     imports, _, note = memo.remembered(what, lambda: ({"s": run_imports_seconds(torch)}, []))
-    startup = age + imports["s"]
+    loading, data_lines = data_loads(alone, memo)  # before counting client-steps loads the data unseen
+    startup = age + imports["s"] + loading
     share = load.share(load.averages[0])
     remembered_costs(jobs, memo)
     found: dict[str, Budget] = {}
     seconds = 0.0
     assumed = [
         f"device {device} ({memo.key['device_name']}); {load}",
-        f"run start-up (imports, suite): {startup:.1f} s" + (f" (its imports {note})" if note else ""),
+        f"run start-up (imports, suite, data): {startup:.1f} s" + (f" (its imports {note})" if note else ""),
+        *data_lines,
     ]
     for batch in batched.batches.values():  # rows without a time, until their protocol gives one
         found.update({j.id: Budget(*job_cost(j)) for j in batch})
@@ -251,6 +261,32 @@ def estimate(jobs: list[Job], device: str, remeasure: bool = False) -> Estimate:
     assumed += ["MLflow tracking not counted (as `run --no-tracking`)", memo.summary()]
     total = startup + seconds
     return Estimate(found, total, (startup + fast) * quieter, (startup + slow) * busier, tuple(assumed))
+
+
+def data_loads(jobs: list[Job], memo) -> tuple[float, list[str]]:
+    """Seconds the run spends loading the datasets `jobs` train on (each once a process), timed now or
+    memoised by the data's stamp (its files, loader code and versions: run/data_memo.py; its name and
+    params where it has no files), and a line for each."""
+    from benchmark.run.data_memo import DataMemo
+
+    stamps = DataMemo()
+    sources: dict[tuple, Job] = {}
+    for job in jobs:
+        d = job.config.dataset
+        stamp = stamps.stamp(job.config)
+        sources.setdefault((d.name, json.dumps(d.params, sort_keys=True), d.root, stamp), job)
+    total, lines = 0.0, []
+    for source, job in sources.items():
+        if source[3] is None:  # nothing on disk says the data is as it was: timed now (and not memoised)
+            took, note = data_load_seconds(job.config), ""
+        else:
+            found, _, note = memo.remembered(
+                ("data load", *source), lambda j=job: ({"s": data_load_seconds(j.config)}, [])
+            )
+            took = found["s"]
+        total += took
+        lines.append(f"data {job.dataset_label}: loaded in {took:.1f} s, once a run" + (f" ({note})" if note else ""))
+    return total, lines
 
 
 def job_shape(job: Job, device: str) -> tuple:

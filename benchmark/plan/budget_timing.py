@@ -163,6 +163,18 @@ def run_imports_seconds(torch: bool = True) -> float:
     return time.perf_counter() - start
 
 
+def data_load_seconds(config) -> float:
+    """Seconds to load, check and fingerprint the dataset `config` trains on, as the run does once per
+    process (engine/sources.py) before its first job of that data can start; nothing if this process
+    loaded it already. quickstart's synthetic data: 1.5 CPU-s a run paid that the estimate left out."""
+    from benchmark.engine.sources import data_fingerprint, load_source
+
+    start = time.perf_counter()
+    load_source(config)
+    data_fingerprint(config)
+    return time.perf_counter() - start
+
+
 def process_age() -> float:
     """Seconds since this process started (Linux /proc; 0 where it cannot be read)."""
     try:

@@ -88,13 +88,14 @@ def test_budget_times_jobs_at_a_measured_rate(tmp_path, capsys):
 
 
 def test_the_run_time_adds_start_up_set_up_steps_and_every_evaluation(tmp_path, monkeypatch):
-    """With the measurements fixed, the estimate is their sum over what the run does: start-up once,
-    and per job its set-up, its client-steps, its evaluations (rounds 2 and 4 of 4: eval_every 2)
-    and the runner's work each of its 4 rounds."""
+    """With the measurements fixed, the estimate is their sum over what the run does: start-up once
+    (the process, its imports, loading the data), and per job its set-up, its client-steps, its
+    evaluations (rounds 2 and 4 of 4: eval_every 2) and the runner's work each of its 4 rounds."""
     rates = Rates(setup_s=0.5, step_s=0.01, fastest_step_s=0.005, slowest_step_s=0.02, eval_s=0.25, round_s=0.125)
     monkeypatch.setattr(budget, "measure", lambda job, device, steps_in_round: rates)
-    monkeypatch.setattr(budget, "process_age", lambda: 2.0)
+    monkeypatch.setattr(budget, "process_age", lambda: 1.5)
     monkeypatch.setattr(budget, "run_imports_seconds", lambda torch: 1.0)
+    monkeypatch.setattr(budget, "data_load_seconds", lambda config: 0.5)  # one dataset: once
     monkeypatch.setattr(budget.Load, "now", classmethod(lambda cls: Load((0.1, 0.1, 0.1), 2)))
     _, jobs = load_jobs(written(tmp_path, SUITE))
     assert [evaluations(j.config) for j in jobs] == [2, 2]
@@ -246,6 +247,7 @@ def test_a_second_budget_reuses_this_machine_s_measurements_and_says_so(tmp_path
 
     monkeypatch.setattr(budget, "measure", no_timing)
     monkeypatch.setattr(budget, "run_imports_seconds", no_timing)
+    monkeypatch.setattr(budget, "data_load_seconds", no_timing)
     second = planned(suite)
     assert ALL_MEMOISED.search(second) and "--remeasure to measure again" in second
     assert "ms/step" in second and "(memoised 20" in second  # each memoised rate says so
@@ -349,3 +351,28 @@ def test_a_budget_of_fedac_batches_only_imports_no_torch_and_counts_without_the_
     for job in jobs:  # the count without the data is the count on the loaded data
         loaded = [client_cost(len(idx), job.config.local) for idx in federated_data(job.config).clients]
         assert budget.per_client(job.config) == loaded and len(loaded) == 4
+
+
+def test_the_start_up_counts_loading_the_data_once_a_run_as_the_run_loads_it(tmp_path, monkeypatch):
+    """The run loads each dataset once a process before its first job of it; the budget times that load
+    (the first thing to load the data here, before the client-steps are counted on it) and says so."""
+    from benchmark.engine import sources
+
+    loads = []
+    original = sources.load_dataset
+    monkeypatch.setattr(sources, "load_dataset", lambda *a: loads.append(a[0]) or original(*a))
+    sources._load_source.cache_clear()
+    sources._tensors.cache_clear()
+    text = SUITE.replace(
+        "datasets:\n",
+        "datasets:\n  - name: synthetic\n    label: other\n"
+        "    params: {num_users: 6, dim: 12, num_classes: 3, max_samples: 60}\n"
+        "    split: {kind: natural}\n",
+    )
+    first = planned(written(tmp_path, text))
+    assert loads == ["synthetic", "synthetic"]  # each dataset once, for the timing, the counts and the jobs
+    lines = re.findall(r"data (\S+): loaded in ([\d.]+) s, once a run\n", first)
+    assert [name for name, _ in lines] == ["other", "synthetic"]
+    startup = float(re.search(r"run start-up \(imports, suite, data\): ([\d.]+) s", first)[1])
+    assert startup >= sum(float(s) for _, s in lines)
+    assert re.search(r"data synthetic: loaded in [\d.]+ s, once a run \(memoised 20", planned(written(tmp_path, text)))
