@@ -4,8 +4,9 @@ One JSON file in the fedbench cache (data/cache.py) per machine key: the CPU mod
 cores this process may use, the thread count the run will train at, the torch, numpy and Python
 versions, and fedbench's code fingerprint (run/code_fingerprint.py). The file holds its key, and a
 file whose key differs from this machine's, or that cannot be read, is measured over (never used).
-Each entry is one measured kind of work (a job shape, a protocol's batches, the run's imports),
-keyed by what decides its speed, plugin code included (its parts' fingerprints, run/code_parts.py).
+Each entry is one measured kind of work (a job shape, a protocol's batches, the run's imports, a
+dataset's load), keyed by what decides its speed, plugin code included (its parts' fingerprints,
+run/code_parts.py).
 
 Entries are wall seconds measured under some load: a later call scales them by the share of a core
 one thread got then against now (budget_timing.Load), and says so in the `assumed:` block.
