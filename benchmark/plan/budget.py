@@ -6,7 +6,7 @@ engine/fed_data.py (E·⌈n/b⌉ steps and E·n samples over E epochs, or K step
 
 Time is measured here, at the thread count the run will use (run/threads.py), and added up as the run
 spends it: its start-up (plan/budget_timing.py), each job run on its own (set-up, client-steps at the
-rate of real rounds of the job, evaluations), and the batches a protocol computes together, which the
+rate of real rounds of the job, evaluations; at one thread in CPU seconds), and the batches a protocol computes together, which the
 protocol times on its own engine in CPU seconds (FedAc: protocols/fedac/cost.py), made wall seconds
 at a thread's share of a core now. The machine's load is in the jobs' measurements; the range is the
 same work at the fastest and slowest timed rounds, and at the quietest and busiest load of the last
@@ -218,8 +218,11 @@ def estimate(jobs: list[Job], device: str, remeasure: bool = False) -> Estimate:
             for j in batch:
                 found[j.id] = Budget(*job_cost(j), seconds=times[str(i)] / len(batch) + written, ms_per_step="batched")
     fast, slow = seconds, seconds
+    one_thread = device == "cpu" and alone_threads["count"] == 1  # timed in CPU seconds (job_rates)
     if alone:
         assumed.append(f"jobs on their own: {alone_threads['count']} thread(s), {alone_threads['chosen_by']}")
+        if one_thread:
+            assumed.append(f"jobs on their own: CPU time / {share:.2f} (a thread's share of a core at this load)")
     rates: dict[tuple, Rates] = {}
     memoised: set[tuple] = set()
     timing_started = time.perf_counter()
@@ -234,7 +237,7 @@ def estimate(jobs: list[Job], device: str, remeasure: bool = False) -> Estimate:
                 rates[key] = rates[like[0]]
                 assumed.append(f"{' '.join(map(str, key[:4]))}: not timed (time limit), at {like[0][3]}'s rates")
             else:
-                rates[key], note = job_rates(memo, job, device)
+                rates[key], note = job_rates(memo, job, device, share if one_thread else None)
                 if note:
                     memoised.add(key)
                 r = rates[key]
@@ -300,12 +303,20 @@ def remembered(memo, job: Job, device: str) -> bool:
     return memo.has(job_shape(job, device))
 
 
-def job_rates(memo, job: Job, device: str) -> tuple[Rates, str]:
-    """`job`'s kind's rates, from the memo or timed now (plan/budget_timing.py), and the memo's note."""
+def job_rates(memo, job: Job, device: str, share: float | None = None) -> tuple[Rates, str]:
+    """`job`'s kind's rates, from the memo or timed now (plan/budget_timing.py), and the memo's note.
+    `share`: a thread's share of a core now, for a job trained at one thread on the CPU: it is timed in
+    CPU seconds, made wall seconds at that share (None: timed in wall seconds). A few rounds' wall time
+    on a shared machine caught the other processes' quiet moments: quickstart's steps timed at 0.41
+    ms, its run's took 1.1 at load 6-9, a 2.9x underestimate."""
 
     def timed():
         c, costs = job.config, per_client(job.config)
-        return asdict(measure(job, device, lambda t: round_cost(c, costs, t)[0])), []
+        steps = lambda t: round_cost(c, costs, t)[0]  # noqa: E731
+        if share is None:
+            return asdict(measure(job, device, steps)), []
+        cpu = asdict(measure(job, device, steps, time.process_time))
+        return {k: v if k == "rounds_timed" else v / share for k, v in cpu.items()}, []
 
     values, _, note = memo.remembered(job_shape(job, device), timed)
     return Rates(**values), note

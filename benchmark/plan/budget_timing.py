@@ -47,9 +47,11 @@ class Enough(Exception):
     """Raised from a round's end to stop a timed job."""
 
 
-def measure(job, device: str, steps_in_round) -> Rates:
+def measure(job, device: str, steps_in_round, clock=time.perf_counter) -> Rates:
     """`job`'s rates on `device`, run by the job runner into a scratch folder until TIME_LIMIT_S;
-    `steps_in_round(t)` is its client-steps in round t."""
+    `steps_in_round(t)` is its client-steps in round t. `clock` says what a second is: wall time, or this
+    process's CPU time (`time.process_time`, for a job at one thread: the caller makes it wall time at a
+    thread's share of a core, steadier on a shared machine than the wall time of a few rounds)."""
     import tempfile
 
     import torch
@@ -59,7 +61,7 @@ def measure(job, device: str, steps_in_round) -> Rates:
     from benchmark.run.job_runner import run_job
     from benchmark.store.job_dir import JobDir
 
-    start = time.perf_counter()
+    start = clock()
     sim = build_simulation(job.config, device)
     sync = torch.cuda.synchronize if sim.setup.device.type == "cuda" else (lambda: None)
     trained: list[float] = []  # each round's training (Simulation.run_round)
@@ -69,7 +71,7 @@ def measure(job, device: str, steps_in_round) -> Rates:
 
     def timed_round(t, on_clients=None):
         sync()
-        t0 = time.perf_counter()
+        t0, wall0 = clock(), time.perf_counter()
         if not trained:
             ended[0] = t0  # the set-up ends where the first round starts
         reports: list[tuple[int, float]] = []
@@ -83,18 +85,19 @@ def measure(job, device: str, steps_in_round) -> Rates:
             (steps0, seconds0), (steps1, seconds1) = reports[0], reports[-1]
             # between two reports (past the first step's warm-up), or over the first steps when they
             # alone outlast LONG_ROUND_S (a large model's step under load: another would take as long)
-            cut.append((seconds1 - seconds0) / (steps1 - steps0) if steps1 > steps0 else seconds1 / steps1)
+            per_step = (seconds1 - seconds0) / (steps1 - steps0) if steps1 > steps0 else seconds1 / steps1
+            cut.append(per_step * (clock() - t0) / max(time.perf_counter() - wall0, 1e-9))  # in the clock's seconds
             raise Enough
 
         loss = train_round(t, listen if not trained else on_clients)
         sync()
-        trained.append(time.perf_counter() - t0)
-        ended.append(time.perf_counter())
+        trained.append(clock() - t0)
+        ended.append(clock())
         return loss
 
     class Stamp(RoundCallback):
         def on_round(self, round_: int) -> None:
-            ended[-1] = time.perf_counter()
+            ended[-1] = clock()
             timed = len(trained) - 1  # rounds after the first (its warm-up)
             long_first = trained[0] > TIME_LIMIT_S  # then it is rate enough
             spent = sum(trained[1:])
@@ -120,9 +123,9 @@ def measure(job, device: str, steps_in_round) -> Rates:
     if evaluated:
         eval_s = max(statistics.median(evaluated) - round_s, 0.0)
     else:
-        t0 = time.perf_counter()
+        t0 = clock()
         evaluate(sim)
-        eval_s = time.perf_counter() - t0
+        eval_s = clock() - t0
     setup_s = ended[0] - start
     timed = float(len(rounds))
     return Rates(setup_s, statistics.median(per_step), min(per_step), max(per_step), eval_s, round_s, timed)

@@ -92,7 +92,7 @@ def test_the_run_time_adds_start_up_set_up_steps_and_every_evaluation(tmp_path, 
     (the process, its imports, loading the data), and per job its set-up, its client-steps, its
     evaluations (rounds 2 and 4 of 4: eval_every 2) and the runner's work each of its 4 rounds."""
     rates = Rates(setup_s=0.5, step_s=0.01, fastest_step_s=0.005, slowest_step_s=0.02, eval_s=0.25, round_s=0.125)
-    monkeypatch.setattr(budget, "measure", lambda job, device, steps_in_round: rates)
+    monkeypatch.setattr(budget, "measure", lambda job, device, steps_in_round, clock=None: rates)
     monkeypatch.setattr(budget, "process_age", lambda: 1.5)
     monkeypatch.setattr(budget, "run_imports_seconds", lambda torch: 1.0)
     monkeypatch.setattr(budget, "data_load_seconds", lambda config: 0.5)  # one dataset: once
@@ -104,6 +104,39 @@ def test_the_run_time_adds_start_up_set_up_steps_and_every_evaluation(tmp_path, 
     assert found.seconds == pytest.approx(3.0 + sum(0.5 + 2 * 0.25 + 4 * 0.125 + 0.01 * s for s in steps))
     assert found.low == pytest.approx(3.0 + sum(0.5 + 2 * 0.25 + 4 * 0.125 + 0.005 * s for s in steps))
     assert found.high == pytest.approx(3.0 + sum(0.5 + 2 * 0.25 + 4 * 0.125 + 0.02 * s for s in steps))
+
+
+def test_a_one_thread_job_is_timed_in_cpu_seconds_made_wall_at_a_thread_s_share_of_a_core(tmp_path, monkeypatch):
+    """At one thread a job's rounds are timed in this process's CPU seconds and divided by a thread's share of
+    a core at the load now (cores / load average, at most 1): the same CPU time is twice the wall time at a
+    load of 4 on 2 cores. A job given more threads is timed in wall seconds."""
+    import time
+
+    from benchmark.run import threads
+
+    rates = Rates(setup_s=0.5, step_s=0.01, fastest_step_s=0.005, slowest_step_s=0.02, eval_s=0.25, round_s=0.125)
+    clocks = []
+    monkeypatch.setattr(
+        budget, "measure", lambda job, device, steps, clock=time.perf_counter: clocks.append(clock) or rates
+    )
+    for name in ("run_imports_seconds", "data_load_seconds"):
+        monkeypatch.setattr(budget, name, lambda _: 0.0)
+    monkeypatch.setattr(budget, "process_age", lambda: 0.0)
+    _, jobs = load_jobs(written(tmp_path, SUITE))
+    found = {}
+    for load in (0.5, 4.0):
+        monkeypatch.setattr(budget.Load, "now", classmethod(lambda cls, load=load: Load((load, load, load), 2)))
+        found[load] = estimate(jobs, "cpu", remeasure=True)
+    assert found[4.0].seconds == pytest.approx(2 * found[0.5].seconds) and found[0.5].seconds > 0
+    assert clocks == [time.process_time] * 4  # two job kinds, twice
+    assert "jobs on their own: CPU time / 0.50 (a thread's share of a core at this load)" in found[4.0].assumed
+    threads.request(2)
+    try:
+        more = estimate(jobs, "cpu", remeasure=True)
+    finally:
+        threads.request(None)
+    assert clocks[4:] == [time.perf_counter] * 2 and more.seconds == pytest.approx(found[4.0].seconds / 2)
+    assert not any("CPU time /" in line for line in more.assumed)
 
 
 def test_a_load_that_moved_widens_the_range_and_a_quiet_one_does_not():
