@@ -6,9 +6,9 @@ engine/fed_data.py (E·⌈n/b⌉ steps and E·n samples over E epochs, or K step
 
 Time is measured here, at the thread count the run will use (run/threads.py), and added up as the run
 spends it: its start-up (plan/budget_timing.py), each job run on its own (set-up, client-steps at the
-rate of real rounds of the job, evaluations; at one thread in CPU seconds), and the batches a protocol computes together, which the
-protocol times on its own engine in CPU seconds (FedAc: protocols/fedac/cost.py), made wall seconds
-at a thread's share of a core now. The machine's load is in the jobs' measurements; the range is the
+rate of real rounds of the job, evaluations; at one thread in CPU seconds), and the batches a protocol
+computes together, which the protocol times on its own engine in CPU seconds (FedAc:
+protocols/fedac/cost.py); CPU seconds are made wall seconds at a thread's share of a core now. The machine's load is in the jobs' measurements; the range is the
 same work at the fastest and slowest timed rounds, and at the quietest and busiest load of the last
 15 minutes. MLflow tracking is not counted (a run with `--no-tracking`). What was measured is
 remembered per machine (plan/budget_memo.py): a second call measures only what is new.
