@@ -34,6 +34,7 @@ from benchmark.plan.budget_timing import (
     measure,
     process_age,
     run_imports_seconds,
+    share_got,
 )
 from benchmark.suite.expand import Job
 
@@ -204,12 +205,15 @@ def estimate(jobs: list[Job], device: str, remeasure: bool = False) -> Estimate:
         threads = protocol_choice(protocol)
         what = ("protocol", name, device, threads["count"], *map(batch_shape, groups))
         cpu, lines, note = memo.remembered(what, measuring(protocol, groups, device), per_load=False)
-        times = {k: v / share for k, v in cpu.items()}  # CPU seconds of one thread, at its share of a core now
+        # CPU seconds of one thread at the share of a core it got while timed (memoised: at this load's)
+        got = cpu.pop("share", share) if not note else share
+        cpu.pop("share", None)
+        times = {k: v / got for k, v in cpu.items()}
         if not times:
             assumed.append(f"protocol {name}: its batches' time is not known (not counted)")
             continue
         assumed += [f"protocol {name}: {threads['count']} thread(s), {threads['chosen_by']}", *lines]
-        assumed.append(f"protocol {name}: CPU time / {share:.2f} (a thread's share of a core at this load)")
+        assumed.append(f"protocol {name}: CPU time / {got:.2f}, " + SHARE_SAID[not note])
         if note:
             assumed.append(f"protocol {name}: {note}")
         written = times["written"]
@@ -221,8 +225,6 @@ def estimate(jobs: list[Job], device: str, remeasure: bool = False) -> Estimate:
     one_thread = device == "cpu" and alone_threads["count"] == 1  # timed in CPU seconds (job_rates)
     if alone:
         assumed.append(f"jobs on their own: {alone_threads['count']} thread(s), {alone_threads['chosen_by']}")
-        if one_thread:
-            assumed.append(f"jobs on their own: CPU time / {share:.2f} (a thread's share of a core at this load)")
     rates: dict[tuple, Rates] = {}
     memoised: set[tuple] = set()
     timing_started = time.perf_counter()
@@ -237,9 +239,10 @@ def estimate(jobs: list[Job], device: str, remeasure: bool = False) -> Estimate:
                 rates[key] = rates[like[0]]
                 assumed.append(f"{' '.join(map(str, key[:4]))}: not timed (time limit), at {like[0][3]}'s rates")
             else:
-                rates[key], note = job_rates(memo, job, device, share if one_thread else None)
+                rates[key], said, note = job_rates(memo, job, device, one_thread)
                 if note:
                     memoised.add(key)
+                note = "; ".join(filter(None, (said, note)))
                 r = rates[key]
                 assumed.append(
                     f"{' '.join(map(str, key[:4]))}: {1e3 * r.step_s:.2f} ms/step "
@@ -292,6 +295,12 @@ def data_loads(jobs: list[Job], memo) -> tuple[float, list[str]]:
     return total, lines
 
 
+SHARE_SAID = {
+    True: "the share of a core this process got while timed",
+    False: "a thread's share of a core at this load",
+}
+
+
 def job_shape(job: Job, device: str) -> tuple:
     """What a job kind's measured rates depend on (the memo's key): its rate key and its parts' code."""
     from benchmark.run.code_parts import job_code
@@ -303,23 +312,25 @@ def remembered(memo, job: Job, device: str) -> bool:
     return memo.has(job_shape(job, device))
 
 
-def job_rates(memo, job: Job, device: str, share: float | None = None) -> tuple[Rates, str]:
-    """`job`'s kind's rates, from the memo or timed now (plan/budget_timing.py), and the memo's note.
-    `share`: a thread's share of a core now, for a job trained at one thread on the CPU: it is timed in
-    CPU seconds, made wall seconds at that share (None: timed in wall seconds). A few rounds' wall time
-    on a shared machine caught the other processes' quiet moments: quickstart's steps timed at 0.41
-    ms, its run's took 1.1 at load 6-9, a 2.9x underestimate."""
+def job_rates(memo, job: Job, device: str, one_thread: bool = False) -> tuple[Rates, str, str]:
+    """`job`'s kind's rates, from the memo or timed now (plan/budget_timing.py), how they were timed, and
+    the memo's note ("" when timed now).
+    A job trained at one thread on the CPU is timed in CPU seconds, made wall seconds at the share of a
+    core this process got over the whole timing (its set-up and every round): the median of a few
+    rounds' wall times is at the mercy of other processes' bursts."""
 
     def timed():
         c, costs = job.config, per_client(job.config)
         steps = lambda t: round_cost(c, costs, t)[0]  # noqa: E731
-        if share is None:
+        if not one_thread:
             return asdict(measure(job, device, steps)), []
-        cpu = asdict(measure(job, device, steps, time.process_time))
-        return {k: v if k == "rounds_timed" else v / share for k, v in cpu.items()}, []
+        cpu, got = share_got(lambda: asdict(measure(job, device, steps, time.process_time)))
+        got = max(got, 1e-3)
+        scaled = {k: v if k == "rounds_timed" else v / got for k, v in cpu.items()}
+        return scaled, [f"CPU time / {got:.2f}, {SHARE_SAID[True]}"]
 
-    values, _, note = memo.remembered(job_shape(job, device), timed)
-    return Rates(**values), note
+    values, lines, note = memo.remembered(job_shape(job, device), timed)
+    return Rates(**values), "; ".join(lines), note
 
 
 def batch_shape(batch: list[Job]) -> str:
@@ -335,11 +346,12 @@ def measuring(protocol, groups: list[list[Job]], device: str):
         from benchmark.run.threads import for_protocol
 
         for_protocol(protocol)  # its batches are computed at its own thread count
-        costs = protocol.batch_costs(groups, PROTOCOL_TIME_LIMIT_S)
+        costs, got = share_got(lambda: protocol.batch_costs(groups, PROTOCOL_TIME_LIMIT_S))
         if costs is None:
             return {}, []
         written = replay_seconds(protocol, groups[0][0], device)
         times = {str(i): s for i, s in enumerate(costs.seconds)} | {"startup": costs.startup_s, "written": written}
+        times["share"] = max(got, 1e-3)
         line = f"protocol {protocol.name}: the job runner writes each job's replay in {1e3 * written:.0f} CPU-ms"
         return times, [*costs.assumed, line]
 

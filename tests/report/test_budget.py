@@ -96,6 +96,7 @@ def test_the_run_time_adds_start_up_set_up_steps_and_every_evaluation(tmp_path, 
     monkeypatch.setattr(budget, "process_age", lambda: 1.5)
     monkeypatch.setattr(budget, "run_imports_seconds", lambda torch: 1.0)
     monkeypatch.setattr(budget, "data_load_seconds", lambda config: 0.5)  # one dataset: once
+    monkeypatch.setattr(budget, "share_got", lambda work: (work(), 1.0))  # timed on a core of its own
     monkeypatch.setattr(budget.Load, "now", classmethod(lambda cls: Load((0.1, 0.1, 0.1), 2)))
     _, jobs = load_jobs(written(tmp_path, SUITE))
     assert [evaluations(j.config) for j in jobs] == [2, 2]
@@ -106,10 +107,11 @@ def test_the_run_time_adds_start_up_set_up_steps_and_every_evaluation(tmp_path, 
     assert found.high == pytest.approx(3.0 + sum(0.5 + 2 * 0.25 + 4 * 0.125 + 0.02 * s for s in steps))
 
 
-def test_a_one_thread_job_is_timed_in_cpu_seconds_made_wall_at_a_thread_s_share_of_a_core(tmp_path, monkeypatch):
-    """At one thread a job's rounds are timed in this process's CPU seconds and divided by a thread's share of
-    a core at the load now (cores / load average, at most 1): the same CPU time is twice the wall time at a
-    load of 4 on 2 cores. A job given more threads is timed in wall seconds."""
+def test_a_one_thread_job_is_timed_in_cpu_seconds_made_wall_at_the_share_of_a_core_it_got(tmp_path, monkeypatch):
+    """At one thread a job's rounds are timed in this process's CPU seconds and divided by the share of a
+    core the process got while timing them (its CPU time over its wall time), not by one guessed from the
+    load average (which counts a nice-19 process as a whole competitor): the same CPU time is twice the
+    wall time at a share of 0.5. A job given more threads is timed in wall seconds."""
     import time
 
     from benchmark.run import threads
@@ -122,20 +124,23 @@ def test_a_one_thread_job_is_timed_in_cpu_seconds_made_wall_at_a_thread_s_share_
     for name in ("run_imports_seconds", "data_load_seconds"):
         monkeypatch.setattr(budget, name, lambda _: 0.0)
     monkeypatch.setattr(budget, "process_age", lambda: 0.0)
+    monkeypatch.setattr(budget.Load, "now", classmethod(lambda cls: Load((8.0, 8.0, 8.0), 2)))  # says 0.25
     _, jobs = load_jobs(written(tmp_path, SUITE))
     found = {}
-    for load in (0.5, 4.0):
-        monkeypatch.setattr(budget.Load, "now", classmethod(lambda cls, load=load: Load((load, load, load), 2)))
-        found[load] = estimate(jobs, "cpu", remeasure=True)
-    assert found[4.0].seconds == pytest.approx(2 * found[0.5].seconds) and found[0.5].seconds > 0
+    for got in (1.0, 0.5):
+        monkeypatch.setattr(budget, "share_got", lambda work, got=got: (work(), got))
+        found[got] = estimate(jobs, "cpu", remeasure=True)
+    assert found[0.5].seconds == pytest.approx(2 * found[1.0].seconds) and found[1.0].seconds > 0
     assert clocks == [time.process_time] * 4  # two job kinds, twice
-    assert "jobs on their own: CPU time / 0.50 (a thread's share of a core at this load)" in found[4.0].assumed
+    said = [line for line in found[0.5].assumed if "ms/step" in line]
+    assert len(said) == 2
+    assert all("CPU time / 0.50, the share of a core this process got while timed" in line for line in said)
     threads.request(2)
     try:
         more = estimate(jobs, "cpu", remeasure=True)
     finally:
         threads.request(None)
-    assert clocks[4:] == [time.perf_counter] * 2 and more.seconds == pytest.approx(found[4.0].seconds / 2)
+    assert clocks[4:] == [time.perf_counter] * 2 and more.seconds == pytest.approx(found[1.0].seconds)
     assert not any("CPU time /" in line for line in more.assumed)
 
 
@@ -200,6 +205,20 @@ def test_batched_protocol_jobs_are_timed_on_their_engine(tmp_path, capsys):
     assert any("the job runner writes each job's replay in" in a for a in found.assumed)
     assert main(["plan", str(suite), "--budget", "--device", "cpu"]) == 0
     assert "batched" in capsys.readouterr().out
+
+
+def test_a_protocol_s_cpu_seconds_are_made_wall_at_the_share_it_got_when_timed_now(tmp_path, monkeypatch):
+    """Timed now, a protocol's batches' CPU seconds are divided by the share of a core this process got
+    while timing them; memoised, by a thread's share at the load now (cores / load average)."""
+    _, jobs = load_jobs(written(tmp_path, FEDAC_SUITE))
+    monkeypatch.setattr(budget.Load, "now", classmethod(lambda cls: Load((1.0, 1.0, 1.0), 2)))  # a share of 1
+    monkeypatch.setattr(budget, "share_got", lambda work: (work(), 0.5))
+    now = estimate(jobs, "cpu", remeasure=True)
+    assert "protocol fedac: CPU time / 0.50, the share of a core this process got while timed" in now.assumed
+    again = estimate(jobs, "cpu")  # the same CPU seconds, memoised: at this load's share, 1
+    assert "protocol fedac: CPU time / 1.00, a thread's share of a core at this load" in again.assumed
+    for job_id, budget_now in now.jobs.items():
+        assert again.jobs[job_id].seconds == pytest.approx(budget_now.seconds / 2)
 
 
 class ClockedProtocol:
