@@ -92,7 +92,12 @@ def workload_line(jobs) -> str:
     """What the jobs add up to, before any data is loaded: rounds, and client updates (rounds x
     clients per round, each E epochs or K local steps); `plan --budget` turns it into time."""
     rounds = sum(j.config.rounds for j in jobs)
-    updates = sum(j.config.rounds * _clients_per_round(j.config) for j in jobs)
+    per_round: dict[tuple, float] = {}  # a template's jobs share their participation section: once each
+    for j in jobs:
+        c = j.config
+        if (key := (id(c.participation), c.num_clients)) not in per_round:
+            per_round[key] = _clients_per_round(c)
+    updates = sum(j.config.rounds * per_round[id(j.config.participation), j.config.num_clients] for j in jobs)
     return f"workload: {len(jobs):,} jobs, {rounds:,} rounds, ≈ {updates:,.0f} client updates (plan --budget: time)"
 
 
