@@ -10,7 +10,9 @@ from `shared_positions`, same init, same records; tests/engine/test_fedac_batche
 two agree), without Python per worker:
 
 - K local steps: a compiled kernel (kernel.py) runs each worker's steps for all B
-  jobs at once, touching only the non-zero coordinates of the step's examples (LocalSteps);
+  jobs at once, touching only the non-zero coordinates of the step's examples (LocalSteps); a
+  small cell, whose whole computation costs less than numba's start-up, runs the same steps in
+  numpy with the workers side by side (numpy_round.py says which cells);
 - one step per round (the minibatch methods, or K = 1): every worker starts from the broadcast
   model, and the mean of their steps is one step on the mean gradient, so the state is (B, d)
   and the gradient a matrix product over the round's M·K·batch examples.
@@ -35,6 +37,7 @@ from benchmark.fl.fedac import coefficients
 from benchmark.job.config import JobConfig
 from benchmark.metrics import ema_update
 from benchmark.protocols.fedac.jobs import one_step_rounds, server_kind
+from benchmark.protocols.fedac.numpy_round import prefers_numpy
 from benchmark.protocols.fedac.signals import HeldSignals
 from benchmark.rng import Stream, derive_seed
 from benchmark.torch_streams import TorchGenerator
@@ -246,7 +249,7 @@ def run_batch(
         local = None
     else:
         train_rows = PER_DATASET.get(first, ("train rows", _digest(row_order)), lambda: SparseRows.of(rows_x))
-        local = LocalSteps(linear, train_rows, y, m, k)
+        local = LocalSteps(linear, train_rows, y, m, k, in_numpy=prefers_numpy(first))
     ema: list[float | None] = [None] * b_count
     # the per-client loop's divergence checks: training loss and θ every round, test loss when evaluated
     theta_row = np.array([0 if server_kind(j.method) == "fedac" else 1 for j in batch.jobs])
@@ -328,10 +331,11 @@ class LocalSteps:
     Every worker's state is X_k = P_k U_k with P_k (c × c per job) the product of the steps'
     linear parts, the same for all workers, so a step updates U only where x is non-zero
     (Recursion.schedule). The average over workers is P · mean(U). The steps themselves run in
-    the compiled kernel (kernel.py), one worker at a time."""
+    the compiled kernel (kernel.py), one worker at a time, or `in_numpy` with all workers at once
+    (numpy_round.py: the same arguments and result, without numba's start-up)."""
 
-    def __init__(self, linear: Recursion, sparse: SparseRows, y: np.ndarray, workers: int, steps: int):
-        self.sparse, self.y = sparse, np.asarray(y)
+    def __init__(self, linear: Recursion, sparse: SparseRows, y: np.ndarray, workers: int, steps: int, in_numpy: bool):
+        self.sparse, self.y, self.in_numpy = sparse, np.asarray(y), in_numpy
         reads, enters, folds = linear.schedule(steps, self.y.dtype)
         self.jobs = reads.shape[1]
         # idle jobs (reads, enters and U zero) pad the batch: see pad_jobs
@@ -349,7 +353,10 @@ class LocalSteps:
         """The averaged state after one round from the broadcast `state` (B, c, d), and the mean
         training loss over the steps; without `with_loss`, a stand-in for it that is finite
         exactly when the loss is (0, or the non-finite value), and costs no logarithms."""
-        from benchmark.protocols.fedac.kernel import local_round  # numba: only where local steps are taken
+        if self.in_numpy:
+            from benchmark.protocols.fedac.numpy_round import local_round
+        else:
+            from benchmark.protocols.fedac.kernel import local_round  # numba: only where local steps are taken
 
         m, k, bs = idx.shape
         enters = self.enters * (-1.0 / bs)  # U ← U − P⁻¹v · mean over the batch of ℓ'(z) x
