@@ -190,13 +190,19 @@ class PerDataset:
 PER_DATASET = PerDataset()
 
 
-def _logistic_parts(z: np.ndarray, y: np.ndarray, with_loss: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """(loss log(1 + e^{−yz}), its derivative in z) for scores z and labels y = ±1. Without `with_loss`,
-    min(yz, 0) for the loss, no logarithms: where the loss can overflow (yz < −20) it is −yz itself, so
-    its weighted sum is not finite where the loss's is not (up to rounding at the float's very maximum)."""
+def _logistic_parts(
+    z: np.ndarray, y: np.ndarray, with_loss: bool = True, weight: np.ndarray | float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """(loss log(1 + e^{−yz}), its derivative in z times `weight`) for scores z and labels y = ±1. Without
+    `with_loss`, min(yz, 0) for the loss, no logarithms: where the loss can overflow (yz < −20) it is −yz
+    itself, so its weighted sum is not finite where the loss's is not (up to rounding at the float's very
+    maximum). The derivative is computed in one buffer, in place: at M = 1,024 it is (n, B), 1.7 MB."""
     margin = y * z
-    sigmoid = 1 / (1 + np.exp(margin))  # σ(−margin); an overflowing e^margin gives 0, as torch's
-    return softplus(-margin) if with_loss else -np.minimum(margin, 0), -y * sigmoid
+    share = np.exp(margin)
+    share += 1
+    np.reciprocal(share, out=share)  # σ(−margin); an overflowing e^margin gives 0, as torch's
+    share *= -y * weight
+    return softplus(-margin) if with_loss else -np.minimum(margin, 0), share
 
 
 def run_batch(
@@ -319,10 +325,17 @@ def _one_step(linear: Recursion, state, x, y, rows, with_loss: bool = True):
     point = (linear.r.astype(state.dtype)[:, None, :] @ state)[:, 0]  # (B, d)
     counts = np.bincount(rows, minlength=len(x))
     drawn = np.flatnonzero(counts)
-    xs, weight = x[drawn], counts[drawn].astype(state.dtype)[:, None]
-    part_loss, dz = _logistic_parts(xs @ point.T, y[drawn][:, None], with_loss)  # (rows, B)
-    grad = (dz * weight).T @ xs
-    return linear.step(state, grad / len(rows)), (part_loss * weight).sum(0) / len(rows)
+    if len(drawn) < GATHER_BELOW * len(x):
+        x, y, counts = x[drawn], y[drawn], counts[drawn]
+    weight = counts.astype(state.dtype)
+    part_loss, share = _logistic_parts(x @ point.T, y[:, None], with_loss, weight=weight[:, None])  # (rows, B)
+    return linear.step(state, (share.T @ x) / len(rows)), (weight @ part_loss) / len(rows)
+
+
+# Below this share of the training rows drawn in a round, they are copied out and computed alone; above
+# it the undrawn rows are computed at weight 0, which costs less than the copy (a9a, 13 jobs: the copy
+# 68 ns a row, a row's products 270 ns; M = 1,024 one-step rounds draw 86 % of the rows)
+GATHER_BELOW = 0.8
 
 
 class LocalSteps:
