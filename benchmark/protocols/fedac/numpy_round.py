@@ -73,25 +73,29 @@ def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_af
     loss = np.zeros((m_count, live))  # float64, as the kernel sums it
     with np.errstate(over="ignore", invalid="ignore"):  # a diverging job's inf and NaN, as in the kernel
         for j in range(k):
+            at_j, x_j, y_j, reads_j, enters_j = at[j], x[j], minus_y[j], reads[j], enters[j]
             # the batch's rows of U, all gathered (and scored) before any update: one gradient point
-            rows = [np.take(flat, at[j, s], axis=0).reshape(m_count, nnz, cb) for s in range(bs)]
+            rows = [np.take(flat, at_j[s], axis=0).reshape(m_count, nnz, cb) for s in range(bs)]
             for s in range(bs):
-                ux = np.matmul(x[j, s], rows[s])[:, 0]  # (M, c·B): U x, a matrix product over the row's nnz values
-                z = ux[:, :live] * reads[j, 0]
+                ux = np.matmul(x_j[s], rows[s])[:, 0]  # (M, c·B): U x, a matrix product over the row's nnz values
+                z = ux[:, :live] * reads_j[0]
                 for q in range(1, c):
-                    z += ux[:, q * live : (q + 1) * live] * reads[j, q]
-                margin = minus_y[j, s] * z  # ℓ = softplus(margin)
+                    z += ux[:, q * live : (q + 1) * live] * reads_j[q]
+                margin = np.multiply(z, y_j[s], out=z)  # ℓ = softplus(margin); in place, as below: a buffer less
                 # without `with_loss` the margins themselves, summed in float64: finite exactly when every one is
                 loss += np.logaddexp(0, margin) if with_loss else margin
-                slope = minus_y[j, s] / (1 + np.exp(-margin))  # ℓ'(z) = −y σ(margin)
-                push = (enters[j] * slope[:, None, :]).reshape(m_count, cb)
-                gained = push[:, None, :] if binary else x[j, s, :, 0, :, None] * push[:, None, :]  # (M, nnz, c·B)
+                slope = np.exp(-margin)
+                slope += 1
+                np.divide(y_j[s], slope, out=slope)  # ℓ'(z) = −y σ(margin)
+                push = (enters_j * slope[:, None, :]).reshape(m_count, 1, cb)
                 # a row's columns are distinct: one example writes each coordinate once; with batch > 1 the
                 # examples' rows may share columns, so each adds to U as the previous one left it
                 if bs == 1:
-                    flat[at[j, s]] = (rows[s] + gained).reshape(-1, cb)  # reuses the gathered rows
+                    rows[s] += push if binary else x_j[s, :, 0, :, None] * push
+                    flat[at_j[s]] = rows[s].reshape(-1, cb)  # reuses the gathered rows
                 else:
-                    flat[at[j, s]] += np.broadcast_to(gained, rows[s].shape).reshape(-1, cb)
+                    gained = push if binary else x_j[s, :, 0, :, None] * push
+                    flat[at_j[s]] += np.broadcast_to(gained, rows[s].shape).reshape(-1, cb)
             u[:, d] = 0
             if fold_after[j]:
                 fold = folds[j][..., :live]  # (c, c, B)
