@@ -23,9 +23,11 @@ from benchmark.job.config import JobConfig
 
 # The cost model, CPU seconds on the 2-core Intel Xeon VM of benchmarks/README.md (a9a, 13 η side by side):
 NUMBA_LOAD_S = 0.45  # numba imported and the cached kernel loaded, once a process (0.35-0.5 measured)
-NUMBA_WORKER_STEP_S = 0.29e-6  # the kernel, per worker and step (0.28-0.37 µs at M = 8 .. 1,024)
-NUMPY_STEP_S = 20e-6  # this module, per step: its numpy calls' own overhead ...
-NUMPY_WORKER_STEP_S = 1.05e-6  # ... and per worker (a round of K = 64: 1.5 ms at M = 8, 4.1 at 64, 70 at 1,024)
+NUMBA_WORKER_STEP_S = 0.21e-6  # the kernel, per worker and step (0.20-0.27 µs at M = 8 .. 1,024)
+# this module, per step: its numpy calls' own overhead, and per worker; fitted at M = 8 and 128, where the
+# choice falls (a step 21 and 102 µs; 53 at 64); beyond, U leaves L2 and a worker costs more (1.1 µs at 1,024)
+NUMPY_STEP_S = 16e-6
+NUMPY_WORKER_STEP_S = 0.68e-6
 
 # pins the choice (True: numpy, False: numba) where the caller knows better than the shape it hands the engine:
 # plan --budget times a batch cut to fewer rounds and workers on the path the whole batch takes (cost.py)
