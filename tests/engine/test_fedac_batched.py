@@ -235,3 +235,30 @@ def test_a_batched_job_stopped_early_resumes_to_the_numbers_of_a_straight_run(tm
     )
     assert run_job(job, "fast", d, simulation_for=ProtocolBatches(jobs).simulation_for).status == "finished"
     assert measured(d.read_metrics()) == measured(straight.read_metrics())
+
+
+def test_a_round_drawing_most_rows_computes_each_distinct_row_once_to_the_same_step(monkeypatch):
+    """Above GATHER_BELOW of the rows drawn, the distinct rows (here each row twice, half of them labelled
+    both ways) are scored once, weighted by their draws of each label: the step and loss of the copied-out rows,
+    to float32 rounding; the loss stand-in finite exactly where the loss is, for moderate and overflowing scores."""
+    g = torch.Generator().manual_seed(3)
+    half = (torch.rand(20, 7, generator=g) < 0.4).float().numpy()
+    x = np.concatenate([half, half])
+    y = (torch.randint(0, 2, (40,), generator=g) * 2.0 - 1.0).numpy()
+    rows = torch.randint(0, 40, (400,), generator=g).numpy()
+    distinct = fedac_batched.DistinctRows.of(x, y)
+    assert len(distinct.x) == len(np.unique(half, axis=0)) and (distinct.x[distinct.of_row] == x).all()
+    jobs = [j.config for j in expand(shared_suite("mbacsgd", lrs=[0.05, 0.1, 0.2, 0.5]))]
+    linear = fedac_batched.Batch.of(jobs, [fedac_batched.Outcome() for _ in jobs]).linear
+    scale = torch.tensor([1.0, 3.0, 1e37, 1e38])[:, None, None]
+    state = (torch.randn(len(jobs), 2, 7, generator=g) * scale).numpy()
+    with np.errstate(over="ignore", invalid="ignore"):
+        for with_loss in (True, False):
+            dense = fedac_batched._one_step(linear, state, x, y, rows, with_loss, lambda: distinct)
+            monkeypatch.setattr(fedac_batched, "GATHER_BELOW", 1.01)  # every round copies its drawn rows out
+            copied = fedac_batched._one_step(linear, state, x, y, rows, with_loss)
+            monkeypatch.undo()
+            for a, b in zip(dense, copied):
+                assert np.isfinite(a).tolist() == np.isfinite(b).tolist() and np.isfinite(a[:2]).all()
+                ok = np.isfinite(b)
+                np.testing.assert_allclose(a[ok], b[ok], rtol=2e-5, atol=1e-6)
