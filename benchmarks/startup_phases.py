@@ -51,6 +51,7 @@ PHASES = [
     ("benchmark.protocols.fedac.replay", "run_group", "FedAc batch: F*, θ₀, computation"),
     ("benchmark.protocols.fedac.engine", "run_batch", "FedAc batch: computation"),
     ("benchmark.protocols.fedac.kernel", "local_round", "FedAc kernel calls (numba)"),
+    ("benchmark.protocols.fedac.numpy_round", "local_round", "FedAc local steps in numpy (small cells)"),
     ("benchmark.engine.convex", "RegularisedLogistic.optimum", "F* (per-client loop: solved or read from the cache)"),
     ("benchmark.engine.convex", "BinaryArrays.of", "F* (FedAc engine: read from the cache, or solved)"),
     ("benchmark.commands.output", "print_results", "result tables printed"),

@@ -179,8 +179,8 @@ def check_strongly_convex(mu: float) -> None:
 
 def data_digest(x32: np.ndarray, y: np.ndarray) -> str:
     """Checksum of the float32 features and the labels: the F* cache's key."""
-    h = hashlib.sha256(np.ascontiguousarray(x32).tobytes())
-    h.update(np.ascontiguousarray(y).tobytes())
+    h = hashlib.sha256(np.ascontiguousarray(x32))  # the arrays' own buffers, not copies (a9a: 16 MB, 16 ms)
+    h.update(np.ascontiguousarray(y))
     return h.hexdigest()
 
 
@@ -213,7 +213,9 @@ class BinaryArrays:
         def solve() -> dict[str, np.ndarray]:
             return BinaryLogistic.of(torch.from_numpy(x), torch.from_numpy(y), 2, mu).solved()
 
-        optimum = cached_optimum(BinaryLogistic.__name__, data_digest(x.astype(np.float32), y), 2, mu, solve)
+        optimum = cached_optimum(
+            BinaryLogistic.__name__, data_digest(x.astype(np.float32, copy=False), y), 2, mu, solve
+        )
         return cls(x.astype(np.float64), 2.0 * y.astype(np.float64) - 1.0, mu, float(optimum["value"]))
 
     def suboptimalities(self, ws: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ import torch
 from fedtest import measured
 
 from benchmark.protocols.fedac import engine as fedac_batched
+from benchmark.protocols.fedac import numpy_round
 from benchmark.protocols.fedac.jobs import batch_key
 from benchmark.run.job_runner import run_job
 from benchmark.run.protocol_batches import ProtocolBatches
@@ -79,6 +80,13 @@ AUTHORS_BETA = {
 }
 
 
+@pytest.fixture(params=[False, True], ids=["numba", "numpy"])
+def in_numpy(request):
+    """K local steps in the numba kernel, then in numpy (numpy_round.py), whatever the cost model would choose."""
+    with numpy_round.pinned(request.param):
+        yield request.param
+
+
 def test_an_lr_grid_of_every_method_is_two_batches():
     """K local steps (FedAc-I/II, vanilla, FedAvg) and one step per round (MB-SGD, MB-AC-SGD)."""
     batched = ProtocolBatches(expand(shared_suite(ALL)))
@@ -86,7 +94,7 @@ def test_an_lr_grid_of_every_method_is_two_batches():
 
 
 @pytest.mark.parametrize("method", [ALL[:4], ALL[4:]])
-def test_batched_engine_equals_the_per_client_loop(tmp_path, method):
+def test_batched_engine_equals_the_per_client_loop(tmp_path, method, in_numpy):
     jobs, loop, fast = run_both(tmp_path, shared_suite(method))
     for j in jobs:
         assert_same_records(loop[j.id], fast[j.id])
@@ -105,7 +113,7 @@ def test_fedac_ii_with_the_authors_beta_is_batched_as_the_per_client_loop_runs_i
 
 
 @pytest.mark.parametrize("steps,batch,fold", [(1, 3, 50.0), (6, 2, 1.0001)])
-def test_one_step_rounds_and_folds_agree(tmp_path, monkeypatch, steps, batch, fold):
+def test_one_step_rounds_and_folds_agree(tmp_path, monkeypatch, steps, batch, fold, in_numpy):
     """K = 1 (the one-step path), and the sparse path folding P into U after almost every step."""
     monkeypatch.setattr(fedac_batched, "FOLD_CONDITION", fold)
     jobs, loop, fast = run_both(tmp_path, shared_suite("fedac2", steps=steps, batch=batch, rounds=2, eval_every=1))
@@ -125,7 +133,8 @@ def test_only_the_fedac_protocol_is_batched():
     assert len({batch_key(j.config) for j in seeds}) == 2, "batches group lr values, not seeds"
 
 
-def test_binary_features_shortcut_equals_the_general_sparse_step():
+@pytest.mark.parametrize("in_numpy", [False, True], ids=["numba", "numpy"])
+def test_binary_features_shortcut_equals_the_general_sparse_step(in_numpy):
     """a9a's features are 0/1: the engine then skips multiplying by x (padding reads a zero row)."""
     g = torch.Generator().manual_seed(0)
     x = (torch.rand(50, 9, generator=g) < 0.3).float().numpy()
@@ -137,8 +146,8 @@ def test_binary_features_shortcut_equals_the_general_sparse_step():
     general = fedac_batched.SparseRows(sparse.cols, sparse.vals, sparse.width, binary=False)
     state = torch.randn(len(jobs), 2, 9, generator=g).numpy()
     idx = torch.randint(0, 50, (3, 5, 2), generator=g).numpy()
-    fast = fedac_batched.LocalSteps(linear, sparse, y, 3, 5).round(state, idx)
-    slow = fedac_batched.LocalSteps(linear, general, y, 3, 5).round(state, idx)
+    fast = fedac_batched.LocalSteps(linear, sparse, y, 3, 5, in_numpy).round(state, idx)
+    slow = fedac_batched.LocalSteps(linear, general, y, 3, 5, in_numpy).round(state, idx)
     for a, b in zip(fast, slow):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
@@ -158,7 +167,7 @@ def assert_loop_and_batch_agree(tmp_path, jobs) -> None:
         )
 
 
-def test_a_diverging_lr_diverges_at_the_same_round_in_both(tmp_path):
+def test_a_diverging_lr_diverges_at_the_same_round_in_both(tmp_path, in_numpy):
     """|1 − ηλ| = 99 blows the iterates up: both paths report status diverged at the same round,
     with the same records before it; the other lr of the batch is unaffected."""
     suite = shared_suite("fedavg", rounds=12, eval_every=1, lrs=[0.05, 1e4])
@@ -168,7 +177,7 @@ def test_a_diverging_lr_diverges_at_the_same_round_in_both(tmp_path):
 
 
 @pytest.mark.parametrize("method,rounds", [("fedavg", 12), ("mbsgd", 30)])
-def test_divergence_between_evaluations_is_found_at_the_same_round(tmp_path, method, rounds):
+def test_divergence_between_evaluations_is_found_at_the_same_round(tmp_path, method, rounds, in_numpy):
     """Rounds that are not evaluated skip the training loss's logarithms, yet still see it turn
     non-finite (K local steps, and one step per round): the diverging lr stops at the same round
     as in the per-client loop."""
@@ -177,13 +186,14 @@ def test_divergence_between_evaluations_is_found_at_the_same_round(tmp_path, met
     assert JobDir(tmp_path / "fast", jobs[1].id).read_summary().diverged.at_round % 5, "diverges between evaluations"
 
 
-def test_the_loss_stand_in_is_finite_exactly_when_the_loss_is():
+@pytest.mark.parametrize("in_numpy", [False, True], ids=["numba", "numpy"])
+def test_the_loss_stand_in_is_finite_exactly_when_the_loss_is(in_numpy):
     g = torch.Generator().manual_seed(1)
     x = (torch.rand(40, 7, generator=g) < 0.4).float().numpy()
     y = (torch.randint(0, 2, (40,), generator=g) * 2.0 - 1.0).numpy()
     jobs = [j.config for j in expand(shared_suite("fedavg", steps=4, clients=3, lrs=[0.05, 1e4]))]
     linear = fedac_batched.Batch.of(jobs, [fedac_batched.Outcome() for _ in jobs]).linear
-    steps = fedac_batched.LocalSteps(linear, fedac_batched.SparseRows.of(x), y, 3, 4)
+    steps = fedac_batched.LocalSteps(linear, fedac_batched.SparseRows.of(x), y, 3, 4, in_numpy)
     state = (
         torch.randn(len(jobs), 2, 7, generator=g) * torch.tensor([1.0, 1e37])[:, None, None]
     ).numpy()  # the second job's scores overflow
@@ -213,7 +223,7 @@ def test_the_one_step_loss_stand_in_is_finite_exactly_when_the_loss_is():
     assert np.isfinite(loss).tolist() == np.isfinite(stand_in).tolist() == [True, True, False, False]
 
 
-def test_a_batched_job_stopped_early_resumes_to_the_numbers_of_a_straight_run(tmp_path):
+def test_a_batched_job_stopped_early_resumes_to_the_numbers_of_a_straight_run(tmp_path, in_numpy):
     """Its checkpoint is the replay's (round, engine): the resumed job replays the rest."""
     jobs = expand(shared_suite("fedac1", lrs=[0.05]))
     (job,) = jobs
@@ -225,3 +235,30 @@ def test_a_batched_job_stopped_early_resumes_to_the_numbers_of_a_straight_run(tm
     )
     assert run_job(job, "fast", d, simulation_for=ProtocolBatches(jobs).simulation_for).status == "finished"
     assert measured(d.read_metrics()) == measured(straight.read_metrics())
+
+
+def test_a_round_drawing_most_rows_computes_each_distinct_row_once_to_the_same_step(monkeypatch):
+    """Above GATHER_BELOW of the rows drawn, the distinct rows (here each row twice, half of them labelled
+    both ways) are scored once, weighted by their draws of each label: the step and loss of the copied-out rows,
+    to float32 rounding; the loss stand-in finite exactly where the loss is, for moderate and overflowing scores."""
+    g = torch.Generator().manual_seed(3)
+    half = (torch.rand(20, 7, generator=g) < 0.4).float().numpy()
+    x = np.concatenate([half, half])
+    y = (torch.randint(0, 2, (40,), generator=g) * 2.0 - 1.0).numpy()
+    rows = torch.randint(0, 40, (400,), generator=g).numpy()
+    distinct = fedac_batched.DistinctRows.of(x, y)
+    assert len(distinct.x) == len(np.unique(half, axis=0)) and (distinct.x[distinct.of_row] == x).all()
+    jobs = [j.config for j in expand(shared_suite("mbacsgd", lrs=[0.05, 0.1, 0.2, 0.5]))]
+    linear = fedac_batched.Batch.of(jobs, [fedac_batched.Outcome() for _ in jobs]).linear
+    scale = torch.tensor([1.0, 3.0, 1e37, 1e38])[:, None, None]
+    state = (torch.randn(len(jobs), 2, 7, generator=g) * scale).numpy()
+    with np.errstate(over="ignore", invalid="ignore"):
+        for with_loss in (True, False):
+            dense = fedac_batched._one_step(linear, state, x, y, rows, with_loss, lambda: distinct)
+            monkeypatch.setattr(fedac_batched, "GATHER_BELOW", 1.01)  # every round copies its drawn rows out
+            copied = fedac_batched._one_step(linear, state, x, y, rows, with_loss)
+            monkeypatch.undo()
+            for a, b in zip(dense, copied):
+                assert np.isfinite(a).tolist() == np.isfinite(b).tolist() and np.isfinite(a[:2]).all()
+                ok = np.isfinite(b)
+                np.testing.assert_allclose(a[ok], b[ok], rtol=2e-5, atol=1e-6)

@@ -1,5 +1,5 @@
 """A FedAc-protocol `run` pays no fixed cost it does not need: no figure (matplotlib) or frames (pandas) until `report`,
-numba only where local steps are taken, a9a parsed once per machine (tests/data/test_a9a.py tests the
+numba only where local steps are taken in a cell large enough to repay its start-up, a9a parsed once per machine (tests/data/test_a9a.py tests the
 cache itself)."""
 
 from __future__ import annotations
@@ -93,6 +93,19 @@ def test_one_step_methods_run_without_numba(tmp_path):
     assert "numba" not in modules and "MB-AC-SGD" in ran.stdout
     summaries = list((tmp_path / "results" / "jobs").glob("*/summary.json"))
     assert len(summaries) == 4 and all(json.loads(p.read_text())["final_subopt"] > 0 for p in summaries)
+
+
+def test_small_local_step_cells_run_without_numba(tmp_path):
+    """FedAc and FedAvg take K local steps; a cell this small costs less in numpy than numba's start-up
+    (numpy_round.py's cost model), so numba is never imported."""
+    write_a9a(tmp_path / "data", rows=60, seed=3)
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE.replace("{root}", str(tmp_path / "data")).replace("{methods}", "[fedac1, fedac2, fedavg]"))
+    ran, modules = fedbench(tmp_path, "run", str(suite), "--results-dir", str(tmp_path / "results"), "--no-tracking")
+    assert ran.returncode == 0, ran.stderr
+    assert "numba" not in modules and "scipy" not in modules and "FedAc-II" in ran.stdout
+    summaries = [json.loads(p.read_text()) for p in (tmp_path / "results" / "jobs").glob("*/summary.json")]
+    assert len(summaries) == 6 and all(s["status"] == "finished" and s["final_subopt"] > 0 for s in summaries)
 
 
 @pytest.mark.parametrize("mode", ["default", "authors_numpy"])

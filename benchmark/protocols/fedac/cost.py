@@ -10,7 +10,9 @@ another). Shapes are timed largest first (they weigh most) while the time allows
 is scaled from the timed shape of its kind (K local steps, or one step per round) closest in work
 per round, by M·K·b·⌈B/8⌉ (its jobs run in vectors of 8), and its evaluation by B; one shape of each
 kind is timed first. The first call, on a one-worker, one-round batch, is what the run pays once:
-the data, F*, the compiled kernel. Every time is CPU seconds of the engine's one thread.
+the data, F*, the compiled kernel (where a batch takes its local steps in it). A shape is timed on the path
+its whole batch takes (numpy_round.prefers_numpy: numpy or numba), not the one its cut-down copy would.
+Every time is CPU seconds of the engine's one thread.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import time
 from dataclasses import dataclass, replace
 
 from benchmark.protocols.fedac.jobs import one_step_rounds
+from benchmark.protocols.fedac.numpy_round import pinned, prefers_numpy
 from benchmark.run.protocols import BatchCosts, Protocol
 from benchmark.suite.expand import Job
 
@@ -77,11 +80,12 @@ def time_shape(protocol: Protocol, jobs: list[Job]) -> Timed:
     workers = shape.workers
     if not shape.one_step:
         workers = min(workers, max(1, WORKER_STEPS // (shape.steps * shape.batch_size)))
-    one = seconds(protocol, shortened(jobs, 1, workers))
-    rounds, took = 1, one
-    while rounds < jobs[0].config.rounds and took - one < ROUNDS_TIMED_S:
-        rounds = min(jobs[0].config.rounds, 4 * rounds)
-        took = seconds(protocol, shortened(jobs, rounds, workers))
+    with pinned(prefers_numpy(jobs[0].config)):
+        one = seconds(protocol, shortened(jobs, 1, workers))
+        rounds, took = 1, one
+        while rounds < jobs[0].config.rounds and took - one < ROUNDS_TIMED_S:
+            rounds = min(jobs[0].config.rounds, 4 * rounds)
+            took = seconds(protocol, shortened(jobs, rounds, workers))
     # a busy machine can make the longer run look shorter: then charge its mean round to both
     round_s = (took - one) / (rounds - 1) if rounds > 1 and took > one else took / rounds
     return Timed(round_s * shape.workers / workers, max(one - round_s, 0.0))
@@ -92,7 +96,10 @@ WORKER_STEPS = 2**14  # worker-steps a timed round of K local steps is cut to (M
 
 
 def batch_costs(protocol: Protocol, batches: list[list[Job]], time_limit_s: float) -> BatchCosts:
-    startup = seconds(protocol, shortened(batches[0][:1], 1, workers=1))
+    # numba's start-up is the run's once, where any batch takes its local steps in the kernel: paid here then
+    compiled = [b for b in batches if not one_step_rounds(b[0].config) and not prefers_numpy(b[0].config)]
+    with pinned(not compiled):
+        startup = seconds(protocol, shortened((compiled or batches)[0][:1], 1, workers=1))
     start = time.process_time()  # the limit is CPU time too: under load, wall time would time one shape
     shapes = {shape_of(b): b for b in batches}
     timed: dict[Shape, Timed] = {}

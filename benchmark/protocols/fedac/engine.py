@@ -10,7 +10,9 @@ from `shared_positions`, same init, same records; tests/engine/test_fedac_batche
 two agree), without Python per worker:
 
 - K local steps: a compiled kernel (kernel.py) runs each worker's steps for all B
-  jobs at once, touching only the non-zero coordinates of the step's examples (LocalSteps);
+  jobs at once, touching only the non-zero coordinates of the step's examples (LocalSteps); a
+  small cell, whose whole computation costs less than numba's start-up, runs the same steps in
+  numpy with the workers side by side (numpy_round.py says which cells);
 - one step per round (the minibatch methods, or K = 1): every worker starts from the broadcast
   model, and the mean of their steps is one step on the mean gradient, so the state is (B, d)
   and the gradient a matrix product over the round's M·K·batch examples.
@@ -35,6 +37,7 @@ from benchmark.fl.fedac import coefficients
 from benchmark.job.config import JobConfig
 from benchmark.metrics import ema_update
 from benchmark.protocols.fedac.jobs import one_step_rounds, server_kind
+from benchmark.protocols.fedac.numpy_round import prefers_numpy
 from benchmark.protocols.fedac.signals import HeldSignals
 from benchmark.rng import Stream, derive_seed
 from benchmark.torch_streams import TorchGenerator
@@ -153,15 +156,16 @@ class SparseRows:
     def of(cls, x: np.ndarray) -> SparseRows:
         n, d = x.shape
         present = x != 0
-        counts = present.sum(1)
+        counts = np.count_nonzero(present, axis=1)
         nnz = max(int(counts.max()), 1)
-        rows, columns = present.nonzero()  # row by row, columns ascending
+        flat = np.flatnonzero(present)  # row by row, columns ascending (one index array: 17 ms, not 25)
+        rows, columns = np.divmod(flat, d)
         slot = np.arange(len(rows)) - (np.cumsum(counts) - counts)[rows]  # place within its row
         # the kernel reads a random row's columns every step: as uint8 all of a9a's stay in L2 (456 kB, as int64
         # 3.6 MB): its rounds at M = 1,024 are a third faster (benchmarks/README.md)
         cols = np.full((n, nnz), d, dtype=np.min_scalar_type(d))
         vals = np.zeros((n, nnz), dtype=x.dtype)
-        cols[rows, slot], vals[rows, slot] = columns, x[rows, columns]
+        cols[rows, slot], vals[rows, slot] = columns, x.reshape(-1)[flat]
         return cls(cols, vals, d + 1, bool((vals[cols < d] == 1).all()))
 
 
@@ -187,13 +191,19 @@ class PerDataset:
 PER_DATASET = PerDataset()
 
 
-def _logistic_parts(z: np.ndarray, y: np.ndarray, with_loss: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """(loss log(1 + e^{−yz}), its derivative in z) for scores z and labels y = ±1. Without `with_loss`,
-    min(yz, 0) for the loss, no logarithms: where the loss can overflow (yz < −20) it is −yz itself, so
-    its weighted sum is not finite where the loss's is not (up to rounding at the float's very maximum)."""
+def _logistic_parts(
+    z: np.ndarray, y: np.ndarray, with_loss: bool = True, weight: np.ndarray | float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """(loss log(1 + e^{−yz}), its derivative in z times `weight`) for scores z and labels y = ±1. Without
+    `with_loss`, min(yz, 0) for the loss, no logarithms: where the loss can overflow (yz < −20) it is −yz
+    itself, so its weighted sum is not finite where the loss's is not (up to rounding at the float's very
+    maximum). The derivative is computed in one buffer, in place: at M = 1,024 it is (n, B), 1.7 MB."""
     margin = y * z
-    sigmoid = 1 / (1 + np.exp(margin))  # σ(−margin); an overflowing e^margin gives 0, as torch's
-    return softplus(-margin) if with_loss else -np.minimum(margin, 0), -y * sigmoid
+    share = np.exp(margin)
+    share += 1
+    np.reciprocal(share, out=share)  # σ(−margin); an overflowing e^margin gives 0, as torch's
+    share *= -y * weight
+    return softplus(-margin) if with_loss else -np.minimum(margin, 0), share
 
 
 def run_batch(
@@ -244,9 +254,13 @@ def run_batch(
             state = local.broadcast(state, m)  # their pool starts from the mean of M copies of w₀
     elif batch.one_step:
         local = None
+        key = ("distinct rows", _digest(row_order))
+
+        def distinct_rows() -> DistinctRows:  # built once per dataset, where a round first draws most rows
+            return PER_DATASET.get(first, key, lambda: DistinctRows.of(x, y))
     else:
         train_rows = PER_DATASET.get(first, ("train rows", _digest(row_order)), lambda: SparseRows.of(rows_x))
-        local = LocalSteps(linear, train_rows, y, m, k)
+        local = LocalSteps(linear, train_rows, y, m, k, in_numpy=prefers_numpy(first))
     ema: list[float | None] = [None] * b_count
     # the per-client loop's divergence checks: training loss and θ every round, test loss when evaluated
     theta_row = np.array([0 if server_kind(j.method) == "fedac" else 1 for j in batch.jobs])
@@ -267,7 +281,7 @@ def run_batch(
                 idx = np.flip(where[idx], 0)
             done = rnd + 1
             if local is None:
-                state, loss = _one_step(linear, state, x, y, idx.reshape(-1), with_loss=first.evaluates(done))
+                state, loss = _one_step(linear, state, x, y, idx.reshape(-1), first.evaluates(done), distinct_rows)
             elif batch.one_step:
                 state, loss = local.one_step(state, idx)
             else:
@@ -307,19 +321,67 @@ def _digest(order: np.ndarray | None) -> str | None:
     return None if order is None else hashlib.sha256(np.ascontiguousarray(order).tobytes()).hexdigest()
 
 
-def _one_step(linear: Recursion, state, x, y, rows, with_loss: bool = True):
+def _one_step(linear: Recursion, state, x, y, rows, with_loss: bool = True, distinct=None):
     """All workers from the broadcast model, one step each, averaged: one step on the mean
     gradient over the round's M·K·batch examples (the steps are linear in the gradient). Every
     example is seen at the same point, so each distinct row is computed once, weighted by how
     often it was drawn: at most n rows, however large M·K. Without `with_loss`, a stand-in for the
-    mean loss that is finite where it is (_logistic_parts), as LocalSteps.round's."""
+    mean loss that is finite where it is (_logistic_parts), as LocalSteps.round's. `distinct`: a
+    callable giving x's DistinctRows (built from x and y when None), used when most rows are drawn."""
     point = (linear.r.astype(state.dtype)[:, None, :] @ state)[:, 0]  # (B, d)
     counts = np.bincount(rows, minlength=len(x))
     drawn = np.flatnonzero(counts)
-    xs, weight = x[drawn], counts[drawn].astype(state.dtype)[:, None]
-    part_loss, dz = _logistic_parts(xs @ point.T, y[drawn][:, None], with_loss)  # (rows, B)
-    grad = (dz * weight).T @ xs
-    return linear.step(state, grad / len(rows)), (part_loss * weight).sum(0) / len(rows)
+    if len(drawn) >= GATHER_BELOW * len(x):
+        rows_of = distinct() if distinct else DistinctRows.of(x, y)
+        return rows_of.step(linear, state, point, counts, with_loss, len(rows))
+    x, y, counts = x[drawn], y[drawn], counts[drawn]
+    weight = counts.astype(state.dtype)
+    part_loss, share = _logistic_parts(x @ point.T, y[:, None], with_loss, weight=weight[:, None])  # (rows, B)
+    return linear.step(state, (share.T @ x) / len(rows)), (weight @ part_loss) / len(rows)
+
+
+# Below this share of the training rows drawn in a round, they are copied out and computed alone; above
+# it every distinct row is computed at its draws' weight, which costs less than the copy (a9a, 13 jobs: the
+# copy 68 ns a row, a row's products 270 ns; M = 1,024 one-step rounds draw 86 % of the rows)
+GATHER_BELOW = 0.8
+
+
+@dataclass
+class DistinctRows:
+    """x's distinct rows (a9a's features are categorical: 24,947 distinct rows of 32,561), each row's index
+    among them, and whether its label is +1: a one-step round that draws most rows computes each
+    distinct row once, with the weights of its draws labelled +1 and −1 (6.3 ms a round at M = 1,024, 4.9)."""
+
+    x: np.ndarray  # (u, d)
+    of_row: np.ndarray  # (n,) index into x
+    positive: np.ndarray  # (n,) float, 1 where y = +1
+
+    @classmethod
+    def of(cls, x: np.ndarray, y: np.ndarray) -> DistinctRows:
+        # rows compared as bytes: a9a's 0/1 rows packed to 16 bytes each (7 ms), others as their values
+        binary = bool(((x == 0) | (x == 1)).all())
+        key = np.ascontiguousarray(np.packbits(x != 0, axis=1) if binary else x)
+        rows = key.view(np.dtype((np.void, key.shape[1] * key.itemsize))).reshape(-1)
+        _, first, of_row = np.unique(rows, return_index=True, return_inverse=True)
+        return cls(x[first], of_row.reshape(-1), (np.asarray(y) > 0).astype(np.float64))
+
+    def step(self, linear: Recursion, state, point, counts, with_loss: bool, draws: int):
+        """_one_step's result from the round's draw counts per training row, with the scores of distinct rows."""
+        u = len(self.x)
+        total = np.bincount(self.of_row, weights=counts, minlength=u).astype(state.dtype)[:, None]
+        positive = np.bincount(self.of_row, weights=counts * self.positive, minlength=u).astype(state.dtype)[:, None]
+        negative = total - positive
+        z = self.x @ point.T  # (u, B)
+        share = np.exp(z)
+        share += 1
+        np.reciprocal(share, out=share)  # σ(−z); an overflowing e^z gives 0
+        share *= -total
+        share += negative  # ℓ'(z) weighted: −σ(−z) for the rows labelled +1, σ(z) = 1 − σ(−z) for those −1
+        if with_loss:  # ℓ = softplus(−yz)
+            loss = positive[:, 0] @ softplus(-z) + negative[:, 0] @ softplus(z)
+        else:  # the stand-in −min(yz, 0) of _logistic_parts
+            loss = positive[:, 0] @ np.maximum(-z, 0) + negative[:, 0] @ np.maximum(z, 0)
+        return linear.step(state, (share.T @ self.x) / draws), loss / draws
 
 
 class LocalSteps:
@@ -328,10 +390,11 @@ class LocalSteps:
     Every worker's state is X_k = P_k U_k with P_k (c × c per job) the product of the steps'
     linear parts, the same for all workers, so a step updates U only where x is non-zero
     (Recursion.schedule). The average over workers is P · mean(U). The steps themselves run in
-    the compiled kernel (kernel.py), one worker at a time."""
+    the compiled kernel (kernel.py), one worker at a time, or `in_numpy` with all workers at once
+    (numpy_round.py: the same arguments and result, without numba's start-up)."""
 
-    def __init__(self, linear: Recursion, sparse: SparseRows, y: np.ndarray, workers: int, steps: int):
-        self.sparse, self.y = sparse, np.asarray(y)
+    def __init__(self, linear: Recursion, sparse: SparseRows, y: np.ndarray, workers: int, steps: int, in_numpy: bool):
+        self.sparse, self.y, self.in_numpy = sparse, np.asarray(y), in_numpy
         reads, enters, folds = linear.schedule(steps, self.y.dtype)
         self.jobs = reads.shape[1]
         # idle jobs (reads, enters and U zero) pad the batch: see pad_jobs
@@ -349,7 +412,10 @@ class LocalSteps:
         """The averaged state after one round from the broadcast `state` (B, c, d), and the mean
         training loss over the steps; without `with_loss`, a stand-in for it that is finite
         exactly when the loss is (0, or the non-finite value), and costs no logarithms."""
-        from benchmark.protocols.fedac.kernel import local_round  # numba: only where local steps are taken
+        if self.in_numpy:
+            from benchmark.protocols.fedac.numpy_round import local_round
+        else:
+            from benchmark.protocols.fedac.kernel import local_round  # numba: only where local steps are taken
 
         m, k, bs = idx.shape
         enters = self.enters * (-1.0 / bs)  # U ← U − P⁻¹v · mean over the batch of ℓ'(z) x

@@ -62,12 +62,13 @@ def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_af
                     for q in range(c):
                         z += reads[j, q * b_count + b] * ux[s, q * b_count + b]
                     margin = minus_y * z  # ℓ = log(1 + e^{−yz}) = softplus(−yz), ℓ' = −y σ(−yz)
-                    e = math.exp(-abs(margin))  # in (0, 1]: neither form below overflows
                     if with_loss:
-                        loss[b] += max(margin, np.float32(0)) + math.log1p(e)
+                        loss[b] += max(margin, np.float32(0)) + math.log1p(math.exp(-abs(margin)))
                     elif not margin < np.inf:  # NaN or +inf: the loss is not finite
                         loss[b] += margin
-                    slope = minus_y * (one / (one + e) if margin >= 0 else e / (one + e))
+                    # σ(margin) without a branch on its sign (random from step to step: mispredicted half the
+                    # time): e^{−margin} overflows to inf below −88, and 1 / (1 + inf) = 0 is σ's limit
+                    slope = minus_y * (one / (one + math.exp(-margin)))
                     for q in range(c):
                         push[s, q * b_count + b] = enters[j, q * b_count + b] * slope
                 for t in range(cols.shape[1]):
