@@ -109,14 +109,18 @@ def walk_counts(show_edges: bool) -> None:
     layer = _layers()
     reentries: Counter = Counter()
     climbs = []
-    for caller, c_fn, callee, e_fn, stack in trace_walk():
+    walk = trace_walk()
+    for caller, c_fn, callee, e_fn, stack in walk:
         if callee in stack[1:]:
             reentries[rel(callee)] += 1
             if show_edges:
                 print(f"  re-entry {rel(caller)}:{c_fn} -> {rel(callee)}:{e_fn}")
         if layer[_unit(callee)] > layer[_unit(caller)]:
             climbs.append(f"{rel(caller)}:{c_fn} -> {rel(callee)}:{e_fn}")
-    print(f"walk: {sum(reentries.values())} re-entries into a file still on the stack, {len(climbs)} climbs")
+    print(
+        f"walk: {len(walk)} calls, {sum(reentries.values())} re-entries into a file still on the stack, "
+        f"{len(climbs)} climbs"
+    )
     for file, n in reentries.most_common():
         print(f"  re-entered {n}x: {file}")
     for climb in climbs:

@@ -11,11 +11,11 @@ Jobs are stored by id (store/job_store.py): a job another suite finished is skip
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from benchmark.errors import UserError
+from benchmark.run.callbacks import Shown
 from benchmark.run.code_fingerprint import code_fingerprint
 from benchmark.run.code_parts import code_versions, job_code
 from benchmark.run.executor_base import EXECUTORS, Executor
@@ -25,11 +25,8 @@ from benchmark.run.stale import marked, set_aside_stale
 from benchmark.run.tracking import NullTracker
 from benchmark.store.job_dir import JobDir, atomic_write_json, environment_error, is_environment_error
 from benchmark.store.job_store import job_lock, link_into_suite
-from benchmark.store.records import FailedSummary, JobSummary, RoundRecord
+from benchmark.store.records import FailedSummary, JobSummary
 from benchmark.suite.expand import Job
-
-if TYPE_CHECKING:
-    from benchmark.engine.round_tally import OnClients
 
 
 # The engine (and torch) is imported when a job is first looked at under its lock or trained, never by a
@@ -128,32 +125,12 @@ class LocalExecutor(Executor):
 
 
 def run_or_record_failure(
-    job: Job,
-    suite: str,
-    jobdir: JobDir,
-    device: str,
-    tracker,
-    on_eval: Callable[[RoundRecord], None] | None = None,
-    stop_after: int | None = None,
-    simulation_for: Callable | None = None,
-    on_checkpoint: Callable[[int], None] | None = None,
-    on_clients: OnClients | None = None,
+    job: Job, suite: str, jobdir: JobDir, device: str, tracker, **how
 ) -> JobSummary | FailedSummary:
-    """`run_job`, except that a crash becomes a "failed" summary.json; a UserError propagates.
-    (The Ray executor's workers run their job through it too.)"""
+    """`run_job` (`how`: its keyword arguments), except that a crash becomes a "failed" summary.json;
+    a UserError propagates. (The Ray executor's workers run their job through it too.)"""
     try:
-        return run_job(
-            job,
-            suite,
-            jobdir,
-            device,
-            tracker,
-            on_eval,
-            stop_after,
-            simulation_for,
-            on_checkpoint,
-            on_clients=on_clients,
-        )
+        return run_job(job, suite, jobdir, device, tracker, **how)
     except UserError:
         raise
     except Exception as err:  # a crashing job must not take the suite (or its results) down
@@ -185,10 +162,10 @@ def _run_one(
         jobdir,
         device,
         tracker,
-        lambda rec: progress.evaluated(job, rec),
-        stop_after,
-        batched.simulation_for,
-        on_clients=lambda done: progress.within_round(job, done),
+        stop_after=stop_after,
+        simulation_for=batched.simulation_for,
+        callbacks=[Shown(progress, job)],
+        on_clients=partial(progress.within_round, job),
     )
     progress.job_finished(job, summary)
     return summary
