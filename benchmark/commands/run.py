@@ -13,7 +13,7 @@ from benchmark.errors import UserError
 
 
 def run_suite(
-    select,
+    loaded: tuple,
     suite_file: Path,
     results_dir: Path,
     tracking_uri,
@@ -28,7 +28,7 @@ def run_suite(
     keep_stale: bool = False,
     table: tuple = (None, False),
 ) -> None:
-    """`cluster`: ClusterOptions' fields (Ray address, GPUs and CPUs per job, data URIs, ship limit);
+    """`loaded`: the selected suite and its jobs (cli_options.load_selected); `cluster`: ClusterOptions' fields (Ray address, GPUs and CPUs per job, data URIs, ship limit);
     `keep_stale`: reuse done jobs whose code changed since (marked), rather than train them again;
     `table`: --columns and --wide, checked before any job runs."""
     from benchmark.report.status import LISTED_UP_TO
@@ -44,7 +44,7 @@ def run_suite(
     from benchmark.store.layout import Store
 
     request(threads)  # torch's CPU threads for every job; None: each job's model is probed (run/threads.py)
-    suite, jobs = select()  # first: its plugins may add executors
+    suite, jobs = loaded  # loaded first: its plugins may add executors
     columns = table_columns(*table)
     check_columns_before_run(jobs, columns)
     runner = EXECUTORS.require(executor)(ClusterOptions(*cluster))
