@@ -51,12 +51,12 @@ def run_suite(
     runner.keep_stale = keep_stale
     # jobs provably done are reused after one pass that only reads (run/triage.py); the executor, its
     # device and the data checks see only the rest, so a run with nothing to do loads no data, no torch
-    index = DoneIndex(results_dir)  # what earlier runs found done (store/done_index.py)
+    index = DoneIndex(Store(results_dir))  # what earlier runs found done (store/done_index.py)
     done = done_jobs(jobs, results_dir, keep_stale, len(jobs) > LISTED_UP_TO, index)
     todo = [job for job in jobs if job.id not in done]
     dev = runner.device(device, todo) if todo or device != "auto" else None  # (checking one may import torch)
     runner.check(todo)
-    check_writable(open_results(results_dir, suite.name))
+    check_writable(open_results(Store(results_dir), suite.name))
     reporter = progress(jobs, quiet, verbose)
     # nothing to train into a store that provably mirrors the suite already: no MLflow at all (run/mlflow_in_sync.py);
     # else the store opens beside the first job, which need not wait for it (run/tracking.py)

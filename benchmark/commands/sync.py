@@ -7,13 +7,14 @@ from pathlib import Path
 from benchmark.commands.output import note_unselected, out
 from benchmark.commands.tracking import open_tracker, summarise
 from benchmark.errors import UserError
+from benchmark.store.layout import Store
 
 
 def sync_suite(select, suite_file: Path, seeds, results_dir: Path, tracking_uri) -> None:
     from benchmark.report.on_disk import jobs_with_seeds_on_disk
     from benchmark.store.job_store import migrate_to_job_store
 
-    migrate_to_job_store(results_dir)  # sync writes (MLflow, from the store): old-layout jobs move in first
+    migrate_to_job_store(Store(results_dir))  # sync writes (MLflow, from the store): old-layout jobs move in first
     suite, jobs = jobs_with_seeds_on_disk(select, results_dir, seeds)
     tracker = open_tracker(suite.name, tracking_uri, results_dir, suite_file)
     if tracker.uri is None:

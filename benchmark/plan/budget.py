@@ -27,6 +27,7 @@ from rich.table import Table
 
 from benchmark.data.participation import sample_clients
 from benchmark.plan.budget_timing import LONG_ROUND_S, Load, Rates, measure, process_age, run_imports_seconds
+from benchmark.store.layout import Store
 from benchmark.suite.expand import Job
 
 # CPU seconds a protocol may spend timing its batch shapes, heaviest first; the rest are scaled
@@ -318,7 +319,7 @@ def replay_seconds(protocol, job: Job, device: str) -> float:
             run_job(
                 short,
                 "budget",
-                JobDir(Path(scratch) / str(attempt), job.id),
+                JobDir(Store(Path(scratch) / str(attempt)), job.id),
                 device,
                 simulation_for=lambda _, r=replay: r,
             )

@@ -25,6 +25,7 @@ from benchmark.run.stale import marked, set_aside_stale
 from benchmark.run.tracking import NullTracker
 from benchmark.store.job_dir import JobDir, atomic_write_json, environment_error, is_environment_error
 from benchmark.store.job_store import job_lock, link_into_suite
+from benchmark.store.layout import Store
 from benchmark.store.records import FailedSummary, JobSummary
 from benchmark.suite.expand import Job
 
@@ -80,18 +81,20 @@ def run_jobs(
     progress = progress or LogProgress(jobs)
     summaries: dict[str, JobSummary | FailedSummary] = {}
     # jobs a protocol claims (run/protocols.py): each batch is computed once, when its first job is due
-    batched = ProtocolBatches([j for j in jobs if not reusable_summary(j, JobDir(results_root, j.id), keep_stale)])
+    batched = ProtocolBatches(
+        [j for j in jobs if not reusable_summary(j, JobDir(Store(results_root), j.id), keep_stale)]
+    )
     with progress:
 
         def attempt(job: Job, wait: bool) -> bool:
             """Run or skip `job`; False when another process holds it and `wait` is off."""
-            jobdir = JobDir(results_root, job.id)
-            lock = job_lock(results_root, job.id)
+            jobdir = JobDir(Store(results_root), job.id)
+            lock = job_lock(Store(results_root), job.id)
             done = reusable_summary(job, jobdir, keep_stale)
             held = lock.acquire(blocking=wait and not done)  # a finished job: only to tidy it, never waited for
             if not done and not held:
                 return False
-            link_into_suite(results_root, suite, job.id)  # the suite's view lists it, whoever ran it first
+            link_into_suite(Store(results_root), suite, job.id)  # the suite's view lists it, whoever ran it first
             try:  # re-read under the lock: the other process may have finished it meanwhile
                 if held:  # temp files a killed process left, a finished job's too
                     jobdir.remove_stale_temps()

@@ -51,7 +51,7 @@ def state(uri: str, results_root: Path, job_ids, suite_file: Path | None, proven
     journals = [identity(Path(f"{database}{suffix}")) for suffix in ("-wal", "-journal")]
     jobs = hashlib.sha256()
     for job_id in sorted(job_ids):
-        if (summary := identity(JobDir(results_root, job_id).summary)) is None:
+        if (summary := identity(JobDir(Store(results_root), job_id).summary)) is None:
             return None
         jobs.update(f"{job_id} {summary}\n".encode())
     suite_bytes = Path(suite_file).read_bytes() if suite_file else b""

@@ -34,6 +34,7 @@ from benchmark.run.tracking import NullTracker
 from benchmark.store.job_dir import RESUME_FILES, JobDir, atomic_write_json
 from benchmark.store.job_status import TERMINAL
 from benchmark.store.job_store import job_lock, link_into_suite
+from benchmark.store.layout import Store
 from benchmark.store.locks import FileLock
 from benchmark.store.records import FailedSummary, JobSummary, RoundRecord, summary_from_json
 from benchmark.suite.expand import Job
@@ -90,7 +91,7 @@ class Driver:
         self.locks: dict[str, FileLock] = {}
 
     def jobdir(self, job: Job) -> JobDir:
-        return JobDir(self.root, job.id)
+        return JobDir(Store(self.root), job.id)
 
     def reusable(self, job: Job) -> dict | None:
         """The summary of a job done on the same data (as the local executor decides), else None.
@@ -243,7 +244,7 @@ class Driver:
     # job locks: the driver trains a job (on whichever node) for as long as it holds its lock,
     # as the local executor does, so processes sharing results/ never train one job twice
     def claim(self, job: Job, wait: bool) -> bool:
-        lock = job_lock(self.root, job.id)
+        lock = job_lock(Store(self.root), job.id)
         if not lock.acquire(blocking=wait):
             return False
         self.locks[job.id] = lock
@@ -356,7 +357,7 @@ def run_jobs_ray(
                         driver.submit(job)
                 else:
                     return False
-                link_into_suite(results_root, suite, job.id)
+                link_into_suite(Store(results_root), suite, job.id)
                 return True
 
             held_elsewhere = [job for job in jobs if not start(job, wait=False)]

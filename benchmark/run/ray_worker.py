@@ -22,6 +22,7 @@ from benchmark.run.callbacks import RoundCallback
 from benchmark.run.executor import run_or_record_failure
 from benchmark.run.staging import Offer, node_fixes, on_node
 from benchmark.store.job_dir import OUTPUT_FILES, RESUME_FILES, JobDir
+from benchmark.store.layout import Store
 from benchmark.store.records import FailedSummary, JobSummary, RoundRecord
 from benchmark.suite.expand import Job
 
@@ -129,7 +130,7 @@ def run_remote_job(
         job, staged = on_node(job, offer, download)
         if staged:
             relay.send("staged", staged)
-        jobdir = JobDir(scratch, job.id)
+        jobdir = JobDir(Store(scratch), job.id)
         jobdir.write_files(resume)
         summary = run_or_record_failure(
             job,

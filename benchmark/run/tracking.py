@@ -46,6 +46,7 @@ from benchmark.run.mlflow_mirror import JobMirror, source_tags
 from benchmark.run.mlflow_new_store import sqlite_file
 from benchmark.run.mlflow_writer import Finished, Writer
 from benchmark.store.job_store import job_lock
+from benchmark.store.layout import Store
 from benchmark.store.locks import FileLock, suite_lock
 from benchmark.store.records import FailedSummary, JobSummary, RoundRecord
 
@@ -258,7 +259,7 @@ class MlflowTracker(NullTracker):
         self.summarised: list[str] | None = None  # the jobs whose suite summary was written (mlflow_in_sync.py)
         self.state = threading.RLock()  # the open runs, shared with the writer thread
         self.connected = threading.Event()
-        self.running = suite_lock(self.results_root, suite_name) if self.results_root else None
+        self.running = suite_lock(Store(self.results_root), suite_name) if self.results_root else None
         if self.running:
             self.running.acquire(shared=True)
         self.writer = None
@@ -373,7 +374,7 @@ class MlflowTracker(NullTracker):
     def _jobdir(self, job_id: str):
         from benchmark.store.job_dir import JobDir
 
-        return JobDir(self.results_root, job_id) if self.results_root else None
+        return JobDir(Store(self.results_root), job_id) if self.results_root else None
 
     @tracking_may_fail
     def close_abandoned_runs(self) -> None:
@@ -382,7 +383,7 @@ class MlflowTracker(NullTracker):
             [self.experiment_id], "tags.`fedbench.kind` = 'job' and attributes.status = 'RUNNING'"
         )
         for run in stale:
-            lock = job_lock(self.results_root, run.data.tags.get("fedbench.job_id", "?"))
+            lock = job_lock(Store(self.results_root), run.data.tags.get("fedbench.job_id", "?"))
             if lock.acquire(blocking=False):  # held while closing, so its job cannot restart meanwhile
                 try:
                     self.client.set_terminated(run.info.run_id, "KILLED")
@@ -439,7 +440,7 @@ class MlflowTracker(NullTracker):
         jobs whose lock another holder has (left to it); `check(item)` False: skipped."""
         locks, held, left = [], [], []
         for item in items:
-            lock = job_lock(self.results_root, item.job.id)
+            lock = job_lock(Store(self.results_root), item.job.id)
             if lock.acquire(blocking=False):
                 locks.append(lock)
                 held.append(item)

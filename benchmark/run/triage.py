@@ -48,7 +48,7 @@ def done_jobs(
         if fingerprint is None:  # only loading the data tells: the executor does
             continue
         if index is None:
-            summary = marked(job, JobDir(results_root, job.id).skipped_summary(fingerprint), keep_stale)
+            summary = marked(job, JobDir(Store(results_root), job.id).skipped_summary(fingerprint), keep_stale)
         elif outcome_only and (status := index.lookup(job.id, job_code_stamp(job.config), fingerprint)):
             done[job.id] = Outcome(job.id, status)
             continue
@@ -62,7 +62,7 @@ def done_jobs(
 def _checked(job: Job, results_root: Path, fingerprint: str, keep_stale: bool, index: DoneIndex) -> JobSummary | None:
     """The full check of a job (its summary, as `done_jobs` reuses it), told to the index when done."""
     before, _ = signature(index.folder(job.id))
-    summary = marked(job, JobDir(results_root, job.id).skipped_summary(fingerprint), keep_stale)
+    summary = marked(job, JobDir(Store(results_root), job.id).skipped_summary(fingerprint), keep_stale)
     if summary is not None:
         parts = summary.code_parts
         index.verified(job.id, before, summary, code_stamp(parts) if isinstance(parts, dict) else NONE)
@@ -72,7 +72,7 @@ def _checked(job: Job, results_root: Path, fingerprint: str, keep_stale: bool, i
 def still_done(results_root: Path, done: dict[str, JobSummary | Outcome]) -> dict[str, JobSummary | Outcome]:
     """`done` without the jobs whose folder was set aside since (MLflow's healing parses every record of
     a job it mirrors, and sets aside a damaged one for the run to train again)."""
-    return {job_id: summary for job_id, summary in done.items() if JobDir(results_root, job_id).summary.exists()}
+    return {job_id: summary for job_id, summary in done.items() if JobDir(Store(results_root), job_id).summary.exists()}
 
 
 def reuse(results_root: Path, suite: str, done: dict, index: DoneIndex | None = None) -> None:
@@ -83,9 +83,9 @@ def reuse(results_root: Path, suite: str, done: dict, index: DoneIndex | None = 
     unchanged = index.hits if index is not None else set()
     for job_id in done:
         if job_id not in linked:
-            link_into_suite(results_root, suite, job_id)
+            link_into_suite(Store(results_root), suite, job_id)
         if job_id not in unchanged:
-            _tidy(results_root, JobDir(results_root, job_id))
+            _tidy(results_root, JobDir(Store(results_root), job_id))
     if index is not None:
         index.save()
 
@@ -102,7 +102,7 @@ def _tidy(results_root: Path, jobdir: JobDir) -> None:
     a listing finds them, so the lock is taken only where there are some."""
     if not any(TEMP_NAME.match(name) for name in _names(jobdir.path)):  # (gone: set aside by another process)
         return
-    lock = job_lock(results_root, jobdir.path.name)
+    lock = job_lock(Store(results_root), jobdir.path.name)
     if lock.acquire(blocking=False):  # held: another process is at it, and tidies after itself
         try:
             jobdir.remove_stale_temps()

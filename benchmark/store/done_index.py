@@ -24,7 +24,8 @@ import zlib
 from pathlib import Path
 from typing import NamedTuple
 
-from benchmark.store.job_dir import STORE, TEMP_NAME, atomic_write_bytes
+from benchmark.store.job_dir import TEMP_NAME, atomic_write_bytes
+from benchmark.store.layout import Store
 from benchmark.store.records import JobSummary
 
 log = logging.getLogger(__name__)
@@ -74,8 +75,8 @@ def _parsed(line: str) -> tuple[str, Entry] | None:
 class DoneIndex:
     """The index of one results folder as a run reads it once, looks jobs up, and appends what it verified."""
 
-    def __init__(self, results_root: Path):
-        self.store = os.path.join(results_root, STORE)
+    def __init__(self, store: Store):
+        self.store = str(store.jobs)  # joined as strings: 10^5 jobs are looked up (job_dir's paths cost more)
         self.path = os.path.join(self.store, INDEX)
         self.entries: dict[str, Entry] = {}
         self.lines = 0

@@ -10,6 +10,7 @@ from fedtest import tiny_suite, write_suite
 from benchmark.run.feed import fed
 from benchmark.run.job_runner import run_job
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 
@@ -19,7 +20,7 @@ def test_a_jobs_counts_reach_the_listener_on_another_thread_all_before_run_job_r
     summary = run_job(
         job,
         "s",
-        JobDir(tmp_path / "results", job.id),
+        JobDir(Store(tmp_path / "results"), job.id),
         on_clients=lambda d: heard.append((d, threading.current_thread())),
     )
     assert summary.status == "finished"

@@ -12,6 +12,7 @@ from fedtest import measured
 from benchmark.errors import UserError
 from benchmark.run.executor import run_jobs
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import expand
 from benchmark.suite.schema import Suite
 
@@ -89,7 +90,7 @@ def test_ray_matches_local_executor_mirrors_and_skips(tmp_path, local_ray, monke
     (broken,) = jobs_of(["scaffold"], client_state="memmap", checkpoint_every=1)
     for root in ("local", "ray"):  # a checkpoint whose client-state snapshot is gone: fails inside (not a UserError)
         run_jobs([broken], SUITE, tmp_path / root, stop_after=1)
-        shutil.rmtree(JobDir(tmp_path / root, broken.id).path / "client_state.checkpoint")
+        shutil.rmtree(JobDir(Store(tmp_path / root), broken.id).path / "client_state.checkpoint")
     jobs = [good[0], broken, good[1]]
     local = run_jobs(jobs, SUITE, tmp_path / "local")
     tracker = RecordingTracker()
@@ -104,7 +105,7 @@ def test_ray_matches_local_executor_mirrors_and_skips(tmp_path, local_ray, monke
     for job in good:
         assert remote[job.id].status == "finished"
         assert comparable(remote[job.id]) == comparable(local[job.id])
-        ours, theirs = JobDir(tmp_path / "ray", job.id), JobDir(tmp_path / "local", job.id)
+        ours, theirs = JobDir(Store(tmp_path / "ray"), job.id), JobDir(Store(tmp_path / "local"), job.id)
         assert measured(ours.read_metrics()) == measured(theirs.read_metrics())
         assert ours.is_done()
     # one child run per job, logged while it ran: config, every round once, summary + artifacts
@@ -130,13 +131,13 @@ def test_stopped_under_ray_then_resumed_equals_a_straight_local_run(tmp_path, lo
 
     (job,) = jobs_of(["scaffold"], rounds=4, checkpoint_every=1, client_state="memmap")
     straight = run_jobs([job], SUITE, tmp_path / "local")[job.id]
-    ours = JobDir(tmp_path / "ray", job.id)
+    ours = JobDir(Store(tmp_path / "ray"), job.id)
     assert run_jobs_ray([job], SUITE, tmp_path / "ray", stop_after=2)[job.id].status == "stopped"
     assert ours.checkpoint.exists() and list((ours.path / "client_state.checkpoint").glob("*.f32"))
 
     resumed = run_jobs_ray([job], SUITE, tmp_path / "ray")[job.id]
     assert comparable(resumed) == comparable(straight) and resumed.status == "finished"
-    assert measured(ours.read_metrics()) == measured(JobDir(tmp_path / "local", job.id).read_metrics())
+    assert measured(ours.read_metrics()) == measured(JobDir(Store(tmp_path / "local"), job.id).read_metrics())
     assert not ours.checkpoint.exists() and not (ours.path / "client_state.checkpoint").exists()
 
 
@@ -171,11 +172,11 @@ def test_a_job_another_process_trains_is_waited_for_not_trained_twice(tmp_path, 
     from benchmark.store.job_store import job_lock
 
     held, free = jobs_of(["fedavg", "fedacg"])
-    other = job_lock(tmp_path, held.id)  # as another fedbench process training `held` would
+    other = job_lock(Store(tmp_path), held.id)  # as another fedbench process training `held` would
     other.acquire()
 
     def other_finishes() -> None:  # it ends once this driver has done the job it could start
-        while not JobDir(tmp_path, free.id).is_done():
+        while not JobDir(Store(tmp_path), free.id).is_done():
             time.sleep(0.1)
         other.release()
 

@@ -10,6 +10,7 @@ from fedtest import measured, tiny_suite, write_suite
 
 from benchmark.run.executor import run_jobs
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 
@@ -20,7 +21,7 @@ def interrupted_job(tmp_path, stop_after: int = 5):
     suite, jobs = load_jobs(write_suite(tmp_path, raw))
     run_jobs(jobs, suite.name, tmp_path / "straight")
     run_jobs(jobs, suite.name, tmp_path / "r", stop_after=stop_after)
-    return jobs, JobDir(tmp_path / "r", jobs[0].id), JobDir(tmp_path / "straight", jobs[0].id)
+    return jobs, JobDir(Store(tmp_path / "r"), jobs[0].id), JobDir(Store(tmp_path / "straight"), jobs[0].id)
 
 
 def test_truncated_checkpoint_is_named_moved_aside_and_the_job_restarts(tmp_path, caplog):
@@ -71,7 +72,7 @@ def test_metrics_cut_before_the_checkpoint_restart_the_job_saying_so(tmp_path, c
 def test_corrupt_summary_is_named_and_the_job_reruns(tmp_path, caplog):
     suite, jobs = load_jobs(write_suite(tmp_path, tiny_suite(methods=["fedavg"])))
     run_jobs(jobs, suite.name, tmp_path / "r")
-    d = JobDir(tmp_path / "r", jobs[0].id)
+    d = JobDir(Store(tmp_path / "r"), jobs[0].id)
     d.summary.write_text('{"status": "fini')
     with caplog.at_level(logging.WARNING):
         again = run_jobs(jobs, suite.name, tmp_path / "r")[jobs[0].id]
