@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import traceback
 from functools import partial
-from pathlib import Path
 
 from benchmark.errors import UserError
 from benchmark.run.callbacks import Shown
@@ -68,7 +67,7 @@ def reusable_summary(job: Job, jobdir: JobDir, keep_stale: bool = False) -> JobS
 def run_jobs(
     jobs: list[Job],
     suite: str,
-    results_root: Path,
+    store: Store,
     device: str = "cpu",
     tracker=None,
     progress=None,
@@ -81,20 +80,18 @@ def run_jobs(
     progress = progress or LogProgress(jobs)
     summaries: dict[str, JobSummary | FailedSummary] = {}
     # jobs a protocol claims (run/protocols.py): each batch is computed once, when its first job is due
-    batched = ProtocolBatches(
-        [j for j in jobs if not reusable_summary(j, JobDir(Store(results_root), j.id), keep_stale)]
-    )
+    batched = ProtocolBatches([j for j in jobs if not reusable_summary(j, JobDir(store, j.id), keep_stale)])
     with progress:
 
         def attempt(job: Job, wait: bool) -> bool:
             """Run or skip `job`; False when another process holds it and `wait` is off."""
-            jobdir = JobDir(Store(results_root), job.id)
-            lock = job_lock(Store(results_root), job.id)
+            jobdir = JobDir(store, job.id)
+            lock = job_lock(store, job.id)
             done = reusable_summary(job, jobdir, keep_stale)
             held = lock.acquire(blocking=wait and not done)  # a finished job: only to tidy it, never waited for
             if not done and not held:
                 return False
-            link_into_suite(Store(results_root), suite, job.id)  # the suite's view lists it, whoever ran it first
+            link_into_suite(store, suite, job.id)  # the suite's view lists it, whoever ran it first
             try:  # re-read under the lock: the other process may have finished it meanwhile
                 if held:  # temp files a killed process left, a finished job's too
                     jobdir.remove_stale_temps()
@@ -123,8 +120,8 @@ class LocalExecutor(Executor):
     name = "local"
     runs_protocol_batches = True  # run_jobs computes them as ProtocolBatches
 
-    def run(self, jobs, suite, results_root, device, tracker, progress, stop_after):
-        return run_jobs(jobs, suite, results_root, device, tracker, progress, stop_after, self.keep_stale)
+    def run(self, jobs, suite, store, device, tracker, progress, stop_after):
+        return run_jobs(jobs, suite, store, device, tracker, progress, stop_after, self.keep_stale)
 
 
 def run_or_record_failure(

@@ -37,7 +37,7 @@ def test_a_failing_batch_fails_each_of_its_jobs_with_its_error_once(tmp_path, mo
         raise RuntimeError("boom")
 
     monkeypatch.setattr(FedAcProtocol, "run_batch", boom)
-    summaries = run_jobs(jobs, "fedac-batched", tmp_path)
+    summaries = run_jobs(jobs, "fedac-batched", Store(tmp_path))
     assert calls == [len(jobs)] and len(jobs) > 1
     errors = [summaries[j.id].error for j in jobs]
     assert errors[0] == "RuntimeError: boom"
@@ -53,10 +53,10 @@ def test_an_interrupted_batch_records_nothing_and_the_next_run_completes(tmp_pat
 
     monkeypatch.setattr(FedAcProtocol, "run_batch", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        run_jobs(jobs, "fedac-batched", tmp_path)
+        run_jobs(jobs, "fedac-batched", Store(tmp_path))
     assert not any(JobDir(Store(tmp_path), j.id).summary.exists() for j in jobs)  # nothing recorded as failed
     monkeypatch.setattr(FedAcProtocol, "run_batch", real)
-    run_jobs(jobs, "fedac-batched", tmp_path)
+    run_jobs(jobs, "fedac-batched", Store(tmp_path))
     assert set(_statuses(tmp_path, jobs).values()) == {"finished"}
 
 

@@ -98,7 +98,7 @@ def driver(cluster: LocalCluster, suite: Path, *extra: str, data: Path | None = 
 
 def local_reference(suite: Path, root: Path) -> dict[str, dict]:
     _, jobs = load_jobs(suite)
-    return {job.id: summary for job, summary in zip(jobs, run_jobs(jobs, "cluster", root).values())}
+    return {job.id: summary for job, summary in zip(jobs, run_jobs(jobs, "cluster", Store(root)).values())}
 
 
 def same_results(ours: JobDir, local: JobDir) -> None:

@@ -19,7 +19,7 @@ from benchmark.suite.expand import load_jobs
 
 def run_suite(tmp_path, suite=None, stop_after=None, results="results"):
     s, jobs = load_jobs(write_suite(tmp_path, suite or tiny_suite()))
-    return jobs, run_jobs(jobs, s.name, tmp_path / results, stop_after=stop_after)
+    return jobs, run_jobs(jobs, s.name, Store(tmp_path / results), stop_after=stop_after)
 
 
 def test_results_layout_and_contents(tmp_path):

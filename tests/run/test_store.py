@@ -113,7 +113,7 @@ def test_a_suite_extending_another_reuses_its_finished_job_without_training_it(t
 
     suite, jobs = load_jobs(child)
     assert baseline.id in {j.id for j in jobs} and len(jobs) == 2  # the parent's job, plus FedProx
-    summaries = run_jobs(jobs, suite.name, results)
+    summaries = run_jobs(jobs, suite.name, Store(results))
     assert summaries[baseline.id].skipped is True  # reused, not rerun
     assert not summaries[next(j.id for j in jobs if j.id != baseline.id)].skipped
     assert summary.read_bytes() == written and summary.stat().st_mtime_ns == stamp  # untouched
@@ -147,6 +147,6 @@ def test_two_suites_running_at_once_never_train_their_shared_job_twice(tmp_path,
         return train(job, suite_name, jobdir, *args, **kwargs)
 
     monkeypatch.setattr(executor, "run_job", recording)
-    summaries = run_jobs(jobs, suite.name, results)
+    summaries = run_jobs(jobs, suite.name, Store(results))
     assert [job_id for _, job_id in trained] == [j.id for j in jobs if j.id != shared.id]  # never the shared one
     assert summaries[shared.id].skipped and summaries[shared.id].suite == "paper"

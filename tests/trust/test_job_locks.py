@@ -65,7 +65,7 @@ def run_with_first_job_held(tmp_path, monkeypatch, other_finishes_it: bool):
         return train(job, suite, jobdir, *args, **kwargs)
 
     monkeypatch.setattr(executor, "run_job", recording)
-    return jobs, order, run_jobs(jobs, "tiny", tmp_path / "r")
+    return jobs, order, run_jobs(jobs, "tiny", Store(tmp_path / "r"))
 
 
 def test_a_job_finished_elsewhere_while_held_is_waited_for_then_skipped(tmp_path, monkeypatch):
