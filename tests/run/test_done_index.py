@@ -16,6 +16,7 @@ import pytest
 from fedtest import REPO
 from test_noop_run import SUITE  # four tiny finished jobs
 
+from benchmark import racy
 from benchmark.cli import main
 from benchmark.store import done_index
 from benchmark.store.job_dir import JobDir
@@ -25,9 +26,9 @@ from benchmark.suite.expand import load_jobs
 # a fresh interpreter with the limits lowered, as the tests' own process has them
 RUN = """
 import sys
-from benchmark.store import done_index
+from benchmark import racy
 from benchmark.report import status
-done_index.RACY_NS, status.LISTED_UP_TO = 0, 0
+racy.RACY_NS, status.LISTED_UP_TO = 0, 0
 from benchmark.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -37,7 +38,7 @@ sys.exit(main(sys.argv[1:]))
 def lowered(tmp_path, monkeypatch):
     monkeypatch.setenv("FEDBENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr("benchmark.report.status.LISTED_UP_TO", 0)
-    monkeypatch.setattr(done_index, "RACY_NS", 0)
+    monkeypatch.setattr(racy, "RACY_NS", 0)
 
 
 def finished(tmp_path: Path) -> tuple[list[str], list[JobDir]]:
