@@ -182,7 +182,7 @@ def test_a_job_another_process_trains_is_waited_for_not_trained_twice(tmp_path, 
 
     threading.Thread(target=other_finishes, daemon=True).start()
     tracker = RecordingTracker()
-    summaries = run_jobs_ray([held, free], Store(SUITE), tmp_path, tracker=tracker)
+    summaries = run_jobs_ray([held, free], SUITE, Store(tmp_path), tracker=tracker)
     assert [summaries[j.id].status for j in (held, free)] == ["finished", "finished"]
     calls = [c[:2] for c in tracker.calls]  # `held` started only after the other process let it go
     assert calls.index(("end", free.id)) < calls.index(("start", held.id))
