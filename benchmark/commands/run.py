@@ -64,8 +64,8 @@ def run_suite(
     tracker = (
         NullTracker()
         if no_tracking
-        else (not todo and already_mirrored(suite.name, tracking_uri, results_dir, suite_file, jobs))
-        or open_tracker(suite.name, tracking_uri, results_dir, suite_file, background=True)
+        else (not todo and already_mirrored(suite.name, tracking_uri, store, suite_file, jobs))
+        or open_tracker(suite.name, tracking_uri, store, suite_file, background=True)
     )
     with closed_with_outcome(tracker):
         tracker.heal(jobs)  # results/ is the source of truth: finished jobs missing in MLflow are mirrored
