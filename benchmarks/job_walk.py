@@ -247,17 +247,18 @@ def results_counts(handed: list[HandedOn], show_edges: bool) -> None:
     for h in handed if show_edges else climbs:
         kind = "climb" if h in climbs else "handed"
         print(f"  {kind}: {rel(h.caller)}:{h.caller_fn} -> {rel(h.callee)}:{h.callee_fn} ({h.parameter}: {h.form})")
-    raw, typed, files = results_parameters()
+    raw, typed = results_parameters()
+    files = len({place.split(":")[0] for place in raw})
     print(
-        f"results parameters in benchmark/: {raw} raw (results*: a Path or unannotated) in {files} files, {typed} a Store"
+        f"results parameters in benchmark/: {len(raw)} raw (results*: a path or unannotated) in {files} files, {typed} a Store"
     )
 
 
-def results_parameters() -> tuple[int, int, int]:
-    """(parameters named results* that take a raw path, annotated as one or not at all; parameters annotated
-    as a Store or SuiteView, whatever their name; files with a raw one)."""
-    raw, typed, files = 0, 0, set()
-    for path in sorted(PACKAGE.rglob("*.py")):
+def results_parameters(package: Path = PACKAGE) -> tuple[list[str], int]:
+    """(`file:function(parameter)` of each parameter named results* that takes a raw path, annotated as one
+    or not at all; how many parameters, whatever their name, are annotated as a Store or SuiteView)."""
+    raw, typed = [], 0
+    for path in sorted(package.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 args = node.args
@@ -266,9 +267,8 @@ def results_parameters() -> tuple[int, int, int]:
                     if any(t in annotation for t in ("Store", "SuiteView")):
                         typed += 1
                     elif "results" in a.arg:
-                        raw += 1
-                        files.add(path)
-    return raw, typed, len(files)
+                        raw.append(f"{path.relative_to(package.parent)}:{node.name}({a.arg})")
+    return raw, typed
 
 
 def schema_counts() -> None:
