@@ -37,12 +37,13 @@ register_dataset = DATASETS.register
 register_executor = EXECUTORS.register
 
 
-def run_jobs(jobs, suite: str, results_root, device="cpu", tracker=None, progress=None, stop_after=None) -> dict:
+def run_jobs(jobs, suite: str, store, device="cpu", tracker=None, progress=None, stop_after=None) -> dict:
     """The local executor's loop (benchmark/run/executor.py): job id -> its typed summary (store/records.py).
+    `store`: the results folder as an executor's `run` is given it (a `Store`, store/layout.py).
     Imported on the first call, as it needs torch."""
     from benchmark.run import executor
 
-    return executor.run_jobs(jobs, suite, results_root, device, tracker, progress, stop_after)
+    return executor.run_jobs(jobs, suite, store, device, tracker, progress, stop_after)
 
 
 __all__ = [

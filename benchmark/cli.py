@@ -146,7 +146,7 @@ def run(
 
     cluster = (ray_address, gpus_per_job, cpus_per_job, data_uris, ship_max_mb)
     run_suite(
-        _select(suite_file, only, sets, seeds, rounds, max_jobs),
+        load_selected(suite_file, only, sets, seeds, rounds, max_jobs),  # the suite itself, not its loader
         suite_file,
         results_dir,
         tracking_uri,

@@ -33,6 +33,7 @@ from benchmark.papers.fedac_suites import LR_GRID, T, protocol_suite
 from benchmark.run.executor import run_jobs
 from benchmark.run.progress import QUIET, LogProgress
 from benchmark.run.tracking import NullTracker
+from benchmark.store.layout import Store
 from benchmark.suite.expand import expand
 from benchmark.suite.schema import Suite
 
@@ -75,7 +76,7 @@ def time_fedbench(m: int, k: int, methods: list[str]) -> tuple[float, int]:
     with tempfile.TemporaryDirectory() as tmp:
         jobs, name = fedbench_jobs(m, k, methods)
         start = time.perf_counter()
-        run_jobs(jobs, name, Path(tmp), tracker=NullTracker(), progress=LogProgress(jobs, QUIET))
+        run_jobs(jobs, name, Store(Path(tmp)), tracker=NullTracker(), progress=LogProgress(jobs, QUIET))
         return time.perf_counter() - start, len(jobs)
 
 

@@ -20,6 +20,7 @@ FOUNDATION = {
     "metrics",
     "round_values",
     "lazy",
+    "racy",
     "torch_streams",
     "torch_format",
     "__init__",

@@ -15,6 +15,7 @@ from pinned import FROZEN, FROZEN_SUITE, JOB_IDS, frozen_copy, shipped_job_ids
 from benchmark.cli import main
 from benchmark.report.status import suite_status
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 SUITE = "frozen"
@@ -39,7 +40,7 @@ def frozen_jobs() -> dict:
 
 def frozen_dir(root: Path, method: str) -> JobDir:
     """The job's folder in the store under `root` (a copy that a command has migrated, or a new run)."""
-    return JobDir(root / "results", frozen_jobs()[method].id)
+    return JobDir(Store(root / "results"), frozen_jobs()[method].id)
 
 
 def as_frozen(method: str) -> JobDir:

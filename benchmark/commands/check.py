@@ -108,10 +108,11 @@ def _run_for_check(suite, jobs, folder: Path, threads, quiet: bool, verbose: boo
     from benchmark.run.executor import LocalExecutor
     from benchmark.run.threads import request
     from benchmark.run.tracking import NullTracker
+    from benchmark.store.layout import Store
 
     request(threads)  # torch's CPU threads for every job; None: each job's model is probed (run/threads.py)
     local = LocalExecutor()
     local.check(jobs)
     return local.run(
-        jobs, suite.name, folder, local.device("auto"), NullTracker(), progress(jobs, quiet, verbose), None
+        jobs, suite.name, Store(folder), local.device("auto"), NullTracker(), progress(jobs, quiet, verbose), None
     )

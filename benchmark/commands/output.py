@@ -103,10 +103,11 @@ def whole_summaries(claimed: list, summaries: dict, results_dir: Path) -> dict:
     """`summaries` with each protocol-claimed job's `Outcome` (all a run keeps of a reused job over LISTED_UP_TO
     jobs) replaced by its summary read whole: a protocol's section reads their numbers and code."""
     from benchmark.store.job_dir import JobDir
+    from benchmark.store.layout import Store
     from benchmark.store.records import Outcome
 
     reused = [job.id for _, mine in claimed for job in mine if isinstance(summaries.get(job.id), Outcome)]
-    return {**summaries, **{i: s for i in reused if (s := JobDir.for_reading(results_dir, i).read_summary())}}
+    return {**summaries, **{i: s for i in reused if (s := JobDir.for_reading(Store(results_dir), i).read_summary())}}
 
 
 def status_counts(suite, jobs, summaries: dict):

@@ -32,9 +32,9 @@ def report_suite(
     from benchmark.store.job_store import look_at_results
     from benchmark.store.layout import Store
 
-    look_at_results(results_dir)  # report writes its report/ only: nothing else under results_dir moves
+    look_at_results(Store(results_dir))  # report writes its report/ only: nothing else under results_dir moves
     suite, jobs = jobs_with_seeds_on_disk(select, results_dir, seeds)
-    summaries = {j.id: s for j in jobs if (s := JobDir.for_reading(results_dir, j.id).read_summary())}
+    summaries = {j.id: s for j in jobs if (s := JobDir.for_reading(Store(results_dir), j.id).read_summary())}
     if not summaries:
         raise UserError(
             f"no results for suite {suite.name!r} under {results_dir}; run `fedbench run {suite_file}` first"

@@ -13,7 +13,7 @@ from benchmark.errors import UserError
 
 
 def run_suite(
-    select,
+    loaded: tuple,
     suite_file: Path,
     results_dir: Path,
     tracking_uri,
@@ -28,7 +28,7 @@ def run_suite(
     keep_stale: bool = False,
     table: tuple = (None, False),
 ) -> None:
-    """`cluster`: ClusterOptions' fields (Ray address, GPUs and CPUs per job, data URIs, ship limit);
+    """`loaded`: the selected suite and its jobs (cli_options.load_selected); `cluster`: ClusterOptions' fields (Ray address, GPUs and CPUs per job, data URIs, ship limit);
     `keep_stale`: reuse done jobs whose code changed since (marked), rather than train them again;
     `table`: --columns and --wide, checked before any job runs."""
     from benchmark.report.status import LISTED_UP_TO
@@ -43,40 +43,41 @@ def run_suite(
     from benchmark.store.job_store import open_results
     from benchmark.store.layout import Store
 
+    store = Store(results_dir)  # the results folder, built once: whatever it hands on asks it for its paths
     request(threads)  # torch's CPU threads for every job; None: each job's model is probed (run/threads.py)
-    suite, jobs = select()  # first: its plugins may add executors
+    suite, jobs = loaded  # loaded first: its plugins may add executors
     columns = table_columns(*table)
     check_columns_before_run(jobs, columns)
     runner = EXECUTORS.require(executor)(ClusterOptions(*cluster))
     runner.keep_stale = keep_stale
     # jobs provably done are reused after one pass that only reads (run/triage.py); the executor, its
     # device and the data checks see only the rest, so a run with nothing to do loads no data, no torch
-    index = DoneIndex(results_dir)  # what earlier runs found done (store/done_index.py)
-    done = done_jobs(jobs, results_dir, keep_stale, len(jobs) > LISTED_UP_TO, index)
+    index = DoneIndex(store)  # what earlier runs found done (store/done_index.py)
+    done = done_jobs(jobs, store, keep_stale, len(jobs) > LISTED_UP_TO, index)
     todo = [job for job in jobs if job.id not in done]
     dev = runner.device(device, todo) if todo or device != "auto" else None  # (checking one may import torch)
     runner.check(todo)
-    check_writable(open_results(results_dir, suite.name))
+    check_writable(open_results(store, suite.name))
     reporter = progress(jobs, quiet, verbose)
     # nothing to train into a store that provably mirrors the suite already: no MLflow at all (run/mlflow_in_sync.py);
     # else the store opens beside the first job, which need not wait for it (run/tracking.py)
     tracker = (
         NullTracker()
         if no_tracking
-        else (not todo and already_mirrored(suite.name, tracking_uri, results_dir, suite_file, jobs))
-        or open_tracker(suite.name, tracking_uri, results_dir, suite_file, background=True)
+        else (not todo and already_mirrored(suite.name, tracking_uri, store, suite_file, jobs))
+        or open_tracker(suite.name, tracking_uri, store, suite_file, background=True)
     )
     with closed_with_outcome(tracker):
         tracker.heal(jobs)  # results/ is the source of truth: finished jobs missing in MLflow are mirrored
         if not no_tracking:  # healing parses every record of what it mirrors, and sets a damaged job aside
-            done = still_done(results_dir, done)
+            done = still_done(store, done)
             todo = [job for job in jobs if job.id not in done]
-        reuse(results_dir, suite.name, done, index)
+        reuse(store, suite.name, done, index)
         for job in jobs:
             if job.id in done:
                 reporter.skipped(job, done[job.id])
         ran = (
-            runner.run(todo, suite.name, results_dir, dev or runner.device(device), tracker, reporter, stop_after)
+            runner.run(todo, suite.name, store, dev or runner.device(device), tracker, reporter, stop_after)
             if todo
             else {}
         )
@@ -85,9 +86,7 @@ def run_suite(
     print_outcomes(suite, jobs, summaries, results_dir, columns, table[1])  # figures are `fedbench report`'s
     if kept := stale_line([s.stale or [] for s in summaries.values()]):  # --keep-stale
         err_console.print(kept, markup=False)
-    out.print(
-        f"results: {Store(results_dir).suite(suite.name).path}" + mlflow_hint(tracker), markup=False, highlight=False
-    )
+    out.print(f"results: {store.suite(suite.name).path}" + mlflow_hint(tracker), markup=False, highlight=False)
     exit_for_statuses(jobs, summaries)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmark.commands.output import note_unselected, out, print_json
+from benchmark.store.layout import Store
 
 # `status --json`'s layout, described by docs/schemas/status.schema.json: a change of a key's meaning
 # or type is a new version.
@@ -17,7 +18,7 @@ def show_status(select, seeds, results_dir: Path, as_json: bool, every_job: bool
     from benchmark.run.stale import stale_line
     from benchmark.store.job_store import look_at_results
 
-    look_at_results(results_dir)  # status reads only: nothing under results_dir moves
+    look_at_results(Store(results_dir))  # status reads only: nothing under results_dir moves
     suite, jobs = jobs_with_seeds_on_disk(select, results_dir, seeds)
     statuses = suite_status(jobs, results_dir)
     if as_json:

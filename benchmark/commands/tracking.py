@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchmark.commands.output import err_console
 
+if TYPE_CHECKING:
+    from benchmark.store.layout import Store
+
 
 def open_tracker(
-    suite_name: str, uri: str | None, results_dir: Path, suite_file: Path | None = None, background: bool = False
+    suite_name: str, uri: str | None, results: Store, suite_file: Path | None = None, background: bool = False
 ):
     """The MLflow tracker; a store that cannot be opened is a warning, and the suite runs
     without tracking (the results on disk are the record). `background`: opened beside the jobs
@@ -21,7 +25,7 @@ def open_tracker(
         err_console.print(f"warning: {message}", markup=False)
 
     try:
-        return MlflowTracker(suite_name, uri, results_dir, suite_file, warn if background else None)
+        return MlflowTracker(suite_name, uri, results, suite_file, warn if background else None)
     except Exception as err:
         warn(unusable_store(uri, err))
         return NullTracker()

@@ -1,10 +1,9 @@
 """What a job's rounds hand the job runner (run/job_runner.py), whoever computed them: their progress,
-divergence, callbacks and how they were trained. Apart from the engine's torch, so that a protocol's
+divergence, each completed round (`RoundDone`) and how they were trained. Apart from the engine's torch, so that a protocol's
 replay (protocols/fedac/replay.py) is written without importing it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -34,8 +33,13 @@ class Diverged(Exception):
         self.what = what
 
 
-OnEval = Callable[[dict], None] | None  # called with each evaluated round's metric record
-OnRound = Callable[[int], None] | None  # called with each completed round's number
+@dataclass(frozen=True)
+class RoundDone:
+    """A completed round, handed out to whoever drives the rounds (the job runner writes it): the rounds
+    never call up into the layer that runs them, so a job's walk goes one way (benchmarks/job_walk.py)."""
+
+    round: int  # rounds completed, counted from 1
+    record: dict | None = None  # its metric record, where the job evaluates this round
 
 
 @dataclass(frozen=True)

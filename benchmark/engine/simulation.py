@@ -1,9 +1,10 @@
 """One job's round loop. Knows nothing of YAML, MLflow or results files: it takes resolved
-objects and reports each evaluated round through a callback."""
+objects and hands out each completed round (`rounds()`), which the job runner writes."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
@@ -17,7 +18,7 @@ from benchmark.engine.convex import RegularisedLogistic
 from benchmark.engine.fed_data import FederatedData
 from benchmark.engine.local import evaluate, evaluate_by_group
 from benchmark.engine.round_tally import OnClients, RoundTally
-from benchmark.engine.rounds import Diverged, OnEval, OnRound, Progress
+from benchmark.engine.rounds import Diverged, Progress, RoundDone
 from benchmark.engine.trainers.base import ExecutionRecord
 from benchmark.engine.trainers.by_execution import trainer_for
 from benchmark.engine.training_setup import TrainingSetup
@@ -57,15 +58,9 @@ class JobRounds(Protocol):
 
     def load_state_dict(self, state: dict) -> None: ...
 
-    def run(
-        self,
-        on_eval: OnEval = None,
-        on_round: OnRound = None,
-        stop_after: int | None = None,
-        on_clients: OnClients | None = None,
-    ) -> list[dict]:
-        """Run the remaining rounds (up to `stop_after`); returns the evaluated rounds' metric records.
-        `on_clients`: told how far a round's training has come (engine/round_tally.py), where clients train here."""
+    def rounds(self, stop_after: int | None = None, on_clients: OnClients | None = None) -> Iterator[RoundDone]:
+        """The remaining rounds (up to `stop_after`), each handed out when it is done; raises Diverged.
+        `on_clients`: given how far a round's training has come (engine/round_tally.py), where clients train here."""
         ...
 
     def final_state_dict(self) -> dict[str, torch.Tensor]: ...
@@ -233,15 +228,9 @@ class Simulation:
         """F of `suboptimality: true` jobs: the federation's ℓ2-regularised training objective."""
         return RegularisedLogistic.of_federation(self.setup.data, self.setup.spec, self.job.local.weight_decay)
 
-    def run(
-        self,
-        on_eval: OnEval = None,
-        on_round: OnRound = None,
-        stop_after: int | None = None,
-        on_clients: OnClients | None = None,
-    ) -> list[dict]:
-        """Run the remaining rounds; returns the metric records of the evaluated rounds."""
-        job, records = self.job, []
+    def rounds(self, stop_after: int | None = None, on_clients: OnClients | None = None) -> Iterator[RoundDone]:
+        """The remaining rounds, each handed out when done (with its metric record where evaluated)."""
+        job = self.job
         last = job.rounds if stop_after is None else min(job.rounds, stop_after)
         declared = measured_by_call()  # the per-round values a plugin declared with a `measure`
         for t in range(self.progress.round, last):
@@ -270,14 +259,15 @@ class Simulation:
                 if job.suboptimality:
                     rec["subopt"] = self.objective.suboptimality(self.eval_params())
                 rec.update({v.name: v.type(v.measure(self)) for v in declared})
-                records.append(rec)
-                if on_eval:
-                    on_eval(rec)
-            if on_round:
-                on_round(r)
+                yield RoundDone(r, rec)
+            else:
+                yield RoundDone(r)
         if self.progress.round == job.rounds and self.client_accuracy is None and self.clients_are_users:
             self.evaluate_by_client()  # resumed at its last round (a checkpoint there): as a straight run has it
-        return records
+
+    def run(self, stop_after: int | None = None, on_clients: OnClients | None = None) -> list[dict]:
+        """Every remaining round at once (tests, scripts); the metric records of the evaluated rounds."""
+        return [done.record for done in self.rounds(stop_after, on_clients) if done.record is not None]
 
     def final_state_dict(self) -> dict[str, torch.Tensor]:
         """The model the metrics were measured on (θ; FedAc's averaged w_ag)."""

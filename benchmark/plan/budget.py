@@ -36,6 +36,7 @@ from benchmark.plan.budget_timing import (
     run_imports_seconds,
     share_got,
 )
+from benchmark.store.layout import Store
 from benchmark.suite.expand import Job
 
 # CPU seconds a protocol may spend timing its batch shapes, heaviest first; the rest are scaled
@@ -377,7 +378,7 @@ def replay_seconds(protocol, job: Job, device: str) -> float:
             run_job(
                 short,
                 "budget",
-                JobDir(Path(scratch) / str(attempt), job.id),
+                JobDir(Store(Path(scratch) / str(attempt)), job.id),
                 device,
                 simulation_for=lambda _, r=replay: r,
             )

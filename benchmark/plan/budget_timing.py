@@ -60,6 +60,7 @@ def measure(job, device: str, steps_in_round, clock=time.perf_counter) -> Rates:
     from benchmark.run.callbacks import RoundCallback
     from benchmark.run.job_runner import run_job
     from benchmark.store.job_dir import JobDir
+    from benchmark.store.layout import Store
 
     start = clock()
     sim = build_simulation(job.config, device)
@@ -108,7 +109,12 @@ def measure(job, device: str, steps_in_round, clock=time.perf_counter) -> Rates:
     with tempfile.TemporaryDirectory() as scratch:
         try:
             run_job(
-                job, "budget", JobDir(Path(scratch), job.id), device, simulation_for=lambda _: sim, callbacks=[Stamp()]
+                job,
+                "budget",
+                JobDir(Store(Path(scratch)), job.id),
+                device,
+                simulation_for=lambda _: sim,
+                callbacks=[Stamp()],
             )
         except Enough:
             pass

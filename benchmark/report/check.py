@@ -35,6 +35,7 @@ from benchmark.errors import UserError
 from benchmark.metrics import is_metric
 from benchmark.store.job_dir import JobDir, atomic_write_json, check_writable
 from benchmark.store.job_store import job_lock, open_results
+from benchmark.store.layout import Store
 from benchmark.store.records import NO_SUMMARY, FailedSummary, JobSummary, measured, summary_from_json
 
 log = logging.getLogger(__name__)
@@ -320,13 +321,13 @@ def check_folder(results_dir: Path | None, reuse: bool, suite: str, jobs):
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         return
-    check_writable(open_results(results_dir, suite))
+    check_writable(open_results(Store(results_dir), suite))
     from benchmark.run.executor_base import torch_device
     from benchmark.run.reuse import ReuseCheck
 
     verdicts = ReuseCheck(jobs, suite, torch_device("auto"))
     for job in jobs:
-        jobdir = JobDir(results_dir, job.id)
+        jobdir = JobDir(Store(results_dir), job.id)
         if not jobdir.path.exists():
             continue
         if not reuse:
@@ -334,7 +335,7 @@ def check_folder(results_dir: Path | None, reuse: bool, suite: str, jobs):
                 f"{jobdir.path} exists: check runs every job afresh; pass --reuse to reuse the jobs the "
                 "current code produced, or give another --results-dir"
             )
-        with job_lock(results_dir, job.id):
+        with job_lock(Store(results_dir), job.id):
             if why := verdicts.why_not(job, jobdir):
                 produced_by = (jobdir.read_summary() or NO_SUMMARY).code_fingerprint
                 aside = jobdir.set_aside(f"code-{produced_by or 'unknown'}")

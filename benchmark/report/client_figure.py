@@ -12,6 +12,7 @@ from pathlib import Path
 
 from benchmark.store.job_dir import JobDir
 from benchmark.store.job_status import FINISHED
+from benchmark.store.layout import Store
 
 CAPTION = (
     "{entry}: per-client test accuracy at the last round, raw — the share of users (y) whose accuracy is at most "
@@ -26,7 +27,7 @@ def client_accuracies(runs, results_dir) -> dict[str, list[list[float]]]:
     without any client_acc.json are left out."""
     out: dict[str, list[list[float]]] = {}
     for job in runs[runs.status == FINISHED].itertuples():
-        if (recorded := JobDir.for_reading(results_dir, job.job_id).read_client_accuracy()) is not None:
+        if (recorded := JobDir.for_reading(Store(results_dir), job.job_id).read_client_accuracy()) is not None:
             out.setdefault(job.method, []).append(list(recorded.accuracy.values()))
     return out
 

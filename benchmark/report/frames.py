@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from benchmark.round_values import in_columns
+from benchmark.store.layout import Store
 from benchmark.store.records import NO_SUMMARY, FailedSummary, JobSummary, RoundRecord, measured, summary_from_json
 from benchmark.suite.expand import Job
 
@@ -92,7 +93,7 @@ def _wall_seconds(records: list[RoundRecord]) -> list[float]:
 def _summary_and_status(job: Job, results_root: Path, now: float):
     from benchmark.store.job_dir import JobDir
 
-    jobdir = JobDir.for_reading(results_root, job.id)
+    jobdir = JobDir.for_reading(Store(results_root), job.id)
     summary = jobdir.read_summary()
     return jobdir, summary, _status(summary, jobdir, now)
 

@@ -15,6 +15,7 @@ from benchmark.run.stale import UNKNOWN, stale_parts
 from benchmark.store.heartbeat import is_alive, read_heartbeat, seconds_per_round
 from benchmark.store.job_dir import JobDir
 from benchmark.store.job_status import DAMAGED, DIVERGED, FAILED, FINISHED, STOPPED
+from benchmark.store.layout import Store
 from benchmark.store.records import NO_SUMMARY, measured
 from benchmark.suite.expand import Job
 
@@ -104,7 +105,7 @@ def estimate_etas(statuses: list[JobStatus]) -> None:
 def suite_status(jobs: list[Job], results_root) -> list[JobStatus]:
     """The status of each of `jobs`, read from the job store by id (whichever suite ran it)."""
     now = time.time()
-    statuses = [job_status(j, JobDir.for_reading(results_root, j.id), now) for j in jobs]
+    statuses = [job_status(j, JobDir.for_reading(Store(results_root), j.id), now) for j in jobs]
     estimate_etas(statuses)
     return statuses
 

@@ -1,5 +1,5 @@
 """What a running job does besides training, one callback each: metrics.jsonl, the MLflow mirror,
-heartbeat.json, resume checkpoints, and whoever else listens (progress display, a Ray relay).
+heartbeat.json, resume checkpoints, the wall-time stamp, and whoever else listens (progress display, a Ray relay).
 
 `run_job` calls every callback in order: `on_start` with the records a resumed job starts from,
 `on_eval` per evaluated round, `on_round` after every round, `on_flush` every FLUSH_EVERY
@@ -122,14 +122,38 @@ class HeartbeatFile(RoundCallback):
         self.heartbeat.stop()
 
 
-class EachEval(RoundCallback):
-    """A plain function of each evaluated record (progress display, Ray relay)."""
+class Stamp(RoundCallback):
+    """Stamps each record with when it was measured and the training seconds so far, carried
+    across resumes (a replay brings its own wall_s), less the seconds the tracker spent in MLflow
+    calls, which are not training."""
 
-    def __init__(self, fn: Callable[[RoundRecord], None]):
-        self.fn = fn
+    def __init__(self, records: list[RoundRecord], tracker=None):
+        self.trained_before = (records[-1].wall_s or 0.0) if records else 0.0
+        # tracking time is counted from here, as the clock is: what it spent before (start_job) was
+        # never on this clock, and subtracting it too made the first rounds' wall_s negative
+        self.since, self.tracker, self.tracked_before = time.monotonic(), tracker, tracked_seconds(tracker)
 
     def on_eval(self, rec):
-        self.fn(rec)
+        rec.time = round(time.time(), 3)
+        if rec.wall_s is None:
+            tracked = tracked_seconds(self.tracker) - self.tracked_before
+            rec.wall_s = round(self.trained_before + time.monotonic() - self.since - tracked, 3)
+
+
+def tracked_seconds(tracker) -> float:
+    """The seconds `tracker` spent in its calls so far (NullTracker's and the MLflow mirror's `seconds`);
+    a relay of calls to elsewhere (the Ray worker's) spends none here."""
+    return getattr(tracker, "seconds", 0.0)
+
+
+class Shown(RoundCallback):
+    """Each evaluated round of `job`, on the suite's progress display (run/progress.py)."""
+
+    def __init__(self, progress, job):
+        self.progress, self.job = progress, job
+
+    def on_eval(self, rec):
+        self.progress.evaluated(self.job, rec)
 
 
 def save_checkpoint(jobdir: JobDir, sim: JobRounds) -> None:

@@ -31,6 +31,7 @@ import time
 from importlib.metadata import PackageNotFoundError, packages_distributions, version
 from pathlib import Path
 
+from benchmark.racy import racy
 from benchmark.run.code_fingerprint import code_fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -240,9 +241,6 @@ def _memo_folder() -> Path:
     return cache_dir() / "code_fingerprints"
 
 
-RACY_S = 2.0  # a file changed this recently may change again within its mtime's tick: checked by content
-
-
 def _remembered(memo: Path) -> str | None:
     """The fingerprint a memo holds while every file it was computed from is unchanged: the same (size,
     mtime) as when remembered, or else the same bytes (a checkout that rewrote a file as it was; the memo
@@ -266,8 +264,8 @@ def _remembered(memo: Path) -> str | None:
 
 
 def _remember(memo: Path, digest: str, files: dict[str, str]) -> None:
-    """Write the memo: each file's (size, mtime, sha256); an mtime within RACY_S of now is stored as -1, so
-    the next run compares that file's bytes (git's "racily clean" rule)."""
+    """Write the memo: each file's (size, mtime, sha256); a racy mtime (benchmark/racy.py) is stored as -1, so
+    the next run compares that file's bytes."""
     from benchmark.store.job_dir import atomic_write_bytes
 
     now = time.time_ns()
@@ -275,8 +273,7 @@ def _remember(memo: Path, digest: str, files: dict[str, str]) -> None:
     with contextlib.suppress(OSError):  # an unwritable cache only costs the next process the parse
         for name, sha in files.items():
             stat = Path(name).stat()
-            fresh = now - stat.st_mtime_ns < RACY_S * 1e9
-            stats[name] = [stat.st_size, -1 if fresh else stat.st_mtime_ns, sha]
+            stats[name] = [stat.st_size, -1 if racy(stat.st_mtime_ns, now) else stat.st_mtime_ns, sha]
         memo.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(memo, json.dumps({"digest": digest, "files": stats}).encode(), durable=False)
 

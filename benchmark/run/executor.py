@@ -11,11 +11,10 @@ Jobs are stored by id (store/job_store.py): a job another suite finished is skip
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING
+from functools import partial
 
 from benchmark.errors import UserError
+from benchmark.run.callbacks import Shown
 from benchmark.run.code_fingerprint import code_fingerprint
 from benchmark.run.code_parts import code_versions, job_code
 from benchmark.run.executor_base import EXECUTORS, Executor
@@ -25,11 +24,9 @@ from benchmark.run.stale import marked, set_aside_stale
 from benchmark.run.tracking import NullTracker
 from benchmark.store.job_dir import JobDir, atomic_write_json, environment_error, is_environment_error
 from benchmark.store.job_store import job_lock, link_into_suite
-from benchmark.store.records import FailedSummary, JobSummary, RoundRecord
+from benchmark.store.layout import Store
+from benchmark.store.records import FailedSummary, JobSummary
 from benchmark.suite.expand import Job
-
-if TYPE_CHECKING:
-    from benchmark.engine.round_tally import OnClients
 
 
 # The engine (and torch) is imported when a job is first looked at under its lock or trained, never by a
@@ -70,7 +67,7 @@ def reusable_summary(job: Job, jobdir: JobDir, keep_stale: bool = False) -> JobS
 def run_jobs(
     jobs: list[Job],
     suite: str,
-    results_root: Path,
+    store: Store,
     device: str = "cpu",
     tracker=None,
     progress=None,
@@ -83,18 +80,18 @@ def run_jobs(
     progress = progress or LogProgress(jobs)
     summaries: dict[str, JobSummary | FailedSummary] = {}
     # jobs a protocol claims (run/protocols.py): each batch is computed once, when its first job is due
-    batched = ProtocolBatches([j for j in jobs if not reusable_summary(j, JobDir(results_root, j.id), keep_stale)])
+    batched = ProtocolBatches([j for j in jobs if not reusable_summary(j, JobDir(store, j.id), keep_stale)])
     with progress:
 
         def attempt(job: Job, wait: bool) -> bool:
             """Run or skip `job`; False when another process holds it and `wait` is off."""
-            jobdir = JobDir(results_root, job.id)
-            lock = job_lock(results_root, job.id)
+            jobdir = JobDir(store, job.id)
+            lock = job_lock(store, job.id)
             done = reusable_summary(job, jobdir, keep_stale)
             held = lock.acquire(blocking=wait and not done)  # a finished job: only to tidy it, never waited for
             if not done and not held:
                 return False
-            link_into_suite(results_root, suite, job.id)  # the suite's view lists it, whoever ran it first
+            link_into_suite(store, suite, job.id)  # the suite's view lists it, whoever ran it first
             try:  # re-read under the lock: the other process may have finished it meanwhile
                 if held:  # temp files a killed process left, a finished job's too
                     jobdir.remove_stale_temps()
@@ -123,37 +120,17 @@ class LocalExecutor(Executor):
     name = "local"
     runs_protocol_batches = True  # run_jobs computes them as ProtocolBatches
 
-    def run(self, jobs, suite, results_root, device, tracker, progress, stop_after):
-        return run_jobs(jobs, suite, results_root, device, tracker, progress, stop_after, self.keep_stale)
+    def run(self, jobs, suite, store, device, tracker, progress, stop_after):
+        return run_jobs(jobs, suite, store, device, tracker, progress, stop_after, self.keep_stale)
 
 
 def run_or_record_failure(
-    job: Job,
-    suite: str,
-    jobdir: JobDir,
-    device: str,
-    tracker,
-    on_eval: Callable[[RoundRecord], None] | None = None,
-    stop_after: int | None = None,
-    simulation_for: Callable | None = None,
-    on_checkpoint: Callable[[int], None] | None = None,
-    on_clients: OnClients | None = None,
+    job: Job, suite: str, jobdir: JobDir, device: str, tracker, **how
 ) -> JobSummary | FailedSummary:
-    """`run_job`, except that a crash becomes a "failed" summary.json; a UserError propagates.
-    (The Ray executor's workers run their job through it too.)"""
+    """`run_job` (`how`: its keyword arguments), except that a crash becomes a "failed" summary.json;
+    a UserError propagates. (The Ray executor's workers run their job through it too.)"""
     try:
-        return run_job(
-            job,
-            suite,
-            jobdir,
-            device,
-            tracker,
-            on_eval,
-            stop_after,
-            simulation_for,
-            on_checkpoint,
-            on_clients=on_clients,
-        )
+        return run_job(job, suite, jobdir, device, tracker, **how)
     except UserError:
         raise
     except Exception as err:  # a crashing job must not take the suite (or its results) down
@@ -185,10 +162,10 @@ def _run_one(
         jobdir,
         device,
         tracker,
-        lambda rec: progress.evaluated(job, rec),
-        stop_after,
-        batched.simulation_for,
-        on_clients=lambda done: progress.within_round(job, done),
+        stop_after=stop_after,
+        simulation_for=batched.simulation_for,
+        callbacks=[Shown(progress, job)],
+        on_clients=partial(progress.within_round, job),
     )
     progress.job_finished(job, summary)
     return summary

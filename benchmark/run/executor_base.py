@@ -17,6 +17,7 @@ from benchmark.errors import UserError
 from benchmark.registry import Registry
 from benchmark.run.protocols import claiming
 from benchmark.run.staging import DEFAULT_SHIP_MAX_MB
+from benchmark.store.layout import Store
 from benchmark.suite.expand import Job
 
 
@@ -113,7 +114,7 @@ class Executor(ABC):
 
     @abstractmethod
     def run(
-        self, jobs: list[Job], suite: str, results_root: Path, device: str, tracker, progress, stop_after: int | None
+        self, jobs: list[Job], suite: str, store: Store, device: str, tracker, progress, stop_after: int | None
     ) -> dict[str, dict]:
         """Run every unfinished job; job id -> summary (finished, diverged, skipped, stopped or failed)."""
 

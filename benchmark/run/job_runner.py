@@ -15,16 +15,18 @@ from benchmark.metrics import client_spread, ema_update, summarise
 from benchmark.run.callbacks import (
     Callbacks,
     Checkpoints,
-    EachEval,
     HeartbeatFile,
     MetricsFile,
     RoundCallback,
+    Stamp,
     Tracking,
     save_checkpoint,
+    tracked_seconds,
 )
 from benchmark.run.code_fingerprint import code_fingerprint
 from benchmark.run.code_parts import code_versions, job_code
 from benchmark.run.environment import environment
+from benchmark.run.feed import fed
 from benchmark.run.threads import settle
 from benchmark.run.tracking import NullTracker
 from benchmark.store.job_dir import JobDir, atomic_torch_save, atomic_write_json
@@ -33,7 +35,7 @@ from benchmark.store.records import ClientAccuracy, Divergence, JobSummary, Roun
 from benchmark.suite.expand import Job
 
 if TYPE_CHECKING:  # the engine (torch) is imported when a job runs: the executors' registry imports this module
-    from benchmark.engine.round_tally import OnClients
+    from benchmark.engine.round_tally import ClientsDone
     from benchmark.engine.simulation import JobRounds
 
 log = logging.getLogger(__name__)
@@ -113,24 +115,6 @@ def resume_point(job: Job, jobdir: JobDir, sim: JobRounds) -> list[RoundRecord]:
     return records
 
 
-class Stamp(RoundCallback):
-    """Stamps each record with when it was measured and the training seconds so far, carried
-    across resumes (a replay brings its own wall_s); `tracked()`: seconds spent in MLflow calls
-    since the job started, which are not training."""
-
-    def __init__(self, records: list[RoundRecord], tracked: Callable[[], float] = lambda: 0.0):
-        self.trained_before = (records[-1].wall_s or 0.0) if records else 0.0
-        # tracking time is counted from here, as the clock is: what it spent before (start_job) was
-        # never on this clock, and subtracting it too made the first rounds' wall_s negative
-        self.since, self.tracked, self.tracked_before = time.monotonic(), tracked, tracked()
-
-    def on_eval(self, rec):
-        rec.time = round(time.time(), 3)
-        if rec.wall_s is None:
-            tracked = self.tracked() - self.tracked_before
-            rec.wall_s = round(self.trained_before + time.monotonic() - self.since - tracked, 3)
-
-
 def validation_summary(job: Job, sim: JobRounds, records: list[RoundRecord]) -> dict:
     """select: on validation: the last round's EMA of the validation accuracy, and what was held out."""
     if job.config.select.on != "validation":  # (a protocol's batched jobs never are)
@@ -198,25 +182,23 @@ def run_job(
     jobdir: JobDir,
     device: str = "cpu",
     tracker=None,
-    on_eval: Callable[[RoundRecord], None] | None = None,
     stop_after: int | None = None,
     simulation_for: Callable | None = None,
     on_checkpoint: Callable[[int], None] | None = None,
     callbacks: list[RoundCallback] = (),
-    on_clients: OnClients | None = None,
+    on_clients: Callable[[ClientsDone], None] | None = None,
 ) -> JobSummary:
     """Run (or resume) `job`; returns its summary. `stop_after` stops early (tests, CI smoke).
     `simulation_for(job)` may supply the simulation (a protocol's replay, run/protocol_batches.py); None: build it.
-    `on_eval(record)` is called per evaluated round, `on_checkpoint(round)` after each checkpoint is
-    written (the Ray executor ships it); `callbacks` are called after the job's own; `on_clients`
-    after each client (or chunk of clients) a round trains (progress within a long round)."""
+    `on_checkpoint(round)` is called after each checkpoint is written (the Ray executor ships it); `callbacks`
+    after the job's own (progress display, Ray relay); `on_clients`, on a thread of its own (run/feed.py), with
+    how far a round's training has come after each client (or chunk of clients) it trains."""
     tracker = tracker or NullTracker()
-    # a tracker that times its calls (NullTracker's `seconds`) has them left out of the wall time;
-    # a relay of calls to elsewhere (the Ray worker's) spends none here
-    start, tracked_before = time.monotonic(), getattr(tracker, "seconds", 0.0)
+    # a tracker that times its calls has them left out of the wall time (callbacks.tracked_seconds)
+    start, tracked_before = time.monotonic(), tracked_seconds(tracker)
 
     def tracked() -> float:  # MLflow time (an outage's timeouts included) is no training time
-        return getattr(tracker, "seconds", 0.0) - tracked_before
+        return tracked_seconds(tracker) - tracked_before
 
     config = job_config_json(job, suite)
     atomic_write_json(jobdir.config, config)
@@ -231,43 +213,30 @@ def run_job(
     metrics = MetricsFile(jobdir)
     c = job.config
     stop = StopAtRoundEnd()
-    checkpoints = Checkpoints(
-        jobdir,
-        sim,
-        c.rounds,
-        c.checkpoint_every,
-        c.checkpoint_minutes,
-        stop,
-        flush=lambda: effects.on_flush(),
-        shipped=on_checkpoint,
-    )
     effects = Callbacks(
         [
-            Stamp(resumed, tracked),
+            Stamp(resumed, tracker),
             metrics,
             Tracking(tracker, jobdir),
             HeartbeatFile(jobdir.heartbeat, c.rounds, sim.progress.round),
-            checkpoints,
-            *([EachEval(on_eval)] if on_eval else []),
-            *callbacks,
         ]
     )
-
-    def on_round(r: int) -> None:
-        effects.on_round(r)
-        if stop.requested and r < c.rounds:
-            raise KeyboardInterrupt
+    # metrics.jsonl and the tracker are flushed first, so they hold every round a checkpoint covers
+    checkpoints = Checkpoints(
+        jobdir, sim, c.rounds, c.checkpoint_every, c.checkpoint_minutes, stop, effects.on_flush, on_checkpoint
+    )
+    effects.callbacks += [checkpoints, *callbacks]
 
     diverged = None
     try:
         effects.on_start(resumed)
-        with stop:
-            sim.run(
-                on_eval=lambda rec: effects.on_eval(RoundRecord.from_json(rec)),
-                on_round=on_round,
-                stop_after=stop_after,
-                on_clients=on_clients,
-            )
+        with stop, fed(on_clients) as counts:
+            for done in sim.rounds(stop_after, counts):  # each round handed out, written here
+                if done.record is not None:
+                    effects.on_eval(RoundRecord.from_json(done.record))
+                effects.on_round(done.round)
+                if stop.requested and done.round < c.rounds:
+                    raise KeyboardInterrupt
     except Diverged as err:
         diverged = err
     except KeyboardInterrupt:

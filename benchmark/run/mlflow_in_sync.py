@@ -31,8 +31,8 @@ from benchmark.store.layout import Store
 VERSION = 1
 
 
-def mark_path(results_root: Path, suite: str) -> Path:
-    return Store(results_root).suite(suite).mlflow_mark
+def mark_path(results: Store, suite: str) -> Path:
+    return results.suite(suite).mlflow_mark
 
 
 def identity(path: Path) -> list[int] | None:
@@ -43,7 +43,7 @@ def identity(path: Path) -> list[int] | None:
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
-def state(uri: str, results_root: Path, job_ids, suite_file: Path | None, provenance: dict) -> dict | None:
+def state(uri: str, results: Store, job_ids, suite_file: Path | None, provenance: dict) -> dict | None:
     """What the mark records, as things are now; None where no mark can vouch for the store."""
     database = sqlite_file(uri)
     if database is None or (store := identity(database)) is None:
@@ -51,7 +51,7 @@ def state(uri: str, results_root: Path, job_ids, suite_file: Path | None, proven
     journals = [identity(Path(f"{database}{suffix}")) for suffix in ("-wal", "-journal")]
     jobs = hashlib.sha256()
     for job_id in sorted(job_ids):
-        if (summary := identity(JobDir(results_root, job_id).summary)) is None:
+        if (summary := identity(JobDir(results, job_id).summary)) is None:
             return None
         jobs.update(f"{job_id} {summary}\n".encode())
     suite_bytes = Path(suite_file).read_bytes() if suite_file else b""

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import traceback
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from benchmark.engine.round_tally import ClientsDone
 from benchmark.errors import DatasetMissing, UserError
@@ -34,6 +33,7 @@ from benchmark.run.tracking import NullTracker
 from benchmark.store.job_dir import RESUME_FILES, JobDir, atomic_write_json
 from benchmark.store.job_status import TERMINAL
 from benchmark.store.job_store import job_lock, link_into_suite
+from benchmark.store.layout import Store
 from benchmark.store.locks import FileLock
 from benchmark.store.records import FailedSummary, JobSummary, RoundRecord, summary_from_json
 from benchmark.suite.expand import Job
@@ -66,7 +66,7 @@ class Driver:
         self,
         ray,
         suite: str,
-        results_root: Path,
+        store: Store,
         device: str,
         tracker,
         progress,
@@ -76,7 +76,7 @@ class Driver:
         offers: dict[tuple, Offer],
         keep_stale: bool = False,
     ):
-        self.ray, self.suite, self.root, self.device = ray, suite, Path(results_root), device
+        self.ray, self.suite, self.store, self.device = ray, suite, store, device
         self.offers = offers  # (dataset, root) -> how a node without it stages it
         self.keep_stale = keep_stale
         self.tracker, self.progress, self.stop_after, self.threads = tracker, progress, stop_after, threads
@@ -90,7 +90,7 @@ class Driver:
         self.locks: dict[str, FileLock] = {}
 
     def jobdir(self, job: Job) -> JobDir:
-        return JobDir(self.root, job.id)
+        return JobDir(self.store, job.id)
 
     def reusable(self, job: Job) -> dict | None:
         """The summary of a job done on the same data (as the local executor decides), else None.
@@ -243,7 +243,7 @@ class Driver:
     # job locks: the driver trains a job (on whichever node) for as long as it holds its lock,
     # as the local executor does, so processes sharing results/ never train one job twice
     def claim(self, job: Job, wait: bool) -> bool:
-        lock = job_lock(self.root, job.id)
+        lock = job_lock(self.store, job.id)
         if not lock.acquire(blocking=wait):
             return False
         self.locks[job.id] = lock
@@ -279,7 +279,7 @@ def check_resources(available: dict, gpus_per_job: float, cpus_per_job: float) -
 def run_jobs_ray(
     jobs: list[Job],
     suite: str,
-    results_root: Path,
+    store: Store,
     device: str = "cpu",
     tracker=None,
     progress=None,
@@ -330,7 +330,7 @@ def run_jobs_ray(
             driver = Driver(
                 ray,
                 suite,
-                results_root,
+                store,
                 device,
                 tracker,
                 progress,
@@ -356,7 +356,7 @@ def run_jobs_ray(
                         driver.submit(job)
                 else:
                     return False
-                link_into_suite(results_root, suite, job.id)
+                link_into_suite(store, suite, job.id)
                 return True
 
             held_elsewhere = [job for job in jobs if not start(job, wait=False)]
@@ -405,12 +405,12 @@ class RayExecutor(Executor):
         self.data_uris(jobs)
         super().check([job for job in jobs if _driver_has(job)])
 
-    def run(self, jobs, suite, results_root, device, tracker, progress, stop_after):
+    def run(self, jobs, suite, store, device, tracker, progress, stop_after):
         o = self.options
         return run_jobs_ray(
             jobs,
             suite,
-            results_root,
+            store,
             device,
             tracker,
             progress,

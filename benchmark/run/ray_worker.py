@@ -18,9 +18,11 @@ import benchmark
 from benchmark.data.uri import fetch
 from benchmark.engine.round_tally import ClientsDone
 from benchmark.errors import DatasetMissing, UserError
+from benchmark.run.callbacks import RoundCallback
 from benchmark.run.executor import run_or_record_failure
 from benchmark.run.staging import Offer, node_fixes, on_node
 from benchmark.store.job_dir import OUTPUT_FILES, RESUME_FILES, JobDir
+from benchmark.store.layout import Store
 from benchmark.store.records import FailedSummary, JobSummary, RoundRecord
 from benchmark.suite.expand import Job
 
@@ -43,9 +45,10 @@ def code_runtime_env() -> dict:
     return env
 
 
-class Relay:
+class Relay(RoundCallback):
     """Worker -> driver messages through the queue; round records are batched for RELAY_EVERY_S.
-    Also a tracker (start_job / log_records), so the driver mirrors to MLflow what run_job logs."""
+    A callback of the job (each evaluated round), and also a tracker (start_job / log_records), so the
+    driver mirrors to MLflow what run_job logs."""
 
     def __init__(self, queue, job_id: str):
         self.queue, self.job_id = queue, job_id
@@ -71,10 +74,12 @@ class Relay:
             self.flush_rounds()
 
     def on_clients(self, done: ClientsDone) -> None:
+        """(On the job runner's thread for these counts, run/feed.py: sent alone, the batched rounds are the
+        main thread's.)"""
         now = time.monotonic()
         if now - self.clients_sent >= RELAY_CLIENTS_S:
             self.clients_sent = now
-            self.send("clients", done)
+            self.queue.put(("clients", self.job_id, done))
 
     # tracker interface: the start, and the records a resumed job starts from (run_job's later
     # batches repeat rounds on_eval relayed already)
@@ -125,7 +130,7 @@ def run_remote_job(
         job, staged = on_node(job, offer, download)
         if staged:
             relay.send("staged", staged)
-        jobdir = JobDir(scratch, job.id)
+        jobdir = JobDir(Store(scratch), job.id)
         jobdir.write_files(resume)
         summary = run_or_record_failure(
             job,
@@ -133,11 +138,10 @@ def run_remote_job(
             jobdir,
             device,
             relay,
-            relay.on_eval,
-            stop_after,
-            None,
-            lambda r: relay.send("checkpoint", jobdir.read_files(RESUME_FILES)),
-            relay.on_clients,
+            stop_after=stop_after,
+            on_checkpoint=lambda r: relay.send("checkpoint", jobdir.read_files(RESUME_FILES)),
+            callbacks=[relay],
+            on_clients=relay.on_clients,
         )
         relay.flush_rounds()
         return {"summary": summary.to_json(), "files": jobdir.read_files(OUTPUT_FILES)}

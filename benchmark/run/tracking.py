@@ -46,6 +46,7 @@ from benchmark.run.mlflow_mirror import JobMirror, source_tags
 from benchmark.run.mlflow_new_store import sqlite_file
 from benchmark.run.mlflow_writer import Finished, Writer
 from benchmark.store.job_store import job_lock
+from benchmark.store.layout import Store
 from benchmark.store.locks import FileLock, suite_lock
 from benchmark.store.records import FailedSummary, JobSummary, RoundRecord
 
@@ -151,13 +152,13 @@ class MirroredTracker(NullTracker):
         self.uri, self.experiment_id = uri, experiment_id
 
 
-def already_mirrored(suite_name: str, uri: str | None, results_root: Path, suite_file: Path | None, jobs):
+def already_mirrored(suite_name: str, uri: str | None, results: Store, suite_file: Path | None, jobs):
     """A MirroredTracker when the mark left by the last fully mirrored run vouches that the store still
     holds every one of `jobs` (all done) as it is on disk; else None (the store is opened and checked)."""
     uri = store_uri(uri)
     provenance = {**provenance_tags(), **source_tags(str(suite_file) if suite_file else None)}
-    now = mlflow_in_sync.state(uri, results_root, [job.id for job in jobs], suite_file, provenance)
-    found = mlflow_in_sync.mirrored_experiment(mlflow_in_sync.mark_path(results_root, suite_name), now)
+    now = mlflow_in_sync.state(uri, results, [job.id for job in jobs], suite_file, provenance)
+    found = mlflow_in_sync.mirrored_experiment(mlflow_in_sync.mark_path(results, suite_name), now)
     return MirroredTracker(uri, found) if found else None
 
 
@@ -237,7 +238,7 @@ class MlflowTracker(NullTracker):
         self,
         suite_name: str,
         uri: str | None = None,
-        results_root: Path | None = None,
+        results: Store | None = None,
         suite_file: Path | None = None,
         background=None,
     ):
@@ -251,18 +252,18 @@ class MlflowTracker(NullTracker):
         self.uri = store_uri(uri)
         self.suite = suite_name
         self.suite_file = suite_file
-        self.results_root = Path(results_root) if results_root else None
+        self.results = results  # the results folder it mirrors (None: it mirrors what it is told only)
         self.open: dict[str, ChildRun] = {}  # job id -> its run, while the job runs
         self.last_started: str | None = None
         self.offline, self.seconds, self.failures = False, 0.0, 0
         self.summarised: list[str] | None = None  # the jobs whose suite summary was written (mlflow_in_sync.py)
         self.state = threading.RLock()  # the open runs, shared with the writer thread
         self.connected = threading.Event()
-        self.running = suite_lock(self.results_root, suite_name) if self.results_root else None
+        self.running = suite_lock(self.results, suite_name) if self.results else None
         if self.running:
             self.running.acquire(shared=True)
         self.writer = None
-        if self.results_root is not None and mlflow_writer.LIVE_AFTER_S > 0:  # runs are mirrored from results/
+        if self.results is not None and mlflow_writer.LIVE_AFTER_S > 0:  # runs are mirrored from results/
             self.writer = Writer(self.write_finished, self.give_long_jobs_their_run)
         if background and self.writer is not None:
             self.writer.first = functools.partial(self._connect_or_go_offline, background)
@@ -373,7 +374,7 @@ class MlflowTracker(NullTracker):
     def _jobdir(self, job_id: str):
         from benchmark.store.job_dir import JobDir
 
-        return JobDir(self.results_root, job_id) if self.results_root else None
+        return JobDir(self.results, job_id) if self.results else None
 
     @tracking_may_fail
     def close_abandoned_runs(self) -> None:
@@ -382,7 +383,7 @@ class MlflowTracker(NullTracker):
             [self.experiment_id], "tags.`fedbench.kind` = 'job' and attributes.status = 'RUNNING'"
         )
         for run in stale:
-            lock = job_lock(self.results_root, run.data.tags.get("fedbench.job_id", "?"))
+            lock = job_lock(self.results, run.data.tags.get("fedbench.job_id", "?"))
             if lock.acquire(blocking=False):  # held while closing, so its job cannot restart meanwhile
                 try:
                     self.client.set_terminated(run.info.run_id, "KILLED")
@@ -394,7 +395,7 @@ class MlflowTracker(NullTracker):
         """Every job of `jobs` with a summary on disk whose run is missing, still RUNNING/KILLED
         or lacks its final numbers is mirrored again from its folder (a job killed after its
         summary was written, or during an outage). Jobs another process holds are left to it."""
-        if self.results_root is None:
+        if self.results is None:
             return 0
         on_disk = [job for job in jobs if self._jobdir(job.id).summary.exists()]
         return self._heal(on_disk) if on_disk else 0  # a fresh suite's first job need not wait for the store
@@ -422,7 +423,7 @@ class MlflowTracker(NullTracker):
             batch = todo[i : i + mlflow_writer.BATCH_JOBS]
             healed += len(batch) - len(self.mirror_finished(batch, check=self._undamaged))
         if healed:
-            log.info("MLflow: %d finished job(s) mirrored again from %s", healed, self.results_root)
+            log.info("MLflow: %d finished job(s) mirrored again from %s", healed, self.results.root)
         return healed
 
     def _undamaged(self, item: Finished) -> bool:
@@ -439,7 +440,7 @@ class MlflowTracker(NullTracker):
         jobs whose lock another holder has (left to it); `check(item)` False: skipped."""
         locks, held, left = [], [], []
         for item in items:
-            lock = job_lock(self.results_root, item.job.id)
+            lock = job_lock(self.results, item.job.id)
             if lock.acquire(blocking=False):
                 locks.append(lock)
                 held.append(item)
@@ -542,7 +543,7 @@ class MlflowTracker(NullTracker):
 
         from benchmark.suite.dotted import flatten
 
-        if self.results_root is None or not jobs:
+        if self.results is None or not jobs:
             return
         flat = [flatten(json.loads(p.read_text())) for j in jobs if (p := self._jobdir(j.id).config).exists()]
         shared = {k: v for k, v in flat[0].items() if all(f.get(k) == v for f in flat[1:])} if flat else {}
@@ -652,10 +653,10 @@ class MlflowTracker(NullTracker):
     def _mark_mirrored(self) -> None:
         """The last process of the suite ended with its store mirroring it whole: a later `run` with
         nothing to train may leave MLflow alone while nothing changes (mlflow_in_sync.py)."""
-        if self.results_root is None or self.open or (self.writer is not None and self.writer.pending()):
+        if self.results is None or self.open or (self.writer is not None and self.writer.pending()):
             return
-        now = mlflow_in_sync.state(self.uri, self.results_root, self.summarised, self.suite_file, self.provenance)
-        mlflow_in_sync.write_mark(mlflow_in_sync.mark_path(self.results_root, self.suite), now, self.experiment_id)
+        now = mlflow_in_sync.state(self.uri, self.results, self.summarised, self.suite_file, self.provenance)
+        mlflow_in_sync.write_mark(mlflow_in_sync.mark_path(self.results, self.suite), now, self.experiment_id)
 
 
 def attach_to_suite_run(

@@ -12,7 +12,7 @@ garbled or foreign line costs a full check of its job, and a missing index is re
 
 Two rules keep a signature honest: it is taken before and after the full check and the entry kept only
 if both agree, and a job whose files changed in the last RACY_NS is not indexed (a file written again
-within the clock's granularity could keep its mtime; git's "racy" rule).
+within the clock's granularity could keep its mtime; git's "racy" rule, benchmark/racy.py).
 """
 
 from __future__ import annotations
@@ -24,14 +24,15 @@ import zlib
 from pathlib import Path
 from typing import NamedTuple
 
-from benchmark.store.job_dir import STORE, TEMP_NAME, atomic_write_bytes
+from benchmark.racy import racy
+from benchmark.store.job_dir import TEMP_NAME, atomic_write_bytes
+from benchmark.store.layout import Store
 from benchmark.store.records import JobSummary
 
 log = logging.getLogger(__name__)
 
 INDEX = ".done-index"
 VERSION = "v1"
-RACY_NS = 2_000_000_000
 NONE = "-"  # a file that is not there, a summary without code_parts or data fingerprint
 
 
@@ -74,8 +75,8 @@ def _parsed(line: str) -> tuple[str, Entry] | None:
 class DoneIndex:
     """The index of one results folder as a run reads it once, looks jobs up, and appends what it verified."""
 
-    def __init__(self, results_root: Path):
-        self.store = os.path.join(results_root, STORE)
+    def __init__(self, store: Store):
+        self.store = str(store.jobs)  # joined as strings: 10^5 jobs are looked up (job_dir's paths cost more)
         self.path = os.path.join(self.store, INDEX)
         self.entries: dict[str, Entry] = {}
         self.lines = 0
@@ -109,7 +110,7 @@ class DoneIndex:
         """Index a job the full check found done (`summary`, its files' signature `before` the check), if
         its files stayed as they were, are not racy, and no temp file of a killed write lies beside them."""
         after, latest = signature(self.folder(job_id))
-        if after != before or latest > time.time_ns() - RACY_NS or code == NONE:
+        if after != before or racy(latest, time.time_ns()) or code == NONE:
             return
         try:
             if any(TEMP_NAME.match(name) for name in os.listdir(self.folder(job_id))):

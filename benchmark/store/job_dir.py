@@ -152,16 +152,16 @@ def free_name_beside(path: Path, tag: str) -> Path:
 
 
 class JobDir:
-    def __init__(self, results_root: Path, job_id: str):
-        self.path = Store(results_root).job(job_id)
+    def __init__(self, store: Store, job_id: str):
+        self.path = store.job(job_id)
 
     @classmethod
-    def for_reading(cls, results_root: Path, job_id: str) -> JobDir:
+    def for_reading(cls, store: Store, job_id: str) -> JobDir:
         """The job's folder in the store or, in a results folder that has no store yet, its folder of the
         old layout where it is (`status` and `report` read; only a command that writes moves it)."""
-        jobdir = cls(results_root, job_id)
+        jobdir = cls(store, job_id)
         if not jobdir.path.exists() and not jobdir.path.parent.exists():
-            return cls.at(find_in_place(Path(results_root), STORE, job_id) or jobdir.path)
+            return cls.at(find_in_place(store.root, STORE, job_id) or jobdir.path)
         return jobdir
 
     @classmethod

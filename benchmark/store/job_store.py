@@ -27,14 +27,14 @@ log = logging.getLogger(__name__)
 PENDING = ".link"
 
 
-def job_lock(results_root: Path, job_id: str) -> FileLock:
+def job_lock(store: Store, job_id: str) -> FileLock:
     """Held by the process training `job_id`, for as long as it trains it, whichever suite it runs for."""
-    return FileLock(Store(results_root).job_lock(job_id))
+    return FileLock(store.job_lock(job_id))
 
 
-def link_into_suite(results_root: Path, suite: str, job_id: str) -> None:
+def link_into_suite(store: Store, suite: str, job_id: str) -> None:
     """`results/<suite>/<job-id>` -> the job's folder in the store (once; a link already there is kept)."""
-    view = Store(results_root).suite(suite).path
+    view = store.suite(suite).path
     if os.path.lexists(view / job_id):  # the link, or a folder an old fedbench still trains
         return
     try:
@@ -58,28 +58,27 @@ def _put_link(view: Path, name: str) -> None:
     os.replace(_pending_link(view, name), view / name)
 
 
-def open_results(results_root: Path, suite: str) -> Path:
-    """The suite's view, with every job of the old layout under `results_root` moved into the store
+def open_results(store: Store, suite: str) -> Path:
+    """The suite's view, with every job of the old layout under the store's root moved into the store
     first (every command that writes results calls it); what has nothing to move writes nothing."""
-    view = Store(results_root).suite(suite).path
-    migrate_to_job_store(results_root)
+    view = store.suite(suite).path
+    migrate_to_job_store(store)
     return view
 
 
-def look_at_results(results_root: Path) -> None:
+def look_at_results(store: Store) -> None:
     """What a command that only reads (`status`, `report`) says of the results folder, moving, creating and
     locking nothing: the look-alikes it leaves alone, and old-layout jobs that a store already beside them
     will take in on the next command that writes (where there is no store yet they are read in place)."""
-    root = Path(results_root)
-    jobs, foreign = old_layout.survey(root, STORE)
+    jobs, foreign = old_layout.survey(store.root, STORE)
     old_layout.name_foreign(foreign)
-    if jobs and Store(root).jobs.is_dir():
+    if jobs and store.jobs.is_dir():
         log.warning(
             "results: %d job folder(s) of the layout before the job store (%s, ...) are not shown; the next "
             "`fedbench run` or `fedbench sync` moves them into %s",
             len(jobs),
             jobs[0],
-            Store(root).jobs,
+            store.jobs,
         )
 
 
@@ -88,13 +87,13 @@ def _pending_links(root: Path) -> list[Path]:
     return [p for v in old_layout.suite_folders(root, STORE) for p in sorted(v.glob(f".*{PENDING}"))]
 
 
-def migrate_to_job_store(results_root: Path) -> int:
+def migrate_to_job_store(store: Store) -> int:
     """Move every job folder of the old layout (`results/<suite>/<name>/`, store/old_layout.py: only what
     provably is one) into the store and leave the link in its place; returns how many moved. Each move
     is one rename on one filesystem, so a kill at any moment leaves every job whole in its old or its
     new place, and running it again ends the work. Idempotent: a folder already moved is a link, and is
     left alone. Look-alikes are named once and left as they are."""
-    root = Path(results_root)
+    root = store.root
     if not root.is_dir():
         return 0
     jobs, foreign = old_layout.survey(root, STORE)
@@ -102,25 +101,25 @@ def migrate_to_job_store(results_root: Path) -> int:
     if not jobs and not _pending_links(root):
         return 0
     moved = 0
-    with FileLock(Store(root).locks / "migrate.lock"):  # one migration at a time
+    with FileLock(store.locks / "migrate.lock"):  # one migration at a time
         jobs, _ = old_layout.survey(root, STORE)  # again: another process may have ended it meanwhile
         for pending in _pending_links(root):  # links a killed migration had not put in place
             view, name = pending.parent, pending.name.removeprefix(".").removesuffix(PENDING)
-            if (view / name).is_symlink() or not Store(root).job(name).exists():
+            if (view / name).is_symlink() or not store.job(name).exists():
                 pending.unlink()
             elif not (view / name).exists():
                 _put_link(view, name)
-        moved += sum(_move(folder.parent, folder) for folder in jobs)
+        moved += sum(_move(store, folder.parent, folder) for folder in jobs)
     if moved:
-        log.info("results: moved %d job folder(s) into the job store %s (one-time migration)", moved, Store(root).jobs)
+        log.info("results: moved %d job folder(s) into the job store %s (one-time migration)", moved, store.jobs)
     return moved
 
 
-def _move(view: Path, folder: Path) -> bool:
+def _move(store: Store, view: Path, folder: Path) -> bool:
     """One job folder into the store, under the lock an old fedbench and a new one would each take."""
-    root, name = view.parent, folder.name
+    name = folder.name
     old_lock = FileLock(SuiteView(view).locks / f"{name}.lock")
-    new_lock = job_lock(root, name)
+    new_lock = job_lock(store, name)
     if not old_lock.acquire(blocking=False):
         log.warning("results: %s is being trained by another process; it moves to the store on a later run", folder)
         return False
@@ -129,7 +128,7 @@ def _move(view: Path, folder: Path) -> bool:
             log.warning("results: job %s is being trained from the store; %s stays until a later run", name, folder)
             return False
         try:
-            target = Store(root).job(name)
+            target = store.job(name)
             if target.exists():  # two suites each ran it in the old layout: the store keeps a finished copy
                 target = _keep_both(folder, target, view.name)
             target.parent.mkdir(parents=True, exist_ok=True)

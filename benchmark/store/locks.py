@@ -48,6 +48,6 @@ class FileLock:
         self.release()
 
 
-def suite_lock(results_root: Path, suite: str) -> FileLock:
+def suite_lock(store: Store, suite: str) -> FileLock:
     """Held shared by every process running `suite`: whoever can take it exclusively is alone."""
-    return FileLock(Store(results_root).suite(suite).lock)
+    return FileLock(store.suite(suite).lock)

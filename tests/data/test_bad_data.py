@@ -15,6 +15,7 @@ from benchmark.cli import main
 from benchmark.data.source import SourceData
 from benchmark.engine.setup import forget_loaded_data
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 
 
 def femnist_users(labels: list[int]) -> dict:
@@ -127,7 +128,7 @@ def fixed_later(tmp_path, *first_run: str):
     ]
     assert main(run + list(first_run)) == 0
     (job,) = [p for p in (tmp_path / "r" / "leaf").iterdir() if not p.name.startswith(".")]
-    return run, JobDir(tmp_path / "r", job.name).path  # the suite's view links to the job's folder in the store
+    return run, JobDir(Store(tmp_path / "r"), job.name).path  # the suite's view links to the job's folder in the store
 
 
 def test_results_of_changed_data_are_moved_aside_and_the_job_reruns(tmp_path, caplog):

@@ -16,6 +16,7 @@ from benchmark.engine.trainers.sequential import SequentialTrainer
 from benchmark.engine.trainers.vectorised import VectorisedTrainer
 from benchmark.run.job_runner import run_job
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 FEDPROX = {"preset": "fedprox", "client": {"prox": {"mu": 0.01}}}
@@ -88,8 +89,8 @@ def test_summary_records_the_trainer(tmp_path, execution):
     suite = tiny_suite(methods=["fedavg"])
     suite["defaults"].update(rounds=2, execution=execution)
     s, (job,) = load_jobs(write_suite(tmp_path, suite))
-    summary = run_job(job, s.name, JobDir(tmp_path, job.id))
-    on_disk = json.loads(JobDir(tmp_path, job.id).summary.read_text())
+    summary = run_job(job, s.name, JobDir(Store(tmp_path), job.id))
+    on_disk = json.loads(JobDir(Store(tmp_path), job.id).summary.read_text())
     assert on_disk["execution"] == summary.execution
     # which local step produced the numbers, per trainer that ran (the tiny logistic: fused only client-batched)
     assert on_disk["local_step"] == summary.local_step
@@ -114,15 +115,15 @@ def test_a_resumed_auto_job_keeps_its_probes_choice_and_equals_a_straight_run(tm
     s, (job,) = load_jobs(write_suite(tmp_path, suite))
     timings = {"sequential": 0.5, "vectorised": 1.0}
     ran = fake_timings(monkeypatch, timings)
-    straight = run_job(job, s.name, JobDir(tmp_path / "a", job.id))
-    run_job(job, s.name, JobDir(tmp_path / "b", job.id), stop_after=3)
+    straight = run_job(job, s.name, JobDir(Store(tmp_path / "a"), job.id))
+    run_job(job, s.name, JobDir(Store(tmp_path / "b"), job.id), stop_after=3)
     timings.update(sequential=1.0, vectorised=0.5)  # a new probe would now choose vectorised
     ran.clear()
-    resumed = run_job(job, s.name, JobDir(tmp_path / "b", job.id))
+    resumed = run_job(job, s.name, JobDir(Store(tmp_path / "b"), job.id))
     assert ran == ["train_sequential"] * 3  # rounds 3-5, no probe
     assert resumed.execution == straight.execution == "sequential"
     assert resumed.execution_probe == straight.execution_probe and straight.execution_probe["round"] == 0
-    a, b = (torch.load(JobDir(tmp_path / d, job.id).model, weights_only=True) for d in "ab")
+    a, b = (torch.load(JobDir(Store(tmp_path / d), job.id).model, weights_only=True) for d in "ab")
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 

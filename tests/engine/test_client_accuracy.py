@@ -20,6 +20,7 @@ from benchmark.run.callbacks import save_checkpoint
 from benchmark.run.executor import run_jobs
 from benchmark.run.job_runner import resume_point
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 
@@ -96,15 +97,15 @@ CIRCUMSTANTIAL = ("wall_time_s", "environment", "threads", "code_fingerprint")
 def test_a_job_resumed_at_its_last_round_writes_what_a_straight_run_does(tmp_path, at):
     suite, jobs = load_jobs(write_suite(tmp_path, tiny_suite(methods=["fedavg"])))
     (job,) = jobs
-    run_jobs(jobs, suite.name, tmp_path / "straight")
-    resumed = JobDir(tmp_path / "resumed", job.id)
-    run_jobs(jobs, suite.name, tmp_path / "resumed", stop_after=job.config.rounds - 1)
+    run_jobs(jobs, suite.name, Store(tmp_path / "straight"))
+    resumed = JobDir(Store(tmp_path / "resumed"), job.id)
+    run_jobs(jobs, suite.name, Store(tmp_path / "resumed"), stop_after=job.config.rounds - 1)
     assert resumed.checkpoint.exists() and not resumed.client_accuracy.exists()
     if at == "last round":
         checkpoint_at_the_last_round(job, resumed)
         assert resumed.load_checkpoint()["simulation"]["round"] == job.config.rounds
-    run_jobs(jobs, suite.name, tmp_path / "resumed")
-    straight = JobDir(tmp_path / "straight", job.id)
+    run_jobs(jobs, suite.name, Store(tmp_path / "resumed"))
+    straight = JobDir(Store(tmp_path / "straight"), job.id)
     assert resumed.client_accuracy.read_text() == straight.client_accuracy.read_text()
     # resumed at the last round, the process trained no round: it has no local step to describe
     ignored = CIRCUMSTANTIAL + (("local_step",) if at == "last round" else ())

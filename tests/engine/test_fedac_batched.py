@@ -14,6 +14,7 @@ from benchmark.protocols.fedac.jobs import batch_key
 from benchmark.run.job_runner import run_job
 from benchmark.run.protocol_batches import ProtocolBatches
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.store.records import RoundRecord
 from benchmark.suite.expand import expand
 from benchmark.suite.schema import Suite
@@ -52,13 +53,14 @@ def run_both(tmp_path, suite: Suite):
     """(records per job from the per-client loop, records per job from the batched engine)."""
     jobs = expand(suite)
     loop = {
-        j.id: run_job(j, "loop", JobDir(tmp_path / "loop", j.id)) and JobDir(tmp_path / "loop", j.id).read_metrics()
+        j.id: run_job(j, "loop", JobDir(Store(tmp_path / "loop"), j.id))
+        and JobDir(Store(tmp_path / "loop"), j.id).read_metrics()
         for j in jobs
     }
     batched = ProtocolBatches(jobs)
     fast = {}
     for j in jobs:
-        d = JobDir(tmp_path / "fast", j.id)
+        d = JobDir(Store(tmp_path / "fast"), j.id)
         run_job(j, "fast", d, simulation_for=batched.simulation_for)
         fast[j.id] = d.read_metrics()
     return jobs, loop, fast
@@ -98,8 +100,8 @@ def test_batched_engine_equals_the_per_client_loop(tmp_path, method, in_numpy):
     jobs, loop, fast = run_both(tmp_path, shared_suite(method))
     for j in jobs:
         assert_same_records(loop[j.id], fast[j.id])
-    finals = [torch.load(JobDir(tmp_path / "fast", j.id).model)["fc.weight"] for j in jobs]
-    loops = [torch.load(JobDir(tmp_path / "loop", j.id).model)["fc.weight"] for j in jobs]
+    finals = [torch.load(JobDir(Store(tmp_path / "fast"), j.id).model)["fc.weight"] for j in jobs]
+    loops = [torch.load(JobDir(Store(tmp_path / "loop"), j.id).model)["fc.weight"] for j in jobs]
     for a, b in zip(loops, finals):
         assert torch.allclose(a, b, atol=1e-5)
 
@@ -156,14 +158,14 @@ def assert_loop_and_batch_agree(tmp_path, jobs) -> None:
     """Each job run by the per-client loop and by the batched engine: same status, divergence round and records."""
     batched = ProtocolBatches(jobs)
     for j in jobs:
-        loop = run_job(j, "loop", JobDir(tmp_path / "loop", j.id))
-        fast = run_job(j, "fast", JobDir(tmp_path / "fast", j.id), simulation_for=batched.simulation_for)
+        loop = run_job(j, "loop", JobDir(Store(tmp_path / "loop"), j.id))
+        fast = run_job(j, "fast", JobDir(Store(tmp_path / "fast"), j.id), simulation_for=batched.simulation_for)
         assert (loop.status, loop.diverged and loop.diverged.at_round) == (
             fast.status,
             fast.diverged and fast.diverged.at_round,
         )
         assert_same_records(
-            JobDir(tmp_path / "loop", j.id).read_metrics(), JobDir(tmp_path / "fast", j.id).read_metrics()
+            JobDir(Store(tmp_path / "loop"), j.id).read_metrics(), JobDir(Store(tmp_path / "fast"), j.id).read_metrics()
         )
 
 
@@ -173,7 +175,7 @@ def test_a_diverging_lr_diverges_at_the_same_round_in_both(tmp_path, in_numpy):
     suite = shared_suite("fedavg", rounds=12, eval_every=1, lrs=[0.05, 1e4])
     jobs = expand(suite)
     assert_loop_and_batch_agree(tmp_path, jobs)
-    assert [JobDir(tmp_path / "fast", j.id).read_summary().status for j in jobs] == ["finished", "diverged"]
+    assert [JobDir(Store(tmp_path / "fast"), j.id).read_summary().status for j in jobs] == ["finished", "diverged"]
 
 
 @pytest.mark.parametrize("method,rounds", [("fedavg", 12), ("mbsgd", 30)])
@@ -183,7 +185,9 @@ def test_divergence_between_evaluations_is_found_at_the_same_round(tmp_path, met
     as in the per-client loop."""
     jobs = expand(shared_suite(method, rounds=rounds, eval_every=5, lrs=[0.05, 1e4]))
     assert_loop_and_batch_agree(tmp_path, jobs)
-    assert JobDir(tmp_path / "fast", jobs[1].id).read_summary().diverged.at_round % 5, "diverges between evaluations"
+    assert JobDir(Store(tmp_path / "fast"), jobs[1].id).read_summary().diverged.at_round % 5, (
+        "diverges between evaluations"
+    )
 
 
 @pytest.mark.parametrize("in_numpy", [False, True], ids=["numba", "numpy"])
@@ -227,9 +231,9 @@ def test_a_batched_job_stopped_early_resumes_to_the_numbers_of_a_straight_run(tm
     """Its checkpoint is the replay's (round, engine): the resumed job replays the rest."""
     jobs = expand(shared_suite("fedac1", lrs=[0.05]))
     (job,) = jobs
-    straight = JobDir(tmp_path / "straight", job.id)
+    straight = JobDir(Store(tmp_path / "straight"), job.id)
     run_job(job, "fast", straight, simulation_for=ProtocolBatches(jobs).simulation_for)
-    d = JobDir(tmp_path / "stopped", job.id)
+    d = JobDir(Store(tmp_path / "stopped"), job.id)
     assert (
         run_job(job, "fast", d, stop_after=2, simulation_for=ProtocolBatches(jobs).simulation_for).status == "stopped"
     )

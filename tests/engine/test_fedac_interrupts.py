@@ -20,11 +20,12 @@ from benchmark.protocols.fedac.signals import HeldSignals
 from benchmark.run.executor import run_jobs
 from benchmark.run.protocol_batches import ProtocolBatches
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import expand
 
 
 def _statuses(root, jobs) -> dict[str, str]:
-    return {j.id: json.loads(JobDir(root, j.id).summary.read_text())["status"] for j in jobs}
+    return {j.id: json.loads(JobDir(Store(root), j.id).summary.read_text())["status"] for j in jobs}
 
 
 def test_a_failing_batch_fails_each_of_its_jobs_with_its_error_once(tmp_path, monkeypatch):
@@ -36,7 +37,7 @@ def test_a_failing_batch_fails_each_of_its_jobs_with_its_error_once(tmp_path, mo
         raise RuntimeError("boom")
 
     monkeypatch.setattr(FedAcProtocol, "run_batch", boom)
-    summaries = run_jobs(jobs, "fedac-batched", tmp_path)
+    summaries = run_jobs(jobs, "fedac-batched", Store(tmp_path))
     assert calls == [len(jobs)] and len(jobs) > 1
     errors = [summaries[j.id].error for j in jobs]
     assert errors[0] == "RuntimeError: boom"
@@ -52,10 +53,10 @@ def test_an_interrupted_batch_records_nothing_and_the_next_run_completes(tmp_pat
 
     monkeypatch.setattr(FedAcProtocol, "run_batch", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        run_jobs(jobs, "fedac-batched", tmp_path)
-    assert not any(JobDir(tmp_path, j.id).summary.exists() for j in jobs)  # nothing recorded as failed
+        run_jobs(jobs, "fedac-batched", Store(tmp_path))
+    assert not any(JobDir(Store(tmp_path), j.id).summary.exists() for j in jobs)  # nothing recorded as failed
     monkeypatch.setattr(FedAcProtocol, "run_batch", real)
-    run_jobs(jobs, "fedac-batched", tmp_path)
+    run_jobs(jobs, "fedac-batched", Store(tmp_path))
     assert set(_statuses(tmp_path, jobs).values()) == {"finished"}
 
 
@@ -118,14 +119,14 @@ def test_sigterm_during_a_batch_stops_the_run_and_it_resumes(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(command, cwd=tmp_path, env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     end = time.monotonic() + 120
-    while not JobDir(results, jobs[0].id).config.exists():
+    while not JobDir(Store(results), jobs[0].id).config.exists():
         assert time.monotonic() < end and proc.poll() is None
         time.sleep(0.05)
     time.sleep(1.0)  # inside the batch's rounds
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "resume with" in err, err
-    assert not any(JobDir(results, j.id).summary.exists() for j in jobs)  # none failed, none half-written
+    assert not any(JobDir(Store(results), j.id).summary.exists() for j in jobs)  # none failed, none half-written
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert set(_statuses(results, jobs).values()) <= {"finished", "diverged"}

@@ -13,6 +13,7 @@ from benchmark.engine.peak_memory import PeakTensorMemory
 from benchmark.errors import UserError
 from benchmark.run.job_runner import run_job
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 MIB = 2**20
@@ -109,12 +110,12 @@ def test_a_resumed_job_keeps_its_chunk_and_equals_a_straight_run(tmp_path, monke
     suite["defaults"].update(rounds=6, checkpoint_every=2, execution="vectorised", participation={"rate": 1.0})
     s, (job,) = load_jobs(write_suite(tmp_path, suite))
     monkeypatch.setenv(vmap_chunk.BUDGET_ENV, "1")
-    straight = run_job(job, s.name, JobDir(tmp_path / "a", job.id))
-    run_job(job, s.name, JobDir(tmp_path / "b", job.id), stop_after=3)
+    straight = run_job(job, s.name, JobDir(Store(tmp_path / "a"), job.id))
+    run_job(job, s.name, JobDir(Store(tmp_path / "b"), job.id), stop_after=3)
     monkeypatch.delenv(vmap_chunk.BUDGET_ENV)  # a new probe would now choose all clients at once
     sizes = chunk_sizes(monkeypatch)
-    resumed = run_job(job, s.name, JobDir(tmp_path / "b", job.id))
+    resumed = run_job(job, s.name, JobDir(Store(tmp_path / "b"), job.id))
     assert sizes == [1] * 6 * 3  # rounds 3-5, 6 clients each, one at a time as before
     assert resumed.vmap_chunk == straight.vmap_chunk and straight.vmap_chunk["chunk"] == 1
-    a, b = (torch.load(JobDir(tmp_path / d, job.id).model, weights_only=True) for d in "ab")
+    a, b = (torch.load(JobDir(Store(tmp_path / d), job.id).model, weights_only=True) for d in "ab")
     assert all(torch.equal(a[k], b[k]) for k in a)

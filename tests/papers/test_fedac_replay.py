@@ -22,6 +22,7 @@ from benchmark.engine.fed_data import authors_positions
 from benchmark.papers.fedac_replay import LABELS, released_runs
 from benchmark.protocols.fedac import authors_rerun, released, released_run
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 
@@ -159,7 +160,7 @@ def test_batched_engine_equals_the_per_client_loop_on_the_authors_stream(tmp_pat
     assert {j.config.dataset.split.samples for j in jobs} == {"authors_numpy"}
     for j in jobs:
         assert_same_records(loop[j.id], fast[j.id], rel=1e-12, abs=1e-13)
-    finals = {path: torch.load(JobDir(tmp_path / path, j.id).model)["fc.weight"] for path in ("loop", "fast")}
+    finals = {path: torch.load(JobDir(Store(tmp_path / path), j.id).model)["fc.weight"] for path in ("loop", "fast")}
     assert finals["loop"].dtype == finals["fast"].dtype == torch.float64
     assert torch.allclose(finals["loop"], finals["fast"], rtol=1e-12, atol=1e-13)
 

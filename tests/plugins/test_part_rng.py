@@ -10,6 +10,7 @@ import torch
 
 from benchmark.cli import main
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 NOISY_TERM = """
@@ -94,5 +95,5 @@ def test_a_resumed_job_draws_and_ends_bit_identically(suite, tmp_path):
     resumed = run(suite, tmp_path / "resumed", "--only", job0.id)
     assert {d[1] for d in stopped} == {0, 1} and {d[1] for d in resumed} == {2, 3}
     assert stopped + resumed == straight
-    a, b = (torch.load(JobDir(tmp_path / r, job0.id).model, weights_only=True) for r in ("straight", "resumed"))
+    a, b = (torch.load(JobDir(Store(tmp_path / r), job0.id).model, weights_only=True) for r in ("straight", "resumed"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

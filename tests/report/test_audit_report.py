@@ -8,6 +8,7 @@ from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.store.job_dir import JobDir, atomic_write_json
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 from benchmark.suite.overrides import Overrides
 
@@ -33,7 +34,7 @@ def _report(tmp_path, sets: tuple[str, ...]) -> pd.DataFrame:
     path = write_suite(tmp_path, suite)
     _, jobs = load_jobs(path, Overrides.parse(sets))
     for job in jobs:
-        atomic_write_json(JobDir(tmp_path / "results", job.id).summary, _summary(40.0))
+        atomic_write_json(JobDir(Store(tmp_path / "results"), job.id).summary, _summary(40.0))
     args = ["report", str(path), "--results-dir", str(tmp_path / "results"), "--no-tracking"]
     assert main(args + [a for s in sets for a in ("--set", s)]) == 0
     out = tmp_path / "results" / "tiny" / "report"
@@ -77,7 +78,7 @@ def test_an_assumed_setting_and_another_papers_numbers_are_shown_under_the_table
     path = write_suite(tmp_path, suite)
     _, jobs = load_jobs(path)
     for job in jobs:
-        atomic_write_json(JobDir(tmp_path / "results", job.id).summary, _summary(40.0))
+        atomic_write_json(JobDir(Store(tmp_path / "results"), job.id).summary, _summary(40.0))
     assert main(["report", str(path), "--results-dir", str(tmp_path / "results"), "--no-tracking"]) == 0
     md = (tmp_path / "results" / "tiny" / "report" / "report.md").read_text()
     assert "assumed, not stated by the paper: participation.rate = 0.5 — caption lost" in md

@@ -10,6 +10,7 @@ from fedtest import REPO
 from benchmark.cli import main
 from benchmark.fl.servers import Average
 from benchmark.run.code_fingerprint import code_fingerprint
+from benchmark.store.layout import Store
 
 SUITE = str(REPO / "suites" / "ci.yaml")
 BASELINE = REPO / "results" / "baselines" / "ci.json"
@@ -62,6 +63,6 @@ def test_reuse_verifies_a_protocols_jobs_in_the_batches_a_run_computes(tmp_path)
     from benchmark.suite.expand import expand
 
     jobs = expand(shared_suite(["fedac1", "fedavg"], clients=4))
-    run_jobs(jobs, "fedac-batched", tmp_path)
+    run_jobs(jobs, "fedac-batched", Store(tmp_path))
     verdicts = ReuseCheck(jobs, "fedac-batched", "cpu")
-    assert {verdicts.why_not(j, JobDir(tmp_path, j.id)) for j in jobs} == {None}
+    assert {verdicts.why_not(j, JobDir(Store(tmp_path), j.id)) for j in jobs} == {None}

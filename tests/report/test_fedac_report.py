@@ -21,6 +21,7 @@ from benchmark.protocols.fedac import FedAcSection
 from benchmark.protocols.fedac.report import collect, fedac_entry_tables
 from benchmark.report.protocol_sections import figure_path, rich_table
 from benchmark.store.job_dir import JobDir, atomic_write_json
+from benchmark.store.layout import Store
 from benchmark.suite.expand import expand, load_jobs
 from benchmark.suite.schema import Suite
 
@@ -30,7 +31,7 @@ def fake_results(tmp_path: Path, jobs, values) -> dict:
     for job, value in zip(jobs, values):
         status = value if isinstance(value, str) else "finished"
         summary = {"status": status, "final_subopt": None if isinstance(value, str) else value}
-        atomic_write_json(JobDir(tmp_path, job.id).summary, summary)
+        atomic_write_json(JobDir(Store(tmp_path), job.id).summary, summary)
         summaries[job.id] = summary
     return summaries
 
@@ -158,7 +159,7 @@ def test_small_suite_reproduces_the_papers_conclusions(tmp_path):
     )
     assert result.exit_code == 0, result.output
     suite, jobs = load_jobs(path)
-    summaries = {j.id: JobDir(tmp_path, j.id).read_summary() for j in jobs}
+    summaries = {j.id: JobDir(Store(tmp_path), j.id).read_summary() for j in jobs}
     cells = collect(jobs, summaries)
     for method in ("FedAc-I", "FedAvg", "MB-SGD", "MB-AC-SGD"):
         assert speedup(cells, method, 1) > 30, method  # 256x more workers

@@ -15,6 +15,7 @@ from benchmark.cli import main
 from benchmark.fl.servers import Average
 from benchmark.report.check import MIN_SEEDS, load_baseline
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 
 SUITE = str(REPO / "suites" / "ci.yaml")
 BASELINE = REPO / "results" / "baselines" / "ci.json"
@@ -54,7 +55,7 @@ def test_the_baseline_seeds_reproduce_it_exactly_with_junit_json_and_reuse(tmp_p
     assert failure.get("message") == "synthetic / FedAvg: final_acc regression"
     job_id = other_code.parent.name  # found through the suite's view; the job's folder is in the store
     assert (results / "jobs" / f"{job_id}.code-0.0.1+old").is_dir()  # set aside, rerun
-    assert JobDir(results, job_id).read_summary().code_fingerprint != "0.0.1+old"
+    assert JobDir(Store(results), job_id).read_summary().code_fingerprint != "0.0.1+old"
 
 
 def test_other_seeds_than_the_baselines_pass(capsys):

@@ -10,6 +10,7 @@ from fedtest import tiny_suite, write_suite
 from benchmark.cli import main
 from benchmark.report.entry_tables import SELECTION_RULE
 from benchmark.store.job_dir import JobDir, atomic_write_json
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 
@@ -46,7 +47,7 @@ def _hand_made(tmp_path):
     }
     for job in jobs:
         if summary := results.get((job.method_label, job.config.seed)):
-            atomic_write_json(JobDir(tmp_path / "results", job.id).summary, summary)
+            atomic_write_json(JobDir(Store(tmp_path / "results"), job.id).summary, summary)
     return path, s, jobs
 
 
@@ -124,12 +125,12 @@ def test_report_of_a_real_run_with_a_diverging_grid_point_attached_to_mlflow(tmp
     assert all(s.startswith("diverged@") for s in diverged.status)
     # unsmoothed accuracy beside the EMA one, from the round records
     fedavg_jobs = [j for j in load_jobs(path)[1] if j.setting_label == "FedAvg local.lr=0.05"]
-    raw = [JobDir(results, j.id).read_metrics()[1].test_acc for j in fedavg_jobs]
+    raw = [JobDir(Store(results), j.id).read_metrics()[1].test_acc for j in fedavg_jobs]
     mean, std = sum(raw) / 2, abs(raw[0] - raw[1]) / 2**0.5
     assert table.loc["FedAvg", "acc_raw@2.mean"] == pytest.approx(mean)
     assert table.loc["FedAvg", "acc_raw@2.std"] == pytest.approx(std)
     runs = pd.read_csv(out / "runs.csv")
-    summaries = {j: JobDir(results, j).read_summary() for j in runs.job_id}
+    summaries = {j: JobDir(Store(results), j).read_summary() for j in runs.job_id}
     assert all(runs.status == [summaries[j].status for j in runs.job_id])
     assert all(runs["final_acc"].fillna(-1) == [summaries[j].final_acc or -1 for j in runs.job_id])
 

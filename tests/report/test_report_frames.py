@@ -11,6 +11,7 @@ from fedtest import tiny_suite, write_suite
 from benchmark.cli import main
 from benchmark.report.frames import JOB_COLUMNS, ROUND_COLUMNS, jobs_frame, rounds_frame
 from benchmark.store.job_dir import JobDir, atomic_write_json
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 
@@ -24,7 +25,7 @@ def test_hand_made_results(tmp_path):
     by_label = {j.method_label: j for j in jobs}
     assert set(by_label) == {"FedAvg", "FedACG[lam=0.8]", "FedACG[lam=0.9]"}
     root = tmp_path / "results"
-    finished = JobDir(root, by_label["FedAvg"].id)
+    finished = JobDir(Store(root), by_label["FedAvg"].id)
     finished.write_metrics(
         [
             {
@@ -52,7 +53,7 @@ def test_hand_made_results(tmp_path):
         },
     )
     # diverged in round 3, an older record format: no wall_s, wall time from the `time` stamps
-    diverged = JobDir(root, by_label["FedACG[lam=0.8]"].id)
+    diverged = JobDir(Store(root), by_label["FedACG[lam=0.8]"].id)
     diverged.write_metrics(
         [
             {"round": r, "test_acc": 1.0, "ema_acc": 1.0, "bytes_down": 10, "bytes_up": 10, "time": 1000.0 + 3 * r}
@@ -116,7 +117,7 @@ def test_frames_of_a_real_run_match_its_summaries(tmp_path):
     assert len(jobs_df) == 4 and set(jobs_df.seed) == {0, 1} and (jobs_df.status == "finished").all()
     assert len(rounds) == 4 * 6
     for job_id, per_job in rounds.groupby("job_id"):
-        summary = JobDir(root, job_id).read_summary()
+        summary = JobDir(Store(root), job_id).read_summary()
         last = per_job.iloc[-1]
         assert per_job["round"].tolist() == list(range(1, 7))
         assert last["bytes"] == summary.bytes_down + summary.bytes_up

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmark.cli import main
+from benchmark.store.layout import Store
 
 # as a person writes it: a grid (a sensitivity table), many metric columns, a label LaTeX cannot take raw
 SUITE = """\
@@ -212,7 +213,7 @@ def test_bold_only_where_the_paired_test_separates_the_best_and_ties_marked(tmp_
     values["FedACG"] = ([59, 61, 61.5], [30, 31, 32])
     for job in load_jobs(path)[1]:
         final, acc2 = (v[job.config.seed] for v in values[job.method_label])
-        atomic_write_json(JobDir(tmp_path / "results", job.id).summary, _summary(final, acc2))
+        atomic_write_json(JobDir(Store(tmp_path / "results"), job.id).summary, _summary(final, acc2))
     assert main(["report", str(path), "--results-dir", str(tmp_path / "results"), "--no-tracking", "--wide"]) == 0
     out = tmp_path / "results" / "tied" / "report"
     md = (out / "report.md").read_text()

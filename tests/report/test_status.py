@@ -16,6 +16,7 @@ from benchmark.cli import main
 from benchmark.report import status
 from benchmark.report.status import suite_status
 from benchmark.store.job_dir import JobDir, atomic_write_json
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 
@@ -40,7 +41,7 @@ def test_every_state_with_rounds_accuracy_and_eta(tmp_path, capsys, monkeypatch)
     results = tmp_path / "results"
     assert main(["run", str(path), "--no-tracking", "--results-dir", str(results), "--only", "FedAvg", "-q"]) == 0
     _, jobs = load_jobs(path)
-    dirs = {j.method_label: JobDir(results, j.id) for j in jobs}
+    dirs = {j.method_label: JobDir(Store(results), j.id) for j in jobs}
     done = json.loads(dirs["FedAvg"].summary.read_text())
     now = time.time()
     # running: a live process (this one) 10 rounds in after 20 s -> 2 s/round, 10 rounds left

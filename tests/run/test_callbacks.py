@@ -12,6 +12,7 @@ from benchmark.run.callbacks import RoundCallback
 from benchmark.run.job_runner import run_job
 from benchmark.run.tracking import NullTracker, tracking_may_fail
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.store.records import Divergence, JobSummary, RoundRecord
 from benchmark.suite.expand import load_jobs
 
@@ -68,7 +69,7 @@ def test_a_callback_sees_every_round_and_the_end(tmp_path):
     suite["defaults"].update(rounds=4, eval_every=2)
     s, (job,) = load_jobs(write_suite(tmp_path, suite))
     recorder = Recorder()
-    summary = run_job(job, s.name, JobDir(tmp_path, job.id), callbacks=[recorder])
+    summary = run_job(job, s.name, JobDir(Store(tmp_path), job.id), callbacks=[recorder])
     assert summary.status == "finished"
     assert recorder.events == [
         ("start", 0),
@@ -116,7 +117,7 @@ def test_wall_s_leaves_out_tracking_time_once_and_is_never_negative(tmp_path, mo
     suite = tiny_suite(methods=["fedavg"])
     suite["defaults"].update(rounds=4, checkpoint_minutes=0)
     s, (job,) = load_jobs(write_suite(tmp_path, suite))
-    jobdir = JobDir(tmp_path, job.id)
+    jobdir = JobDir(Store(tmp_path), job.id)
     summary = run_job(job, s.name, jobdir, tracker=FarStore(clock))
     walls = [r.wall_s for r in jobdir.read_metrics()]
     assert clock.offset >= 30  # start_job and a log per flush: each 10 s the records must not count

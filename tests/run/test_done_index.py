@@ -16,17 +16,19 @@ import pytest
 from fedtest import REPO
 from test_noop_run import SUITE  # four tiny finished jobs
 
+from benchmark import racy
 from benchmark.cli import main
 from benchmark.store import done_index
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 # a fresh interpreter with the limits lowered, as the tests' own process has them
 RUN = """
 import sys
-from benchmark.store import done_index
+from benchmark import racy
 from benchmark.report import status
-done_index.RACY_NS, status.LISTED_UP_TO = 0, 0
+racy.RACY_NS, status.LISTED_UP_TO = 0, 0
 from benchmark.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -36,7 +38,7 @@ sys.exit(main(sys.argv[1:]))
 def lowered(tmp_path, monkeypatch):
     monkeypatch.setenv("FEDBENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr("benchmark.report.status.LISTED_UP_TO", 0)
-    monkeypatch.setattr(done_index, "RACY_NS", 0)
+    monkeypatch.setattr(racy, "RACY_NS", 0)
 
 
 def finished(tmp_path: Path) -> tuple[list[str], list[JobDir]]:
@@ -46,11 +48,11 @@ def finished(tmp_path: Path) -> tuple[list[str], list[JobDir]]:
     args = ["run", str(suite), "--no-tracking", "-q", "--results-dir", str(tmp_path / "r")]
     assert main(args) == 0  # trains them
     assert main(args) == 0  # finds them done: indexes them
-    return args, [JobDir(tmp_path / "r", job.id) for job in load_jobs(suite)[1]]
+    return args, [JobDir(Store(tmp_path / "r"), job.id) for job in load_jobs(suite)[1]]
 
 
 def indexed(tmp_path: Path) -> dict:
-    return done_index.DoneIndex(tmp_path / "r").entries
+    return done_index.DoneIndex(Store(tmp_path / "r")).entries
 
 
 def read_in_full(monkeypatch) -> list[str]:
@@ -117,7 +119,7 @@ def test_a_deleted_model_sends_the_job_to_the_executor(tmp_path, monkeypatch):
 )
 def test_a_damaged_index_costs_full_checks_never_a_verdict(tmp_path, monkeypatch, damage):
     args, jobdirs = finished(tmp_path)
-    path = Path(done_index.DoneIndex(tmp_path / "r").path)
+    path = Path(done_index.DoneIndex(Store(tmp_path / "r")).path)
     path.write_bytes(damage(path.read_text()).encode())
     kept = set(indexed(tmp_path))
     read = read_in_full(monkeypatch)
@@ -141,7 +143,7 @@ def test_an_entry_for_other_files_is_not_trusted(tmp_path, monkeypatch):
 
 def test_two_processes_append_to_one_index(tmp_path):
     args, jobdirs = finished(tmp_path)
-    path = Path(done_index.DoneIndex(tmp_path / "r").path)
+    path = Path(done_index.DoneIndex(Store(tmp_path / "r")).path)
     path.unlink()  # both rebuild it at once
     procs = [subprocess.Popen([sys.executable, "-c", RUN, *args], cwd=REPO, stderr=subprocess.PIPE) for _ in range(2)]
     assert [p.wait() for p in procs] == [0, 0], [p.stderr.read() for p in procs]
@@ -154,7 +156,7 @@ def test_status_and_report_never_make_the_index(tmp_path):
     suite = tmp_path / "noop.yaml"
     suite.write_text(SUITE)
     assert main(["run", str(suite), "--no-tracking", "-q", "--results-dir", str(tmp_path / "r")]) == 0
-    path = Path(done_index.DoneIndex(tmp_path / "r").path)
+    path = Path(done_index.DoneIndex(Store(tmp_path / "r")).path)
     assert not path.exists()  # a run that trained its jobs has verified none yet
     assert main(["status", str(suite), "--results-dir", str(tmp_path / "r")]) == 0
     assert main(["report", str(suite), "--no-tracking", "--results-dir", str(tmp_path / "r")]) == 0

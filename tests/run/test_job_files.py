@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from benchmark.store.job_dir import OUTPUT_FILES, RESUME_FILES, JobDir
+from benchmark.store.layout import Store
 
 
 def test_resume_material_round_trips_and_replaces_a_stale_snapshot_folder(tmp_path):
-    src = JobDir(tmp_path / "worker", "job1")
+    src = JobDir(Store(tmp_path / "worker"), "job1")
     (src.path / "client_state.checkpoint").mkdir(parents=True)
     (src.path / "client_state.checkpoint" / "c.f32").write_bytes(b"new")
     src.checkpoint.write_bytes(b"ckpt")
@@ -16,7 +17,7 @@ def test_resume_material_round_trips_and_replaces_a_stale_snapshot_folder(tmp_pa
     files = src.read_files(RESUME_FILES)
     assert list(files) == ["metrics.jsonl", "client_state.checkpoint/c.f32", "checkpoint.pt"]  # checkpoint.pt last
 
-    dst = JobDir(tmp_path / "driver", "job1")
+    dst = JobDir(Store(tmp_path / "driver"), "job1")
     (dst.path / "client_state.checkpoint").mkdir(parents=True)
     (dst.path / "client_state.checkpoint" / "old.f32").write_bytes(b"stale")
     dst.write_files(files)
@@ -26,7 +27,7 @@ def test_resume_material_round_trips_and_replaces_a_stale_snapshot_folder(tmp_pa
 
 
 def test_absent_files_are_left_out_and_summary_comes_last(tmp_path):
-    job = JobDir(tmp_path, "job1")
+    job = JobDir(Store(tmp_path), "job1")
     job.path.mkdir(parents=True)
     job.summary.write_text("{}")
     job.model.write_bytes(b"model")
@@ -34,7 +35,7 @@ def test_absent_files_are_left_out_and_summary_comes_last(tmp_path):
 
 
 def test_discard_checkpoint(tmp_path):
-    job = JobDir(tmp_path, "job1")
+    job = JobDir(Store(tmp_path), "job1")
     for folder in ("client_state", "client_state.checkpoint"):
         (job.path / folder).mkdir(parents=True)
     job.checkpoint.write_bytes(b"x")

@@ -19,6 +19,7 @@ from benchmark.cli import main
 from benchmark.run.data_memo import DataMemo
 from benchmark.store.job_dir import JobDir
 from benchmark.store.job_store import job_lock
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 SUITE = """\
@@ -61,7 +62,7 @@ def finished(tmp_path: Path) -> tuple[list[str], list[JobDir]]:
     suite.write_text(SUITE)
     args = ["run", str(suite), "--no-tracking", "-q", "--results-dir", str(tmp_path / "r")]
     assert main(args) == 0
-    return args, [JobDir(tmp_path / "r", job.id) for job in load_jobs(suite)[1]]
+    return args, [JobDir(Store(tmp_path / "r"), job.id) for job in load_jobs(suite)[1]]
 
 
 def memo_files() -> list[Path]:
@@ -108,7 +109,7 @@ def test_a_done_job_is_reused_while_another_process_holds_its_lock(tmp_path):
     """No lock is taken for a job the pass finds done (flock conflicts between two descriptors even
     within one process, so holding it here stands for another process)."""
     args, jobdirs = finished(tmp_path)
-    held = job_lock(tmp_path / "r", jobdirs[0].path.name)
+    held = job_lock(Store(tmp_path / "r"), jobdirs[0].path.name)
     assert held.acquire(blocking=False)
     try:
         code, imported, err = fresh(args)

@@ -14,6 +14,7 @@ from rich.console import Console
 from benchmark.cli import main
 from benchmark.run.executor import run_jobs
 from benchmark.run.progress import RichProgress
+from benchmark.store.layout import Store
 from benchmark.store.records import RoundRecord, summary_from_json
 from benchmark.suite.expand import load_jobs
 
@@ -61,7 +62,7 @@ def test_terminal_display_shows_eta_and_a_line_per_finished_job(tmp_path):
     _, jobs = load_jobs(path)
     screen = io.StringIO()
     console = Console(file=screen, force_terminal=True, width=150)
-    summaries = run_jobs(jobs, "tiny", tmp_path, progress=RichProgress(jobs, console))
+    summaries = run_jobs(jobs, "tiny", Store(tmp_path), progress=RichProgress(jobs, console))
     text = screen.getvalue()
     for job in jobs:
         acc = f"{summaries[job.id].final_acc:.2f}%"

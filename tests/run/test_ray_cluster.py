@@ -23,6 +23,7 @@ from fedtest import measured
 
 from benchmark.run.executor import run_jobs
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 pytest.importorskip("ray")
@@ -97,7 +98,7 @@ def driver(cluster: LocalCluster, suite: Path, *extra: str, data: Path | None = 
 
 def local_reference(suite: Path, root: Path) -> dict[str, dict]:
     _, jobs = load_jobs(suite)
-    return {job.id: summary for job, summary in zip(jobs, run_jobs(jobs, "cluster", root).values())}
+    return {job.id: summary for job, summary in zip(jobs, run_jobs(jobs, "cluster", Store(root)).values())}
 
 
 def same_results(ours: JobDir, local: JobDir) -> None:
@@ -132,8 +133,8 @@ def test_two_nodes_give_the_local_numbers_live_and_only_in_the_driver_folder(clu
     assert len(local) == 2
     for job_id, summary in local.items():
         assert summary.status == "finished"
-        ours = JobDir(tmp_path / "results", job_id)
-        same_results(ours, JobDir(tmp_path / "local", job_id))
+        ours = JobDir(Store(tmp_path / "results"), job_id)
+        same_results(ours, JobDir(Store(tmp_path / "local"), job_id))
         attempts = json.loads(ours.summary.read_text())["ray"]["attempts"]
         assert [a["where"].split()[1] for a in attempts] == [started[job_id]]
         # the workers ran the driver's code, shipped by Ray: not an installed copy, not this checkout
@@ -165,7 +166,7 @@ def test_nodes_with_an_empty_data_root_stage_the_drivers_copy_and_give_the_local
 
     local = local_reference(suite, tmp_path / "local")  # this process reads $FEDBENCH_DATA itself
     for job_id in local:
-        same_results(JobDir(tmp_path / "results", job_id), JobDir(tmp_path / "local", job_id))
+        same_results(JobDir(Store(tmp_path / "results"), job_id), JobDir(Store(tmp_path / "local"), job_id))
     for node in cluster.nodes:  # staged into each node's own cache, the data roots left empty
         assert not list((node.dir / "data").iterdir())
     worker_copy = next((cluster.nodes[1].dir / "cache" / "staged").glob("*/a9a.gz"))
@@ -188,7 +189,7 @@ def test_nodes_fetch_a_dataset_from_the_uri_named_on_the_command_line(cluster, t
     )
     local = local_reference(suite, tmp_path / "local")
     for job_id in local:
-        same_results(JobDir(tmp_path / "results", job_id), JobDir(tmp_path / "local", job_id))
+        same_results(JobDir(Store(tmp_path / "results"), job_id), JobDir(Store(tmp_path / "local"), job_id))
 
 
 @pytest.mark.slow
@@ -214,7 +215,7 @@ def test_a_node_killed_mid_job_and_the_job_finished_on_the_other_from_its_checkp
     try:
         victim = None  # the job on the worker node: wait for it to start, then for its first checkpoint
         deadline = time.time() + 300
-        while victim is None or not JobDir(tmp_path / "results", victim).checkpoint.exists():
+        while victim is None or not JobDir(Store(tmp_path / "results"), victim).checkpoint.exists():
             assert time.time() < deadline and proc.poll() is None, "".join(lines)
             for m in STARTED.finditer("".join(lines)):
                 if cluster.nodes[1].owns(int(m.group(3))):
@@ -230,9 +231,9 @@ def test_a_node_killed_mid_job_and_the_job_finished_on_the_other_from_its_checkp
     assert proc.returncode == 0, out
     assert re.search(rf"job {victim}: NodeDiedError .* resubmitted from its last checkpoint, attempt 2/3", out), out
 
-    ours = JobDir(tmp_path / "results", victim)
+    ours = JobDir(Store(tmp_path / "results"), victim)
     attempts = json.loads(ours.summary.read_text())["ray"]["attempts"]
     first, second = [a["where"].split()[1] for a in attempts]
     assert first == "127.0.0.2" and second != first  # the worker node, then the head
     local_reference(suite, tmp_path / "local")
-    same_results(ours, JobDir(tmp_path / "local", victim))  # resumed, yet the same numbers
+    same_results(ours, JobDir(Store(tmp_path / "local"), victim))  # resumed, yet the same numbers

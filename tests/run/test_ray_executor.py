@@ -12,6 +12,7 @@ from fedtest import measured
 from benchmark.errors import UserError
 from benchmark.run.executor import run_jobs
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import expand
 from benchmark.suite.schema import Suite
 
@@ -88,14 +89,14 @@ def test_ray_matches_local_executor_mirrors_and_skips(tmp_path, local_ray, monke
     good = jobs_of(["fedavg", "fedacg"])
     (broken,) = jobs_of(["scaffold"], client_state="memmap", checkpoint_every=1)
     for root in ("local", "ray"):  # a checkpoint whose client-state snapshot is gone: fails inside (not a UserError)
-        run_jobs([broken], SUITE, tmp_path / root, stop_after=1)
-        shutil.rmtree(JobDir(tmp_path / root, broken.id).path / "client_state.checkpoint")
+        run_jobs([broken], SUITE, Store(tmp_path / root), stop_after=1)
+        shutil.rmtree(JobDir(Store(tmp_path / root), broken.id).path / "client_state.checkpoint")
     jobs = [good[0], broken, good[1]]
-    local = run_jobs(jobs, SUITE, tmp_path / "local")
+    local = run_jobs(jobs, SUITE, Store(tmp_path / "local"))
     tracker = RecordingTracker()
     start = time.time()
     monkeypatch.chdir(tmp_path)  # a relative results folder (the CLI default) is the driver's
-    remote = run_jobs_ray(jobs, SUITE, Path("ray"), tracker=tracker)
+    remote = run_jobs_ray(jobs, SUITE, Store(Path("ray")), tracker=tracker)
     print(f"run_jobs_ray, 2 jobs: {time.time() - start:.1f}s")
 
     assert list(remote) == [j.id for j in jobs]
@@ -104,7 +105,7 @@ def test_ray_matches_local_executor_mirrors_and_skips(tmp_path, local_ray, monke
     for job in good:
         assert remote[job.id].status == "finished"
         assert comparable(remote[job.id]) == comparable(local[job.id])
-        ours, theirs = JobDir(tmp_path / "ray", job.id), JobDir(tmp_path / "local", job.id)
+        ours, theirs = JobDir(Store(tmp_path / "ray"), job.id), JobDir(Store(tmp_path / "local"), job.id)
         assert measured(ours.read_metrics()) == measured(theirs.read_metrics())
         assert ours.is_done()
     # one child run per job, logged while it ran: config, every round once, summary + artifacts
@@ -118,7 +119,7 @@ def test_ray_matches_local_executor_mirrors_and_skips(tmp_path, local_ray, monke
         assert ("end", job.id, "finished", files) in tracker.calls
 
     again = RecordingTracker()
-    rerun = run_jobs_ray(jobs, SUITE, tmp_path / "ray", tracker=again)
+    rerun = run_jobs_ray(jobs, SUITE, Store(tmp_path / "ray"), tracker=again)
     assert [rerun[j.id].skipped for j in jobs] == [True, False, True]  # a failed job is retried
     assert again.of_job(broken.id) == (["start", "end"], [])
 
@@ -129,14 +130,14 @@ def test_stopped_under_ray_then_resumed_equals_a_straight_local_run(tmp_path, lo
     from benchmark.run.ray_executor import run_jobs_ray
 
     (job,) = jobs_of(["scaffold"], rounds=4, checkpoint_every=1, client_state="memmap")
-    straight = run_jobs([job], SUITE, tmp_path / "local")[job.id]
-    ours = JobDir(tmp_path / "ray", job.id)
-    assert run_jobs_ray([job], SUITE, tmp_path / "ray", stop_after=2)[job.id].status == "stopped"
+    straight = run_jobs([job], SUITE, Store(tmp_path / "local"))[job.id]
+    ours = JobDir(Store(tmp_path / "ray"), job.id)
+    assert run_jobs_ray([job], SUITE, Store(tmp_path / "ray"), stop_after=2)[job.id].status == "stopped"
     assert ours.checkpoint.exists() and list((ours.path / "client_state.checkpoint").glob("*.f32"))
 
-    resumed = run_jobs_ray([job], SUITE, tmp_path / "ray")[job.id]
+    resumed = run_jobs_ray([job], SUITE, Store(tmp_path / "ray"))[job.id]
     assert comparable(resumed) == comparable(straight) and resumed.status == "finished"
-    assert measured(ours.read_metrics()) == measured(JobDir(tmp_path / "local", job.id).read_metrics())
+    assert measured(ours.read_metrics()) == measured(JobDir(Store(tmp_path / "local"), job.id).read_metrics())
     assert not ours.checkpoint.exists() and not (ours.path / "client_state.checkpoint").exists()
 
 
@@ -145,14 +146,14 @@ def test_user_error_in_a_job_stops_the_suite(tmp_path, local_ray):
     from benchmark.run.ray_executor import run_jobs_ray
 
     with pytest.raises(UserError, match="unknown model 'nope'"):
-        run_jobs_ray(jobs_of(["fedavg"], model="nope"), SUITE, tmp_path)
+        run_jobs_ray(jobs_of(["fedavg"], model="nope"), SUITE, Store(tmp_path))
 
 
 def test_cuda_without_gpus_per_job_is_refused_before_starting_ray(tmp_path):
     from benchmark.run.ray_executor import run_jobs_ray
 
     with pytest.raises(UserError, match="--gpus-per-job"):
-        run_jobs_ray(jobs_of(["fedavg"]), SUITE, tmp_path, device="cuda")
+        run_jobs_ray(jobs_of(["fedavg"]), SUITE, Store(tmp_path), device="cuda")
 
 
 @pytest.mark.slow
@@ -160,7 +161,7 @@ def test_a_gpu_request_the_cluster_cannot_meet_is_refused_instead_of_hanging(tmp
     from benchmark.run.ray_executor import run_jobs_ray
 
     with pytest.raises(UserError, match="--gpus-per-job 0.5: the Ray cluster has 0 GPU"):
-        run_jobs_ray(jobs_of(["fedavg"]), SUITE, tmp_path, device="cuda", gpus_per_job=0.5)
+        run_jobs_ray(jobs_of(["fedavg"]), SUITE, Store(tmp_path), device="cuda", gpus_per_job=0.5)
 
 
 @pytest.mark.slow
@@ -171,17 +172,17 @@ def test_a_job_another_process_trains_is_waited_for_not_trained_twice(tmp_path, 
     from benchmark.store.job_store import job_lock
 
     held, free = jobs_of(["fedavg", "fedacg"])
-    other = job_lock(tmp_path, held.id)  # as another fedbench process training `held` would
+    other = job_lock(Store(tmp_path), held.id)  # as another fedbench process training `held` would
     other.acquire()
 
     def other_finishes() -> None:  # it ends once this driver has done the job it could start
-        while not JobDir(tmp_path, free.id).is_done():
+        while not JobDir(Store(tmp_path), free.id).is_done():
             time.sleep(0.1)
         other.release()
 
     threading.Thread(target=other_finishes, daemon=True).start()
     tracker = RecordingTracker()
-    summaries = run_jobs_ray([held, free], SUITE, tmp_path, tracker=tracker)
+    summaries = run_jobs_ray([held, free], SUITE, Store(tmp_path), tracker=tracker)
     assert [summaries[j.id].status for j in (held, free)] == ["finished", "finished"]
     calls = [c[:2] for c in tracker.calls]  # `held` started only after the other process let it go
     assert calls.index(("end", free.id)) < calls.index(("start", held.id))

@@ -13,18 +13,19 @@ from benchmark.fl.registry import SERVER_RULES
 from benchmark.job.settings import Participation
 from benchmark.run.executor import run_jobs
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 
 def run_suite(tmp_path, suite=None, stop_after=None, results="results"):
     s, jobs = load_jobs(write_suite(tmp_path, suite or tiny_suite()))
-    return jobs, run_jobs(jobs, s.name, tmp_path / results, stop_after=stop_after)
+    return jobs, run_jobs(jobs, s.name, Store(tmp_path / results), stop_after=stop_after)
 
 
 def test_results_layout_and_contents(tmp_path):
     jobs, summaries = run_suite(tmp_path)
     for job in jobs:
-        d = JobDir(tmp_path / "results", job.id)
+        d = JobDir(Store(tmp_path / "results"), job.id)
         config = json.loads(d.config.read_text())
         assert config["job_id"] == job.id and config["method"]["label"] == job.method_label
         lines = d.read_metrics()
@@ -51,10 +52,10 @@ def test_results_layout_and_contents(tmp_path):
 
 def test_rerun_skips_finished_jobs(tmp_path):
     jobs, _ = run_suite(tmp_path)
-    stamps = {j.id: JobDir(tmp_path / "results", j.id).summary.stat().st_mtime_ns for j in jobs}
+    stamps = {j.id: JobDir(Store(tmp_path / "results"), j.id).summary.stat().st_mtime_ns for j in jobs}
     _, again = run_suite(tmp_path)
     assert all(s.skipped for s in again.values())
-    assert stamps == {j.id: JobDir(tmp_path / "results", j.id).summary.stat().st_mtime_ns for j in jobs}
+    assert stamps == {j.id: JobDir(Store(tmp_path / "results"), j.id).summary.stat().st_mtime_ns for j in jobs}
 
 
 @pytest.mark.parametrize("method", ["fedavg", "fedacg"])
@@ -64,9 +65,9 @@ def test_interrupted_then_resumed_equals_straight_run(tmp_path, method):
     jobs, straight = run_suite(tmp_path, suite, results="a")
     _, partial = run_suite(tmp_path, suite, stop_after=3, results="b")
     job = jobs[0]
-    assert partial[job.id].status == "stopped" and JobDir(tmp_path / "b", job.id).checkpoint.exists()
+    assert partial[job.id].status == "stopped" and JobDir(Store(tmp_path / "b"), job.id).checkpoint.exists()
     _, resumed = run_suite(tmp_path, suite, results="b")
-    a, b = JobDir(tmp_path / "a", job.id), JobDir(tmp_path / "b", job.id)
+    a, b = JobDir(Store(tmp_path / "a"), job.id), JobDir(Store(tmp_path / "b"), job.id)
     assert measured(a.read_metrics()) == measured(b.read_metrics())
     ta, tb = torch.load(a.model, weights_only=True), torch.load(b.model, weights_only=True)
     assert all(torch.equal(ta[k], tb[k]) for k in ta)
@@ -91,7 +92,7 @@ def test_bytes_count_the_tensors_sent(tmp_path):
     (job,) = jobs
     params = 3 * 10 + 3  # logistic: 10 features -> 3 classes
     m = 3  # 50% of 6 clients
-    last = JobDir(tmp_path / "results", job.id).read_metrics()[-1]
+    last = JobDir(Store(tmp_path / "results"), job.id).read_metrics()[-1]
     assert last.bytes_down == last.bytes_up == 4 * m * params * 4  # 4 rounds, float32
 
 
@@ -125,7 +126,7 @@ def test_crash_between_checkpoints_resumes_exactly_for_stateful_methods(tmp_path
     assert crashed[jobs[0].id].status == "failed"
     monkeypatch.setattr(rule, "update", update)
     _, resumed = run_suite(tmp_path, suite, results="b")
-    a, b = JobDir(tmp_path / "a", jobs[0].id), JobDir(tmp_path / "b", jobs[0].id)
+    a, b = JobDir(Store(tmp_path / "a"), jobs[0].id), JobDir(Store(tmp_path / "b"), jobs[0].id)
     assert measured(a.read_metrics()) == measured(b.read_metrics())
     assert resumed[jobs[0].id].metrics == straight[jobs[0].id].metrics
     assert not (b.path / "client_state").exists() and not (b.path / "client_state.checkpoint").exists()

@@ -16,6 +16,7 @@ from pinned import FROZEN, frozen_copy
 from benchmark.cli import main
 from benchmark.store import job_store as store
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 FROZEN_IDS = sorted(p.name for p in (FROZEN / "results" / "frozen").iterdir() if not p.name.startswith("."))
@@ -37,13 +38,13 @@ def test_the_frozen_jobs_move_into_the_store_once_and_their_suite_links_to_them(
     results = frozen_copy(tmp_path / "f") / "results"
     before = {i: tree(results / "frozen" / i) for i in FROZEN_IDS}
     with caplog.at_level(logging.INFO, logger="benchmark.store.job_store"):
-        assert store.migrate_to_job_store(results) == 3
+        assert store.migrate_to_job_store(Store(results)) == 3
     assert "moved 3 job folder(s) into the job store" in caplog.text
     for job_id in FROZEN_IDS:
         assert tree(results / "jobs" / job_id) == before[job_id]  # every file, unchanged
         assert os.readlink(results / "frozen" / job_id) == f"../jobs/{job_id}"
     after = tree(results)
-    assert store.migrate_to_job_store(results) == 0 and tree(results) == after  # idempotent
+    assert store.migrate_to_job_store(Store(results)) == 0 and tree(results) == after  # idempotent
 
 
 class Killed(BaseException):
@@ -55,7 +56,7 @@ def test_a_migration_killed_at_any_rename_leaves_every_job_readable_and_a_rerun_
     tmp_path, monkeypatch, killed_at
 ):
     straight = frozen_copy(tmp_path / "straight") / "results"
-    store.migrate_to_job_store(straight)
+    store.migrate_to_job_store(Store(straight))
     results = frozen_copy(tmp_path / "killed") / "results"
     calls, real_replace = [], os.replace
 
@@ -67,13 +68,13 @@ def test_a_migration_killed_at_any_rename_leaves_every_job_readable_and_a_rerun_
 
     monkeypatch.setattr(store.os, "replace", replace_until_killed)
     with pytest.raises(Killed):
-        store.migrate_to_job_store(results)
+        store.migrate_to_job_store(Store(results))
     monkeypatch.setattr(store.os, "replace", real_replace)
     for job_id in FROZEN_IDS:  # in its old place or in the store, whole
         old, new = results / "frozen" / job_id, results / "jobs" / job_id
         where = old if old.is_dir() and not old.is_symlink() else new
         assert tree(where) == tree(straight / "jobs" / job_id), job_id
-    store.migrate_to_job_store(results)
+    store.migrate_to_job_store(Store(results))
     assert tree(results) == tree(straight)
 
 
@@ -86,8 +87,8 @@ def test_two_suites_that_each_ran_a_job_keep_the_finished_copy_and_the_other_asi
     (results / "other" / finished / "config.json").write_text(json.dumps({**config, "suite": "other"}))
     (results / "frozen" / finished).mkdir()  # "frozen" an unfinished one: its config only
     (results / "frozen" / finished / "config.json").write_text(json.dumps(config))
-    store.migrate_to_job_store(results)
-    assert JobDir(results, finished).is_done()
+    store.migrate_to_job_store(Store(results))
+    assert JobDir(Store(results), finished).is_done()
     kept = [p.name for p in (results / "jobs").iterdir() if p.name.startswith(f"{finished}.")]
     assert len(kept) == 1 and [p.name for p in (results / "jobs" / kept[0]).iterdir()] == ["config.json"]
     assert all((results / suite / finished).is_symlink() for suite in ("frozen", "other"))
@@ -104,7 +105,7 @@ def test_a_suite_extending_another_reuses_its_finished_job_without_training_it(t
     results = tmp_path / "results"
     assert main(["run", str(parent), "--results-dir", str(results), "--no-tracking", "-q"]) == 0
     (baseline,) = load_jobs(parent)[1]
-    summary = JobDir(results, baseline.id).summary
+    summary = JobDir(Store(results), baseline.id).summary
     written, stamp = summary.read_bytes(), summary.stat().st_mtime_ns
     assert json.loads(written)["schema"] == 2
 
@@ -112,7 +113,7 @@ def test_a_suite_extending_another_reuses_its_finished_job_without_training_it(t
 
     suite, jobs = load_jobs(child)
     assert baseline.id in {j.id for j in jobs} and len(jobs) == 2  # the parent's job, plus FedProx
-    summaries = run_jobs(jobs, suite.name, results)
+    summaries = run_jobs(jobs, suite.name, Store(results))
     assert summaries[baseline.id].skipped is True  # reused, not rerun
     assert not summaries[next(j.id for j in jobs if j.id != baseline.id)].skipped
     assert summary.read_bytes() == written and summary.stat().st_mtime_ns == stamp  # untouched
@@ -135,17 +136,17 @@ def test_two_suites_running_at_once_never_train_their_shared_job_twice(tmp_path,
     (shared,) = load_jobs(parent)[1]
     suite, jobs = load_jobs(child)
     results, train, trained = tmp_path / "results", executor.run_job, []
-    paper_process = store.job_lock(results, shared.id)
+    paper_process = store.job_lock(Store(results), shared.id)
     assert paper_process.acquire()
 
     def recording(job, suite_name, jobdir, *args, **kwargs):
         trained.append((suite_name, job.id))
         if job.id != shared.id:  # meanwhile the paper suite's process trains the shared job, then lets go
-            train(shared, "paper", JobDir(results, shared.id))
+            train(shared, "paper", JobDir(Store(results), shared.id))
             threading.Timer(0.2, paper_process.release).start()
         return train(job, suite_name, jobdir, *args, **kwargs)
 
     monkeypatch.setattr(executor, "run_job", recording)
-    summaries = run_jobs(jobs, suite.name, results)
+    summaries = run_jobs(jobs, suite.name, Store(results))
     assert [job_id for _, job_id in trained] == [j.id for j in jobs if j.id != shared.id]  # never the shared one
     assert summaries[shared.id].skipped and summaries[shared.id].suite == "paper"

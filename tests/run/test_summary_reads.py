@@ -13,6 +13,7 @@ from pinned import FROZEN
 
 from benchmark.cli import main
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.store.records import FailedSummary, JobSummary, measured, summary_from_json
 from benchmark.suite.expand import load_jobs
 
@@ -114,7 +115,7 @@ def test_a_run_reads_back_what_it_wrote(tmp_path):
     results = tmp_path / "results"
     assert main(["run", str(path), "--results-dir", str(results), "--no-tracking", "-q"]) == 0
     (job,) = load_jobs(path)[1]
-    jobdir = JobDir(results, job.id)
+    jobdir = JobDir(Store(results), job.id)
     on_disk = json.loads(jobdir.summary.read_text())
     summary = jobdir.read_summary()
     assert summary.to_json() == on_disk and summary.schema == 2 and summary.extra == {}
@@ -127,5 +128,5 @@ def test_a_run_reads_back_what_it_wrote(tmp_path):
     assert users.to_json() == json.loads(jobdir.client_accuracy.read_text()) and users.round == summary.rounds_completed
     assert (
         summary.client_acc["clients"] == len(users.accuracy)
-        and JobDir(results, "0" * 12).read_client_accuracy() is None
+        and JobDir(Store(results), "0" * 12).read_client_accuracy() is None
     )

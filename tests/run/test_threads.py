@@ -9,6 +9,7 @@ from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.run.threads import DEFAULT
+from benchmark.store.layout import Store
 
 
 def summaries(results) -> list[dict]:
@@ -89,7 +90,10 @@ def test_the_batched_fedac_engine_runs_at_one_thread_unless_told(tmp_path, monke
             jobs = expand(shared_suite("fedac1", lrs=[0.05]))
             batched = ProtocolBatches(jobs)
             summary = run_job(
-                jobs[0], "s", JobDir(tmp_path / str(requested), jobs[0].id), simulation_for=batched.simulation_for
+                jobs[0],
+                "s",
+                JobDir(Store(tmp_path / str(requested)), jobs[0].id),
+                simulation_for=batched.simulation_for,
             )
             blas = {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
             assert summary.threads == expected and blas == {expected["count"]}  # numpy's products (no torch)

@@ -14,6 +14,7 @@ import pytest
 from fedtest import REPO, tiny_suite, write_suite
 
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 mlflow = pytest.importorskip("mlflow")
@@ -77,7 +78,7 @@ def long_suite(tmp_path: Path) -> tuple[Path, str, JobDir]:
     raw["defaults"].update(rounds=600, checkpoint_minutes=0.002, eval_every=1)  # a checkpoint every ~0.1 s
     path = write_suite(tmp_path, raw)
     _, jobs = load_jobs(path)
-    return path, jobs[0].id, JobDir(tmp_path / "results", jobs[0].id)
+    return path, jobs[0].id, JobDir(Store(tmp_path / "results"), jobs[0].id)
 
 
 def wait_for(condition, timeout: float = 120) -> None:

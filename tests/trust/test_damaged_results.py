@@ -14,6 +14,7 @@ from fedtest import measured, tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 mlflow = pytest.importorskip("mlflow")
@@ -52,7 +53,7 @@ def finished_job(tmp_path, **defaults):
     _, jobs = load_jobs(path)
     results = tmp_path / "r"
     assert main(["run", str(path), "--results-dir", str(results), "--no-tracking", "-q"]) == 0
-    return path, results, JobDir(results, jobs[0].id)
+    return path, results, JobDir(Store(results), jobs[0].id)
 
 
 def status_of(path, results, capsys) -> dict:
@@ -91,7 +92,7 @@ def test_a_damaged_job_with_a_consistent_checkpoint_resumes_from_it(tmp_path, ca
     # the same job stopped at round 4 leaves the checkpoint a kill before its removal would have left
     elsewhere = tmp_path / "stopped"
     assert main(["run", str(path), "--results-dir", str(elsewhere), "--no-tracking", "-q", "--stop-after", "4"]) == 0
-    shutil.copy(JobDir(elsewhere, jobdir.path.name).checkpoint, jobdir.checkpoint)
+    shutil.copy(JobDir(Store(elsewhere), jobdir.path.name).checkpoint, jobdir.checkpoint)
     lines = jobdir.metrics.read_text().splitlines()
     jobdir.metrics.write_text("\n".join(lines[:4]) + "\n" + lines[4][:20])  # rounds 1-4 whole, half of 5
     with caplog.at_level(logging.WARNING):

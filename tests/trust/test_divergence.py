@@ -15,6 +15,7 @@ from benchmark.errors import UserError
 from benchmark.report.check import write_baseline
 from benchmark.store.job_dir import JobDir
 from benchmark.store.job_status import methods_all_diverged
+from benchmark.store.layout import Store
 from benchmark.store.records import summary_from_json
 from benchmark.suite.expand import load_jobs
 
@@ -49,7 +50,7 @@ def test_diverged_job_records_round_and_last_finite_metrics_and_no_accuracy(tmp_
     assert main(["run", str(path), "--no-tracking", "--results-dir", str(tmp_path / "r")]) == 0  # a sweep edge: exit 0
     out = capsys.readouterr()
     suite, jobs = load_jobs(path)
-    good, bad = (JobDir(tmp_path / "r", j.id) for j in jobs)
+    good, bad = (JobDir(Store(tmp_path / "r"), j.id) for j in jobs)
     s = bad.read_summary()
     assert s.status == "diverged" and s.diverged.at_round == 6 and s.rounds_completed == 5
     assert s.final_acc is None and s.metrics == {}

@@ -16,6 +16,7 @@ from fedtest import measured, tiny_suite, write_suite
 import benchmark.store.job_dir as results
 from benchmark.cli import main
 from benchmark.store.job_dir import TEMP_NAME, JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 KILL = Path(__file__).with_name("kill_at_write.py")
@@ -30,7 +31,7 @@ def straight(tmp_path_factory):
     suite = write_suite(tmp, raw)
     assert main(["run", str(suite), "--no-tracking", "--results-dir", str(tmp / "r")]) == 0
     (job,) = load_jobs(suite)[1]
-    return suite, JobDir(tmp / "r", job.id)
+    return suite, JobDir(Store(tmp / "r"), job.id)
 
 
 def temps(jobdir: JobDir) -> list[str]:
@@ -56,7 +57,7 @@ def test_a_kill_at_each_write_point_resumes_to_the_straight_results(tmp_path, st
     args = ["run", str(suite), "--no-tracking", "--threads", "1", "--results-dir", str(tmp_path / "r")]
     killed = subprocess.run([sys.executable, str(KILL), name, str(nth), *args], capture_output=True, text=True)
     assert killed.returncode == 137, killed.stderr
-    jobdir = JobDir(tmp_path / "r", reference.path.name)
+    jobdir = JobDir(Store(tmp_path / "r"), reference.path.name)
     assert [t.split(".")[1] for t in temps(jobdir)] == [name.split(".")[0]]  # the unfinished write's temp file
     assert jobdir.read_summary() is None  # nothing claims the job is done
     assert main(args) == 0
@@ -69,7 +70,10 @@ def test_a_full_disk_stops_the_run_with_exit_2_and_a_later_run_resumes(tmp_path,
     rename = os.replace
 
     def disk_full_at_round_4_checkpoint(src, dst):
-        if os.path.basename(dst) == "checkpoint.pt" and JobDir(tmp_path / "r", reference.path.name).checkpoint.exists():
+        if (
+            os.path.basename(dst) == "checkpoint.pt"
+            and JobDir(Store(tmp_path / "r"), reference.path.name).checkpoint.exists()
+        ):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dst))
         rename(src, dst)
 
@@ -78,7 +82,7 @@ def test_a_full_disk_stops_the_run_with_exit_2_and_a_later_run_resumes(tmp_path,
     err = " ".join(capsys.readouterr().err.split())
     assert "Traceback" not in err and "No space left on device (ENOSPC)" in err and "checkpoint.pt" in err
     assert "Free space, then run the same command again" in err
-    jobdir = JobDir(tmp_path / "r", reference.path.name)
+    jobdir = JobDir(Store(tmp_path / "r"), reference.path.name)
     assert jobdir.read_summary() is None  # not recorded as a failed job
     monkeypatch.undo()
     assert main(args) == 0
@@ -122,7 +126,7 @@ def test_a_finished_jobs_stale_temp_files_are_removed_by_the_next_run(tmp_path, 
     suite, reference = straight
     args = ["run", str(suite), "--no-tracking", "--threads", "1", "--results-dir", str(tmp_path / "r")]
     assert main(args) == 0
-    jobdir = JobDir(tmp_path / "r", reference.path.name)
+    jobdir = JobDir(Store(tmp_path / "r"), reference.path.name)
     (jobdir.path / ".metrics.jsonl.k3j9x2ab").write_text("a write a kill cut short")
     assert temps(jobdir) == [".metrics.jsonl.k3j9x2ab"]
     assert main(args) == 0  # the job is skipped, and tidied

@@ -18,6 +18,7 @@ from benchmark.engine.simulation import Simulation
 from benchmark.errors import UserError
 from benchmark.run.ray_executor import check_resources
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 from benchmark.suite.schema import Settings
 
@@ -44,10 +45,10 @@ def test_ctrl_c_says_what_was_kept_and_how_to_resume(tmp_path, monkeypatch, caps
     err = capsys.readouterr().err
     assert f"job {job.id} stopped at round 3; its checkpoint there is kept" in err
     assert "resume with: fedbench run " + str(suite) in err
-    assert JobDir(tmp_path / "r", job.id).load_checkpoint()["simulation"]["round"] == 3
+    assert JobDir(Store(tmp_path / "r"), job.id).load_checkpoint()["simulation"]["round"] == 3
     monkeypatch.undo()
     assert main(args) == 0
-    assert JobDir(tmp_path / "r", job.id).read_summary().status == "finished"
+    assert JobDir(Store(tmp_path / "r"), job.id).read_summary().status == "finished"
 
 
 def test_first_ctrl_c_stops_at_the_end_of_the_round_with_a_checkpoint(
@@ -66,7 +67,7 @@ def test_first_ctrl_c_stops_at_the_end_of_the_round_with_a_checkpoint(
     monkeypatch.setattr(Simulation, "run_round", ctrl_c_during_round_2)
     assert main(["run", str(suite), "--no-tracking", "--results-dir", str(tmp_path / "r")]) == 130
     _, (job,) = load_jobs(suite)
-    d = JobDir(tmp_path / "r", job.id)
+    d = JobDir(Store(tmp_path / "r"), job.id)
     assert d.load_checkpoint()["simulation"]["round"] == 2 and [r.round for r in d.read_metrics()] == [1, 2]
     err = capsys.readouterr().err
     assert (
@@ -87,7 +88,7 @@ def test_a_signalled_process_keeps_its_checkpoint_and_closes_its_runs(tmp_path, 
     raw["defaults"].update(rounds=5000, checkpoint_minutes=0.002)
     suite = write_suite(tmp_path, raw)
     _, (job,) = load_jobs(suite)
-    jobdir = JobDir(tmp_path / "r", job.id)
+    jobdir = JobDir(Store(tmp_path / "r"), job.id)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
         [

@@ -12,6 +12,7 @@ from fedtest import tiny_suite, write_suite
 from benchmark.run.executor import run_jobs
 from benchmark.store.job_dir import JobDir
 from benchmark.store.job_store import job_lock
+from benchmark.store.layout import Store
 from benchmark.store.locks import FileLock
 from benchmark.suite.expand import load_jobs
 
@@ -51,7 +52,7 @@ def run_with_first_job_held(tmp_path, monkeypatch, other_finishes_it: bool):
 
     _, jobs = load_jobs(write_suite(tmp_path, tiny_suite()))
     first, second = jobs
-    elsewhere = job_lock(tmp_path / "r", first.id)
+    elsewhere = job_lock(Store(tmp_path / "r"), first.id)
     assert elsewhere.acquire()
     train, order = executor.run_job, []
 
@@ -59,12 +60,12 @@ def run_with_first_job_held(tmp_path, monkeypatch, other_finishes_it: bool):
         order.append(job.id)
         if job.id == second.id:
             if other_finishes_it:
-                train(first, "tiny", JobDir(tmp_path / "r", first.id))
+                train(first, "tiny", JobDir(Store(tmp_path / "r"), first.id))
             threading.Timer(0.2, elsewhere.release).start()
         return train(job, suite, jobdir, *args, **kwargs)
 
     monkeypatch.setattr(executor, "run_job", recording)
-    return jobs, order, run_jobs(jobs, "tiny", tmp_path / "r")
+    return jobs, order, run_jobs(jobs, "tiny", Store(tmp_path / "r"))
 
 
 def test_a_job_finished_elsewhere_while_held_is_waited_for_then_skipped(tmp_path, monkeypatch):

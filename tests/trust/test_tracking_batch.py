@@ -11,6 +11,7 @@ import pytest
 from benchmark.cli import main
 from benchmark.run import mlflow_batch, mlflow_writer
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 
 mlflow = pytest.importorskip("mlflow")
 
@@ -77,7 +78,7 @@ def test_a_batch_written_run_reads_as_one_written_call_by_call(tmp_path, monkeyp
     for job_id in live:
         seen = readable(mlflow.tracking.MlflowClient(batched_uri), batched[job_id])
         assert seen == readable(mlflow.tracking.MlflowClient(live_uri), live[job_id])
-        jobdir = JobDir(tmp_path / "r1", job_id)
+        jobdir = JobDir(Store(tmp_path / "r1"), job_id)
         assert seen["status"] == "FINISHED" and "model/final_model.pt" in seen["artifacts"]
         on_disk = {f.name: f.stat().st_size for f in jobdir.mirrored_files} | {
             "model/final_model.pt": jobdir.model.stat().st_size
@@ -99,7 +100,7 @@ def test_a_store_of_another_schema_is_written_call_by_call(tmp_path, monkeypatch
     runs = ran(tmp_path, uri, "r")
     for job_id, run in runs.items():
         assert run.info.status == "FINISHED" and run.data.tags["fedbench.status"] == "finished"
-        assert run.data.metrics["final_acc"] == JobDir(tmp_path / "r", job_id).read_summary().final_acc
+        assert run.data.metrics["final_acc"] == JobDir(Store(tmp_path / "r"), job_id).read_summary().final_acc
 
 
 def test_the_installed_mlflow_schema_is_one_the_batch_writer_was_checked_against(mlflow_store):
@@ -186,7 +187,7 @@ def test_the_light_lookup_of_runs_judges_them_as_their_full_search_does(tmp_path
     light = mlflow_batch.SqlBatchWriter.of(client, experiment).runs_of([*runs, "no-such-job"])
     assert light.keys() == runs.keys()
     for job_id, run in runs.items():
-        summary = JobDir(tmp_path / "r", job_id).read_summary()
+        summary = JobDir(Store(tmp_path / "r"), job_id).read_summary()
         full = client.get_run(run.info.run_id)
         assert light[job_id].info.run_id == run.info.run_id
         assert JobMirror.is_complete(light[job_id], summary) == JobMirror.is_complete(full, summary)

@@ -17,6 +17,7 @@ from fedtest import measured, tiny_suite, write_suite
 from benchmark.cli import main
 from benchmark.run import mlflow_writer
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 mlflow = pytest.importorskip("mlflow")
@@ -36,7 +37,7 @@ def _assert_mirrors_disk(uri: str, results, jobs) -> None:
     experiment = client.get_experiment_by_name("tiny").experiment_id
     assert len(client.search_runs([experiment], "tags.`fedbench.kind` = 'job'")) == len(jobs)  # one run each
     for job in jobs:
-        run, jobdir = runs[job.id], JobDir(results, job.id)
+        run, jobdir = runs[job.id], JobDir(Store(results), job.id)
         summary = jobdir.read_summary()
         assert run.info.status == "FINISHED" and run.data.tags["fedbench.status"] == "finished"
         assert run.data.metrics["final_acc"] == summary.final_acc
@@ -77,7 +78,7 @@ def test_tracking_time_is_not_training_time(tmp_path, monkeypatch, mlflow_store)
     assert main(["run", str(path), "--results-dir", str(results), "--tracking-uri", mlflow_store(), "-q"]) == 0
     elapsed = time.monotonic() - began
     [job] = load_jobs(path)[1]
-    jobdir = JobDir(results, job.id)
+    jobdir = JobDir(Store(results), job.id)
     # params, rounds and the final numbers: at least 3 slow batches inside the job's span
     assert elapsed > 1.5 and jobdir.read_summary().wall_time_s < elapsed - 1.5
     assert jobdir.read_metrics()[-1].wall_s < elapsed - 1.5
@@ -127,7 +128,7 @@ def test_a_kill_at_an_mlflow_write_resumes_and_heals_the_run(tmp_path, mlflow_st
     assert killed.returncode == 137, killed.stderr
     assert main(args) == 0  # resumes (or skips the finished job) and heals its MLflow run
     _assert_mirrors_disk(uri, tmp_path / "r", [job])
-    ran, reference = (JobDir(tmp_path / d, job.id) for d in ("r", "straight"))
+    ran, reference = (JobDir(Store(tmp_path / d), job.id) for d in ("r", "straight"))
     assert measured(ran.read_metrics()) == measured(reference.read_metrics())
 
 
@@ -154,7 +155,9 @@ def test_sigkill_with_finished_jobs_queued_for_mlflow_heals_to_one_run_each(tmp_
         child.send_signal(signal.SIGKILL)
         child.wait()
     assert child.returncode == -signal.SIGKILL
-    assert all(JobDir(results, j.id).read_summary().status == "finished" for j in jobs)  # on disk, whatever MLflow has
+    assert all(
+        JobDir(Store(results), j.id).read_summary().status == "finished" for j in jobs
+    )  # on disk, whatever MLflow has
     assert _children(uri) == {}  # the queued jobs' runs were never written
     if heal == "run":
         assert main(args) == 0

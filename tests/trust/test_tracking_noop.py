@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from benchmark.run import mlflow_in_sync
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 mlflow = pytest.importorskip("mlflow")
@@ -132,8 +133,8 @@ def test_a_run_that_trains_leaves_a_mark_only_for_what_it_mirrored(mirrored):
 
 
 def test_only_a_local_sqlite_store_can_be_vouched_for(tmp_path):
-    assert mlflow_in_sync.state("http://127.0.0.1:5000", tmp_path, [], None, {}) is None
-    assert mlflow_in_sync.state(f"sqlite:///{tmp_path / 'absent.db'}", tmp_path, [], None, {}) is None
+    assert mlflow_in_sync.state("http://127.0.0.1:5000", Store(tmp_path), [], None, {}) is None
+    assert mlflow_in_sync.state(f"sqlite:///{tmp_path / 'absent.db'}", Store(tmp_path), [], None, {}) is None
     assert mlflow_in_sync.mirrored_experiment(tmp_path / "mark", None) is None
 
 

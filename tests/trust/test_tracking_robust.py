@@ -10,6 +10,7 @@ from fedtest import tiny_suite, write_suite
 
 from benchmark.cli import main
 from benchmark.store.job_dir import JobDir
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 mlflow = pytest.importorskip("mlflow")
@@ -34,7 +35,7 @@ def test_a_resumed_job_continues_its_own_run_with_real_timestamps(tmp_path, mlfl
     for child in children:
         assert child.info.status == "FINISHED" and child.data.tags["fedbench.status"] == "finished"
         history = client.get_metric_history(child.info.run_id, "test_acc")
-        records = JobDir(tmp_path / "r", child.data.tags["fedbench.job_id"]).read_metrics()
+        records = JobDir(Store(tmp_path / "r"), child.data.tags["fedbench.job_id"]).read_metrics()
         assert [(m.step, m.timestamp) for m in history] == [(r.round, int(1000 * r.time)) for r in records]
 
 
@@ -48,7 +49,7 @@ def test_tracking_errors_warn_and_never_fail_a_job(tmp_path, monkeypatch, caplog
         assert run(tmp_path, uri=mlflow_store()) == 0
     assert "tracking server went away" in caplog.text and "results on disk are complete" in caplog.text
     _, jobs = load_jobs(tmp_path / "suite.yaml")
-    assert all(JobDir(tmp_path / "r", j.id).read_summary().status == "finished" for j in jobs)
+    assert all(JobDir(Store(tmp_path / "r"), j.id).read_summary().status == "finished" for j in jobs)
 
 
 def test_an_unreachable_store_warns_and_the_suite_runs_without_tracking(tmp_path, capsys, monkeypatch):
@@ -57,4 +58,4 @@ def test_an_unreachable_store_warns_and_the_suite_runs_without_tracking(tmp_path
     err = capsys.readouterr().err
     assert "running without tracking" in err and "Traceback" not in err
     _, jobs = load_jobs(tmp_path / "suite.yaml")
-    assert all(JobDir(tmp_path / "r", j.id).read_summary().status == "finished" for j in jobs)
+    assert all(JobDir(Store(tmp_path / "r"), j.id).read_summary().status == "finished" for j in jobs)

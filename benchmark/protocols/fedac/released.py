@@ -24,6 +24,7 @@ import pandas as pd
 
 from benchmark.errors import UserError
 from benchmark.papers.paper_settings import GenerationError
+from benchmark.store.layout import Store
 from benchmark.store.records import NO_SUMMARY, FailedSummary, JobSummary, measured
 
 TOLERANCE = 1e-6  # relative, on F(w): the issue's bar ("match to 1e-6 relative")
@@ -78,7 +79,7 @@ def replayed(suite: str, results_dir: Path, reference: Path, every_run: bool = T
         if job_id is None:
             raise UserError(f"{suite}: no job replays the authors' run {run.runid} {run.key}")
         if job_id not in summaries:
-            summaries[job_id] = JobDir.for_reading(results_dir, job_id).read_summary() or NO_SUMMARY
+            summaries[job_id] = JobDir.for_reading(Store(results_dir), job_id).read_summary() or NO_SUMMARY
         summary = summaries[job_id]
         ours = _final_loss(summary, f_star(run.lam))
         status = summary.status or "not run"
@@ -349,7 +350,7 @@ def _min_margin(suite: str, results_dir: Path, job_id: str) -> float:
     from benchmark.engine.setup import load_source
     from benchmark.store.job_dir import JobDir
 
-    model = JobDir.for_reading(results_dir, job_id).model
+    model = JobDir.for_reading(Store(results_dir), job_id).model
     if not model.is_file():
         return math.nan
     w = torch.load(model, map_location="cpu", weights_only=True)["fc.weight"].double().flatten()
@@ -517,7 +518,7 @@ def _environment(runs: pd.DataFrame, results_dir: Path) -> dict:
     from benchmark.store.job_dir import JobDir
 
     for job_id in runs.loc[runs["fedbench_status"] == "finished", "job_id"]:
-        if found := measured(JobDir.for_reading(results_dir, job_id).read_summary() or NO_SUMMARY).environment:
+        if found := measured(JobDir.for_reading(Store(results_dir), job_id).read_summary() or NO_SUMMARY).environment:
             return found
     return environment("cpu")
 

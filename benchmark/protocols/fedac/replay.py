@@ -7,12 +7,13 @@ are exactly those of a job run by the per-client loop.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 import numpy as np
 
 from benchmark.engine.convex import BinaryArrays
 from benchmark.engine.round_tally import OnClients
-from benchmark.engine.rounds import Diverged, ExecutionRecord, OnEval, OnRound, Progress
+from benchmark.engine.rounds import Diverged, ExecutionRecord, Progress, RoundDone
 from benchmark.protocols.fedac.engine import ENGINE, PER_DATASET, Outcome, run_batch
 from benchmark.suite.expand import Job
 
@@ -44,13 +45,11 @@ class ReplaySimulation:
     def load_state_dict(self, state: dict) -> None:
         self.progress.round = state["round"]  # records up to here are on disk already
 
-    def run(
+    def rounds(
         self,
-        on_eval: OnEval = None,
-        on_round: OnRound = None,
         stop_after: int | None = None,
         on_clients: OnClients | None = None,  # no client trains here: the batch computed the rounds
-    ) -> list[dict]:
+    ) -> Iterator[RoundDone]:
         if self.outcome.error is not None:
             raise self.outcome.error
         start = self.progress.round
@@ -58,19 +57,16 @@ class ReplaySimulation:
         diverged = self.outcome.diverged_round
         if diverged is not None and diverged <= last:
             last = diverged - 1  # as the per-client loop, which stops at the first non-finite round
-        records = [r for r in self.outcome.records if start < r["round"] <= last]
-        for rec in records:
-            if on_eval:
-                on_eval(rec)
-        self.progress = Progress(
-            last, bytes_down=last * self.outcome.round_bytes, bytes_up=last * self.outcome.round_bytes
-        )
-        if on_round:
-            for r in range(start + 1, last + 1):
-                on_round(r)
+        records = {r["round"]: r for r in self.outcome.records if start < r["round"] <= last}
+        self.progress = self.progress_at(start)  # (a checkpoint keeps the round only)
+        for r in range(start + 1, last + 1):
+            self.progress = self.progress_at(r)
+            yield RoundDone(r, records.get(r))
         if diverged is not None and diverged == last + 1:
             raise Diverged(diverged, "parameters")
-        return records
+
+    def progress_at(self, r: int) -> Progress:
+        return Progress(r, bytes_down=r * self.outcome.round_bytes, bytes_up=r * self.outcome.round_bytes)
 
     def final_state_dict(self) -> dict:
         return {"fc.weight": self.outcome.final.reshape(1, -1).copy()}  # written as a tensor (torch_format.py)
