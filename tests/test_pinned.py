@@ -89,7 +89,7 @@ def test_status_reads_the_frozen_results(frozen, capsys):
     assert main(["status", str(frozen / "suite.yaml"), "--results-dir", str(frozen / "results")]) == 0
     assert "1 done" in capsys.readouterr().out
     jobs = frozen_jobs()
-    got = {s.job.method_label: s for s in suite_status(list(jobs.values()), frozen / "results")}
+    got = {s.job.method_label: s for s in suite_status(list(jobs.values()), Store(frozen / "results"))}
     finished = as_frozen("FedAvg").read_summary()
     assert (got["FedAvg"].state, got["FedAvg"].rounds_done, got["FedAvg"].acc) == ("done", 6, finished.final_acc)
     assert (got["FedACG"].state, got["FedACG"].rounds_done) == ("pending", 2)

@@ -12,6 +12,7 @@ import click
 
 from benchmark.commands.output import err_console, out, progress
 from benchmark.errors import UserError
+from benchmark.store.layout import Store
 
 
 def check_suite(
@@ -55,7 +56,8 @@ def check_suite(
         if expected is not None:
             in_suite = {gate.group_of_job(j) for j in select(only=())[1]}
             gate.check_matches(expected, {gate.group_of_job(j) for j in jobs}, in_suite, outcome.baseline)
-        with gate.check_folder(results_dir, reuse, suite.name, jobs) as folder:
+        store = Store(results_dir) if results_dir else None  # built once, here; None: the gate's own scratch folder
+        with gate.check_folder(store, reuse, suite.name, jobs) as folder:
             summaries = _run_for_check(suite, jobs, folder, threads, quiet, verbose)
         if update:
             gate.write_baseline(outcome.baseline, [summaries[j.id] for j in jobs])
@@ -103,16 +105,13 @@ def _track(report: dict, files: list[Path]) -> None:
         )
 
 
-def _run_for_check(suite, jobs, folder: Path, threads, quiet: bool, verbose: bool) -> dict:
+def _run_for_check(suite, jobs, store: Store, threads, quiet: bool, verbose: bool) -> dict:
     """The jobs' summaries; their runs are not mirrored to MLflow (the check's run is: _track)."""
     from benchmark.run.executor import LocalExecutor
     from benchmark.run.threads import request
     from benchmark.run.tracking import NullTracker
-    from benchmark.store.layout import Store
 
     request(threads)  # torch's CPU threads for every job; None: each job's model is probed (run/threads.py)
     local = LocalExecutor()
     local.check(jobs)
-    return local.run(
-        jobs, suite.name, Store(folder), local.device("auto"), NullTracker(), progress(jobs, quiet, verbose), None
-    )
+    return local.run(jobs, suite.name, store, local.device("auto"), NullTracker(), progress(jobs, quiet, verbose), None)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 import click
 from rich.console import Console
 
 from benchmark.errors import UserError
+from benchmark.store.layout import Store
 
 
 def _piped_width(stream) -> int | None:
@@ -49,15 +49,15 @@ def table_columns(columns: str | None, wide: bool) -> tuple[str, ...]:
 
 
 def print_results(
-    suite, jobs, summaries: dict, results_dir: Path, columns=(), wide: bool = False, draw: bool = True
+    suite, jobs, summaries: dict, store: Store, columns=(), wide: bool = False, draw: bool = True
 ) -> None:
     """Each protocol's section (tables, note, and with `draw` its figure) for the jobs it claims, the paper
     tables for the rest, as wide as the console."""
     from benchmark.report.protocol_sections import print_sections
     from benchmark.report.table import result_tables
 
-    rest = print_sections(out, suite, jobs, summaries, results_dir, draw)
-    for table in result_tables(suite, rest, summaries, results_dir, columns, wide, out.width):
+    rest = print_sections(out, suite, jobs, summaries, store, draw)
+    for table in result_tables(suite, rest, summaries, store, columns, wide, out.width):
         if wide:
             _print_whole(table)
         else:
@@ -77,7 +77,7 @@ def _print_whole(table) -> None:
         out.width = console_width
 
 
-def print_outcomes(suite, jobs, summaries: dict, results_dir: Path, columns=(), wide: bool = False) -> None:
+def print_outcomes(suite, jobs, summaries: dict, store: Store, columns=(), wide: bool = False) -> None:
     """What `run` prints at its end: the result tables, as `report` prints them, up to LISTED_UP_TO jobs;
     beyond, each protocol's section and a row per dataset and method with its jobs' statuses (the tables of
     10^4 grid jobs take minutes to compute, and a sensitivity table of 1,000 settings is not read on a
@@ -85,11 +85,11 @@ def print_outcomes(suite, jobs, summaries: dict, results_dir: Path, columns=(), 
     from benchmark.report.status import LISTED_UP_TO
 
     if len(jobs) <= LISTED_UP_TO:
-        print_results(suite, jobs, summaries, results_dir, columns, wide, draw=False)
+        print_results(suite, jobs, summaries, store, columns, wide, draw=False)
         return
     from benchmark.report.protocol_sections import print_sections, split
 
-    rest = print_sections(out, suite, jobs, whole_summaries(split(jobs)[0], summaries, results_dir), results_dir, False)
+    rest = print_sections(out, suite, jobs, whole_summaries(split(jobs)[0], summaries, store), store, False)
     if rest:
         out.print(status_counts(suite, rest, summaries))
         out.print(
@@ -99,15 +99,14 @@ def print_outcomes(suite, jobs, summaries: dict, results_dir: Path, columns=(), 
         )
 
 
-def whole_summaries(claimed: list, summaries: dict, results_dir: Path) -> dict:
+def whole_summaries(claimed: list, summaries: dict, store: Store) -> dict:
     """`summaries` with each protocol-claimed job's `Outcome` (all a run keeps of a reused job over LISTED_UP_TO
     jobs) replaced by its summary read whole: a protocol's section reads their numbers and code."""
     from benchmark.store.job_dir import JobDir
-    from benchmark.store.layout import Store
     from benchmark.store.records import Outcome
 
     reused = [job.id for _, mine in claimed for job in mine if isinstance(summaries.get(job.id), Outcome)]
-    return {**summaries, **{i: s for i in reused if (s := JobDir.for_reading(Store(results_dir), i).read_summary())}}
+    return {**summaries, **{i: s for i in reused if (s := JobDir.for_reading(store, i).read_summary())}}
 
 
 def status_counts(suite, jobs, summaries: dict):
@@ -130,13 +129,13 @@ def status_counts(suite, jobs, summaries: dict):
     return table
 
 
-def note_unselected(suite, jobs: list, results_dir: Path) -> None:
+def note_unselected(suite, jobs: list, store: Store) -> None:
     """Jobs on disk this selection leaves out (run with --set/--rounds, or by an earlier suite
     version) would silently be missing: say how many, and the options that show them."""
     from benchmark.report.on_disk import options_text, override_groups
-    from benchmark.store.layout import Store
 
-    groups = override_groups(suite.name, jobs, results_dir)
+    view = store.suite(suite.name)
+    groups = override_groups(view, jobs)
     if not groups:
         return
     how = [
@@ -144,7 +143,7 @@ def note_unselected(suite, jobs: list, results_dir: Path) -> None:
         for sets, ids in groups.items()
     ]
     err_console.print(
-        f"note: {sum(map(len, groups.values()))} other job(s) in {Store(results_dir).suite(suite.name).path} are not shown: "
+        f"note: {sum(map(len, groups.values()))} other job(s) in {view.path} are not shown: "
         + "; ".join(how)
         + " (pass those options to show them)",
         markup=False,

@@ -32,36 +32,35 @@ def report_suite(
     from benchmark.store.job_store import look_at_results
     from benchmark.store.layout import Store
 
-    look_at_results(Store(results_dir))  # report writes its report/ only: nothing else under results_dir moves
-    suite, jobs = jobs_with_seeds_on_disk(select, results_dir, seeds)
-    summaries = {j.id: s for j in jobs if (s := JobDir.for_reading(Store(results_dir), j.id).read_summary())}
+    store = Store(results_dir)  # the results folder, built once: whatever it hands on asks it for its paths
+    look_at_results(store)  # report writes its report/ only: nothing else under results_dir moves
+    suite, jobs = jobs_with_seeds_on_disk(select, store, seeds)
+    summaries = {j.id: s for j in jobs if (s := JobDir.for_reading(store, j.id).read_summary())}
     if not summaries:
         raise UserError(
             f"no results for suite {suite.name!r} under {results_dir}; run `fedbench run {suite_file}` first"
         )
     picked = table_columns(columns, wide)
     if not as_json:
-        print_results(suite, jobs, summaries, results_dir, picked, wide)
+        print_results(suite, jobs, summaries, store, picked, wide)
     else:
         from benchmark.report.protocol_sections import draw_sections
 
-        draw_sections(suite, jobs, summaries, results_dir)
-    note_unselected(suite, jobs, results_dir)
+        draw_sections(suite, jobs, summaries, store)
+    note_unselected(suite, jobs, store)
     if said := stale_line([stale_parts(j, summaries.get(j.id)) for j in jobs]):
         err_console.print(said, markup=False)
-    sections_figures = protocol_figures(results_dir, suite.name)
-    view = Store(results_dir).suite(suite.name)
+    view = store.suite(suite.name)
+    sections_figures = protocol_figures(view)
     report_dir = view.report
-    if dropped := left_out_of_previous_report(
-        report_dir / "report.json", {j.id for j in jobs}, results_dir, suite.name
-    ):
+    if dropped := left_out_of_previous_report(report_dir / "report.json", {j.id for j in jobs}, view):
         err_console.print(
             f"warning: the report in {report_dir} covered {dropped} more job(s) whose results are still on disk; "
             "this narrower selection (--seeds/--only) replaces it: rerun without them to restore the fuller one",
             markup=False,
         )
     try:
-        _, drawn = write_report(suite, jobs, summaries, results_dir, sections_figures, picked, wide, figure_width)
+        _, drawn = write_report(suite, jobs, summaries, store, sections_figures, picked, wide, figure_width)
     except OSError as err:  # a read-only or full results folder: say where, no traceback
         raise UserError(
             f"cannot write the report under {report_dir}: {err.strerror or err} ({err.filename or ''})"

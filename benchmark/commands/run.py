@@ -82,8 +82,8 @@ def run_suite(
             else {}
         )
         summaries = {job.id: done.get(job.id) or ran[job.id] for job in jobs}
-        summarise(tracker, suite, jobs, results_dir)
-    print_outcomes(suite, jobs, summaries, results_dir, columns, table[1])  # figures are `fedbench report`'s
+        summarise(tracker, suite, jobs, store)
+    print_outcomes(suite, jobs, summaries, store, columns, table[1])  # figures are `fedbench report`'s
     if kept := stale_line([s.stale or [] for s in summaries.values()]):  # --keep-stale
         err_console.print(kept, markup=False)
     out.print(f"results: {store.suite(suite.name).path}" + mlflow_hint(tracker), markup=False, highlight=False)

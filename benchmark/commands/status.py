@@ -18,9 +18,10 @@ def show_status(select, seeds, results_dir: Path, as_json: bool, every_job: bool
     from benchmark.run.stale import stale_line
     from benchmark.store.job_store import look_at_results
 
-    look_at_results(Store(results_dir))  # status reads only: nothing under results_dir moves
-    suite, jobs = jobs_with_seeds_on_disk(select, results_dir, seeds)
-    statuses = suite_status(jobs, results_dir)
+    store = Store(results_dir)  # built once, here
+    look_at_results(store)  # status reads only: nothing under results_dir moves
+    suite, jobs = jobs_with_seeds_on_disk(select, store, seeds)
+    statuses = suite_status(jobs, store)
     if as_json:
         print_json({"schema_version": STATUS_SCHEMA_VERSION, "suite": suite.name, "jobs": status_records(statuses)})
     else:
@@ -30,4 +31,4 @@ def show_status(select, seeds, results_dir: Path, as_json: bool, every_job: bool
         out.print(status_line(statuses), highlight=False)
         if said := stale_line([s.stale for s in statuses]):
             out.print(said, highlight=False, markup=False)
-    note_unselected(suite, jobs, results_dir)
+    note_unselected(suite, jobs, store)

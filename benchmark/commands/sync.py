@@ -16,16 +16,16 @@ def sync_suite(select, suite_file: Path, seeds, results_dir: Path, tracking_uri)
 
     results = Store(results_dir)  # built once, here
     migrate_to_job_store(results)  # sync writes (MLflow, from the store): old-layout jobs move in first
-    suite, jobs = jobs_with_seeds_on_disk(select, results_dir, seeds)
+    suite, jobs = jobs_with_seeds_on_disk(select, results, seeds)
     tracker = open_tracker(suite.name, tracking_uri, results, suite_file)
     if tracker.uri is None:
         raise UserError(f"MLflow store {tracking_uri or 'default'} cannot be used; nothing was mirrored")
     try:
         healed = tracker.heal(jobs)
-        summarise(tracker, suite, jobs, results_dir)
+        summarise(tracker, suite, jobs, results)
     finally:
         tracker.close("FINISHED")
     if tracker.offline:
         raise UserError(f"MLflow store {tracker.uri} stopped answering; rerun `fedbench sync` when it is back")
     out.print(f"MLflow {tracker.uri}: {healed or 0} job(s) mirrored, {len(jobs)} checked", markup=False)
-    note_unselected(suite, jobs, results_dir)
+    note_unselected(suite, jobs, results)

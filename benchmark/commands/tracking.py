@@ -45,12 +45,12 @@ def closed_with_outcome(tracker):
         tracker.close(status)
 
 
-def summarise(tracker, suite, jobs, results_dir: Path) -> None:
+def summarise(tracker, suite, jobs, store: Store) -> None:
     """The suite's MLflow run gets the tables' headline numbers (none to compute without tracking)."""
     if tracker.writes:
         from benchmark.report.entry_tables import headline_numbers
 
-        tracker.summarise(suite, jobs, headline_numbers(suite, jobs, results_dir))
+        tracker.summarise(suite, jobs, headline_numbers(suite, jobs, store))
 
 
 def attach_report(suite_name: str, files: list[Path], uri: str | None) -> None:

@@ -308,26 +308,26 @@ def check_seeds(jobs) -> None:
 
 
 @contextlib.contextmanager
-def check_folder(results_dir: Path | None, reuse: bool, suite: str, jobs):
-    """The results folder the gate runs in: a new temporary one (removed afterwards), or
-    `results_dir`, where jobs already present are an error unless `reuse`; then a job is reused
+def check_folder(store: Store | None, reuse: bool, suite: str, jobs):
+    """The results folder the gate runs in: a new temporary one (a scratch Store, removed afterwards), or
+    `store` (--results-dir), where jobs already present are an error unless `reuse`; then a job is reused
     only if the current code reproduces it (run/reuse.py), else set aside to `<job-id>.code-<fingerprint>/`."""
-    if results_dir is None:
+    if store is None:
         if reuse:
             raise UserError("--reuse reuses the jobs of --results-dir: give the folder")
         folder = Path(tempfile.mkdtemp(prefix="fedbench-check-"))
         try:
-            yield folder
+            yield Store(folder)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         return
-    check_writable(open_results(Store(results_dir), suite))
+    check_writable(open_results(store, suite))
     from benchmark.run.executor_base import torch_device
     from benchmark.run.reuse import ReuseCheck
 
     verdicts = ReuseCheck(jobs, suite, torch_device("auto"))
     for job in jobs:
-        jobdir = JobDir(Store(results_dir), job.id)
+        jobdir = JobDir(store, job.id)
         if not jobdir.path.exists():
             continue
         if not reuse:
@@ -335,9 +335,9 @@ def check_folder(results_dir: Path | None, reuse: bool, suite: str, jobs):
                 f"{jobdir.path} exists: check runs every job afresh; pass --reuse to reuse the jobs the "
                 "current code produced, or give another --results-dir"
             )
-        with job_lock(Store(results_dir), job.id):
+        with job_lock(store, job.id):
             if why := verdicts.why_not(job, jobdir):
                 produced_by = (jobdir.read_summary() or NO_SUMMARY).code_fingerprint
                 aside = jobdir.set_aside(f"code-{produced_by or 'unknown'}")
                 log.warning("job %s not reused: %s; moved to %s, it runs again", job.id, why, aside)
-    yield results_dir
+    yield store

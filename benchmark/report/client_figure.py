@@ -22,12 +22,12 @@ CAPTION = (
 )
 
 
-def client_accuracies(runs, results_dir) -> dict[str, list[list[float]]]:
+def client_accuracies(runs, store: Store) -> dict[str, list[list[float]]]:
     """method -> per finished job of it in `runs` (a jobs_frame) its users' accuracies; methods
     without any client_acc.json are left out."""
     out: dict[str, list[list[float]]] = {}
     for job in runs[runs.status == FINISHED].itertuples():
-        if (recorded := JobDir.for_reading(Store(results_dir), job.job_id).read_client_accuracy()) is not None:
+        if (recorded := JobDir.for_reading(store, job.job_id).read_client_accuracy()) is not None:
             out.setdefault(job.method, []).append(list(recorded.accuracy.values()))
     return out
 
@@ -73,12 +73,12 @@ def _client_accuracy_figure(accuracies, styles, width):
     return fig
 
 
-def write_client_figure(runs, results_dir, out: Path, styles: dict[str, dict], width: float) -> Path | None:
+def write_client_figure(runs, store: Store, out: Path, styles: dict[str, dict], width: float) -> Path | None:
     """The figure of one entry's shown jobs (`runs`) at `out` (PNG, and PDF and SVG beside it), `width`
     inches wide; None where no job recorded per-client accuracy."""
     from benchmark.report.figure_output import save_figure
 
-    accuracies = client_accuracies(runs, results_dir)
+    accuracies = client_accuracies(runs, store)
     if not accuracies:
         return None
     return save_figure(client_accuracy_figure(accuracies, styles, width), out)

@@ -26,6 +26,8 @@ from benchmark.store.job_status import FINISHED
 if TYPE_CHECKING:  # a run's terminal tables (a protocol's section) import no pandas (0.2-0.5 CPU-s)
     import pandas as pd
 
+    from benchmark.store.layout import Store
+
 
 @dataclass
 class Row:
@@ -480,11 +482,11 @@ class Headline:
     seeds: int
 
 
-def headline_numbers(suite, jobs, results_root) -> list[Headline]:
+def headline_numbers(suite, jobs, store: Store) -> list[Headline]:
     """Each dataset entry's methods' headline numbers (Headline)."""
     from benchmark.report.frames import jobs_frame
 
-    frame = jobs_frame(jobs, results_root)
+    frame = jobs_frame(jobs, store)
     numbers = []
     for index, entry in frame.groupby("entry_index", sort=False):
         convex = any(j.config.suboptimality for j in jobs if j.dataset_index == index)

@@ -30,7 +30,7 @@ from benchmark.report.figure_output import (
 )
 from benchmark.round_values import ROUND_VALUES
 from benchmark.store.job_status import DIVERGED, FINISHED
-from benchmark.store.layout import Store
+from benchmark.store.layout import Store, SuiteView
 
 BAND_LABEL = "band: min–max over seeds"
 DIVERGED_LABEL = "×: last finite round of a diverged run"
@@ -334,7 +334,7 @@ def curve_metric(metrics: list[str]) -> str:
     return "test_acc" if "acc_raw" in kinds and "acc" not in kinds else "ema_acc"
 
 
-def report_figures(suite, jobs, results_dir, width: float = PAGE_WIDTH) -> list:
+def report_figures(suite, jobs, store: Store, width: float = PAGE_WIDTH) -> list:
     """The convergence figures of `fedbench report` in results/<suite>/report/figures/, as the
     report's Figure entries: per entry each method at the setting its table shows (the grid's other
     settings are in the sensitivity figure), then per entry whose jobs recorded per-client accuracy
@@ -345,16 +345,16 @@ def report_figures(suite, jobs, results_dir, width: float = PAGE_WIDTH) -> list:
     from benchmark.report.protocol_sections import unclaimed
 
     jobs = unclaimed(jobs)
-    runs = jobs_frame(jobs, results_dir)
+    runs = jobs_frame(jobs, store)
     shown = set()
     for index, entry_runs in runs.groupby("entry_index"):
         convex = any(j.config.suboptimality for j in jobs if j.dataset_index == index)
         chosen = set(best_settings(entry_runs, convex).values())
         shown |= set(entry_runs[entry_runs.setting.isin(chosen)].job_id)
-    frame = rounds_frame([j for j in jobs if j.id in shown], results_dir)
+    frame = rounds_frame([j for j in jobs if j.id in shown], store)
     frame["entry_index"] = frame.job_id.map({j.id: j.dataset_index for j in jobs})
     metrics = {j.dataset_index: curve_metric(j.config.metrics) for j in jobs}
-    out_dir = Store(results_dir).suite(suite.name).figures
+    out_dir = store.suite(suite.name).figures
     several = runs.groupby(["entry_index", "method"]).setting.nunique().max() > 1 if len(runs) else False
     convergence = [
         Figure(
@@ -370,10 +370,10 @@ def report_figures(suite, jobs, results_dir, width: float = PAGE_WIDTH) -> list:
         )
         for entry, y, path in write_convergence_figures(frame, out_dir, metrics, width)
     ]
-    return convergence + client_figures(runs[runs.job_id.isin(shown)], results_dir, out_dir, width)
+    return convergence + client_figures(runs[runs.job_id.isin(shown)], store, out_dir, width)
 
 
-def client_figures(runs, results_dir, out_dir: Path, width: float = PAGE_WIDTH) -> list[Figure]:
+def client_figures(runs, store: Store, out_dir: Path, width: float = PAGE_WIDTH) -> list[Figure]:
     """Per entry of `runs` (a jobs_frame of the jobs the tables show) whose jobs recorded per-client
     accuracy, its distribution figure, methods styled as in the convergence figures."""
     from benchmark.report.client_figure import CAPTION, write_client_figure
@@ -383,15 +383,15 @@ def client_figures(runs, results_dir, out_dir: Path, width: float = PAGE_WIDTH) 
         entry = entry_runs.entry.iloc[0]
         name = unique_name(f"clients-{file_slug(entry)}", names)
         names.add(name)
-        path = write_client_figure(entry_runs, results_dir, out_dir / f"{name}.png", styles, width)
+        path = write_client_figure(entry_runs, store, out_dir / f"{name}.png", styles, width)
         if path is not None:
             seeds = entry_runs[entry_runs.status == FINISHED].seed.nunique()
             figures.append(Figure(CAPTION.format(entry=entry, seeds=f"{seeds} seed{'s' * (seeds != 1)}"), path))
     return figures
 
 
-def protocol_figures(results_dir: Path, suite_name: str) -> list[Figure]:
+def protocol_figures(view: SuiteView) -> list[Figure]:
     """Each protocol section's figure (report/protocol_sections.py), where it was drawn."""
     from benchmark.report.protocol_sections import every_section, figure_path
 
-    return [Figure(s.figure_caption, figure_path(s, results_dir, suite_name)) for s in every_section()]
+    return [Figure(s.figure_caption, figure_path(s, view)) for s in every_section()]

@@ -15,7 +15,6 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from pathlib import Path
 
 import pandas as pd
 
@@ -90,10 +89,10 @@ def _wall_seconds(records: list[RoundRecord]) -> list[float]:
     return [t - stamps[0] + per_round * rounds[0] for t in stamps]
 
 
-def _summary_and_status(job: Job, results_root: Path, now: float):
+def _summary_and_status(job: Job, store: Store, now: float):
     from benchmark.store.job_dir import JobDir
 
-    jobdir = JobDir.for_reading(Store(results_root), job.id)
+    jobdir = JobDir.for_reading(store, job.id)
     summary = jobdir.read_summary()
     return jobdir, summary, _status(summary, jobdir, now)
 
@@ -110,15 +109,15 @@ def _stale_text(job: Job, summary: JobSummary | FailedSummary | None) -> str:
     return "" if parts == UNKNOWN else ", ".join(parts)
 
 
-def jobs_frame(jobs: list[Job], results_root=None, summaries: dict[str, dict] | None = None) -> pd.DataFrame:
-    """One row per job under `results_root`: LABEL_COLUMNS,
+def jobs_frame(jobs: list[Job], store: Store | None = None, summaries: dict[str, dict] | None = None) -> pd.DataFrame:
+    """One row per job in `store`: LABEL_COLUMNS,
     the rest of JOB_COLUMNS, then a column per summary metric (acc@R, rounds_to@X, bytes_to@X, ...;
     missing values NaN, a `rounds_to` never reached stays the string '>R'). `summaries` (job id ->
     summary, what a run returned) instead of the files: a job without one is `not run`."""
     now, rows = time.time(), []
     for job in jobs:
         if summaries is None:
-            _, summary, status = _summary_and_status(job, Path(results_root), now)
+            _, summary, status = _summary_and_status(job, store, now)
         else:  # as `run` hands them back: typed here
             summary = None if (given := summaries.get(job.id)) is None else summary_from_json(given)
             status = (summary.status if summary else None) or NOT_RUN
@@ -151,13 +150,13 @@ def jobs_frame(jobs: list[Job], results_root=None, summaries: dict[str, dict] | 
     return frame.reindex(columns=JOB_COLUMNS + metric_columns)
 
 
-def rounds_frame(jobs: list[Job], results_root) -> pd.DataFrame:
+def rounds_frame(jobs: list[Job], store: Store) -> pd.DataFrame:
     """One row per evaluated round per job (ROUND_COLUMNS, then a column per value declared with `column`):
     `bytes` = bytes down + up so far, `wall_s` = training seconds so far, `ema_acc` = the EMA-0.9 accuracy of
     acc@R. Jobs with no rounds on disk have no rows; a job that diverged keeps its finite rounds."""
     now, rows, declared = time.time(), [], [v.name for v in in_columns()]
     for job in jobs:
-        jobdir, _, status = _summary_and_status(job, Path(results_root), now)
+        jobdir, _, status = _summary_and_status(job, store, now)
         records = jobdir.read_metrics()
         for labels, (rec, wall) in itertools.product(
             [_labels(view, status) for view in job.views], zip(records, _wall_seconds(records))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from benchmark.store.job_dir import JobDir
 from benchmark.store.job_status import TERMINAL
-from benchmark.store.layout import Store
+from benchmark.store.layout import Store, SuiteView
 from benchmark.store.old_layout import not_a_job
 from benchmark.suite.dotted import flatten
 
@@ -48,12 +48,12 @@ def _has_result(suite_dir: Path, job_id: str) -> bool:
     return (summary := _read(suite_dir / job_id)) is not None and summary.status in TERMINAL
 
 
-def jobs_with_seeds_on_disk(load, results_dir: Path, seeds: str | None = None):
+def jobs_with_seeds_on_disk(load, store: Store, seeds: str | None = None):
     """(suite, jobs): `load(seeds)` (the command's selection, seeds as `--seeds` text or None), and
     without `seeds` also the same jobs at every other seed that has a result on disk (appended after
     the suite's own jobs, in expansion order)."""
     suite, jobs = load(seeds)
-    suite_dir = Store(results_dir).suite(suite.name).path
+    suite_dir = store.suite(suite.name).path
     if seeds is not None:
         return suite, jobs
     every_seed = {j.config.seed for j in jobs} | _seeds_on_disk(suite_dir)
@@ -65,8 +65,8 @@ def jobs_with_seeds_on_disk(load, results_dir: Path, seeds: str | None = None):
     return suite, jobs + extra
 
 
-def _other_ids(suite_name: str, selected: set[str], results_dir: Path) -> list[str]:
-    suite_dir = Store(results_dir).suite(suite_name).path
+def _other_ids(view: SuiteView, selected: set[str]) -> list[str]:
+    suite_dir = view.path
     return sorted(
         p.parent.name
         for p in _job_summaries(suite_dir)
@@ -83,15 +83,15 @@ def _settings(config: dict) -> dict[str, str]:
     return {k: v for k, v in flat.items() if not k.endswith("label") and not k.startswith("dataset.reference")}
 
 
-def override_groups(suite_name: str, jobs: list, results_dir: Path) -> dict[tuple[str, ...], list[str]]:
+def override_groups(view: SuiteView, jobs: list) -> dict[tuple[str, ...], list[str]]:
     """The jobs on disk outside `jobs`, grouped by the --set options that would select them: each
     job's settings compared with the selected job of the same dataset and method (() where none is
     the same dataset and method, e.g. a job of an earlier version of the suite)."""
-    suite_dir = Store(results_dir).suite(suite_name).path
+    suite_dir = view.path
     like = {(j.dataset_label, j.method_label): j for j in jobs}
     reference: dict[str, dict] = {}
     groups: dict[tuple[str, ...], list[str]] = {}
-    for job_id in _other_ids(suite_name, {j.id for j in jobs}, results_dir):
+    for job_id in _other_ids(view, {j.id for j in jobs}):
         try:
             config = json.loads((suite_dir / job_id / "config.json").read_text())
             key = (config["dataset"]["label"] or config["dataset"]["name"], config["method"]["label"])
@@ -115,12 +115,12 @@ def options_text(sets: tuple[str, ...]) -> str:
     return " ".join(f"--rounds {s.split('=', 1)[1]}" if s.startswith("rounds=") else f"--set {s}" for s in sets)
 
 
-def left_out_of_previous_report(report_json: Path, selected: set[str], results_dir: Path, suite_name: str) -> int:
+def left_out_of_previous_report(report_json: Path, selected: set[str], view: SuiteView) -> int:
     """How many jobs the report now on disk covered (report.json) that this selection leaves out while
     their results are still there: a narrower report is about to replace a fuller one."""
     try:
         previous = json.loads(Path(report_json).read_text()).get("jobs", [])
     except (OSError, ValueError, AttributeError):
         return 0
-    suite_dir = Store(results_dir).suite(suite_name).path
+    suite_dir = view.path
     return sum(1 for job_id in previous if job_id not in selected and _has_result(suite_dir, str(job_id)))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from benchmark.registry import Registry
-from benchmark.store.layout import Store
+from benchmark.store.layout import Store, SuiteView
 
 if TYPE_CHECKING:
     from benchmark.report.entry_tables import EntryTable
@@ -53,9 +53,9 @@ def every_section() -> list[ProtocolSection]:
     return [SECTIONS.get(name) for name in SECTIONS.names()]
 
 
-def figure_path(section: ProtocolSection, results_dir: Path, suite_name: str) -> Path:
+def figure_path(section: ProtocolSection, view: SuiteView) -> Path:
     """Where a section's figure goes: beside the report's other figures."""
-    return Store(results_dir).suite(suite_name).figures / section.figure_name
+    return view.figures / section.figure_name
 
 
 def split(jobs: list[Job]) -> tuple[list[tuple[ProtocolSection, list[Job]]], list[Job]]:
@@ -95,7 +95,7 @@ def _marked(built: Section, jobs: list[Job], summaries: dict[str, dict]) -> Sect
 
 
 def print_sections(
-    console, suite: Suite, jobs: list[Job], summaries: dict[str, dict], results_dir: Path, draw: bool = True
+    console, suite: Suite, jobs: list[Job], summaries: dict[str, dict], store: Store, draw: bool = True
 ) -> list[Job]:
     """Print each protocol's tables and note, and write its figure (`draw`: `report` does, `run` leaves
     matplotlib unimported); returns the jobs none claims."""
@@ -105,15 +105,15 @@ def print_sections(
             console.print(rich_table(table))
         console.print(shown.note)
         if draw and shown.draw:
-            console.print(f"figure: {shown.draw(figure_path(section, results_dir, suite.name))}")
+            console.print(f"figure: {shown.draw(figure_path(section, store.suite(suite.name)))}")
     return rest
 
 
-def draw_sections(suite: Suite, jobs: list[Job], summaries: dict[str, dict], results_dir: Path) -> None:
+def draw_sections(suite: Suite, jobs: list[Job], summaries: dict[str, dict], store: Store) -> None:
     """Write each protocol's figure without printing its section (`report --json`)."""
     for section, shown in build_sections(suite, jobs, summaries)[0]:
         if shown.draw:
-            shown.draw(figure_path(section, results_dir, suite.name))
+            shown.draw(figure_path(section, store.suite(suite.name)))
 
 
 def rich_table(t: EntryTable):

@@ -231,7 +231,7 @@ def status_counts(jobs_df: pd.DataFrame) -> str:
 
 
 def build_tables(
-    suite, jobs, summaries: dict, results_root: Path, runs: pd.DataFrame
+    suite, jobs, summaries: dict, store: Store, runs: pd.DataFrame
 ) -> tuple[list[EntryTable], list[Section]]:
     """(entry tables, protocol sections) for the suite's jobs; `runs` is their jobs_frame."""
     built, rest = build_sections(suite, jobs, summaries)
@@ -239,7 +239,7 @@ def build_tables(
     if not rest:
         return [], sections
     rest_runs = runs[runs.job_id.isin({j.id for j in rest})]
-    return entry_tables(suite, rest, rest_runs, rounds_frame(rest, results_root)), sections
+    return entry_tables(suite, rest, rest_runs, rounds_frame(rest, store)), sections
 
 
 def add_sensitivity_figure(table: EntryTable, runs: pd.DataFrame, jobs, figures_dir: Path, width: float) -> None:
@@ -309,23 +309,20 @@ def write_report(
     suite,
     jobs,
     summaries: dict,
-    results_root,
+    store: Store,
     figures: list[Figure] = (),
     columns: tuple[str, ...] = (),
     wide: bool = False,
     figure_width: float = PAGE_WIDTH,
 ) -> tuple[list[Path], list[Figure]]:
-    """Write every registered output (report_output.py) for `jobs` of `suite` from the results under
-    `results_root`; returns the paths written and the figures the outputs drew. `figures`: drawn before
+    """Write every registered output (report_output.py) for `jobs` of `suite` from the results in
+    `store`; returns the paths written and the figures the outputs drew. `figures`: drawn before
     (the protocol sections'), shown in the documents first; `columns` / `wide` choose the .tex tables' columns
     as the terminal's (latex_table.py); `figure_width`: the figures' width in inches (figure_output.py)."""
-    results_root = Path(results_root)
-    runs = jobs_frame(jobs, results_root)
-    tables, sections = build_tables(suite, jobs, summaries, results_root, runs)
-    view = Store(results_root).suite(suite.name)
-    report = ReportInputs(
-        suite, jobs, summaries, results_root, view, runs, tables, sections, columns, wide, figure_width
-    )
+    runs = jobs_frame(jobs, store)
+    tables, sections = build_tables(suite, jobs, summaries, store, runs)
+    view = store.suite(suite.name)
+    report = ReportInputs(suite, jobs, summaries, store, view, runs, tables, sections, columns, wide, figure_width)
     report.figures += figures
     check_columns([t for t in report.every_table if not t.of_protocol], columns)
     return write_outputs(report), report.figures[len(figures) :]

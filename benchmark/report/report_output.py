@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from benchmark.report.entry_tables import EntryTable
     from benchmark.report.figures import Figure
     from benchmark.report.protocol_sections import Section
-    from benchmark.store.layout import SuiteView
+    from benchmark.store.layout import Store, SuiteView
     from benchmark.suite.expand import Job
     from benchmark.suite.schema import Suite
 
@@ -34,7 +34,7 @@ class ReportInputs:
     suite: Suite
     jobs: list[Job]
     summaries: dict[str, dict]  # job id -> summary, of the jobs that have one
-    results_root: Path
+    store: Store  # the results folder: the jobs' records
     view: SuiteView  # where the report goes: view.report, view.tables, view.figures
     runs: pd.DataFrame  # the jobs' frame (frames.jobs_frame)
     tables: list[EntryTable]  # per dataset entry its main table (each with its sensitivity table, if any)

@@ -102,10 +102,10 @@ def estimate_etas(statuses: list[JobStatus]) -> None:
         s.eta_s = s.rounds_left * per_round if per_round else None
 
 
-def suite_status(jobs: list[Job], results_root) -> list[JobStatus]:
+def suite_status(jobs: list[Job], store: Store) -> list[JobStatus]:
     """The status of each of `jobs`, read from the job store by id (whichever suite ran it)."""
     now = time.time()
-    statuses = [job_status(j, JobDir.for_reading(Store(results_root), j.id), now) for j in jobs]
+    statuses = [job_status(j, JobDir.for_reading(store, j.id), now) for j in jobs]
     estimate_etas(statuses)
     return statuses
 

@@ -11,7 +11,6 @@ too wide to leave room for the first metric column wraps, so no override pushes 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
@@ -24,6 +23,8 @@ from benchmark.suite.schema import Suite
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from benchmark.store.layout import Store
 
 TERMINAL_WIDTH = 100
 BORDER = 3  # a column's separator and padding in rich's default box
@@ -165,20 +166,20 @@ def result_tables(
     suite: Suite,
     jobs: list[Job],
     summaries: dict[str, dict],
-    results_root: Path | None = None,
+    store: Store | None = None,
     columns: tuple[str, ...] = (),
     wide: bool = False,
     width: int = TERMINAL_WIDTH,
 ) -> list[Table]:
     """Rich tables (each entry's, then its sensitivity table) for a terminal `width` wide from the jobs'
-    summaries; with `results_root`, bytes to a target the suite does not name come from the round records."""
+    summaries; with `store`, bytes to a target the suite does not name come from the round records."""
     if not jobs:  # every job is in a protocol's section (a FedAc suite): no frames to build, no pandas imported
         check_columns([], columns)
         return []
     from benchmark.report.entry_tables import entry_tables
     from benchmark.report.frames import jobs_frame, rounds_frame
 
-    rounds = rounds_frame(jobs, results_root) if results_root else None
+    rounds = rounds_frame(jobs, store) if store else None
     tables = entry_tables(suite, jobs, jobs_frame(jobs, summaries=summaries), rounds)
     every = [x for t in tables for x in (t, t.sensitivity) if x is not None]
     check_columns(every, columns)

@@ -64,7 +64,7 @@ def test_report_prints_the_table_and_writes_the_figure(tmp_path):
     assert result.exit_code == 0, result.output
     assert "K = 3" in result.output and "1.00e-03 (0.2)" in result.output
     assert "6 runs, 1 excluded from the choice of η (1 diverged)" in result.output
-    png = figure_path(FedAcSection(), tmp_path / "results", "fedac-batched")
+    png = figure_path(FedAcSection(), Store(tmp_path / "results").suite("fedac-batched"))
     assert png.parent.name == "figures" and png.parent.parent.name == "report"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert png.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-"  # the vector copy for a paper

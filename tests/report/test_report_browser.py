@@ -14,6 +14,7 @@ from test_report_files import _hand_made
 
 from benchmark.report.figures import Figure
 from benchmark.report.report_files import write_report
+from benchmark.store.layout import Store
 
 BROWSER = next(
     (b for b in ("chromium", "chromium-browser", "google-chrome", "headless_shell") if shutil.which(b)), None
@@ -36,7 +37,7 @@ def _png(path, seed=0):
 def test_html_is_self_contained(tmp_path):
     _, suite, jobs = _hand_made(tmp_path)
     figure = Figure("a curve", _png(tmp_path / "curve.png"))
-    write_report(suite, jobs, {}, tmp_path / "results", [figure])
+    write_report(suite, jobs, {}, Store(tmp_path / "results"), [figure])
     html = (tmp_path / "results" / "tiny" / "report" / "report.html").read_text()
     assert 'src="data:image/png;base64,' in html and "a curve" in html
     assert not re.search(r"<(link|script)\b", html) and not re.search(r'src="(?!data:)', html)
@@ -45,7 +46,7 @@ def test_html_is_self_contained(tmp_path):
 @pytest.mark.skipif(BROWSER is None, reason="no headless browser (Debian: apt install chromium)")
 def test_html_renders_in_a_headless_browser(tmp_path):
     _, suite, jobs = _hand_made(tmp_path)
-    write_report(suite, jobs, {}, tmp_path / "results", [Figure("a curve", _png(tmp_path / "curve.png"))])
+    write_report(suite, jobs, {}, Store(tmp_path / "results"), [Figure("a curve", _png(tmp_path / "curve.png"))])
     page = (tmp_path / "results" / "tiny" / "report" / "report.html").resolve()
     shot = tmp_path / "shot.png"
     base = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1300,1600"]

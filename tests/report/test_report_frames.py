@@ -71,7 +71,7 @@ def test_hand_made_results(tmp_path):
         },
     )
 
-    jobs_df = jobs_frame(jobs, root)
+    jobs_df = jobs_frame(jobs, Store(root))
     assert list(jobs_df.columns) == [*JOB_COLUMNS, "acc@2", "rounds_to@30"]
     jobs_df = jobs_df.set_index("setting")
     assert dict(jobs_df["status"]) == {
@@ -87,7 +87,7 @@ def test_hand_made_results(tmp_path):
     assert jobs_df.loc["FedACG[lam=0.8]", "diverged_at_round"] == 3
     assert math.isnan(jobs_df.loc["FedACG[lam=0.9]", "final_acc"])
 
-    rounds = rounds_frame(jobs, root)
+    rounds = rounds_frame(jobs, Store(root))
     assert list(rounds.columns) == ROUND_COLUMNS
     fedavg_rounds = rounds[rounds.setting == "FedAvg"]
     assert fedavg_rounds[["round", "test_acc", "ema_acc", "bytes", "wall_s"]].values.tolist() == [
@@ -101,9 +101,9 @@ def test_hand_made_results(tmp_path):
 
 def test_no_results_at_all(tmp_path):
     jobs = _jobs(tmp_path)
-    assert rounds_frame(jobs, tmp_path).empty
-    assert list(rounds_frame(jobs, tmp_path).columns) == ROUND_COLUMNS
-    assert (jobs_frame(jobs, tmp_path)["status"] == "not run").all()
+    assert rounds_frame(jobs, Store(tmp_path)).empty
+    assert list(rounds_frame(jobs, Store(tmp_path)).columns) == ROUND_COLUMNS
+    assert (jobs_frame(jobs, Store(tmp_path))["status"] == "not run").all()
 
 
 def test_frames_of_a_real_run_match_its_summaries(tmp_path):
@@ -113,7 +113,7 @@ def test_frames_of_a_real_run_match_its_summaries(tmp_path):
     root = tmp_path / "results"
     assert main(["run", str(path), "--no-tracking", "--results-dir", str(root), "-q"]) == 0
     _, jobs = load_jobs(path)
-    jobs_df, rounds = jobs_frame(jobs, root), rounds_frame(jobs, root)
+    jobs_df, rounds = jobs_frame(jobs, Store(root)), rounds_frame(jobs, Store(root))
     assert len(jobs_df) == 4 and set(jobs_df.seed) == {0, 1} and (jobs_df.status == "finished").all()
     assert len(rounds) == 4 * 6
     for job_id, per_job in rounds.groupby("job_id"):
@@ -135,7 +135,7 @@ def test_quickstart_results_and_report(tmp_path):
     assert main(["run", str(path), "--no-tracking", "--results-dir", str(root), "-q"]) == 0
     assert main(["report", str(path), "--no-tracking", "--results-dir", str(root)]) == 0
     _, jobs = load_jobs(path)
-    rounds, jobs_df = rounds_frame(jobs, root), jobs_frame(jobs, root)
+    rounds, jobs_df = rounds_frame(jobs, Store(root)), jobs_frame(jobs, Store(root))
     assert len(rounds) == 4 * 60 and (jobs_df.status == "finished").all()
     last = rounds.groupby("job_id").last()
     assert (last.ema_acc == jobs_df.set_index("job_id").loc[last.index, "final_ema_acc"]).all()

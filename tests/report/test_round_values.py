@@ -17,6 +17,7 @@ from benchmark import plugins
 from benchmark.cli import main
 from benchmark.report.frames import rounds_frame
 from benchmark.round_values import BUILT_IN, ROUND_VALUES, logged
+from benchmark.store.layout import Store
 from benchmark.store.records import MEASURED, OPTIONAL, ROUND_FIELDS, RoundRecord
 from benchmark.suite.expand import load_jobs
 
@@ -114,7 +115,7 @@ def test_a_declared_value_reaches_metrics_jsonl_mlflow_frames_and_tables(declare
         assert [m.value for m in history] == pytest.approx(expected, rel=1e-12)
 
     # frames: a column of the rounds frame
-    frame = rounds_frame(jobs, results)
+    frame = rounds_frame(jobs, Store(results))
     for job in jobs:
         assert list(frame[frame.job_id == job.id].param_norm) == per_job[job.id]
 

@@ -56,7 +56,7 @@ def test_every_state_with_rounds_accuracy_and_eta(tmp_path, capsys, monkeypatch)
         dirs["FedACG"].summary, {"status": "failed", "error": "RuntimeError: boom", "rounds_completed": 3}
     )
 
-    by_method = {s.job.method_label: s for s in suite_status(jobs, results)}
+    by_method = {s.job.method_label: s for s in suite_status(jobs, Store(results))}
     assert by_method["FedAvg"].state == "done" and by_method["FedAvg"].acc == done["final_acc"]
     running = by_method["FedAvgM"]
     assert (running.state, running.rounds_done, running.acc) == ("running", 10, 41.5)
@@ -116,7 +116,7 @@ def test_status_of_a_run_in_another_process_and_after_it_is_killed(tmp_path):
     try:
         deadline = time.time() + 120
         while True:
-            [status] = suite_status(jobs, results)
+            [status] = suite_status(jobs, Store(results))
             if status.state == "running" and status.rounds_done >= 400 and status.sec_per_round:
                 break
             assert run.poll() is None and time.time() < deadline, "the run never showed up as running"
@@ -125,6 +125,6 @@ def test_status_of_a_run_in_another_process_and_after_it_is_killed(tmp_path):
     finally:
         run.send_signal(signal.SIGKILL)
         run.wait()
-    [status] = suite_status(jobs, results)
+    [status] = suite_status(jobs, Store(results))
     assert status.state == "pending" and status.rounds_done >= 200
     assert "interrupted" in status.note and "resumes from its checkpoint" in status.note

@@ -13,6 +13,7 @@ from fedtest import write_suite
 from benchmark.cli import main
 from benchmark.report.entry_tables import best_settings
 from benchmark.report.frames import jobs_frame
+from benchmark.store.layout import Store
 from benchmark.suite.expand import load_jobs
 
 PLUGIN = """
@@ -56,7 +57,7 @@ def test_validation_selects_another_setting_than_the_test_set(tmp_path, monkeypa
     results = tmp_path / "results"
     assert main(["run", str(path), "--no-tracking", "--results-dir", str(results), "-q"]) == 0
     _, jobs = load_jobs(path)
-    frame = jobs_frame(jobs, results)
+    frame = jobs_frame(jobs, Store(results))
     assert best_settings(frame, False, "validation") == {"FedAvg": "FedAvg local.lr=0.5"}
     assert best_settings(frame, False, "test") == {"FedAvg": "FedAvg local.lr=0.0001"}
     trained = frame[frame.setting == "FedAvg local.lr=0.5"].iloc[0]

@@ -10,6 +10,6 @@ class ConvergenceFigures(ReportOutput):
     order = 5
 
     def write(self, report: ReportInputs):
-        drawn = report_figures(report.suite, report.jobs, report.results_root, report.figure_width)
+        drawn = report_figures(report.suite, report.jobs, report.store, report.figure_width)
         report.figures += drawn
         return [figure.path for figure in drawn]
