@@ -62,7 +62,7 @@ PROBED = "eta±lambda±order+again"  # the `nudge` of a row PROBES, the order pr
 ORDER_SEED = 0  # the order probe's permutation of the training rows (engine.run_batch's row_order)
 
 
-def replayed(suite: str, results_dir: Path, reference: Path, every_run: bool = True) -> pd.DataFrame:
+def replayed(suite: str, store: Store, reference: Path, every_run: bool = True) -> pd.DataFrame:
     """One row per released run: its key, the authors' and fedbench's final F(w), their relative
     difference, and `why` (empty where they match to TOLERANCE). `every_run`: a released run that
     no job of the suite replays is an error (else it is left out: a suite of a few of them)."""
@@ -79,7 +79,7 @@ def replayed(suite: str, results_dir: Path, reference: Path, every_run: bool = T
         if job_id is None:
             raise UserError(f"{suite}: no job replays the authors' run {run.runid} {run.key}")
         if job_id not in summaries:
-            summaries[job_id] = JobDir.for_reading(Store(results_dir), job_id).read_summary() or NO_SUMMARY
+            summaries[job_id] = JobDir.for_reading(store, job_id).read_summary() or NO_SUMMARY
         summary = summaries[job_id]
         ours = _final_loss(summary, f_star(run.lam))
         status = summary.status or "not run"
@@ -202,7 +202,7 @@ def _nudged(task: list[tuple]) -> dict[str, tuple[float, float]]:
 
 def write_record(
     suite: str,
-    results_dir: Path,
+    store: Store,
     reference: Path,
     out: Path,
     command: str,
@@ -218,7 +218,7 @@ def write_record(
     within `check_s` seconds on `workers` processes). `earlier`: another machine's runs.csv of the
     same suite, whose replays fill the rows this results store has not run (`ran_on` says which).
     `authors_here`: the authors' own code run again here on some rows (authors_rerun.py's CSV)."""
-    runs = replayed(suite, results_dir, reference, every_run)
+    runs = replayed(suite, store, reference, every_run)
     ran_here = set(runs.loc[runs["fedbench_status"] != "not run", "runid"])
     runs["nudge"], runs["nudged_rel_change"], runs["fedbench_min_margin"] = "", math.nan, math.nan
     runs["probe_replays_itself"] = math.nan
@@ -245,13 +245,13 @@ def write_record(
     if authors_here is not None:
         runs = _with_authors_here(runs, authors_here)
     overflow = (runs["why"] == "authors_diverged") & runs["fedbench_min_margin"].isna()
-    margins = runs["job_id"].where(overflow).map(lambda j: _min_margin(suite, results_dir, j), na_action="ignore")
+    margins = runs["job_id"].where(overflow).map(lambda j: _min_margin(suite, store, j), na_action="ignore")
     runs.loc[overflow, "fedbench_min_margin"] = margins[overflow]
     diverged = runs["why"] == "authors_diverged"
     runs.loc[diverged & (runs["fedbench_min_margin"] < EXP_UNDERFLOW), "why"] = "authors_overflow"
     out.mkdir(parents=True, exist_ok=True)
     runs.to_csv(out / "runs.csv.gz", index=False, float_format="%.17g")
-    text = report(runs, command, wall_s, _environment(runs, results_dir))
+    text = report(runs, command, wall_s, _environment(runs, store))
     here = int(runs["runid"].isin(ran_here).sum())
     text += f"\n## Where they ran\n\n{here:,} rows by the command above, the rest taken from the earlier record.\n\n"
     text += "".join(f"- {n:,}: {where}\n" for where, n in Counter(runs["ran_on"]).most_common())
@@ -343,14 +343,14 @@ EXP_UNDERFLOW = -709.78  # float64: exp(-m) overflows and the sigmoid of a margi
 
 
 @functools.cache
-def _min_margin(suite: str, results_dir: Path, job_id: str) -> float:
+def _min_margin(suite: str, store: Store, job_id: str) -> float:
     """The smallest margin y x'w over the training set at fedbench's final w of the job (nan if none)."""
     import torch
 
     from benchmark.engine.setup import load_source
     from benchmark.store.job_dir import JobDir
 
-    model = JobDir.for_reading(Store(results_dir), job_id).model
+    model = JobDir.for_reading(store, job_id).model
     if not model.is_file():
         return math.nan
     w = torch.load(model, map_location="cpu", weights_only=True)["fc.weight"].double().flatten()
@@ -512,13 +512,13 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds / 60:.1f} min"
 
 
-def _environment(runs: pd.DataFrame, results_dir: Path) -> dict:
+def _environment(runs: pd.DataFrame, store: Store) -> dict:
     """The environment the first finished replay recorded (commit, machine), else this process's."""
     from benchmark.run.environment import environment
     from benchmark.store.job_dir import JobDir
 
     for job_id in runs.loc[runs["fedbench_status"] == "finished", "job_id"]:
-        if found := measured(JobDir.for_reading(Store(results_dir), job_id).read_summary() or NO_SUMMARY).environment:
+        if found := measured(JobDir.for_reading(store, job_id).read_summary() or NO_SUMMARY).environment:
             return found
     return environment("cpu")
 
@@ -582,7 +582,7 @@ def main(
         theirs = None if authors_here is None else pd.read_csv(authors_here)
         write_record(
             suite,
-            results_dir,
+            Store(results_dir),  # the command's --results-dir, built once, here
             reference,
             out,
             command,

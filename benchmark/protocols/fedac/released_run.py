@@ -108,6 +108,7 @@ def main(
     from benchmark.papers.fedac_replay import LAMBDAS
     from benchmark.papers.paper_settings import GenerationError
     from benchmark.protocols.fedac.released import write_record
+    from benchmark.store.layout import Store
 
     started = time.time()
     out.mkdir(parents=True, exist_ok=True)
@@ -122,7 +123,7 @@ def main(
             print(f"{done} parts finished, {cut} not run or stopped", file=log, flush=True)
         command = "python -m benchmark.protocols.fedac.released_run " + shlex.join(sys.argv[1:])
         wall = time.time() - started  # the runs' (the rounding check comes after)
-        write_record(suite, results_dir, reference, out, command, wall, not some_runs, workers, check_s)
+        write_record(suite, Store(results_dir), reference, out, command, wall, not some_runs, workers, check_s)
     except (UserError, GenerationError) as err:
         click.echo(f"error: {err}", err=True)
         sys.exit(2)
