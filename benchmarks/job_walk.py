@@ -18,7 +18,8 @@ sys.setprofile and records each distinct call from one benchmark function to ano
 
 The results walk: of those calls, each that hands the results folder on, as a raw path (`Path` or str,
 the root or one under it) or typed (`Store`, `SuiteView`, `JobDir`), with the parameter's name; and the
-`results*` parameters of benchmark/ by annotation (a raw `Path`, or none, against a `Store`).
+`results*` parameters of benchmark/ by annotation (a raw `Path`, or none, against a `Store`), and each
+function outside store/ that builds a `Store` (a command's entry, or a scratch store).
 
 The counts of point 3: the keys of a job's `dataset` that are null in every job of every shipped
 suite, and the engine files that import `benchmark.suite.schema`.
@@ -252,6 +253,8 @@ def results_counts(handed: list[HandedOn], show_edges: bool) -> None:
     print(
         f"results parameters in benchmark/: {len(raw)} raw (results*: a path or unannotated) in {files} files, {typed} a Store"
     )
+    built = store_builds()
+    print(f"Store built outside benchmark/store/ in {len(built)} places: {', '.join(built)}")
 
 
 def results_parameters(package: Path = PACKAGE) -> tuple[list[str], int]:
@@ -269,6 +272,27 @@ def results_parameters(package: Path = PACKAGE) -> tuple[list[str], int]:
                     elif "results" in a.arg:
                         raw.append(f"{path.relative_to(package.parent)}:{node.name}({a.arg})")
     return raw, typed
+
+
+def store_builds(package: Path = PACKAGE) -> list[str]:
+    """`file:function` of each `Store(...)` built outside the store's own package (store/): a command's
+    entry, or a scratch store; each other function is handed one."""
+    places = []
+    for path in sorted(package.rglob("*.py")):
+        if path.relative_to(package).parts[0] == "store":
+            continue
+        places += [f"{path.relative_to(package.parent)}:{fn}" for fn in _store_calls(ast.parse(path.read_text()), "")]
+    return places
+
+
+def _store_calls(node: ast.AST, function: str) -> list[str]:
+    """The innermost function around each `Store(...)` call under `node`, once per call."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        function = node.name
+    found = (
+        [function] if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Store" else []
+    )
+    return found + [f for child in ast.iter_child_nodes(node) for f in _store_calls(child, function)]
 
 
 def schema_counts() -> None:

@@ -130,6 +130,7 @@ def run_remote_job(
         job, staged = on_node(job, offer, download)
         if staged:
             relay.send("staged", staged)
+        # a scratch store on the node: the driver's results folder is on another machine; its files go back as bytes
         jobdir = JobDir(Store(scratch), job.id)
         jobdir.write_files(resume)
         summary = run_or_record_failure(

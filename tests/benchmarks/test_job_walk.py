@@ -40,3 +40,6 @@ def test_the_walk_is_traced_and_counted(tmp_path):
     results = out.split("\nresults walk: ")[1].split("\n")[0]
     assert results.endswith("; 0 climbs") and "JobDir" in results, out
     assert "handed on in 0 calls" not in results, out
+    # as a raw path the root goes only to the command, which builds the Store once and hands that down
+    assert "the raw root in 1 (named results_dir)" in results, out
+    assert "handed: benchmark/cli.py:run -> benchmark/commands/run.py:run_suite (results_dir: root)" in out
