@@ -250,6 +250,41 @@ def test_a_batch_shape_is_split_into_rounds_and_evaluation_and_scaled_by_workers
     assert costs.seconds == [pytest.approx(8 * 0.5 + 2 * 2.0)]  # 8 rounds, evaluated at 4 and 8
 
 
+class OneOffProtocol(ClockedProtocol):
+    """ClockedProtocol whose every path (one step a round, numpy local steps) also costs 7 s the first time
+    this process takes it, as numba's load or the rows' sparse form does a run."""
+
+    def __init__(self, clock):
+        super().__init__(clock)
+        self.paid: set[str] = set()
+
+    def run_batch(self, jobs):
+        from benchmark.protocols.fedac.cost import path_of
+
+        if (path := path_of(jobs[0].config)) not in self.paid:
+            self.paid.add(path)
+            self.clock[0] += 7.0
+        super().run_batch(jobs)
+
+
+def test_one_off_costs_are_the_start_up_once_and_no_shape_s_time(tmp_path, monkeypatch):
+    """Each path's one-off cost is paid once, before any shape is timed: the start-up counts it once per path,
+    and every batch costs what it costs without it (so scaling spreads it to no other shape)."""
+    from benchmark.protocols.fedac import cost
+
+    clock = [0.0]
+    monkeypatch.setattr(cost.time, "process_time", lambda: clock[0])
+    monkeypatch.setattr(cost, "WORKER_STEPS", 6)
+    _, jobs = load_jobs(written(tmp_path, FEDAC_SUITE.replace("[fedac1, fedavg, mbsgd]", "[fedac1, mbsgd]")))
+    batches = [[j for j in jobs if j.method_label.startswith(m)] for m in ("FedAc-I", "MB-SGD")]
+    assert {cost.path_of(b[0].config) for b in batches} == {"numpy local steps", "one step"}
+    with_one_off = cost.batch_costs(OneOffProtocol(clock), batches, time_limit_s=10.0)
+    without = cost.batch_costs(ClockedProtocol(clock), batches, time_limit_s=10.0)
+    assert with_one_off.seconds == pytest.approx(without.seconds)
+    assert with_one_off.startup_s == pytest.approx(without.startup_s + 2 * 7.0)  # once per path
+    assert without.seconds == [pytest.approx(8 * 0.5 + 2 * 2.0)] * 2  # 8 rounds of 4 workers, evaluated twice
+
+
 def test_a_shape_of_each_kind_is_timed_first_then_the_heaviest(tmp_path):
     """Scaling a one-step-a-round batch from a K-local-steps one (or back) is the worst guess, so the
     heaviest of each kind comes first, whatever the time limit then cuts."""

@@ -9,8 +9,10 @@ steps of many workers is timed on a few of them and scaled by M (the kernel runs
 another). Shapes are timed largest first (they weigh most) while the time allows; a shape left over
 is scaled from the timed shape of its kind (K local steps, or one step per round) closest in work
 per round, by M·K·b·⌈B/8⌉ (its jobs run in vectors of 8), and its evaluation by B; one shape of each
-kind is timed first. The first call, on a one-worker, one-round batch, is what the run pays once:
-the data, F*, the compiled kernel (where a batch takes its local steps in it). A shape is timed on the path
+kind is timed first. Before any shape, each path the batches take (one step a round, numpy local steps,
+the numba kernel) is warmed once on a one-job, one-worker, one-round batch: what the run pays once a
+process (the data, F*, numba's load, the rows' sparse form) is its start-up, counted once, and kept out
+of every shape's time and so out of what is scaled across shapes. A shape is timed on the path
 its whole batch takes (numpy_round.prefers_numpy: numpy or numba), not the one its cut-down copy would.
 Every time is CPU seconds of the engine's one thread.
 """
@@ -96,10 +98,7 @@ WORKER_STEPS = 2**14  # worker-steps a timed round of K local steps is cut to (M
 
 
 def batch_costs(protocol: Protocol, batches: list[list[Job]], time_limit_s: float) -> BatchCosts:
-    # numba's start-up is the run's once, where any batch takes its local steps in the kernel: paid here then
-    compiled = [b for b in batches if not one_step_rounds(b[0].config) and not prefers_numpy(b[0].config)]
-    with pinned(not compiled):
-        startup = seconds(protocol, shortened((compiled or batches)[0][:1], 1, workers=1))
+    startup = warm_up(protocol, batches)
     start = time.process_time()  # the limit is CPU time too: under load, wall time would time one shape
     shapes = {shape_of(b): b for b in batches}
     timed: dict[Shape, Timed] = {}
@@ -116,9 +115,31 @@ def batch_costs(protocol: Protocol, batches: list[list[Job]], time_limit_s: floa
     assumed = [
         f"FedAc batched engine: {len(timed)} of {len(shapes)} batch shapes timed on the real engine "
         + ("(the rest scaled by M·K·b·⌈B/8⌉ from the nearest timed one)" if len(timed) < len(shapes) else ""),
-        f"FedAc engine start-up (data, F*, compiled kernel): {startup:.1f} CPU-s",
+        f"FedAc engine start-up (data, F*, each path's one-off: {', '.join(paths_of(batches))}): {startup:.1f} CPU-s",
     ]
     return BatchCosts(out, startup, [a.strip() for a in assumed])
+
+
+def path_of(config) -> str:
+    """Which code computes a batch's rounds: each pays its one-off costs once a process."""
+    if one_step_rounds(config):
+        return "one step"
+    return "numpy local steps" if prefers_numpy(config) else "numba kernel"
+
+
+def paths_of(batches: list[list[Job]]) -> dict[str, list[Job]]:
+    return {path_of(b[0].config): b for b in reversed(batches)}  # (each path's first batch)
+
+
+def warm_up(protocol: Protocol, batches: list[list[Job]]) -> float:
+    """The run's one-off costs, paid once a process: the data, F*, and each path its batches take (numba's
+    load, the rows' sparse form), each path warmed on a one-job, one-worker, one-round copy of its first batch.
+    Timed before any shape, so that no shape's time carries them and scaling spreads none to other shapes."""
+    took = 0.0
+    for path, batch in paths_of(batches).items():
+        with pinned(path == "numpy local steps"):
+            took += seconds(protocol, shortened(batch[:1], 1, workers=1))
+    return took
 
 
 def in_timing_order(shapes: dict[Shape, list[Job]]) -> list[Shape]:
