@@ -41,9 +41,10 @@ from benchmark.suite.expand import Job
 
 # CPU seconds a protocol may spend timing its batch shapes, heaviest first; the rest are scaled
 # (protocols/fedac/cost.py). fedac_small's 15 shapes take 7.7-11 CPU-s, 48-151 s of a first call under
-# load; its three heaviest are 85 % of its run, and a scaled light shape's error (0.2-6x) moves the
-# total little
-PROTOCOL_TIME_LIMIT_S = 2.0
+# load; its heaviest shape of each kind alone takes about 1.9 CPU-s, and past it the limit only decides
+# how many more are timed: at 2 CPU-s 2 or 3 (a call's estimate moved with the count), at 1 its two
+# every call (benchmarks/README.md, "FedAc's one-off costs")
+PROTOCOL_TIME_LIMIT_S = 1.0
 JOBS_TIME_LIMIT_S = 3.0  # timing job kinds; past it a kind takes the rates of one timed on its dataset and model
 
 

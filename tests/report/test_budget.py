@@ -244,10 +244,75 @@ def test_a_batch_shape_is_split_into_rounds_and_evaluation_and_scaled_by_workers
     _, jobs = load_jobs(written(tmp_path, FEDAC_SUITE.replace("methods: [fedac1, fedavg, mbsgd]", "methods: [fedac1]")))
     protocol = ClockedProtocol(clock)
     timed = cost.time_shape(protocol, jobs)
-    assert timed.round_s == pytest.approx(0.5) and timed.eval_s == pytest.approx(2.0)  # 4 workers' round, from 1
+    assert timed.round_s(4) == pytest.approx(0.5) and timed.eval_s == pytest.approx(2.0)  # 4 workers' round, from 1
     assert protocol.calls[0] == (1, 1, 1) and all(w == 1 and e == r for r, w, e in protocol.calls)
     costs = cost.batch_costs(protocol, [jobs], time_limit_s=10.0)
     assert costs.seconds == [pytest.approx(8 * 0.5 + 2 * 2.0)]  # 8 rounds, evaluated at 4 and 8
+
+
+class OneOffProtocol(ClockedProtocol):
+    """ClockedProtocol whose every path (one step a round, numpy local steps) also costs 7 s the first time
+    this process takes it, as numba's load or the rows' sparse form does a run."""
+
+    def __init__(self, clock):
+        super().__init__(clock)
+        self.paid: set[str] = set()
+
+    def run_batch(self, jobs):
+        from benchmark.protocols.fedac.cost import path_of
+
+        if (path := path_of(jobs[0].config)) not in self.paid:
+            self.paid.add(path)
+            self.clock[0] += 7.0
+        super().run_batch(jobs)
+
+
+def test_one_off_costs_are_the_start_up_once_and_no_shape_s_time(tmp_path, monkeypatch):
+    """Each path's one-off cost is paid once, before any shape is timed: the start-up counts it once per path,
+    and every batch costs what it costs without it (so scaling spreads it to no other shape)."""
+    from benchmark.protocols.fedac import cost
+
+    clock = [0.0]
+    monkeypatch.setattr(cost.time, "process_time", lambda: clock[0])
+    monkeypatch.setattr(cost, "WORKER_STEPS", 6)
+    _, jobs = load_jobs(written(tmp_path, FEDAC_SUITE.replace("[fedac1, fedavg, mbsgd]", "[fedac1, mbsgd]")))
+    batches = [[j for j in jobs if j.method_label.startswith(m)] for m in ("FedAc-I", "MB-SGD")]
+    assert {cost.path_of(b[0].config) for b in batches} == {"numpy local steps", "one step"}
+    with_one_off = cost.batch_costs(OneOffProtocol(clock), batches, time_limit_s=10.0)
+    without = cost.batch_costs(ClockedProtocol(clock), batches, time_limit_s=10.0)
+    assert with_one_off.seconds == pytest.approx(without.seconds)
+    assert with_one_off.startup_s == pytest.approx(without.startup_s + 2 * 7.0)  # once per path
+    assert without.seconds == [pytest.approx(8 * 0.5 + 2 * 2.0)] * 2  # 8 rounds of 4 workers, evaluated twice
+
+
+class FixedPartProtocol(ClockedProtocol):
+    """Batches whose round costs 0.3 s whatever the workers, plus 0.1 s a worker per K local steps, on a fake clock."""
+
+    def run_batch(self, jobs):
+        c = jobs[0].config
+        self.calls.append((c.rounds, c.num_clients, c.eval_every))
+        self.clock[0] += 2.0 + c.rounds * (0.3 + 0.1 * c.num_clients * c.local.steps / 3)
+
+
+def test_only_the_workers_part_of_a_round_is_scaled_by_m_and_to_other_shapes(tmp_path, monkeypatch):
+    """A round's fixed part is told from its workers' part by timing it with one worker too: a shape of 16
+    workers scaled from one of 4 costs what it costs, its fixed part counted once a round, not 4x."""
+    from benchmark.protocols.fedac import cost
+
+    clock = [0.0]
+    monkeypatch.setattr(cost.time, "process_time", lambda: clock[0])
+    text = FEDAC_SUITE.replace("[fedac1, fedavg, mbsgd]", "[fedac1]").replace(
+        "local.lr:", "num_clients: [4, 16]\n  local.lr:"
+    )
+    _, jobs = load_jobs(written(tmp_path, text))
+    small, large = ([j for j in jobs if j.config.num_clients == m] for m in (4, 16))
+    timed = cost.time_shape(FixedPartProtocol(clock), small)
+    assert timed.fixed_s == pytest.approx(0.3) and timed.worker_s == pytest.approx(0.1)
+    costs = cost.batch_costs(
+        FixedPartProtocol(clock), [small, large], time_limit_s=0.0
+    )  # the larger timed, the smaller scaled
+    assert any("1 of 2 batch shapes timed" in a for a in costs.assumed)
+    assert costs.seconds == [pytest.approx(8 * (0.3 + 0.1 * m) + 2 * 2.0) for m in (4, 16)]
 
 
 def test_a_shape_of_each_kind_is_timed_first_then_the_heaviest(tmp_path):

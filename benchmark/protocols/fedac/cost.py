@@ -4,13 +4,17 @@ outweigh its set-up and evaluation, and scaled by the batch's rounds and evaluat
 
 A batch's rounds all do the same work (M workers, K steps of b examples, B jobs side by side), so
 its time is R·round + E·evaluation: the longer run less the 1-round one gives a round, the rest of
-the 1-round run an evaluation (with the batch's own set-up, which it pays once). A round of K local
-steps of many workers is timed on a few of them and scaled by M (the kernel runs one worker after
-another). Shapes are timed largest first (they weigh most) while the time allows; a shape left over
-is scaled from the timed shape of its kind (K local steps, or one step per round) closest in work
-per round, by M·K·b·⌈B/8⌉ (its jobs run in vectors of 8), and its evaluation by B; one shape of each
-kind is timed first. The first call, on a one-worker, one-round batch, is what the run pays once:
-the data, F*, the compiled kernel (where a batch takes its local steps in it). A shape is timed on the path
+the 1-round run an evaluation (with the batch's own set-up, which it pays once). A round is a fixed
+part (the broadcast, the averaging, numpy's overhead a step) plus M workers' part, told apart by timing
+it again with one worker; K local steps of many workers are timed on a few of them (the kernel runs one
+worker after another). Shapes are timed largest first (they weigh most) while the time allows; a shape
+left over is scaled from the timed shape of its kind (K local steps, or one step per round) closest in
+work per round, M·K·b·⌈B/8⌉ (its jobs run in vectors of 8): the workers' part by M and each worker's
+work, the fixed part of K local steps by each worker's work too, its evaluation by B; one shape of each
+kind is timed first. Before any shape, each path the batches take (one step a round, numpy local steps,
+the numba kernel) is warmed once on a one-job, one-worker, one-round batch: what the run pays once a
+process (the data, F*, numba's load, the rows' sparse form) is its start-up, counted once, and kept out
+of every shape's time and so out of what is scaled across shapes. A shape is timed on the path
 its whole batch takes (numpy_round.prefers_numpy: numpy or numba), not the one its cut-down copy would.
 Every time is CPU seconds of the engine's one thread.
 """
@@ -45,8 +49,15 @@ class Shape:
 
 @dataclass(frozen=True)
 class Timed:
-    round_s: float
+    """A batch shape's times: the part of a round that does not grow with its workers (the broadcast, the
+    averaging, numpy's overhead a step), each worker's part of a round, and an evaluation (with the set-up)."""
+
+    fixed_s: float
+    worker_s: float
     eval_s: float
+
+    def round_s(self, workers: int) -> float:
+        return self.fixed_s + workers * self.worker_s
 
 
 def shape_of(jobs: list[Job]) -> Shape:
@@ -73,22 +84,35 @@ def seconds(protocol: Protocol, jobs: list[Job]) -> float:
 
 
 def time_shape(protocol: Protocol, jobs: list[Job]) -> Timed:
-    """A round and an evaluation of `jobs`' batch: one round, then 4x as many until the extra rounds
-    take ROUNDS_TIMED_S (the difference is theirs); K local steps of many workers are timed on at
-    most WORKER_STEPS of them and scaled by M (the kernel runs one worker after another)."""
+    """A round and an evaluation of `jobs`' batch; K local steps of many workers are timed on at most
+    WORKER_STEPS of them. The round is timed again with one worker: the difference is the workers' part,
+    what is left the round's fixed part, so that only the workers' part is scaled by M (and by work to
+    other shapes)."""
     shape = shape_of(jobs)
     workers = shape.workers
     if not shape.one_step:
         workers = min(workers, max(1, WORKER_STEPS // (shape.steps * shape.batch_size)))
     with pinned(prefers_numpy(jobs[0].config)):
-        one = seconds(protocol, shortened(jobs, 1, workers))
-        rounds, took = 1, one
-        while rounds < jobs[0].config.rounds and took - one < ROUNDS_TIMED_S:
-            rounds = min(jobs[0].config.rounds, 4 * rounds)
-            took = seconds(protocol, shortened(jobs, rounds, workers))
+        round_s, eval_s = round_and_rest(protocol, jobs, workers)
+        alone = round_and_rest(protocol, jobs, 1)[0] if workers > 1 else 0.0
+    if not 0 < alone < round_s:  # one worker timed, or a busy machine blurred the two: all the workers'
+        return Timed(0.0, round_s / workers, eval_s)
+    worker_s = (round_s - alone) / (workers - 1)
+    return Timed(alone - worker_s, worker_s, eval_s)
+
+
+def round_and_rest(protocol: Protocol, jobs: list[Job], workers: int) -> tuple[float, float]:
+    """A round of `jobs`' batch cut to `workers` workers, and the rest of a one-round run (its set-up and
+    evaluation): one round, then 4x as many until the extra rounds take ROUNDS_TIMED_S (the difference
+    is theirs)."""
+    one = seconds(protocol, shortened(jobs, 1, workers))
+    rounds, took = 1, one
+    while rounds < jobs[0].config.rounds and took - one < ROUNDS_TIMED_S:
+        rounds = min(jobs[0].config.rounds, 4 * rounds)
+        took = seconds(protocol, shortened(jobs, rounds, workers))
     # a busy machine can make the longer run look shorter: then charge its mean round to both
     round_s = (took - one) / (rounds - 1) if rounds > 1 and took > one else took / rounds
-    return Timed(round_s * shape.workers / workers, max(one - round_s, 0.0))
+    return round_s, max(one - round_s, 0.0)
 
 
 ROUNDS_TIMED_S = 0.1  # the longer run of a shape outlasts its one-round run by this
@@ -96,10 +120,7 @@ WORKER_STEPS = 2**14  # worker-steps a timed round of K local steps is cut to (M
 
 
 def batch_costs(protocol: Protocol, batches: list[list[Job]], time_limit_s: float) -> BatchCosts:
-    # numba's start-up is the run's once, where any batch takes its local steps in the kernel: paid here then
-    compiled = [b for b in batches if not one_step_rounds(b[0].config) and not prefers_numpy(b[0].config)]
-    with pinned(not compiled):
-        startup = seconds(protocol, shortened((compiled or batches)[0][:1], 1, workers=1))
+    startup = warm_up(protocol, batches)
     start = time.process_time()  # the limit is CPU time too: under load, wall time would time one shape
     shapes = {shape_of(b): b for b in batches}
     timed: dict[Shape, Timed] = {}
@@ -112,13 +133,39 @@ def batch_costs(protocol: Protocol, batches: list[list[Job]], time_limit_s: floa
     for batch in batches:
         shape = shape_of(batch)
         got = timed.get(shape) or scaled(shape, timed)
-        out.append(batch[0].config.rounds * got.round_s + evaluations(batch[0].config) * got.eval_s)
+        out.append(batch[0].config.rounds * got.round_s(shape.workers) + evaluations(batch[0].config) * got.eval_s)
     assumed = [
         f"FedAc batched engine: {len(timed)} of {len(shapes)} batch shapes timed on the real engine "
-        + ("(the rest scaled by M·K·b·⌈B/8⌉ from the nearest timed one)" if len(timed) < len(shapes) else ""),
-        f"FedAc engine start-up (data, F*, compiled kernel): {startup:.1f} CPU-s",
+        + (
+            "(the rest scaled by M and K·b·⌈B/8⌉ a worker from the nearest timed one)"
+            if len(timed) < len(shapes)
+            else ""
+        ),
+        f"FedAc engine start-up (data, F*, each path's one-off: {', '.join(paths_of(batches))}): {startup:.1f} CPU-s",
     ]
     return BatchCosts(out, startup, [a.strip() for a in assumed])
+
+
+def path_of(config) -> str:
+    """Which code computes a batch's rounds: each pays its one-off costs once a process."""
+    if one_step_rounds(config):
+        return "one step"
+    return "numpy local steps" if prefers_numpy(config) else "numba kernel"
+
+
+def paths_of(batches: list[list[Job]]) -> dict[str, list[Job]]:
+    return {path_of(b[0].config): b for b in reversed(batches)}  # (each path's first batch)
+
+
+def warm_up(protocol: Protocol, batches: list[list[Job]]) -> float:
+    """The run's one-off costs, paid once a process: the data, F*, and each path its batches take (numba's
+    load, the rows' sparse form), each path warmed on a one-job, one-worker, one-round copy of its first batch.
+    Timed before any shape, so that no shape's time carries them and scaling spreads none to other shapes."""
+    took = 0.0
+    for path, batch in paths_of(batches).items():
+        with pinned(path == "numpy local steps"):
+            took += seconds(protocol, shortened(batch[:1], 1, workers=1))
+    return took
 
 
 def in_timing_order(shapes: dict[Shape, list[Job]]) -> list[Shape]:
@@ -130,7 +177,11 @@ def in_timing_order(shapes: dict[Shape, list[Job]]) -> list[Shape]:
 
 
 def scaled(shape: Shape, timed: dict[Shape, Timed]) -> Timed:
-    """A shape's round and evaluation scaled from the timed shape of its kind nearest in work per round."""
+    """A shape's round and evaluation scaled from the timed shape of its kind nearest in work per round:
+    the workers' part by each worker's work (K·b·⌈B/8⌉), the fixed part of K local steps by it too (a
+    step's overhead), of one step a round not at all, the evaluation by B."""
     same = [s for s in timed if s.one_step == shape.one_step] or list(timed)
     near = min(same, key=lambda s: abs(math.log(s.work / shape.work)))
-    return Timed(timed[near].round_s * shape.work / near.work, timed[near].eval_s * shape.jobs / near.jobs)
+    each = (shape.work / shape.workers) / (near.work / near.workers)
+    t = timed[near]
+    return Timed(t.fixed_s * (1 if shape.one_step else each), t.worker_s * each, t.eval_s * shape.jobs / near.jobs)
