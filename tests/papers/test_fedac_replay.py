@@ -489,11 +489,13 @@ def test_a_rerun_that_still_differs_keeps_the_earlier_probes_rounding_verdict(tm
     this record probed itself (d: its own verdict stands) are left to this record's own checks."""
     (tmp_path / "earlier.csv").write_text(
         "runid,why,nudge,nudged_rel_change,probe_replays_itself\n"
-        "a,rounding,eta,0.25,\nb,,,,\nc,rounding,w0,0.5,\nd,rounding,eta,0.5,\n"
+        "a,rounding,eta,0.25,\nb,,,,\nc,rounding,w0,0.5,\nd,rounding,eta,0.5,\ne,rounding,w0 (earlier replay),0.5,\n"
     )
     earlier = pd.read_csv(tmp_path / "earlier.csv")
-    runs = pd.DataFrame({"runid": list("abcd"), "why": ["differs_unchecked"] * 3 + ["differs"], "nudge": [""] * 4})
+    why = ["differs_unchecked"] * 3 + ["differs", "differs_unchecked"]
+    runs = pd.DataFrame({"runid": list("abcde"), "why": why, "nudge": [""] * 5})
     runs["nudged_rel_change"] = runs["probe_replays_itself"] = float("nan")
-    kept = released._still_rounding(runs, earlier, ran_here={"a", "b", "d"})
-    assert kept["why"].tolist() == ["rounding", "differs_unchecked", "differs_unchecked", "differs"]
+    kept = released._still_rounding(runs, earlier, ran_here={"a", "b", "d", "e"})
+    assert kept["why"].tolist() == ["rounding", "differs_unchecked", "differs_unchecked", "differs", "rounding"]
     assert kept.loc[0, "nudge"] == "eta (earlier replay)" and kept.loc[0, "nudged_rel_change"] == 0.25
+    assert kept.loc[4, "nudge"] == "w0 (earlier replay)"  # carried again, marked once

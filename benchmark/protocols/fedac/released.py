@@ -339,6 +339,9 @@ def _same_replay_probed(runs: pd.DataFrame, earlier: pd.DataFrame, ran_here: set
     return runs
 
 
+EARLIER_MARK = " (earlier replay)"  # the `nudge` of a verdict carried from an earlier record's replay
+
+
 def _still_rounding(runs: pd.DataFrame, earlier: pd.DataFrame, ran_here: set) -> pd.DataFrame:
     """Rows run again here that still differ, that this record's probes did not reach in their time
     (`differs_unchecked`), and that the earlier record's probes found rounding-chaotic (a rounding-size
@@ -354,7 +357,8 @@ def _still_rounding(runs: pd.DataFrame, earlier: pd.DataFrame, ran_here: set) ->
         if column in prior.columns:
             runs.loc[carry, column] = runs.loc[carry, "runid"].map(prior[column]).astype(float)
     nudge = prior["nudge"].fillna("").astype(str) if "nudge" in prior.columns else pd.Series("w0", index=prior.index)
-    runs.loc[carry, "nudge"] = runs.loc[carry, "runid"].map(nudge) + " (earlier replay)"
+    # marked once, however many records have carried it
+    runs.loc[carry, "nudge"] = runs.loc[carry, "runid"].map(nudge).str.replace(EARLIER_MARK, "") + EARLIER_MARK
     runs.loc[carry, "why"] = "rounding"
     return runs
 
