@@ -235,6 +235,15 @@ def test_a_released_run_that_rounding_decides_is_shown_so(data_root, tmp_path, m
     assert "differs" not in set(runs["why"])
     report = (out / "report.md").read_text()
     assert "rounding-chaotic" in report and "## The rounding floor, measured" in report
+    # the record fed back as --earlier over the same store, with no time to probe: the same replays keep
+    # the probes that measured them (not the "(earlier replay)" carry of a replay that moved)
+    again = tmp_path / "again"
+    more = ["--some-runs", "--check-s", "0", "--earlier", str(out / "runs.csv.gz")]
+    done = CliRunner().invoke(released.main, [*args[:-1], str(again), *more])
+    assert done.exit_code == 0, done.output
+    kept = pd.read_csv(again / "runs.csv.gz", keep_default_na=False).set_index("method")
+    assert set(kept.loc[chaotic, "why"]) == {"rounding"} and set(kept.loc[chaotic, "nudge"]) == {released.PROBED}
+    assert kept["nudged_rel_change"].tolist() == runs["nudged_rel_change"].tolist()
 
 
 # A stand-in for a checkout of the authors' repository: their entry point (LogiBinaryLibSVM(name, λ).train
@@ -475,15 +484,19 @@ def test_one_step_rounds_on_the_authors_stream_are_their_minibatch_code_bit_for_
 
 
 def test_a_rerun_that_still_differs_keeps_the_earlier_probes_rounding_verdict(tmp_path):
-    """A row run again (new arithmetic) that still differs, which the earlier record's probes found
-    rounding-chaotic, stays `rounding` with those probes' numbers, marked as the earlier replay's; one
-    the earlier record matched, or that was not run again, is left to this record's own checks."""
+    """A row run again (new arithmetic) that still differs and that this record's probes did not reach,
+    which the earlier record's probes found rounding-chaotic, stays `rounding` with those probes'
+    numbers, marked as the earlier replay's; one the earlier record matched, one not run again, and one
+    this record probed itself (d: its own verdict stands) are left to this record's own checks."""
     (tmp_path / "earlier.csv").write_text(
-        "runid,why,nudge,nudged_rel_change,probe_replays_itself\na,rounding,eta,0.25,\nb,,,,\nc,rounding,w0,0.5,\n"
+        "runid,why,nudge,nudged_rel_change,probe_replays_itself\n"
+        "a,rounding,eta,0.25,\nb,,,,\nc,rounding,w0,0.5,\nd,rounding,eta,0.5,\ne,rounding,w0 (earlier replay),0.5,\n"
     )
     earlier = pd.read_csv(tmp_path / "earlier.csv")
-    runs = pd.DataFrame({"runid": ["a", "b", "c"], "why": ["differs"] * 3, "nudge": [""] * 3})
+    why = ["differs_unchecked"] * 3 + ["differs", "differs_unchecked"]
+    runs = pd.DataFrame({"runid": list("abcde"), "why": why, "nudge": [""] * 5})
     runs["nudged_rel_change"] = runs["probe_replays_itself"] = float("nan")
-    kept = released._still_rounding(runs, earlier, ran_here={"a", "b"})
-    assert kept["why"].tolist() == ["rounding", "differs", "differs"]
+    kept = released._still_rounding(runs, earlier, ran_here={"a", "b", "d", "e"})
+    assert kept["why"].tolist() == ["rounding", "differs_unchecked", "differs_unchecked", "differs", "rounding"]
     assert kept.loc[0, "nudge"] == "eta (earlier replay)" and kept.loc[0, "nudged_rel_change"] == 0.25
+    assert kept.loc[4, "nudge"] == "w0 (earlier replay)"  # carried again, marked once

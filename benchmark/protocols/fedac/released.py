@@ -224,7 +224,7 @@ def write_record(
     runs["probe_replays_itself"] = math.nan
     if earlier is not None:
         runs = _with_earlier(runs, earlier, earlier_note)
-        runs = _still_rounding(runs, earlier, ran_here)
+        runs = _same_replay_probed(runs, earlier, ran_here)
     differs = runs["why"].isin(["differs", "differs_unchecked", "rounding_floor"])
     to_probe = differs & (runs["nudge"] != PROBED)  # an earlier record's probes of these rows stand
     finals = dict(zip(runs.loc[to_probe, "job_id"], runs.loc[to_probe, "fedbench_final_loss"]))
@@ -242,6 +242,8 @@ def write_record(
     runs.loc[checked, "why"] = "differs"
     runs.loc[chaotic, "why"], runs.loc[floor, "why"] = "rounding", "rounding_floor"
     runs.loc[differs & ~checked, "why"] = "differs_unchecked"
+    if earlier is not None:  # probed here first: the earlier verdict only where this record's time ran out
+        runs = _still_rounding(runs, earlier, ran_here)
     if authors_here is not None:
         runs = _with_authors_here(runs, authors_here)
     overflow = (runs["why"] == "authors_diverged") & runs["fedbench_min_margin"].isna()
@@ -308,7 +310,8 @@ def _with_earlier(runs: pd.DataFrame, earlier: pd.DataFrame, note: str = "") -> 
     prior["why"] = prior["why"].fillna("")
     if "nudge" in prior.columns:  # read as numbers where no row was nudged
         prior["nudge"] = prior["nudge"].fillna("").astype(str)
-    for column in EARLIER + [c for c in EARLIER_IF_THERE if c in prior.columns]:
+    # (only where there is a row to take: an empty selection's map keeps the runids' dtype, not the column's)
+    for column in EARLIER + [c for c in EARLIER_IF_THERE if c in prior.columns] if take.any() else []:
         runs.loc[take, column] = runs.loc[take, "runid"].map(prior[column])
     named = prior["ran_on"].fillna("") if "ran_on" in prior.columns else pd.Series("", index=prior.index)
     where = runs.loc[take, "runid"].map(named)
@@ -319,22 +322,44 @@ def _with_earlier(runs: pd.DataFrame, earlier: pd.DataFrame, note: str = "") -> 
     return runs
 
 
+def _same_replay_probed(runs: pd.DataFrame, earlier: pd.DataFrame, ran_here: set) -> pd.DataFrame:
+    """Rows run here whose replay is the earlier record's bit for bit (the same final loss: the same
+    arithmetic on the same stream) keep that record's probes (nudge PROBED and their numbers): the
+    probes measured this very replay, so a record can be written in passes without probing twice."""
+    prior = earlier.set_index("runid")
+    if "nudge" not in prior.columns or "probe_replays_itself" not in prior.columns:
+        return runs
+    same = runs["runid"].isin(ran_here) & (
+        runs["fedbench_final_loss"] == runs["runid"].map(prior["fedbench_final_loss"])
+    )
+    same &= runs["runid"].map(prior["nudge"].fillna("").astype(str)) == PROBED
+    if not same.any():  # (an empty selection's map keeps the runids' dtype, not the column's)
+        return runs
+    for column in ["nudge", "nudged_rel_change", "probe_replays_itself"]:
+        runs.loc[same, column] = runs.loc[same, "runid"].map(prior[column])
+    return runs
+
+
+EARLIER_MARK = " (earlier replay)"  # the `nudge` of a verdict carried from an earlier record's replay
+
+
 def _still_rounding(runs: pd.DataFrame, earlier: pd.DataFrame, ran_here: set) -> pd.DataFrame:
-    """Rows run again here that still differ and that the earlier record's probes found rounding-chaotic
-    (a rounding-size change moved that replay by more than TOLERANCE, nudged_rel_change): how far a run
-    amplifies rounding is the run's own, not the order of one implementation's sums, so the verdict
-    stands, its probes' numbers carried, `nudge` marked "(earlier replay)"; probing each again costs
-    six replays a row."""
+    """Rows run again here that still differ, that this record's probes did not reach in their time
+    (`differs_unchecked`), and that the earlier record's probes found rounding-chaotic (a rounding-size
+    change moved that replay by more than TOLERANCE, nudged_rel_change): how far a run amplifies
+    rounding is the run's own, not the order of one implementation's sums, so the verdict stands, its
+    probes' numbers carried, `nudge` marked "(earlier replay)"; probing each again costs six replays a row."""
     prior = earlier.set_index("runid")
     before = runs["runid"].map(prior["why"].fillna("")) == "rounding"
-    carry = runs["runid"].isin(ran_here) & (runs["why"] == "differs") & before
+    carry = runs["runid"].isin(ran_here) & (runs["why"] == "differs_unchecked") & before
     if not carry.any():  # (an empty selection's map keeps the runids' dtype, not the column's)
         return runs
     for column in ["nudged_rel_change", "probe_replays_itself"]:
         if column in prior.columns:
             runs.loc[carry, column] = runs.loc[carry, "runid"].map(prior[column]).astype(float)
     nudge = prior["nudge"].fillna("").astype(str) if "nudge" in prior.columns else pd.Series("w0", index=prior.index)
-    runs.loc[carry, "nudge"] = runs.loc[carry, "runid"].map(nudge) + " (earlier replay)"
+    # marked once, however many records have carried it
+    runs.loc[carry, "nudge"] = runs.loc[carry, "runid"].map(nudge).str.replace(EARLIER_MARK, "") + EARLIER_MARK
     runs.loc[carry, "why"] = "rounding"
     return runs
 
