@@ -315,6 +315,38 @@ def test_only_the_workers_part_of_a_round_is_scaled_by_m_and_to_other_shapes(tmp
     assert costs.seconds == [pytest.approx(8 * (0.3 + 0.1 * m) + 2 * 2.0) for m in (4, 16)]
 
 
+class PerWorkerStepProtocol(ClockedProtocol):
+    """Batches whose round costs 0.01 s a worker-step (the authors' arithmetic goes worker by worker, step by
+    step), plus 2 s of set-up and evaluation, on a fake clock."""
+
+    def run_batch(self, jobs):
+        c = jobs[0].config
+        self.calls.append((c.rounds, c.num_clients, c.local.steps))
+        self.clock[0] += 2.0 + 0.01 * c.rounds * c.num_clients * c.local.steps
+
+
+def test_a_shape_on_the_authors_stream_is_timed_cut_down_and_scaled_back(tmp_path, monkeypatch):
+    """The authors' K local steps go one by one, worker by worker: a shape is timed on at most
+    AUTHORS_STEPS_TIMED steps of AUTHORS_WORKER_STEPS worker-steps, and its round scaled back by M and K."""
+    from benchmark.protocols.fedac import cost
+
+    clock = [0.0]
+    monkeypatch.setattr(cost.time, "process_time", lambda: clock[0])
+    text = (
+        FEDAC_SUITE.replace("[fedac1, fedavg, mbsgd]", "[fedac1]")
+        .replace("init: normal}", "init: normal_numpy}")
+        .replace("steps: 3, batch_size: 2", "steps: 64, batch_size: 1")
+        .replace("num_clients: 4", "num_clients: 512")
+        .replace("split: {kind: shared}", "split: {kind: shared, samples: authors_numpy}")
+    )
+    _, jobs = load_jobs(written(tmp_path, text))
+    protocol = PerWorkerStepProtocol(clock)
+    timed = cost.time_shape(protocol, jobs)
+    assert all(steps == cost.AUTHORS_STEPS_TIMED for _, _, steps in protocol.calls)
+    assert all(m * steps <= cost.AUTHORS_WORKER_STEPS for _, m, steps in protocol.calls)
+    assert timed.round_s(512) == pytest.approx(0.01 * 512 * 64) and timed.eval_s == pytest.approx(2.0)
+
+
 def test_a_shape_of_each_kind_is_timed_first_then_the_heaviest(tmp_path):
     """Scaling a one-step-a-round batch from a K-local-steps one (or back) is the worst guess, so the
     heaviest of each kind comes first, whatever the time limit then cuts."""

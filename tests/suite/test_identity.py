@@ -8,8 +8,8 @@ from fedtest import REPO
 from benchmark.fl.registry import CLIENT_TERMS, CODECS, SERVER_RULES
 from benchmark.job.config import JobConfig
 from benchmark.papers.audit import job_value, setting
-from benchmark.params import Identity, identity_of, model_in
-from benchmark.protocols.fedac.jobs import batch_key
+from benchmark.params import Identity, canonical_json, identity_dump, identity_of, model_in
+from benchmark.protocols.fedac.jobs import batch_key, one_step_rounds
 from benchmark.suite.expand import job_id, load_jobs
 
 A, N, D = Identity.ALWAYS, Identity.NEVER, Identity.UNLESS_DEFAULT
@@ -138,6 +138,33 @@ def test_batches_group_what_identity_allows():
     assert batch_key(c.model_copy(update={"checkpoint_minutes": 0.0, "compile": True})) == key
     assert batch_key(c.model_copy(update={"local": c.local.model_copy(update={"lr": 9.0})})) == key
     assert batch_key(c.model_copy(update={"rounds": c.rounds + 1})) != key
+
+
+def test_batches_are_the_jobs_whose_identity_differs_only_in_method_and_lr():
+    """batch_key encodes each shared section once (a memo across calls); its batches are exactly the groups of
+    jobs whose identity dumps, less method and lr, are equal, with the memo cleared part way through too."""
+    from benchmark.protocols.fedac import jobs as fedac_jobs
+
+    for suite in ("fedac_small.yaml", "papers/fedac.fig2.yaml"):
+        configs = [j.config for j in load_jobs(REPO / "suites" / suite)[1]]
+        half = len(configs) // 2
+        fedac_jobs._SECTIONS.clear()
+        keys = [batch_key(c) for c in configs[:half]]
+        fedac_jobs._SECTIONS.clear()  # as when the memo fills up
+        keys += [batch_key(c) for c in configs[half:]]
+
+        def whole(c):
+            data = identity_dump(c)
+            del data["method"], data["local"]["lr"]
+            return canonical_json([data, one_step_rounds(c)])
+
+        def groups(labels):
+            found = {}
+            for i, label in enumerate(labels):
+                found.setdefault(label, []).append(i)
+            return sorted(found.values())
+
+        assert None not in keys and groups(keys) == groups([whole(c) for c in configs])
 
 
 def test_the_audit_reads_a_setting_left_out_of_dumps_at_its_default():
