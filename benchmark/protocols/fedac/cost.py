@@ -89,12 +89,12 @@ def time_shape(protocol: Protocol, jobs: list[Job]) -> Timed:
     what is left the round's fixed part, so that only the workers' part is scaled by M (and by work to
     other shapes). On the authors' stream K local steps are timed as AUTHORS_STEPS_TIMED of them and scaled
     by K: their steps go one by one, value by value (an M = 8,192, K = 512 round took 5 CPU-s to time)."""
-    shape = shape_of(jobs)
+    shape, authors = shape_of(jobs), on_authors_stream(jobs[0].config)
     steps = shape.steps
-    if on_authors_stream(jobs[0].config) and not shape.one_step:
+    if authors and not shape.one_step:
         steps = min(steps, AUTHORS_STEPS_TIMED)
     workers = shape.workers
-    if on_authors_stream(jobs[0].config):
+    if authors:
         workers = min(workers, max(1, AUTHORS_WORKER_STEPS // (steps * shape.batch_size)))
     elif not shape.one_step:
         workers = min(workers, max(1, WORKER_STEPS // (steps * shape.batch_size)))
@@ -103,7 +103,7 @@ def time_shape(protocol: Protocol, jobs: list[Job]) -> Timed:
         round_s, eval_s = round_and_rest(protocol, timed_jobs, workers)
         # on the authors' stream every part of a round goes worker by worker (their pool code, or one product
         # over all workers' rows): no fixed part to tell apart, and a one-worker round too short to time cheaply
-        split = workers > 1 and not on_authors_stream(jobs[0].config)
+        split = workers > 1 and not authors
         alone = round_and_rest(protocol, timed_jobs, 1)[0] if split else 0.0
     per_step = shape.steps / steps
     if not 0 < alone < round_s:  # one worker timed, or a busy machine blurred the two: all the workers'

@@ -199,11 +199,16 @@ def _logistic_parts(
     itself, so its weighted sum is not finite where the loss's is not (up to rounding at the float's very
     maximum). The derivative is computed in one buffer, in place: at M = 1,024 it is (n, B), 1.7 MB."""
     margin = y * z
-    share = np.exp(margin)
-    share += 1
-    np.reciprocal(share, out=share)  # σ(−margin); an overflowing e^margin gives 0, as torch's
+    share = _sigma_of_minus(margin)
     share *= -y * weight
     return softplus(-margin) if with_loss else -np.minimum(margin, 0), share
+
+
+def _sigma_of_minus(v: np.ndarray) -> np.ndarray:
+    """σ(−v) = 1 / (1 + e^v) in one new buffer, worked in place; an overflowing e^v gives 0, as torch's."""
+    out = np.exp(v)
+    out += 1
+    return np.reciprocal(out, out=out)
 
 
 def run_batch(
@@ -372,9 +377,7 @@ class DistinctRows:
         positive = np.bincount(self.of_row, weights=counts * self.positive, minlength=u).astype(state.dtype)[:, None]
         negative = total - positive
         z = self.x @ point.T  # (u, B)
-        share = np.exp(z)
-        share += 1
-        np.reciprocal(share, out=share)  # σ(−z); an overflowing e^z gives 0
+        share = _sigma_of_minus(z)
         share *= -total
         share += negative  # ℓ'(z) weighted: −σ(−z) for the rows labelled +1, σ(z) = 1 − σ(−z) for those −1
         if with_loss:  # ℓ = softplus(−yz)
