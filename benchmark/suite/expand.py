@@ -391,11 +391,11 @@ class _Candidate:
             members = with_member(_members_of(like.config, memo), "seed", self.seed, memo)
             return Job(_hashed(joined(members)), config, like.grid_point, t.d_index, suite_point=like.suite_point)
         keys = [*self.s_point, *(s.path for s in applied)]
+        point = {**self.s_point, **{s.path: s.value for s in applied}} if applied else self.s_point
         if memo is not None and t.first is not None and t.first_keys == keys and "." not in "".join(keys):
             # only plain top-level fields differ from the template's first job (a `num_clients` grid)
-            values = {"seed": self.seed, **self.s_point, **{s.path: s.value for s in applied}}
+            values = {"seed": self.seed, **point}
             if (config := with_plain_fields(t.first[0], values)) is not None:
-                point = {**self.s_point, **{s.path: s.value for s in applied}} if applied else self.s_point
                 job_id = _template_job_id(config, t, memo, changed=values)
                 return Job(job_id, config, {**t.m_point, **point}, t.d_index, point)
         raw = {**t.sections, "seed": self.seed}
@@ -410,7 +410,6 @@ class _Candidate:
         elif not t.traits_checked:
             _check_model_traits(config.method, config.model.name, t.m_index, t.d_index, file)
             t.traits_checked = True
-        point = {**self.s_point, **{s.path: s.value for s in applied}} if applied else self.s_point
         if t.first is None:
             t.first_keys = keys
         return Job(_template_job_id(config, t, memo), config, {**t.m_point, **point}, t.d_index, suite_point=point)
