@@ -45,6 +45,13 @@ ENGINE = (
     "benchmark/data/partition.py",
     "benchmark/data/participation.py",
 )
+# modules in ENGINE's folders that compute no job's numbers: a protocol's report, its comparison with
+# other people's runs, the replay record's writer and the budget's cost model. Editing them leaves every
+# done job current (tests/run/test_engine_modules.py: no module that counts imports one of these)
+NOT_ENGINE = tuple(
+    f"benchmark/protocols/fedac/{name}.py"
+    for name in ("authors_rerun", "compare", "cost", "power", "recompute", "released", "released_run", "report")
+)
 OWN_PACKAGES = ("benchmark", "fedbench")
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -282,15 +289,19 @@ def object_fingerprint(obj) -> str:
     return definition_fingerprint(obj.__module__, obj.__qualname__)
 
 
+def engine_files() -> list[Path]:
+    """The modules the engine's fingerprint reads: ENGINE's files and folders, less NOT_ENGINE."""
+    found = (f for entry in ENGINE for f in ([ROOT / entry] if entry.endswith(".py") else (ROOT / entry).rglob("*.py")))
+    return sorted(f for f in found if f.relative_to(ROOT).as_posix() not in NOT_ENGINE)
+
+
 @functools.cache
 def engine_fingerprint() -> str:
     """The engine's modules, normalised; remembered in the fedbench cache under a hash of their bytes and
     of this Python (whose `ast.dump` it is): parsing 40 modules cost every run 0.1-0.5 s before its first job."""
     from benchmark.store.job_dir import atomic_write_bytes
 
-    files = sorted(
-        f for entry in ENGINE for f in ([ROOT / entry] if entry.endswith(".py") else (ROOT / entry).rglob("*.py"))
-    )
+    files = engine_files()
     sources = [(path.relative_to(ROOT).as_posix().encode(), path.read_bytes()) for path in files]
     raw = hashlib.sha256(sys.version.encode())
     for name, source in sources:
