@@ -207,10 +207,10 @@ def estimate(jobs: list[Job], device: str, remeasure: bool = False) -> Estimate:
         threads = protocol_choice(protocol)
         what = ("protocol", name, device, threads["count"], *map(batch_shape, groups))
         cpu, lines, note = memo.remembered(what, measuring(protocol, groups, device), per_load=False)
-        # CPU seconds of one thread at the share of a core it got while timed (memoised: at this load's)
-        got = cpu.pop("share", share) if not note else share
-        cpu.pop("share", None)
-        times = {k: v / got for k, v in cpu.items()}
+        # CPU seconds of one thread at the share of a core it got while timed (memoised: at this load's);
+        # "share" rides with the seconds in the memo's entry (measuring), and is no time itself
+        got = share if note else cpu.get("share", share)
+        times = {k: v / got for k, v in cpu.items() if k != "share"}
         if not times:
             assumed.append(f"protocol {name}: its batches' time is not known (not counted)")
             continue
