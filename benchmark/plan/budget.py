@@ -179,7 +179,7 @@ def estimate(jobs: list[Job], device: str, remeasure: bool = False) -> Estimate:
     from benchmark.run.protocols import PROTOCOLS
     from benchmark.run.threads import cpu_choice, protocol_choice
 
-    load = Load.now()
+    load = Load.now(probe=True)
     alone_threads = cpu_choice() if device == "cpu" else {"count": "torch's", "chosen_by": "GPU job"}
     memo = Memo(machine_key(device, alone_threads["count"]), remeasure, load)
     age = process_age()
@@ -190,7 +190,7 @@ def estimate(jobs: list[Job], device: str, remeasure: bool = False) -> Estimate:
     imports, _, note = memo.remembered(what, lambda: ({"s": run_imports_seconds(torch)}, []))
     loading, data_lines = data_loads(alone, memo)  # before counting client-steps loads the data unseen
     startup = age + imports["s"] + loading
-    share = load.share(load.averages[0])
+    share = load.share_now
     remembered_costs(jobs, memo)
     found: dict[str, Budget] = {}
     seconds = 0.0
@@ -299,7 +299,7 @@ def data_loads(jobs: list[Job], memo) -> tuple[float, list[str]]:
 
 SHARE_SAID = {
     True: "the share of a core this process got while timed",
-    False: "a thread's share of a core at this load",
+    False: "a thread's share of a core now (probed)",
 }
 
 

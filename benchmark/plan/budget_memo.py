@@ -9,7 +9,7 @@ dataset's load), keyed by what decides its speed, plugin code included (its part
 run/code_parts.py).
 
 Entries are wall seconds measured under some load: a later call scales them by the share of a core
-one thread got then against now (budget_timing.Load), and says so in the `assumed:` block.
+one thread got then against now (a short probe: budget_timing.probe_share), and says so in the `assumed:` block.
 `plan --budget --remeasure` measures everything again and rewrites the entries.
 """
 
@@ -79,7 +79,7 @@ class Memo:
         remembered; with a note for the `assumed:` block ("" when measured now)."""
         name = cache_key(what)
         entry = self.entries.get(name)
-        share_now = self.load.share(self.load.averages[0])
+        share_now = self.load.share_now
         if entry is None:
             self.measured += 1
             values, lines = measure()

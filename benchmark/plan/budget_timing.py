@@ -194,6 +194,23 @@ def share_got(work):
     return result, min(1.0, (time.process_time() - cpu) / max(time.perf_counter() - wall, 1e-9))
 
 
+PROBE_S = 0.25  # the share probe's length: dozens of the scheduler's time slices
+
+
+def probe_share(seconds: float = PROBE_S) -> float:
+    """The share of a core one thread of this process gets now: the CPU time of a `seconds`-long spin over
+    its wall time. The load average lags (a load that began seconds ago shows in the 1-minute average
+    a minute later; a memoised budget made then put a run at 104 s that took 528 s beside two busy loops
+    started just before it) and counts a nice-19 process as a whole competitor."""
+
+    def spin() -> None:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
+
+    return max(share_got(spin)[1], 1e-3)
+
+
 def process_age() -> float:
     """Seconds since this process started (Linux /proc; 0 where it cannot be read)."""
     try:
@@ -206,19 +223,27 @@ def process_age() -> float:
 
 @dataclass(frozen=True)
 class Load:
-    """Load averages over 1, 5 and 15 minutes, and the cores this process may use."""
+    """Load averages over 1, 5 and 15 minutes, the cores this process may use and, where probed, the share
+    of a core a thread of this process got just now (probe_share)."""
 
     averages: tuple[float, float, float]
     cores: int
+    probed: float | None = None
 
     @classmethod
-    def now(cls) -> Load:
+    def now(cls, probe: bool = False) -> Load:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        return cls(tuple(os.getloadavg()) if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0), cores)
+        averages = tuple(os.getloadavg()) if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
+        return cls(averages, cores, probe_share() if probe else None)
 
     def share(self, load: float) -> float:
-        """The part of a core one runnable thread gets when `load` threads want to run."""
-        return min(1.0, self.cores / max(load, 1.0))
+        """The part of a core the run's thread gets beside `load` other runnable threads: it is one more."""
+        return min(1.0, self.cores / (max(load, 0.0) + 1.0))
+
+    @property
+    def share_now(self) -> float:
+        """A thread's share of a core now: probed where it was, else from the last minute's load average."""
+        return self.probed if self.probed is not None else self.share(self.averages[0])
 
     def factors(self) -> tuple[float, float]:
         """How much faster and slower the same work runs if the load moves from its last minute's
@@ -231,4 +256,5 @@ class Load:
         return max(self.averages) >= self.cores / 2
 
     def __str__(self) -> str:
-        return f"load averages {' / '.join(f'{a:.1f}' for a in self.averages)} (1, 5, 15 min) on {self.cores} cores"
+        probed = "" if self.probed is None else f"; a thread gets {self.probed:.2f} of a core now (probed)"
+        return f"load averages {' / '.join(f'{a:.1f}' for a in self.averages)} (1, 5, 15 min) on {self.cores} cores{probed}"

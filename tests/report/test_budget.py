@@ -97,7 +97,7 @@ def test_the_run_time_adds_start_up_set_up_steps_and_every_evaluation(tmp_path, 
     monkeypatch.setattr(budget, "run_imports_seconds", lambda torch: 1.0)
     monkeypatch.setattr(budget, "data_load_seconds", lambda config: 0.5)  # one dataset: once
     monkeypatch.setattr(budget, "share_got", lambda work: (work(), 1.0))  # timed on a core of its own
-    monkeypatch.setattr(budget.Load, "now", classmethod(lambda cls: Load((0.1, 0.1, 0.1), 2)))
+    monkeypatch.setattr(budget.Load, "now", classmethod(lambda cls, probe=False: Load((0.1, 0.1, 0.1), 2)))
     _, jobs = load_jobs(written(tmp_path, SUITE))
     assert [evaluations(j.config) for j in jobs] == [2, 2]
     found = estimate(jobs, "cpu")
@@ -124,7 +124,7 @@ def test_a_one_thread_job_is_timed_in_cpu_seconds_made_wall_at_the_share_of_a_co
     for name in ("run_imports_seconds", "data_load_seconds"):
         monkeypatch.setattr(budget, name, lambda _: 0.0)
     monkeypatch.setattr(budget, "process_age", lambda: 0.0)
-    monkeypatch.setattr(budget.Load, "now", classmethod(lambda cls: Load((8.0, 8.0, 8.0), 2)))  # says 0.25
+    monkeypatch.setattr(budget.Load, "now", classmethod(lambda cls, probe=False: Load((8.0, 8.0, 8.0), 2)))  # says 0.25
     _, jobs = load_jobs(written(tmp_path, SUITE))
     found = {}
     for got in (1.0, 0.5):
@@ -145,11 +145,12 @@ def test_a_one_thread_job_is_timed_in_cpu_seconds_made_wall_at_the_share_of_a_co
 
 
 def test_a_load_that_moved_widens_the_range_and_a_quiet_one_does_not():
-    assert Load((0.3, 0.5, 0.2), 2).factors() == (1.0, 1.0)  # under a core's worth: every thread runs
-    quieter, busier = Load((8.0, 4.0, 1.0), 2).factors()  # measured at 8 on 2 cores; it was 1
-    assert quieter == pytest.approx(0.25) and busier == 1.0
-    quieter, busier = Load((2.0, 6.0, 10.0), 2).factors()  # measured at 2; it was 10
-    assert quieter == 1.0 and busier == pytest.approx(5.0)
+    assert Load((0.3, 0.5, 0.2), 2).factors() == (1.0, 1.0)  # with the run's thread under 2: every thread runs
+    # measured at 8 on 2 cores (the run's thread gets 2 / 9 of a core); it was 1 (2 / 2)
+    quieter, busier = Load((8.0, 4.0, 1.0), 2).factors()
+    assert quieter == pytest.approx(2 / 9) and busier == 1.0
+    quieter, busier = Load((2.0, 6.0, 10.0), 2).factors()  # measured at 2 (2 / 3 of a core); it was 10 (2 / 11)
+    assert quieter == 1.0 and busier == pytest.approx(11 / 3)
     assert Load((8.0, 4.0, 1.0), 2).loaded and not Load((0.3, 0.5, 0.2), 2).loaded
 
 
@@ -209,14 +210,16 @@ def test_batched_protocol_jobs_are_timed_on_their_engine(tmp_path, capsys):
 
 def test_a_protocol_s_cpu_seconds_are_made_wall_at_the_share_it_got_when_timed_now(tmp_path, monkeypatch):
     """Timed now, a protocol's batches' CPU seconds are divided by the share of a core this process got
-    while timing them; memoised, by a thread's share at the load now (cores / load average)."""
+    while timing them; memoised, by a thread's share now (here from the load average: cores / (load + 1))."""
     _, jobs = load_jobs(written(tmp_path, FEDAC_SUITE))
-    monkeypatch.setattr(budget.Load, "now", classmethod(lambda cls: Load((1.0, 1.0, 1.0), 2)))  # a share of 1
+    monkeypatch.setattr(
+        budget.Load, "now", classmethod(lambda cls, probe=False: Load((1.0, 1.0, 1.0), 2))
+    )  # a share of 1
     monkeypatch.setattr(budget, "share_got", lambda work: (work(), 0.5))
     now = estimate(jobs, "cpu", remeasure=True)
     assert "protocol fedac: CPU time / 0.50, the share of a core this process got while timed" in now.assumed
     again = estimate(jobs, "cpu")  # the same CPU seconds, memoised: at this load's share, 1
-    assert "protocol fedac: CPU time / 1.00, a thread's share of a core at this load" in again.assumed
+    assert "protocol fedac: CPU time / 1.00, a thread's share of a core now (probed)" in again.assumed
     for job_id, budget_now in now.jobs.items():
         assert again.jobs[job_id].seconds == pytest.approx(budget_now.seconds / 2)
 
@@ -386,7 +389,7 @@ def memo_file(tmp_path):
 
 
 def test_a_second_budget_reuses_this_machine_s_measurements_and_says_so(tmp_path, monkeypatch):
-    monkeypatch.setattr(budget.Load, "now", classmethod(lambda cls: Load((0.5, 0.5, 0.5), 2)))
+    monkeypatch.setattr(budget.Load, "now", classmethod(lambda cls, probe=False: Load((0.5, 0.5, 0.5), 2)))
     suite = written(tmp_path, SUITE)
     first = planned(suite)
     assert MEASURED_NOW.search(first) and "memoised 20" not in first
@@ -448,8 +451,9 @@ def test_a_damaged_memo_is_measured_over_without_a_traceback(tmp_path, capsys):
 
 
 def test_memoised_seconds_follow_the_load(tmp_path, monkeypatch):
-    """Measured with the machine to itself, then used at a load of 8 on 2 cores: a thread gets a
-    quarter of a core, so each memoised second counts 4, and the note says so."""
+    """Measured with the machine to itself, then used at a load of 8 on 2 cores: the run's thread is a
+    ninth runnable one and gets 2 / 9 of a core, so each memoised second counts 4.5, and the note says so.
+    A probed share, where there is one, is the share now."""
     from benchmark.plan.budget_memo import Memo
 
     quiet, busy = Load((0.5, 0.5, 0.5), 2), Load((8.0, 8.0, 8.0), 2)
@@ -458,7 +462,9 @@ def test_memoised_seconds_follow_the_load(tmp_path, monkeypatch):
     memo.save()
     later = Memo({"k": 1}, load=busy)
     values, lines, note = later.remembered("work", lambda: pytest.fail("measured again"))
-    assert values == {"s": pytest.approx(6.0)} and lines == ["how"] and "x4.00 for the load now" in note
+    assert values == {"s": pytest.approx(6.75)} and lines == ["how"] and "x4.50 for the load now" in note
+    probed = Memo({"k": 1}, load=Load((0.5, 0.5, 0.5), 2, probed=0.25)).remembered("work", pytest.fail)
+    assert probed[0] == {"s": pytest.approx(6.0)} and "x4.00 for the load now" in probed[2]
     counts, _, _ = later.remembered("counted", lambda: ({"steps": 10}, []), per_load=False)
     later.save()
     assert Memo({"k": 1}, load=busy).remembered("counted", pytest.fail, per_load=False)[0] == {"steps": 10}
@@ -525,3 +531,21 @@ def test_the_start_up_counts_loading_the_data_once_a_run_as_the_run_loads_it(tmp
     startup = float(re.search(r"run start-up \(imports, suite, data\): ([\d.]+) s", first)[1])
     assert startup >= sum(float(s) for _, s in lines)
     assert re.search(r"data synthetic: loaded in [\d.]+ s, once a run \(memoised 20", planned(written(tmp_path, text)))
+
+
+def test_the_probe_reads_the_share_of_a_core_from_cpu_time_over_wall_time(monkeypatch):
+    """A spin whose process gets half the CPU time of the wall time it spans: a share of 0.5 (clocks faked:
+    the real share depends on the machine's other work, which a test must not)."""
+    from benchmark.plan import budget_timing
+
+    clock = {"wall": 0.0}
+
+    def perf_counter() -> float:
+        clock["wall"] += 0.01
+        return clock["wall"]
+
+    monkeypatch.setattr(budget_timing.time, "perf_counter", perf_counter)
+    monkeypatch.setattr(budget_timing.time, "process_time", lambda: clock["wall"] / 2)
+    assert budget_timing.probe_share(0.2) == pytest.approx(0.5, rel=0.1)
+    assert Load((0.0, 0.0, 0.0), 2, probed=0.5).share_now == 0.5 and Load((3.0, 0.0, 0.0), 2).share_now == 0.5
+    assert "a thread gets 0.50 of a core now (probed)" in str(Load((0.0, 0.0, 0.0), 2, probed=0.5))
