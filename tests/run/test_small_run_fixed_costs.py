@@ -17,8 +17,17 @@ from fedtest import REPO
 from benchmark.run.environment import checkout_state
 
 # modules a FedAc run under -q --no-tracking never uses: downloads (ssl, http), archives, a new MLflow
-# store, the live display
-UNUSED = ("urllib.request", "http.client", "ssl", "sqlite3", "tarfile", "rich.progress", "rich.live")
+# store, the live display, rich's emoji codes
+UNUSED = (
+    "urllib.request",
+    "http.client",
+    "ssl",
+    "sqlite3",
+    "tarfile",
+    "rich.progress",
+    "rich.live",
+    "rich._emoji_codes",
+)
 PROBE = f"""\
 import json, sys
 from benchmark.cli import main
@@ -75,3 +84,12 @@ def test_a_quiet_run_writes_every_job_whole_with_the_environment_it_ran_in(tmp_p
     again, _ = quiet_run(tmp_path, tmp_path / "results")  # everything done: reused, nothing trained or written again
     assert again.returncode == 0, again.stderr
     assert {job: (job / "summary.json").read_bytes() for job in jobs} == written and "FedAc-I" in again.stdout
+
+
+def test_names_are_printed_as_written_not_as_emoji():
+    from benchmark.commands.output import err_console, out
+
+    for console in (out, err_console):
+        with console.capture() as captured:
+            console.print("[bold]method[/bold] a:smile:b :warning:")
+        assert captured.get().strip() == "method a:smile:b :warning:"
