@@ -25,7 +25,8 @@ def checkout_state(directory: Path) -> tuple[str, bool] | None:
     header is HEAD's commit, in a worktree and on a detached HEAD alike), so a run spawns git once, not twice."""
     try:
         status = subprocess.run(
-            ["git", "status", "--porcelain=v2", "--branch", "--untracked-files=no"],
+            # --no-ahead-behind: a branch with an upstream far behind would otherwise walk its history
+            ["git", "status", "--porcelain=v2", "--branch", "--untracked-files=no", "--no-ahead-behind"],
             cwd=directory,
             capture_output=True,
             text=True,

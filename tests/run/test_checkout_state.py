@@ -72,3 +72,12 @@ def test_outside_git_and_before_a_first_commit_there_is_none(tmp_path):
     fresh.mkdir()
     git(fresh, "init", "-q")
     assert checkout_state(fresh) is None
+
+
+def test_a_branch_ahead_of_its_upstream_is_its_own_commit(repo, tmp_path):
+    git(tmp_path, "clone", "-q", str(repo), "clone")
+    clone = tmp_path / "clone"
+    (clone / "pkg" / "a.py").write_text("x = 4\n")
+    git(clone, "commit", "-q", "-am", "ahead of origin")
+    assert git(clone, "rev-parse", "--abbrev-ref", "@{upstream}").startswith("origin/")
+    assert checkout_state(clone / "pkg") == (git(clone, "rev-parse", "HEAD"), False)
