@@ -48,6 +48,10 @@ PHASES = [
     ("benchmark.run.executor_base", "Executor.check", "jobs checked (dataset loaded, fingerprinted)"),
     ("benchmark.engine.sources", "_load_source", "dataset loaded (first time in the process)"),
     ("benchmark.run.job_runner", "run_job", "jobs run and written (all of them)"),
+    ("benchmark.run.environment", "environment", "jobs' environment recorded"),
+    ("benchmark.run.job_runner", "job_summary", "jobs' summaries built"),
+    ("benchmark.store.job_dir", "atomic_write_bytes", "JSON files written (config, metrics, summary, heartbeat)"),
+    ("benchmark.store.job_dir", "atomic_torch_save", "final models written"),
     ("benchmark.protocols.fedac.replay", "run_group", "FedAc batch: F*, θ₀, computation"),
     ("benchmark.protocols.fedac.engine", "run_batch", "FedAc batch: computation"),
     ("benchmark.protocols.fedac.kernel", "local_round", "FedAc kernel calls (numba)"),
@@ -57,6 +61,14 @@ PHASES = [
     ("benchmark.commands.output", "print_results", "result tables printed"),
 ]
 FIRST_ROUND = ("benchmark.engine.simulation", "Simulation.run_round")  # the first job's first round starts
+# phases that never run inside one another: the whole process less their CPU is what runs before and between
+# them (the interpreter's start and the imports, mostly)
+OUTERMOST = (
+    "suite read and expanded into jobs",
+    "jobs checked (dataset loaded, fingerprinted)",
+    "jobs run and written (all of them)",
+    "result tables printed",
+)
 
 CHILD = r"""
 import functools, importlib.abc, importlib.machinery, json, sys, time
@@ -209,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {'phase':<52} {'wall s':>7} {'share':>6} {'CPU s':>6}")
     for label, times in (("python -c pass", bare), ("fedbench --version", version)):
         wall, cpu = med(w for w, _ in times), med(c for _, c in times)
-        print(f"  {label:<52} {wall:7.2f} {wall / whole:6.1%} {cpu:6.2f}")
+        print(f"  {label:<52} {wall:7.3f} {wall / whole:6.1%} {cpu:6.3f}")
     if all("first_round" in r for r in runs):  # -X importtime's own cost is in it (a few %)
         ratios = [r["first_round"] / v for r, (v, _) in zip(runs, version)]
         s = med(r["first_round"] for r in runs)
@@ -219,12 +231,14 @@ def main(argv: list[str] | None = None) -> int:
     for lib in LIBRARIES:  # importtime measures wall time only
         if all(lib in r["imports"] for r in runs):
             s = med(r["imports"][lib] for r in runs)
-            print(f"  {'import ' + lib:<52} {s:7.2f} {s / whole:6.1%}")
+            print(f"  {'import ' + lib:<52} {s:7.3f} {s / whole:6.1%}")
     for _, _, label in PHASES:
         if all(label in r["spent"] for r in runs):
             s, c, n = med(r["spent"][label] for r in runs), med(r["cpu"][label] for r in runs), runs[-1]["calls"][label]
-            also = f"  ({n} calls, the first {med(r['first'][label] for r in runs):.2f} s)" if n > 1 else ""
-            print(f"  {label:<52} {s:7.2f} {s / whole:6.1%} {c:6.2f}{also}")
+            also = f"  ({n} calls, the first {med(r['first'][label] for r in runs):.3f} s)" if n > 1 else ""
+            print(f"  {label:<52} {s:7.3f} {s / whole:6.1%} {c:6.3f}{also}")
+    rest = med(r["whole_cpu"] - sum(r["cpu"].get(label, 0.0) for label in OUTERMOST) for r in runs)
+    print(f"  {'outside those phases (interpreter, imports)':<52} {'':>7} {'':>6} {rest:6.3f}")
     return 0
 
 

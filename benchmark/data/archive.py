@@ -10,7 +10,6 @@ import contextlib
 import contextvars
 import os
 import shutil
-import tarfile
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -89,6 +88,8 @@ def extract(archive: Path, sha: str | None = None) -> tuple[Path, str]:
 
 def unpack_into(archive: Path, folder: Path) -> None:
     """Extract a .zip or tar archive into `folder`, refusing members that would land outside it."""
+    import tarfile  # here: every run imports this module (a9a's loader), few extract
+
     try:
         if archive.name.endswith(".zip"):
             with zipfile.ZipFile(archive) as zf:

@@ -3,8 +3,6 @@ dataset's spec names its URLs (`DatasetSpec.downloads`)."""
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -18,6 +16,9 @@ def download(url: str, dest: Path, timeout: float = 30, sha256: str | None = Non
     """Fetch `url` to `dest` via `dest.partial`, resuming a partial file left by an interrupted
     download (HTTP Range) and showing progress; then check it (the expected sha256 when given, a
     zip's own CRCs) and write its sha256 to `dest.sha256`."""
+    import urllib.error  # here: every run imports this module (the dataset registry), few download (ssl, http: 5 ms)
+    import urllib.request
+
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".partial")
     have = tmp.stat().st_size if tmp.is_file() else 0

@@ -79,7 +79,7 @@ class SourceData:
         for t in (self.train_x, self.train_y, self.test_x, self.test_y, self.train_users):
             if isinstance(t, np.ndarray):  # the bytes and names torch's tensor of it would give
                 h.update(f"torch.{t.dtype}{tuple(t.shape)}".encode())
-                h.update(np.ascontiguousarray(t).tobytes())
+                h.update(np.ascontiguousarray(t))  # its buffer: the same bytes as .tobytes(), without a copy
             elif t is not None:
                 t = t.contiguous().cpu()
                 h.update(f"{t.dtype}{tuple(t.shape)}".encode())

@@ -10,8 +10,6 @@ from __future__ import annotations
 import importlib.util
 import re
 import shutil
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -69,6 +67,9 @@ def check_fsspec_scheme(scheme: str, text: str) -> None:
 
 def fetch(uri: DataUri, dest: Path, timeout: float = 60) -> None:
     """Copy the URI's content to `dest` (the caller checks it against `uri.sha256`)."""
+    import urllib.error  # here: every run imports this module (the dataset registry), few fetch (ssl, http: 5 ms)
+    import urllib.request
+
     scheme = urlsplit(uri.url).scheme.lower()
     try:
         if scheme in BUILTIN_SCHEMES:  # urllib opens file:// too

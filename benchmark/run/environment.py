@@ -16,21 +16,32 @@ from pathlib import Path
 @functools.cache
 def git_commit() -> tuple[str, bool] | None:
     """(commit, dirty) of the checkout this package runs from; None outside git."""
-    here = Path(__file__).resolve().parent
+    return checkout_state(Path(__file__).resolve().parent)
+
+
+def checkout_state(directory: Path) -> tuple[str, bool] | None:
+    """(HEAD's commit, whether a tracked file differs from it) of the git checkout holding `directory`;
+    None outside git or before a first commit. One `git status` gives both (`--branch`'s `# branch.oid`
+    header is HEAD's commit, in a worktree and on a detached HEAD alike), so a run spawns git once, not twice."""
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=here,
+        status = subprocess.run(
+            # --no-ahead-behind: a branch with an upstream far behind would otherwise walk its history
+            ["git", "status", "--porcelain=v2", "--branch", "--untracked-files=no", "--no-ahead-behind"],
+            cwd=directory,
             capture_output=True,
             text=True,
             timeout=10,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return (commit.stdout.strip(), bool(dirty.stdout.strip())) if commit.returncode == 0 else None
+    lines = status.stdout.splitlines()
+    commit = next((line.split()[2] for line in lines if line.startswith("# branch.oid ")), None)
+    if status.returncode != 0 or commit in (None, "(initial)"):
+        return None
+    return commit, any(not line.startswith("#") for line in lines)
 
 
+@functools.cache  # installed versions do not change under a running process; a job asked 2-4 times (7 ms a run)
 def package_version(name: str) -> str | None:
     try:
         return version(name)
@@ -38,6 +49,7 @@ def package_version(name: str) -> str | None:
         return None
 
 
+@functools.cache
 def cpu_name() -> str:
     """The CPU's model ("AMD EPYC 7B13"): /proc/cpuinfo's model name on Linux, else what the platform
     says; the architecture ("x86_64") only where nothing names the model."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -25,6 +24,8 @@ def sqlite_file(uri: str) -> Path | None:
 def create_sqlite_store(uri: str) -> None:
     """Where `uri` names a SQLite file that does not exist yet, make it from the template. Call under the
     store's lock (tracking.store_lock). A failure raises and leaves no file: MLflow then makes the store."""
+    import sqlite3  # here: every run imports this module (the executors' registry), only a new store needs it
+
     path = sqlite_file(uri)
     if path is None or path.exists() or not path.parent.is_dir():
         return
@@ -54,6 +55,8 @@ def default_location() -> str:
 def migrated_template() -> Path:
     """The empty store of this MLflow version in the fedbench cache, made (by MLflow) if it is missing or
     unreadable."""
+    import sqlite3
+
     import mlflow
     from mlflow.tracking import MlflowClient
 
@@ -77,6 +80,8 @@ def migrated_template() -> Path:
 
 def revision(store: Path) -> str | None:
     """The store's schema revision (alembic's), or None: no such file, or not a migrated store."""
+    import sqlite3
+
     if not store.is_file():
         return None
     try:

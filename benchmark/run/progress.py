@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from benchmark.store.records import FailedSummary, JobSummary, Outcome, RoundRecord, measured
 
@@ -178,16 +177,19 @@ class RichProgress(LogProgress):
     """The terminal display; finished jobs are printed above it, one line each."""
 
     def __init__(self, jobs: list, console: Console, verbosity: int = NORMAL):
+        # here: a run that logs (piped, -q) never builds the live display (rich.progress, rich.live: 3 ms)
+        from rich import progress as bars
+
         super().__init__(jobs, verbosity)
         self.console = console
-        self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[status]}"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
+        self.progress = bars.Progress(
+            bars.TextColumn("[bold]{task.description}"),
+            bars.BarColumn(),
+            bars.MofNCompleteColumn(),
+            bars.TextColumn("{task.fields[status]}"),
+            bars.TimeElapsedColumn(),
+            bars.TextColumn("ETA"),
+            bars.TimeRemainingColumn(),
             console=console,
             transient=False,
         )

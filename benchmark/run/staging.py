@@ -16,7 +16,6 @@ import hashlib
 import io
 import json
 import shutil
-import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +104,8 @@ def _found(name: str, root: Path | None) -> Found | None:
 
 def pack(files: list[Path], root: Path) -> bytes:
     """An uncompressed tar of `files`, named as under `root`, so it unpacks into a data root."""
+    import tarfile  # here: every run imports this module (the executors' registry); only a Ray run ships data
+
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for f in files:

@@ -39,8 +39,8 @@ def cpu_choice() -> dict:
 def settle(sim: JobRounds) -> dict:
     """Set torch's thread count for `sim`'s job; returns what to record: {"count", "chosen_by"}."""
     setup = sim.setup
-    if setup is None:  # a replay: its batch was computed at the count its protocol chose
-        return for_protocol(claiming(sim.job)[0])
+    if setup is None:  # a replay: its batch was computed at the count its protocol chose (and set then)
+        return protocol_choice(claiming(sim.job)[0])
     if setup.device.type != "cpu" and not _requested:
         return {"count": torch.get_num_threads(), "chosen_by": "torch default (GPU job)"}
     chosen = cpu_choice()

@@ -52,8 +52,10 @@ def test_startup_phases_splits_a_fedac_run(tmp_path):
         env={**os.environ, "FEDBENCH_CACHE": str(tmp_path / "cache")},
     )
     assert done.returncode == 0, done.stderr
-    for phase in ("FedAc batch: computation", "FedAc local steps in numpy", "result tables"):
+    for phase in ("FedAc batch: computation", "FedAc local steps in numpy", "result tables", "final models written"):
         assert phase in done.stdout, phase
     assert "import numba" not in done.stdout  # a cell this small takes its local steps in numpy
     assert "import torch" not in done.stdout  # a FedAc run imports no torch (its warm-up run solved F*)
+    rest = [ln for ln in done.stdout.splitlines() if "outside those phases" in ln]
+    assert len(rest) == 1 and float(rest[0].split()[-1]) > 0  # the interpreter and the imports, at least
     assert "CPU s (medians of 1)" in done.stdout.splitlines()[0]  # the whole process's CPU, the measurement under load

@@ -100,3 +100,24 @@ def test_the_batched_fedac_engine_runs_at_one_thread_unless_told(tmp_path, monke
     finally:
         threads.request(None)
         threadpool_limits(before, user_api="blas")
+
+
+def test_a_batchs_count_is_set_once_and_recorded_by_each_of_its_jobs(tmp_path, monkeypatch):
+    """The batch is computed at its protocol's count; its replayed jobs record that count without setting it
+    again (threadpoolctl's limits scan the loaded libraries: 13 calls cost a 13-η cell ~10 ms)."""
+    from engine.test_fedac_batched import shared_suite
+
+    from benchmark.protocols.fedac import FedAcProtocol
+    from benchmark.run.job_runner import run_job
+    from benchmark.run.protocol_batches import ProtocolBatches
+    from benchmark.store.job_dir import JobDir
+    from benchmark.suite.expand import expand
+
+    calls = []
+    monkeypatch.setattr(FedAcProtocol, "use_threads", lambda self, count: calls.append(count))
+    jobs = expand(shared_suite("fedac1", lrs=[0.01, 0.05, 0.1]))
+    batched = ProtocolBatches(jobs)
+    store = Store(tmp_path / "results")
+    summaries = [run_job(job, "s", JobDir(store, job.id), simulation_for=batched.simulation_for) for job in jobs]
+    assert calls == [FedAcProtocol.threads["count"]]
+    assert [s.threads for s in summaries] == [FedAcProtocol.threads] * 3
