@@ -22,27 +22,6 @@ def _hand_on(items: queue.SimpleQueue, handle: Callable) -> None:
             log.exception("showing how far a round has come failed")
 
 
-class _Feed:
-    """A queue whose items a thread hands to `handle`; the thread starts with the first item, so a job that
-    reports nothing (a protocol's replay, whose batch computed every round) starts none."""
-
-    def __init__(self, handle: Callable):
-        self.handle, self.items, self.thread = handle, queue.SimpleQueue(), None
-
-    def put(self, item) -> None:
-        if self.thread is None:  # the training thread is the only one that puts
-            self.thread = threading.Thread(
-                target=_hand_on, args=(self.items, self.handle), name="fedbench-round-counts", daemon=True
-            )
-            self.thread.start()
-        self.items.put(item)
-
-    def close(self) -> None:
-        if self.thread is not None:
-            self.items.put(_END)
-            self.thread.join()
-
-
 @contextmanager
 def fed(handle: Callable | None) -> Iterator[Callable | None]:
     """The `put` of a queue whose items `handle` is given, in order, on a thread of its own; None without a
@@ -50,8 +29,11 @@ def fed(handle: Callable | None) -> Iterator[Callable | None]:
     if handle is None:
         yield None
         return
-    feed = _Feed(handle)
+    items: queue.SimpleQueue = queue.SimpleQueue()
+    thread = threading.Thread(target=_hand_on, args=(items, handle), name="fedbench-round-counts", daemon=True)
+    thread.start()
     try:
-        yield feed.put
+        yield items.put
     finally:
-        feed.close()
+        items.put(_END)
+        thread.join()

@@ -49,34 +49,3 @@ def test_a_listener_that_fails_is_logged_and_hears_the_counts_after(caplog):
 def test_without_a_listener_there_is_nothing_to_put():
     with fed(None) as put:
         assert put is None
-
-
-def test_a_job_that_puts_nothing_starts_no_thread_and_one_that_puts_starts_one():
-    """A protocol's replayed job reports no counts (its batch computed the rounds): no thread for it."""
-    started = []
-    before = set(threading.enumerate())
-    with fed(started.append) as put:
-        assert not [t for t in threading.enumerate() if t.name == "fedbench-round-counts"]
-    with fed(started.append) as put:
-        put(1)
-        (thread,) = [t for t in threading.enumerate() if t.name == "fedbench-round-counts"]
-        put(2)
-    assert started == [1, 2] and not thread.is_alive() and set(threading.enumerate()) == before
-
-
-def test_a_replayed_fedac_job_is_written_whole_without_a_counts_thread(tmp_path, monkeypatch):
-    from engine.test_fedac_batched import shared_suite
-
-    from benchmark.run import feed
-    from benchmark.run.protocol_batches import ProtocolBatches
-    from benchmark.suite.expand import expand
-
-    threads = []
-    monkeypatch.setattr(feed.threading, "Thread", lambda *a, **k: threads.append(k) or threading.Thread(*a, **k))
-    jobs = expand(shared_suite("fedac1", lrs=[0.01, 0.1]))
-    batched = ProtocolBatches(jobs)
-    store = Store(tmp_path / "results")
-    for job in jobs:
-        summary = run_job(job, "s", JobDir(store, job.id), simulation_for=batched.simulation_for, on_clients=print)
-        assert summary.status == "finished" and JobDir(store, job.id).damage() is None
-    assert threads == []
