@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from benchmark.engine.convex import softplus
+from benchmark.engine.convex import distinct_rows, softplus
 from benchmark.engine.fed_data import authors_positions, shared_rows
 from benchmark.fl.fedac import coefficients
 from benchmark.job.config import JobConfig
@@ -363,12 +363,8 @@ class DistinctRows:
 
     @classmethod
     def of(cls, x: np.ndarray, y: np.ndarray) -> DistinctRows:
-        # rows compared as bytes: a9a's 0/1 rows packed to 16 bytes each (7 ms), others as their values
-        binary = bool(((x == 0) | (x == 1)).all())
-        key = np.ascontiguousarray(np.packbits(x != 0, axis=1) if binary else x)
-        rows = key.view(np.dtype((np.void, key.shape[1] * key.itemsize))).reshape(-1)
-        _, first, of_row = np.unique(rows, return_index=True, return_inverse=True)
-        return cls(x[first], of_row.reshape(-1), (np.asarray(y) > 0).astype(np.float64))
+        first, of_row = distinct_rows(x)
+        return cls(x[first], of_row, (np.asarray(y) > 0).astype(np.float64))
 
     def step(self, linear: Recursion, state, point, counts, with_loss: bool, draws: int):
         """_one_step's result from the round's draw counts per training row, with the scores of distinct rows."""
