@@ -4,8 +4,9 @@
         [--methods fedavg fedac1 ...] [--repeats 7]
 
 The cell of benchmarks/fedac_vs_authors.py (a9a, 13 η, K = 64, T = 4,096, batch 1, F every 512 steps):
-its 13 jobs read from the same suite YAML, then `engine.run_batch` timed alone (data loaded, F* read,
-sparse rows built before the clock starts), in CPU seconds of this process, one thread. Also timed:
+its 13 jobs read from the same suite YAML, then the engine's computation of the batch timed (replay.run_group:
+F's objective and the sparse rows built, as once a process, and `engine.run_batch`; the data loaded and
+fingerprinted and F* solved before the clock starts), in CPU seconds of this process, one thread. Also timed:
 one round of K local steps (µs a step) and one evaluation (F on all training rows for the 13 models, and
 the test loss and accuracy; ms). With `--trees`, each tree's code runs in its own process (PYTHONPATH),
 the trees alternating repeat by repeat; medians are printed, and the ratio first / later tree.
@@ -36,8 +37,9 @@ def measure(method: str, clients: int, repeats: int) -> dict:
     import numpy as np
 
     from benchmark.engine.convex import BinaryArrays
-    from benchmark.engine.sources import load_arrays
+    from benchmark.engine.sources import data_fingerprint, load_arrays
     from benchmark.protocols.fedac import engine
+    from benchmark.protocols.fedac.replay import run_group
     from benchmark.suite.expand import expand
     from benchmark.suite.load import load_suite
     from benchmarks.fedac_vs_authors import suite_yaml
@@ -48,14 +50,15 @@ def measure(method: str, clients: int, repeats: int) -> dict:
         configs = [job.config for job in expand(load_suite(path))]
     first = configs[0]
     src = load_arrays(first)
+    data_fingerprint(first)  # a run has it before the engine starts (the job's records)
     x, y = np.asarray(src.train_x), np.asarray(src.train_y)
-    objective = BinaryArrays.of(x, y, first.local.weight_decay)
-    args = (configs, src.train_x, src.train_y, src.test_x, src.test_y, objective)
-    engine.run_batch([c.model_copy(update={"rounds": 1}) for c in configs], *args[1:])  # one-off builds
+    objective = BinaryArrays.of(x, y, first.local.weight_decay)  # F* solved or read once, before any timing
+    run_group([c.model_copy(update={"rounds": 1}) for c in configs])  # one-off imports and builds
     engine_s = []
     for _ in range(repeats):
+        engine.PER_DATASET.__init__()  # what a process builds once per dataset (F's rows, sparse rows) counted
         start = cpu()
-        engine.run_batch(*args)
+        run_group(configs)
         engine_s.append(cpu() - start)
     # one evaluation: the 13 models as the engine evaluates them (F on the training rows, test loss, accuracy)
     ws = np.random.default_rng(0).standard_normal((len(configs), x.shape[1])).astype(np.float32) * 0.1

@@ -95,5 +95,8 @@ def test_each_dataset_reads_its_own_f_star(tmp_path):
         a = decoded_a9a(A9aParams(), root)
         f_star = BinaryLogistic.of(torch.from_numpy(a["train_x"]), torch.from_numpy(a["train_y"]), 2, LAM).solve()[1]
         assert objective.f_star == pytest.approx(f_star, abs=1e-14)
+        ws = np.random.default_rng(1).standard_normal((3, 123))  # and F over its own rows, read back from the cache
+        expected = plain(a["train_x"], a["train_y"], ws, objective.f_star)
+        np.testing.assert_allclose(objective.suboptimalities(ws), expected, rtol=1e-12)
         solved.append(f_star)
     assert solved[0] != solved[1] and solved[0] == solved[2]
