@@ -334,12 +334,16 @@ def _one_step(linear: Recursion, state, x, y, rows, with_loss: bool = True, dist
     mean loss that is finite where it is (_logistic_parts), as LocalSteps.round's. `distinct`: a
     callable giving x's DistinctRows (built from x and y when None), used when most rows are drawn."""
     point = (linear.r.astype(state.dtype)[:, None, :] @ state)[:, 0]  # (B, d)
-    counts = np.bincount(rows, minlength=len(x))
-    drawn = np.flatnonzero(counts)
-    if len(drawn) >= GATHER_BELOW * len(x):
-        rows_of = distinct() if distinct else DistinctRows.of(x, y)
-        return rows_of.step(linear, state, point, counts, with_loss, len(rows))
-    x, y, counts = x[drawn], y[drawn], counts[drawn]
+    if len(rows) < GATHER_BELOW * len(x):  # fewer draws than that, fewer distinct rows: sorting them costs less
+        drawn, counts = np.unique(rows, return_counts=True)  # than counting all n rows (M = 64: 0.05 ms, not 0.2)
+    else:
+        counts = np.bincount(rows, minlength=len(x))
+        drawn = np.flatnonzero(counts)
+        if len(drawn) >= GATHER_BELOW * len(x):
+            rows_of = distinct() if distinct else DistinctRows.of(x, y)
+            return rows_of.step(linear, state, point, counts, with_loss, len(rows))
+        counts = counts[drawn]
+    x, y = np.take(x, drawn, axis=0), y[drawn]  # take: a third faster than x[drawn]
     weight = counts.astype(state.dtype)
     part_loss, share = _logistic_parts(x @ point.T, y[:, None], with_loss, weight=weight[:, None])  # (rows, B)
     return linear.step(state, (share.T @ x) / len(rows)), (weight @ part_loss) / len(rows)
