@@ -95,9 +95,9 @@ grid:
 
 
 def test_the_cost_model_sends_small_cells_to_numpy_and_large_ones_to_numba(tmp_path):
-    """numba's start-up (~0.45 CPU-s) outweighs a whole small cell's steps: M ≤ 128 at T = 4,096 go to numpy;
-    from M = 256 the kernel's speed repays it; a larger batch is more work per step, as more workers are."""
-    assert [prefers_numpy(cell(tmp_path, m, 64)) for m in (2, 8, 64, 128, 256, 1024)] == [True] * 4 + [False] * 2
+    """numba's start-up (~0.45 CPU-s) outweighs a whole small cell's steps: M ≤ 256 at T = 4,096 go to numpy;
+    from M = 512 the kernel's speed repays it; a larger batch is more work per step, as more workers are."""
+    assert [prefers_numpy(cell(tmp_path, m, 64)) for m in (2, 8, 64, 128, 256, 512, 1024)] == [True] * 5 + [False] * 2
     assert prefers_numpy(cell(tmp_path, 64, 1)) and not prefers_numpy(cell(tmp_path, 64, 64, batch=4))
     with numpy_round.pinned(True):  # plan --budget times a cut-down batch on its whole run's path
         assert prefers_numpy(cell(tmp_path, 1024, 64))

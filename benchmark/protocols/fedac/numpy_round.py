@@ -24,10 +24,12 @@ from benchmark.job.config import JobConfig
 # The cost model, CPU seconds on the 2-core Intel Xeon VM of benchmarks/README.md (a9a, 13 η side by side):
 NUMBA_LOAD_S = 0.45  # numba imported and the cached kernel loaded, once a process (0.35-0.5 measured)
 NUMBA_WORKER_STEP_S = 0.21e-6  # the kernel, per worker and step (0.20-0.27 µs at M = 8 .. 1,024)
-# this module, per step: its numpy calls' own overhead, and per worker; fitted at M = 8 and 128, where the
-# choice falls (a step 21 and 102 µs; 53 at 64); beyond, U leaves L2 and a worker costs more (1.1 µs at 1,024)
-NUMPY_STEP_S = 16e-6
-NUMPY_WORKER_STEP_S = 0.68e-6
+# this module, per step: its numpy calls' own overhead, and per worker; fitted at M = 8 and 128 (a step 21 and
+# 102 µs, 53 at 64, with ~20 calls a step), then scaled by the ten-call step's measured ratio to that one,
+# interleaved (0.69x at M = 8, 0.76x at 128: 14.5 and 77 µs); 136 µs measured at 256, where the choice now falls
+# against numba (0.56 CPU-s of steps at T = 4,096, numba 0.67); beyond, U leaves L2 and a worker costs more
+NUMPY_STEP_S = 10.3e-6
+NUMPY_WORKER_STEP_S = 0.52e-6
 
 # pins the choice (True: numpy, False: numba) where the caller knows better than the shape it hands the engine:
 # plan --budget times a batch cut to fewer rounds and workers on the path the whole batch takes (cost.py)
