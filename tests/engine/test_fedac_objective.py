@@ -1,6 +1,7 @@
 """The FedAc engine's F(w) − F* (engine/convex.py BinaryArrays): summed over distinct rows with one softplus a
 row, it is the plain formula's value (mean over every training row of log(1 + e^{−yz}) + λ/2 ‖w‖² − F*) to
-float64 rounding; F* is keyed by the loaded data's fingerprint, so another dataset never reads it."""
+float64 rounding; what the engine finds once per data (F*, F's distinct rows, the local steps' sparse rows) is
+cached under the loaded data's fingerprint, so another dataset never reads it."""
 
 from __future__ import annotations
 
@@ -100,3 +101,23 @@ def test_each_dataset_reads_its_own_f_star(tmp_path):
         np.testing.assert_allclose(objective.suboptimalities(ws), expected, rtol=1e-12)
         solved.append(f_star)
     assert solved[0] != solved[1] and solved[0] == solved[2]
+
+
+def test_sparse_rows_read_back_are_the_ones_built_and_each_datas_own(tmp_path):
+    """The sparse rows the local steps read, cached per data: the same arrays as built, for each dataset its own."""
+    from benchmark.data.cache import cache_dir
+    from benchmark.engine.sources import load_arrays
+    from benchmark.protocols.fedac.engine import SparseRows
+
+    roots = [tmp_path / "one", tmp_path / "two"]
+    for seed, root in enumerate(roots):
+        write_a9a(root, 40, seed + 10)
+    for root in [*roots, roots[0]]:
+        job = a9a_jobs(root, tmp_path)[0]
+        x = np.asarray(load_arrays(job).train_x)
+        built, (written, read) = SparseRows.of(x), (SparseRows.cached(x, job) for _ in range(2))
+        for rows in (written, read):
+            np.testing.assert_array_equal(rows.cols, built.cols)
+            np.testing.assert_array_equal(rows.vals, built.vals)
+            assert (rows.width, rows.binary) == (built.width, built.binary) == (124, True)
+    assert len(list((cache_dir() / "arrays").glob("sparse_rows-*.npz"))) >= 2
