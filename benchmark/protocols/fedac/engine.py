@@ -431,6 +431,23 @@ class LocalSteps:
         for j, fold in enumerate(folds[:-1]):  # the last one is applied to the mean
             if fold is not None:
                 self.folds[j, ..., : self.jobs], self.fold_after[j] = fold.transpose(1, 2, 0), True
+        # the rows of X that some step reads or moves or some fold mixes: the others (SGD's first row, which
+        # keeps w₀) stay as they start in every worker's U, so the steps run without them (FedAvg: half the data
+        # a step); a finite job's numbers are the same bits (its scores lose terms r·U = 0 exactly)
+        self.moving = [q for q in range(c) if not self._still(q)]
+        if len(self.moving) < c:
+            kept = self.moving
+            self.reads, self.enters = (np.ascontiguousarray(t[:, kept]) for t in (self.reads, self.enters))
+            self.folds = np.ascontiguousarray(self.folds[:, kept][:, :, kept])
+
+    def _still(self, q: int) -> bool:
+        """Whether row q of X is never read or moved by a step, and every fold before the last keeps it as it is."""
+        live = slice(0, self.jobs)
+        if self.reads[:, q, live].any() or self.enters[:, q, live].any():
+            return False
+        folds = self.folds[self.fold_after][..., live]  # (folds, c, c, B)
+        unit = np.eye(self.reads.shape[1], dtype=folds.dtype)[q][:, None]  # e_q: its row and column in a fold
+        return bool((folds[:, q] == unit).all() and (folds[:, :, q] == unit).all())
 
     def round(self, state: np.ndarray, idx: np.ndarray, with_loss: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """The averaged state after one round from the broadcast `state` (B, c, d), and the mean
@@ -444,8 +461,9 @@ class LocalSteps:
         m, k, bs = idx.shape
         enters = self.enters * (-1.0 / bs)  # U ← U − P⁻¹v · mean over the batch of ℓ'(z) x
         start = pad_jobs(np.asarray(state).transpose(2, 1, 0))  # (d, c, B + pad)
-        mean_u, loss = local_round(
-            start,
+        moved = start if len(self.moving) == start.shape[1] else np.ascontiguousarray(start[:, self.moving])
+        mean_moved, loss = local_round(
+            moved,
             self.sparse.cols,
             self.sparse.vals,
             self.sparse.binary,
@@ -458,6 +476,10 @@ class LocalSteps:
             with_loss,
             self.jobs,
         )
+        mean_u = mean_moved
+        if moved is not start:
+            mean_u = start.copy()  # the still rows: as they started
+            mean_u[:, self.moving] = mean_moved
         new = np.einsum("bcq,dqb->bcd", self.last_fold, mean_u[..., : self.jobs])
         return new, (loss[: self.jobs] / (m * k * bs)).astype(new.dtype)
 

@@ -89,38 +89,51 @@ def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_af
     signed_enters = -sign * enters[:, None, None]  # (K, batch, M, c, B)
     margins = np.empty((k, bs, m_count, live), dtype=dtype)  # yz of every step: the loss, after the round
     rows = np.empty((bs, m_count * nnz, cb), dtype=dtype)
+    # the scratch buffers and their views, made once a round: a step only indexes what changes with j
+    gathered = [r.reshape(nnz, m_count, cb) for r in rows]
+    as_items = [r.view(whole_rows.dtype)[:, 0] for r in rows]
     ux = np.empty((m_count, cb), dtype=dtype)
+    blocks = [ux[:, q * live : (q + 1) * live] for q in range(c)]
     share = np.empty((m_count, live), dtype=dtype)
+    share_of_each = share[:, None, :]
     push = np.empty((m_count, c, live), dtype=dtype)
+    gained = push.reshape(m_count, cb)
+    padding = u[:, d]
+    steps = zip(at, signed_reads, margins, signed_enters, x if x is not None else [None] * k, fold_after, folds)
     with np.errstate(over="ignore", invalid="ignore"):  # a diverging job's inf and NaN, as in the kernel
-        for j in range(k):
+        for at_j, reads_j, margins_j, enters_j, x_j, fold_j, fold in steps:
             # the batch's rows of U, all gathered (and scored) before any update: one gradient point
             for s in range(bs):
-                np.take(flat, at[j, s], axis=0, out=rows[s], mode="clip")  # "clip": unbuffered; never out of range
+                np.take(flat, at_j[s], axis=0, out=rows[s], mode="clip")  # "clip": unbuffered; never out of range
             for s in range(bs):
-                gathered = rows[s].reshape(nnz, m_count, cb)
                 if binary:  # U x: the sum of the row's coordinates
-                    np.add.reduce(gathered, axis=0, out=ux)
+                    np.add.reduce(gathered[s], axis=0, out=ux)
                 else:
-                    np.einsum("nmo,nmq->mq", x[j, s], gathered, out=ux)
-                # yz, job by job: an element-wise product and a sum over c (a matrix product would mix
-                # one job's inf into the others' scores as inf·0 = NaN)
-                np.multiply(ux, signed_reads[j, s], out=ux)
-                margin = _sum_of_blocks(ux, c, live, out=margins[j, s])
+                    np.einsum("nmo,nmq->mq", x_j[s], gathered[s], out=ux)
+                # yz, job by job: an element-wise product and a sum over the c blocks (a matrix product would
+                # mix one job's inf into the others' scores as inf·0 = NaN)
+                margin = margins_j[s]
+                if c == 1:
+                    np.multiply(ux, reads_j[s], out=margin)
+                else:
+                    np.multiply(ux, reads_j[s], out=ux)
+                    np.add(blocks[0], blocks[1], out=margin)
+                for block in blocks[2:]:
+                    margin += block
                 np.exp(margin, out=share)
                 share += 1  # 1 + e^{yz}: ℓ'(z) = −y σ(−yz) = −y / (1 + e^{yz})
-                np.divide(signed_enters[j, s], share[:, None, :], out=push)
-                gained = push.reshape(m_count, cb) if binary else x[j, s] * push.reshape(m_count, cb)
+                np.divide(enters_j[s], share_of_each, out=push)
                 # a row's columns are distinct: one example writes each coordinate once; with batch > 1 the
                 # examples' rows may share columns, so each adds to U as the previous one left it
                 if bs == 1:
-                    gathered += gained
-                    whole_rows[at[j, s]] = rows[s].view(whole_rows.dtype)[:, 0]  # reuses the gathered rows
+                    gathered[s] += gained if binary else x_j[s] * gained
+                    whole_rows[at_j[s]] = as_items[s]  # reuses the gathered rows
                 else:
-                    flat[at[j, s]] += np.broadcast_to(gained, gathered.shape).reshape(-1, cb)
-            u[:, d] = 0
-            if fold_after[j]:
-                fold = folds[j][..., :live]  # (c, c, B)
+                    step = gained if binary else x_j[s] * gained
+                    flat[at_j[s]] += np.broadcast_to(step, gathered[s].shape).reshape(-1, cb)
+            padding.fill(0)
+            if fold_j:
+                fold = fold[..., :live]  # (c, c, B)
                 u[:] = np.einsum("qrb,mwrb->mwqb", fold, u.reshape(m_count, d + 1, c, live)).reshape(u.shape)
         # ℓ = softplus(−yz); without `with_loss` the margins' negatives themselves, summed in float64: finite
         # exactly when every one is (no float32 value overflows a float64 sum)
@@ -133,15 +146,3 @@ def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_af
     mean = first + (u[:, :d] - first).sum(0) / dtype.type(m_count)
     mean = mean.reshape(d, c, live)
     return np.pad(mean, [(0, 0), (0, 0), (0, padded - live)]), np.pad(total, (0, padded - live))
-
-
-def _sum_of_blocks(a: np.ndarray, c: int, live: int, out: np.ndarray) -> np.ndarray:
-    """a (M, c·B) summed over its c blocks of B columns into out (M, B): for c = 2 one add of the two halves,
-    a third of the µs of a reduction over a middle axis."""
-    if c == 1:
-        np.copyto(out, a)
-        return out
-    np.add(a[:, :live], a[:, live : 2 * live], out=out)
-    for q in range(2, c):
-        out += a[:, q * live : (q + 1) * live]
-    return out
