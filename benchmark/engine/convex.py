@@ -195,31 +195,66 @@ def softplus(z: np.ndarray) -> np.ndarray:
     return np.where(z > 20, z, np.log1p(np.exp(np.minimum(z, 20))))
 
 
+def distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the index of each distinct row of x (n, d), each row's index among them); rows compared as bytes:
+    a 0/1 matrix's rows packed to bits first (a9a: 16 bytes a row, 24,947 distinct of 32,561, 11 ms)."""
+    binary = bool(((x == 0) | (x == 1)).all())
+    key = np.ascontiguousarray(np.packbits(x != 0, axis=1) if binary else x)
+    rows = key.view(np.dtype((np.void, key.shape[1] * key.itemsize))).reshape(-1)
+    _, first, of_row = np.unique(rows, return_index=True, return_inverse=True)
+    return first, of_row.reshape(-1)
+
+
 @dataclass
 class BinaryArrays:
     """BinaryLogistic's F(w) − F* in numpy (the FedAc engine's, which imports no torch): F* read from
-    the same cache, solved by BinaryLogistic (with torch) where it is missing."""
+    the same cache, solved by BinaryLogistic (with torch) where it is missing.
 
-    x: np.ndarray  # (n, d) float64
-    sign: np.ndarray  # (n,) ±1 float64
+    F's data term is summed over x's distinct rows, each with the counts of its rows labelled +1 and −1 and
+    one logarithm whatever its labels: log(1 + e^{∓z}) = log1p(e^{−|z|}) + max(∓z, 0), every term ≥ 0, so the
+    sums cancel nothing (a9a: 24,947 rows scored for 32,561; 13 models 12 -> 7 ms)."""
+
+    x_t: np.ndarray  # (d, u) float64: the distinct rows, as columns
+    count: np.ndarray  # (u,) float64: how many training rows each stands for
+    positives: np.ndarray  # (u,) float64: how many of them are labelled +1
     mu: float
     f_star: float
 
     @classmethod
-    def of(cls, x: np.ndarray, y: np.ndarray, mu: float) -> BinaryArrays:
+    def of(cls, x: np.ndarray, y: np.ndarray, mu: float, data_key: str | None = None) -> BinaryArrays:
+        """`data_key`: a checksum of x and y the caller already holds (the loaded data's fingerprint,
+        engine/sources.py), for F*'s cache key in place of hashing them again (16-21 ms on a9a)."""
         check_strongly_convex(mu)
         x = x.reshape(len(x), -1)
 
         def solve() -> dict[str, np.ndarray]:
             return BinaryLogistic.of(torch.from_numpy(x), torch.from_numpy(y), 2, mu).solved()
 
-        optimum = cached_optimum(
-            BinaryLogistic.__name__, data_digest(x.astype(np.float32, copy=False), y), 2, mu, solve
-        )
-        return cls(x.astype(np.float64), 2.0 * y.astype(np.float64) - 1.0, mu, float(optimum["value"]))
+        digest = f"data {data_key}" if data_key else data_digest(x.astype(np.float32, copy=False), y)
+        optimum = cached_optimum(BinaryLogistic.__name__, digest, 2, mu, solve)
+
+        def rows() -> dict[str, np.ndarray]:
+            first, of_row = distinct_rows(x)
+            count = np.bincount(of_row, minlength=len(first)).astype(np.float64)
+            positives = np.bincount(of_row, weights=(np.asarray(y) > 0).astype(np.float64), minlength=len(first))
+            return {"first": first, "count": count, "positives": positives}
+
+        # found once per data, as F* is (11 ms on a9a; read back in under 1)
+        held = cached_arrays("distinct_rows", cache_key(digest), rows)
+        x_t = np.ascontiguousarray(x[held["first"]].T, dtype=np.float64)
+        return cls(x_t, held["count"], held["positives"], mu, float(optimum["value"]))
 
     def suboptimalities(self, ws: np.ndarray) -> np.ndarray:
         """F(w) − F* for every row of ws (B, d) at once (float64)."""
         ws = ws.astype(np.float64)
-        losses = softplus(-self.sign[:, None] * (self.x @ ws.T)).mean(0)
-        return losses + 0.5 * self.mu * (ws**2).sum(1) - self.f_star
+        z = ws @ self.x_t  # (B, u)
+        lost = np.abs(z)  # log1p(e^{−|z|}), in place
+        np.negative(lost, out=lost)
+        np.exp(lost, out=lost)
+        np.log1p(lost, out=lost)
+        above = np.maximum(z, 0)  # max(z, 0): the loss of the rows labelled −1 beyond the logarithm
+        below = np.maximum(np.negative(z, out=z), 0, out=z)  # max(−z, 0): those labelled +1
+        negatives = self.count - self.positives
+        n = self.count.sum()
+        data = [self.count @ a + self.positives @ b + negatives @ c for a, b, c in zip(lost, below, above)]
+        return np.array(data) / n + 0.5 * self.mu * (ws**2).sum(1) - self.f_star

@@ -13,13 +13,13 @@ from benchmark.protocols.fedac.replay import run_group
 from benchmark.suite.expand import expand, load_jobs
 
 
-def round_inputs(binary: bool, batch: int, fold: float, scale: float = 1.0, seed: int = 0):
+def round_inputs(binary: bool, batch: int, fold: float, scale: float = 1.0, seed: int = 0, methods=ALL[:4]):
     """A round's kernel arguments for FedAc-I/II, vanilla FedAc and FedAvg side by side (7 jobs padded to 8 lanes)."""
     rng = np.random.default_rng(seed)
     x = (rng.random((50, 9)) < 0.3) * (1.0 if binary else rng.normal(size=(50, 9)))
     x = x.astype(np.float32)
     y = rng.choice([-1.0, 1.0], size=50).astype(np.float32)
-    jobs = [j.config for j in expand(shared_suite(ALL[:4], steps=6, clients=3, batch=batch, lrs=[0.05, 0.5]))]
+    jobs = [j.config for j in expand(shared_suite(methods, steps=6, clients=3, batch=batch, lrs=[0.05, 0.5]))]
     linear = engine.Batch.of(jobs, [engine.Outcome() for _ in jobs]).linear
     old = engine.FOLD_CONDITION
     engine.FOLD_CONDITION = fold
@@ -27,7 +27,7 @@ def round_inputs(binary: bool, batch: int, fold: float, scale: float = 1.0, seed
         steps = engine.LocalSteps(linear, engine.SparseRows.of(x), y, 3, 6, in_numpy=True)
     finally:
         engine.FOLD_CONDITION = old
-    assert steps.sparse.binary == binary and (steps.fold_after.any() == (fold < 2))
+    assert steps.sparse.binary == binary and (steps.fold_after.any() == (fold < 2) or len(steps.moving) == 1)
     state = (rng.normal(size=(len(linear.v), 2, 9)) * scale).astype(np.float32)
     idx = rng.integers(0, 50, size=(3, 6, batch))
     if batch > 1:
@@ -52,6 +52,29 @@ def test_numpy_round_computes_what_the_kernel_does(binary, batch, fold, with_los
     np.testing.assert_allclose(loss, loss_k, rtol=1e-5)
     if not with_loss:
         assert (loss == 0).all()
+
+
+@pytest.mark.parametrize("in_numpy", [True, False], ids=["numpy", "numba"])
+@pytest.mark.parametrize("binary", [True, False], ids=["binary", "valued"])
+def test_the_row_sgd_never_moves_is_left_out_of_its_steps_with_the_same_bits(in_numpy, binary):
+    """FedAvg's first row of X keeps w₀ (no step reads or moves it): its steps run on the other row alone, and
+    the round's state and loss are those of the steps on both rows, bit for bit; FedAc's rows both move."""
+    steps, state, idx = round_inputs(binary, 1, 50.0, methods=["fedavg"])
+    assert steps.moving == [1] and round_inputs(binary, 1, 50.0, methods=["fedac1"])[0].moving == [0, 1]
+    steps.in_numpy = in_numpy
+    both_rows = engine.LocalSteps.__new__(engine.LocalSteps)
+    c, padded = 2, steps.reads.shape[-1]
+    both_rows.__dict__ = {**steps.__dict__, "moving": [0, 1]}
+    for name in ("reads", "enters"):  # the still row put back: zeros, as the schedule has it
+        full = np.zeros((6, c, padded), dtype=np.float32)
+        full[:, 1] = getattr(steps, name)[:, 0]
+        setattr(both_rows, name, full)
+    both_rows.folds = np.zeros((6, c, c, padded), dtype=np.float32)
+    for with_loss in (True, False):
+        (mean, loss), (mean_b, loss_b) = steps.round(state, idx, with_loss), both_rows.round(state, idx, with_loss)
+        np.testing.assert_array_equal(mean, mean_b)
+        np.testing.assert_array_equal(loss, loss_b)
+        np.testing.assert_array_equal(mean[:, 0], state[:, 0])  # w₀ where it was
 
 
 def test_numpy_rounds_loss_stand_in_is_finite_exactly_when_the_kernels_is():
@@ -95,9 +118,9 @@ grid:
 
 
 def test_the_cost_model_sends_small_cells_to_numpy_and_large_ones_to_numba(tmp_path):
-    """numba's start-up (~0.45 CPU-s) outweighs a whole small cell's steps: M ≤ 128 at T = 4,096 go to numpy;
-    from M = 256 the kernel's speed repays it; a larger batch is more work per step, as more workers are."""
-    assert [prefers_numpy(cell(tmp_path, m, 64)) for m in (2, 8, 64, 128, 256, 1024)] == [True] * 4 + [False] * 2
+    """numba's start-up (~0.45 CPU-s) outweighs a whole small cell's steps: M ≤ 256 at T = 4,096 go to numpy;
+    from M = 512 the kernel's speed repays it; a larger batch is more work per step, as more workers are."""
+    assert [prefers_numpy(cell(tmp_path, m, 64)) for m in (2, 8, 64, 128, 256, 512, 1024)] == [True] * 5 + [False] * 2
     assert prefers_numpy(cell(tmp_path, 64, 1)) and not prefers_numpy(cell(tmp_path, 64, 64, batch=4))
     with numpy_round.pinned(True):  # plan --budget times a cut-down batch on its whole run's path
         assert prefers_numpy(cell(tmp_path, 1024, 64))

@@ -78,15 +78,16 @@ def replays(jobs: list[Job]) -> list[ReplaySimulation]:
 
 
 def run_group(configs, row_order=None) -> list[Outcome]:
-    from benchmark.engine.sources import load_arrays
+    from benchmark.engine.sources import data_fingerprint, load_arrays
 
     first = configs[0]
     src = load_arrays(first)
     objective = None
-    if first.suboptimality:  # F* is solved (or read) once per dataset and λ
+    if first.suboptimality:  # F* is solved (or read) once per dataset and λ, keyed by the loaded data's fingerprint
         lam = first.local.weight_decay
+        x, y = np.asarray(src.train_x), np.asarray(src.train_y)
         objective = PER_DATASET.get(
-            first, ("objective", lam), lambda: BinaryArrays.of(np.asarray(src.train_x), np.asarray(src.train_y), lam)
+            first, ("objective", lam), lambda: BinaryArrays.of(x, y, lam, data_key=data_fingerprint(first))
         )
     started = time.monotonic()
     outcomes = run_batch(configs, src.train_x, src.train_y, src.test_x, src.test_y, objective, row_order)
