@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 
 import pytest
 import torch
@@ -549,3 +550,26 @@ def test_the_probe_reads_the_share_of_a_core_from_cpu_time_over_wall_time(monkey
     assert budget_timing.probe_share(0.2) == pytest.approx(0.5, rel=0.1)
     assert Load((0.0, 0.0, 0.0), 2, probed=0.5).share_now == 0.5 and Load((3.0, 0.0, 0.0), 2).share_now == 0.5
     assert "a thread gets 0.50 of a core now (probed)" in str(Load((0.0, 0.0, 0.0), 2, probed=0.5))
+
+
+def test_a_cut_round_takes_its_evaluation_from_a_kind_measured_on_the_same_model(tmp_path, monkeypatch):
+    """FedACG's round is cut (too long to time whole): its evaluation is the test pass FedAvg's timed rounds
+    measured on the same dataset and model, not a guess from its own step (which FedACG's work inflates)."""
+    whole = Rates(setup_s=0.0, step_s=0.01, fastest_step_s=0.01, slowest_step_s=0.01, eval_s=0.25, round_s=0.0)
+    cut = Rates(setup_s=0.0, step_s=0.04, fastest_step_s=0.04, slowest_step_s=0.04, eval_s=9.0, round_s=0.0)
+    cut = replace(cut, rounds_timed=0.0)
+    monkeypatch.setattr(
+        budget,
+        "measure",
+        lambda job, device, steps, clock=None: cut if "acg" in job.config.method.label.lower() else whole,
+    )
+    for name in ("run_imports_seconds", "data_load_seconds"):
+        monkeypatch.setattr(budget, name, lambda _: 0.0)
+    monkeypatch.setattr(budget, "process_age", lambda: 0.0)
+    monkeypatch.setattr(budget, "share_got", lambda work: (work(), 1.0))
+    _, jobs = load_jobs(written(tmp_path, SUITE))
+    found = estimate(jobs, "cpu", remeasure=True)
+    by_method = {j.config.method.label: found.jobs[j.id].seconds for j in jobs}
+    steps = {j.config.method.label: job_cost(j)[0] for j in jobs}
+    assert by_method["FedACG"] == pytest.approx(0.04 * steps["FedACG"] + 2 * 0.25)  # two evaluations
+    assert any("evaluation 250 ms as identity+identity's (the same model and test set)" in a for a in found.assumed)
