@@ -71,15 +71,16 @@ def check_new(kind: str, name: str, origins: dict[str, str], origin: str) -> Non
     REGISTERED.append((kind, name, origin))
 
 
-def import_registering(kind: str, name: str, package: str) -> None:
-    """Import the module that registers `name` (BUILT_IN_NAMES), then the plugins; for a name not listed
-    there, every module of `package` (a new file, or an unknown name whose suggestions need every name)."""
+def import_registering(kind: str, name: str, package: str, origins: dict[str, str]) -> None:
+    """Import the module that registers `name` (BUILT_IN_NAMES), then the plugins; every module of
+    `package` when that does not register it (a new file; an unknown name, whose suggestions need every
+    name; a name moved without rewriting the list, which check_new then reports)."""
     module = BUILT_IN_NAMES.get(kind, {}).get(name)
-    if module is None:
-        discover(package)
-    else:
+    if module is not None:
         importlib.import_module(module)
         load_installed()
+    if name not in origins:
+        discover(package)
 
 
 class Registry(Generic[T]):
@@ -111,7 +112,7 @@ class Registry(Generic[T]):
         if not self.lazy:
             self._fill()
         elif name not in self._items and isinstance(name, str):
-            import_registering(self.kind, name, self.package)
+            import_registering(self.kind, name, self.package, self._origins)
         else:
             load_installed()  # the plugins come with any first read
 

@@ -147,3 +147,25 @@ def test_names_and_suggestions_see_every_name_and_fedbench_s_come_first(tmp_path
     assert datasets == sorted(builtin_names.BUILT_IN_NAMES["dataset"])
     assert executors == [*builtin_names.BUILT_IN_NAMES["executor"], "mine"]
     assert "did you mean 'fedac1_mine'?" in suggestion and "fedavg" in suggestion and "scaffold" in suggestion
+
+
+def test_a_name_moved_without_rewriting_the_list_is_an_error_saying_so():
+    """The list says a module that no longer registers the name: its read imports the whole package,
+    where the module that does register it is refused, named, with the command that fixes the list."""
+    done = python(
+        """
+        from benchmark.builtin_names import BUILT_IN_NAMES
+        from benchmark.errors import UserError
+        from benchmark.fl.presets import preset
+        BUILT_IN_NAMES["preset"]["fedavg"] = "benchmark.fl.fedac"  # as if fedavg had moved to servers.py
+        try:
+            preset("fedavg")
+        except UserError as err:
+            print(err)
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        "preset 'fedavg' is registered twice: by benchmark.fl.fedac and by benchmark.fl.servers"
+        " (moved? run `python -m benchmark.registry_manifest`)"
+    )

@@ -72,9 +72,9 @@ def preset(name: str) -> dict:
     base_key, *mod_keys = name.lower().split("+")
     load_installed()  # the plugins come with any first read, as a registry's
     if base_key not in PRESETS:
-        import_registering("preset", base_key, PACKAGE)
+        import_registering("preset", base_key, PACKAGE, ORIGINS)
     for key in (k for k in mod_keys if k not in MODIFIERS):
-        import_registering("modifier", "+" + key, PACKAGE)
+        import_registering("modifier", "+" + key, PACKAGE, ORIGINS)
     if base_key not in PRESETS:
         raise KeyError(unknown_name("preset", base_key, PRESETS))
     out = copy.deepcopy(PRESETS[base_key])
