@@ -65,7 +65,8 @@ def check_new(kind: str, name: str, origins: dict[str, str], origin: str) -> Non
     fedbench's own whose module is not imported yet (in a plugin, the user's to fix)."""
     built_in = BUILT_IN_NAMES.get(kind, {}).get(name, origin)
     if name in origins or built_in != origin:
-        stale = " (moved? run `python -m benchmark.registry_manifest`)" if origin.startswith("benchmark.") else ""
+        moved = name not in origins and origin.startswith("benchmark.")  # the list names another module of ours
+        stale = " (moved? run `python -m benchmark.registry_manifest`)" if moved else ""
         raise UserError(f"{kind} {name!r} is registered twice: by {origins.get(name, built_in)} and by {origin}{stale}")
     origins[name] = origin
     REGISTERED.append((kind, name, origin))
