@@ -8,8 +8,9 @@ A plugin module is named in one of two ways:
   registries: an installed (or PYTHONPATH) module by name (`my_pkg.methods`), or a file by its
   path relative to the suite (`./mymethod.py`). Never the current folder by accident: `python -m
   benchmark` drops the folder Python puts first on sys.path (benchmark/__main__.py), as `fedbench` has none.
-Either way fedbench's own registrations come first (registry.load_installed), so a plugin that
-registers a name fedbench already has fails at its own import, naming both modules.
+Either way fedbench's own names are known first (benchmark/builtin_names.py, read by registry.check_new,
+without importing their modules), so a plugin that registers a name fedbench already has fails at its own
+import, naming both modules.
 A broken installed plugin (an entry point, or $FEDBENCH_PLUGINS) is contained: it is reported once
 (a warning with its distribution, module and the failing line) and skipped, so suites that use none
 of its names still run; a name it would have given is "unknown" with the plugin named (`broken_note`).

@@ -14,6 +14,8 @@ FOUNDATION = {
     "errors",
     "suggest",
     "registry",
+    "builtin_names",
+    "registry_manifest",
     "plugins",
     "rng",
     "params",

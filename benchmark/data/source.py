@@ -121,8 +121,8 @@ class RawBuild:
 @dataclass(frozen=True)
 class DatasetSpec:
     """Everything fedbench knows about one dataset. A dataset file defines one and registers it
-    with `DATASETS.register(DatasetSpec(...))`; every module of benchmark.data is imported when
-    the registry is first read, so a new dataset is one file."""
+    with `DATASETS.register(DatasetSpec(...))`; a read of its name imports its file (listed in
+    benchmark/builtin_names.py) or every module of benchmark.data, so a new dataset is one file."""
 
     name: str
     load: Callable[[Any, Path | None], SourceData]  # (validated params, data root or None) -> tensors

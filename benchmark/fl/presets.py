@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import copy
 
-from benchmark.fl.registry import discover
+from benchmark.fl.registry import PACKAGE, discover
 from benchmark.plugins import withdrawable
-from benchmark.registry import check_new, registering_module
+from benchmark.registry import check_new, import_registering, load_installed, registering_module
 from benchmark.suggest import allowed_names, unknown_name
 
 IDENTITY = {"codec": "identity"}
 
-# Filled by the method files themselves (register_preset at their end); fl.registry.discover()
-# imports every file of the package, so a new method is one file.
+# Filled by the method files themselves (register_preset at their end): a name's read imports its file
+# (benchmark/builtin_names.py), or every file of the package (fl.registry.discover), so a new method is one file.
 PRESETS: dict[str, dict] = {}
 # Modifiers usable after '+': they replace the server rule and/or add terms or codecs.
 MODIFIERS: dict[str, dict] = {}
@@ -69,8 +69,12 @@ def _apply_modifier(base: dict, mod: dict) -> dict:
 
 def preset(name: str) -> dict:
     """The composition a preset name stands for (a fresh copy). Raises KeyError with the choices."""
-    discover()
     base_key, *mod_keys = name.lower().split("+")
+    load_installed()  # the plugins come with any first read, as a registry's
+    if base_key not in PRESETS:
+        import_registering("preset", base_key, PACKAGE, ORIGINS)
+    for key in (k for k in mod_keys if k not in MODIFIERS):
+        import_registering("modifier", "+" + key, PACKAGE, ORIGINS)
     if base_key not in PRESETS:
         raise KeyError(unknown_name("preset", base_key, PRESETS))
     out = copy.deepcopy(PRESETS[base_key])

@@ -2,7 +2,7 @@
 
 An executor is a subclass of `Executor` in a module of benchmark.run that registers itself with
 `@EXECUTORS.register`; `fedbench run --executor NAME` finds it by its `name` (the registry
-imports every module of benchmark.run when it is first read). run/executor.py holds `local`
+imports the module benchmark/builtin_names.py lists for it, or every module of benchmark.run). run/executor.py holds `local`
 (this process), run/ray_executor.py `ray` (Ray tasks, one machine or a cluster).
 """
 
