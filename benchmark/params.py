@@ -18,8 +18,7 @@ class StrictParams(BaseModel):
     """Base for every component's and dataset's parameters: unknown keys are errors, not silently ignored."""
 
     # strict: a YAML `true` is no number and `"5"` no integer; no inf/nan where a float is expected
-    # defer_build: a params model is built when first validated; a run builds only those of its own components
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False, defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class Identity(enum.Enum):
