@@ -82,22 +82,31 @@ def decoded_a9a(p: A9aParams, root: Path | None) -> dict[str, np.ndarray]:
     def parse() -> dict[str, np.ndarray]:
         train_x, train_y = read_libsvm(train_path, p.num_features)
         test_x, test_y = read_libsvm(test_path, p.num_features)
-        return dict(
+        arrays = dict(
             train_x=train_x, train_y=to_binary(train_y, train_path), test_x=test_x, test_y=to_binary(test_y, test_path)
         )
+        # the arrays' fingerprint, stored beside them: every read of the .npz checks each array's CRC-32, so
+        # a run records it without hashing 24 MB again (18 ms a process)
+        return {**arrays, "fingerprint": np.array(as_source(arrays).fingerprint())}
 
     # the key: both files' absolute names, sizes and modification times (a changed file is parsed again)
     fingerprint = files_fingerprint((train_path.resolve(), test_path.resolve()), Path("/"))
     return cached_arrays("a9a", cache_key(fingerprint, p.num_features, A9A_CACHE_LAYOUT), parse)
 
 
-A9A_CACHE_LAYOUT = 1  # bump when decoding changes, so older cached copies are not read
+A9A_CACHE_LAYOUT = 2  # bump when decoding changes, so older cached copies are not read (2: with the fingerprint)
+
+
+def as_source(a: dict[str, np.ndarray]) -> SourceData:
+    return SourceData(*(a[name] for name in ("train_x", "train_y", "test_x", "test_y")), 2, "vector")
 
 
 def load_a9a(p: A9aParams, root: Path | None) -> SourceData:
     """numpy arrays: the FedAc protocol's engine runs on them without torch (SourceData.tensors for the rest)."""
     a = decoded_a9a(p, root)
-    return SourceData(*(a[name] for name in ("train_x", "train_y", "test_x", "test_y")), 2, "vector")
+    src = as_source(a)
+    src.stored_fingerprint = str(a["fingerprint"])
+    return src
 
 
 def probe_a9a(root: Path | None) -> Found:

@@ -42,6 +42,9 @@ class SourceData:
     # (n_test,) int user index of each test example, natural splits only: the final round's accuracy per
     # client; not in `fingerprint` (it groups the test examples, it changes none)
     test_users: torch.Tensor | None = None
+    # `fingerprint()` as a loader found it stored with these very arrays (a9a's decoded copy, read back
+    # CRC-checked): not an init field, so `replace` (new arrays) never carries it over
+    stored_fingerprint: str | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def input_shape(self) -> tuple[int, ...]:
@@ -75,6 +78,8 @@ class SourceData:
 
     def fingerprint(self) -> str:
         """sha256 of the tensors themselves: what a job trained on, whatever files they came from."""
+        if self.stored_fingerprint:
+            return self.stored_fingerprint
         h = hashlib.sha256()
         for t in (self.train_x, self.train_y, self.test_x, self.test_y, self.train_users):
             if isinstance(t, np.ndarray):  # the bytes and names torch's tensor of it would give

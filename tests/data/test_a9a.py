@@ -1,3 +1,4 @@
+import dataclasses
 import warnings
 
 import numpy as np
@@ -77,3 +78,27 @@ def test_corrupted_a9a_cache_is_rebuilt_with_a_warning(tmp_path, isolated_cache)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the rewritten copy reads back cleanly
         assert np.array_equal(load_dataset("a9a", {}, tmp_path).train_y, first.train_y)
+
+
+def test_the_cached_copy_carries_the_fingerprint_of_its_own_arrays(tmp_path, monkeypatch):
+    _write_a9a(tmp_path)
+    load_dataset("a9a", {}, tmp_path)
+    again = load_dataset("a9a", {}, tmp_path)  # read back from the cache: the fingerprint stored with it
+    assert again.stored_fingerprint
+    computed = a9a.as_source({n: getattr(again, n) for n in ("train_x", "train_y", "test_x", "test_y")})
+    assert computed.stored_fingerprint is None and computed.fingerprint() == again.fingerprint()
+    moved = dataclasses.replace(again, train_x=again.train_x * 2)  # other arrays: hashed, never the stored one
+    assert moved.stored_fingerprint is None and moved.fingerprint() != again.fingerprint()
+
+
+def test_a_flipped_bit_inside_the_cached_arrays_is_caught_not_fingerprinted(tmp_path, isolated_cache):
+    _write_a9a(tmp_path)
+    first = load_dataset("a9a", {}, tmp_path)
+    (cached,) = (isolated_cache / "arrays").glob("a9a-*.npz")
+    data = bytearray(cached.read_bytes())
+    at = data.index(b"train_x.npy") + 200  # inside the stored array's bytes (its header is 128)
+    data[at] ^= 1
+    cached.write_bytes(bytes(data))
+    with pytest.warns(UserWarning, match="Bad CRC-32.*rebuilding it"):
+        rebuilt = load_dataset("a9a", {}, tmp_path)
+    assert rebuilt.fingerprint() == first.fingerprint() and np.array_equal(rebuilt.train_x, first.train_x)
