@@ -9,6 +9,6 @@ import sys
 if not sys.flags.safe_path and sys.path and os.path.realpath(sys.path[0] or ".") == os.path.realpath(os.getcwd()):
     del sys.path[0]
 
-from benchmark.cli import main  # noqa: E402
+from benchmark.launch import main  # noqa: E402
 
 sys.exit(main())

@@ -9,6 +9,7 @@ import click
 
 from benchmark.commands.output import err_console, out, print_outcomes, progress, table_columns
 from benchmark.commands.tracking import closed_with_outcome, open_tracker, summarise
+from benchmark import gc_startup
 from benchmark.errors import UserError
 
 
@@ -76,6 +77,7 @@ def run_suite(
         for job in jobs:
             if job.id in done:
                 reporter.skipped(job, done[job.id])
+        gc_startup.release()  # the start-up's objects out of the collector's scans (gc_startup.py)
         ran = (
             runner.run(todo, suite.name, store, dev or runner.device(device), tracker, reporter, stop_after)
             if todo
