@@ -37,7 +37,7 @@ from benchmark.fl.fedac import coefficients
 from benchmark.job.config import JobConfig
 from benchmark.metrics import ema_update
 from benchmark.protocols.fedac.jobs import one_step_rounds, server_kind
-from benchmark.protocols.fedac.numpy_round import prefers_numpy
+from benchmark.protocols.fedac.numpy_round import padded_last, prefers_numpy
 from benchmark.protocols.fedac.signals import HeldSignals
 from benchmark.rng import Stream, derive_seed
 from benchmark.torch_streams import TorchGenerator
@@ -487,7 +487,7 @@ class LocalSteps:
 def pad_jobs(t: np.ndarray) -> np.ndarray:
     """t (..., B) with idle jobs (zeros) up to a multiple of LANES, contiguous: the kernels' vector
     loops over jobs then have no scalar remainder, which slowed them markedly (benchmarks/README.md)."""
-    return np.ascontiguousarray(np.pad(t, [(0, 0)] * (t.ndim - 1) + [(0, -t.shape[-1] % LANES)]))
+    return padded_last(t, t.shape[-1] + -t.shape[-1] % LANES)
 
 
 LANES = 8  # float32 values in one vector register (AVX2)

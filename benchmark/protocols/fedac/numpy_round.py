@@ -58,6 +58,14 @@ def pinned(in_numpy: bool) -> Iterator[None]:
         PINNED.reset(token)
 
 
+def padded_last(t: np.ndarray, size: int) -> np.ndarray:
+    """t (..., B) with zeros after its last axis's B values, up to `size`: a new contiguous array (np.pad's
+    general machinery costs ~30 µs a call, and it is called twice a round)."""
+    out = np.zeros((*t.shape[:-1], size), dtype=t.dtype)
+    out[..., : t.shape[-1]] = t
+    return out
+
+
 def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_after, with_loss, live):
     """kernel.local_round's arguments and result, computed with all workers at once (see that docstring).
 
@@ -104,7 +112,7 @@ def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_af
         for at_j, reads_j, margins_j, enters_j, x_j, fold_j, fold in steps:
             # the batch's rows of U, all gathered (and scored) before any update: one gradient point
             for s in range(bs):
-                np.take(flat, at_j[s], axis=0, out=rows[s], mode="clip")  # "clip": unbuffered; never out of range
+                flat.take(at_j[s], axis=0, out=rows[s], mode="clip")  # "clip": unbuffered; never out of range
             for s in range(bs):
                 if binary:  # U x: the sum of the row's coordinates
                     np.add.reduce(gathered[s], axis=0, out=ux)
@@ -145,4 +153,4 @@ def local_round(start, cols, vals, binary, y, idx, reads, enters, folds, fold_af
         total = np.where(np.isfinite(total), 0.0, total)
     mean = first + (u[:, :d] - first).sum(0) / dtype.type(m_count)
     mean = mean.reshape(d, c, live)
-    return np.pad(mean, [(0, 0), (0, 0), (0, padded - live)]), np.pad(total, (0, padded - live))
+    return padded_last(mean, padded), padded_last(total, padded)
