@@ -1,7 +1,7 @@
 """A FedAc cell, whole process: fedbench `run` against the FedAc authors' own code, interleaved.
 
     PYTHONPATH=$PWD FEDBENCH_DATA=/path/to/data python benchmarks/fedac_vs_authors.py --authors /tmp/fedac-authors \
-        [--methods fedac1 mbsgd ...] [--clients 64 1024] [--steps 64] [--repeats 3]
+        [--methods fedac1 mbsgd ...] [--clients 64 1024] [--steps 64] [--repeats 3] [--floor]
 
 `--authors` is a checkout of github.com/hongliny/FedAc-NeurIPS20 (never copied into this repository;
 e.g. `git clone` it, or `git archive HEAD | tar -x -C /tmp/fedac-authors`). A cell is one (method, M, K)
@@ -24,6 +24,11 @@ on the machine starts from that. Printed: per cell the median whole-process wall
 (user + system of the reaped process) of each arm, and the medians of the per-repeat ratios authors /
 fedbench (above 1: fedbench is faster), with the CPU model and load. Each arm's runs are checked: 13
 finished jobs / 13 loss curves written.
+
+`--floor` adds, per repeat, the least CPU any whole process computing the cell with fedbench's engine can
+take: a fresh interpreter importing numpy (`python -c "import numpy"`) plus the engine's computation of the
+13 jobs as `fedac_cell_compute.py` times it in another fresh process (data loaded and F* read before its
+clock) -- no YAML, no validation, no files. authors / floor bounds the ratio fedbench's `run` could reach.
 """
 
 from __future__ import annotations
@@ -146,6 +151,20 @@ def run_fedbench(args, work: Path, method: str, clients: int) -> tuple[float, fl
     return wall, cpu, statuses.count("finished")
 
 
+def run_floor(work: Path, method: str, clients: int) -> tuple[float, float, int]:
+    """(CPU of an interpreter importing numpy + the engine's CPU for the cell) twice, as (wall, CPU, -)."""
+    env = arm_environment(PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    _, interpreter = timed([sys.executable, "-c", "import numpy"], work, env)
+    compute = [sys.executable, str(REPO / "benchmarks" / "fedac_cell_compute.py"), "--repeats", "1"]
+    done = subprocess.run(
+        [*compute, "--methods", method, "--clients", str(clients)], env=env, capture_output=True, text=True
+    )
+    if done.returncode:
+        raise SystemExit(f"fedac_cell_compute.py failed:\n{done.stderr[-3000:]}")
+    engine_s = json.loads(done.stdout.strip().splitlines()[-1])[method]["engine_s"]
+    return interpreter + engine_s, interpreter + engine_s, 0
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -169,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=64, help="K; T = 4096 parallel steps, so K divides 4096")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--authors-python", default=sys.executable, help="needs numpy, pandas, scipy, scikit-learn")
+    ap.add_argument("--floor", action="store_true", help="also time the floor: numpy's import + the engine's CPU")
     args = ap.parse_args(argv)
     if not (args.authors / "logistic.py").is_file():
         print(
@@ -192,22 +212,26 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir()
         print(f"CPU: {cpu_model()}; one thread per arm; K = {args.steps}, T = {T}, {len(LRS)} η a cell; load {load()}")
         run_fedbench(args, work, cells[0][0], cells[0][1])  # untimed: numba's kernel cache, the decoded a9a
-        times = {(cell, arm): [] for cell in cells for arm in ("authors", "fedbench")}
+        times = {(cell, arm): [] for cell in cells for arm in ("authors", "fedbench", "floor")}
         for cell in cells:  # a cell's repeats together: a run cut short still has whole cells
             for rep in range(args.repeats):
                 arms = ["authors", "fedbench"] if rep % 2 == 0 else ["fedbench", "authors"]
                 for arm in arms:
                     runner = run_authors if arm == "authors" else run_fedbench
                     times[cell, arm].append(runner(args, scratch if arm == "authors" else work, *cell))
+                if args.floor:
+                    times[cell, "floor"].append(run_floor(work, *cell))
                 a, f = times[cell, "authors"][-1], times[cell, "fedbench"][-1]
+                floor = f", floor {times[cell, 'floor'][-1][1]:.2f} CPU-s" if args.floor else ""
                 print(
                     f"{cell[0]} M={cell[1]} repeat {rep + 1}: authors {a[0]:.2f} s ({a[1]:.2f} CPU-s), "
-                    f"fedbench {f[0]:.2f} s ({f[1]:.2f} CPU-s); load {load()}",
+                    f"fedbench {f[0]:.2f} s ({f[1]:.2f} CPU-s){floor}; load {load()}",
                     flush=True,
                 )
     print(f"\nload after: {load()}")
     header = (
         f"{'method':<8} {'M':>5} {'authors s':>10} {'fedbench s':>11} {'ratio':>7} {'CPU s a / f':>14} {'CPU ratio':>9}"
+        f" {'finite η a / f':>15}" + (f" {'floor CPU s':>11} {'a / floor':>9}" if args.floor else "")
     )
     print(header)
     for cell in cells:
@@ -216,9 +240,12 @@ def main(argv: list[str] | None = None) -> int:
         cpu_ratio = statistics.median(x[1] / y[1] for x, y in zip(a, f))
         med = lambda runs, i: statistics.median(r[i] for r in runs)  # noqa: E731
         cpus, finite = f"{med(a, 1):.2f} / {med(f, 1):.2f}", f"{a[-1][2]} / {f[-1][2]}"
+        floor = ""
+        if fl := times[cell, "floor"]:
+            floor = f" {med(fl, 1):>11.2f} {statistics.median(x[1] / y[1] for x, y in zip(a, fl)):>8.2f}x"
         print(
             f"{cell[0]:<8} {cell[1]:>5} {med(a, 0):>10.2f} {med(f, 0):>11.2f} {wall_ratio:>6.2f}x {cpus:>14} {cpu_ratio:>8.2f}x"
-            f" {finite:>15}"
+            f" {finite:>15}{floor}"
         )
     print(
         "ratio: median over repeats of authors / fedbench (above 1: fedbench faster); finite η: runs whose final F is"

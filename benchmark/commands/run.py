@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
+from benchmark import gc_startup
 from benchmark.commands.output import err_console, out, print_outcomes, progress, table_columns
 from benchmark.commands.tracking import closed_with_outcome, open_tracker, summarise
-from benchmark import gc_startup
 from benchmark.errors import UserError
 
 

@@ -59,3 +59,15 @@ def test_startup_phases_splits_a_fedac_run(tmp_path):
     rest = [ln for ln in done.stdout.splitlines() if "outside those phases" in ln]
     assert len(rest) == 1 and float(rest[0].split()[-1]) > 0  # the interpreter and the imports, at least
     assert "CPU s (medians of 1)" in done.stdout.splitlines()[0]  # the whole process's CPU, the measurement under load
+
+
+@pytest.mark.slow
+def test_the_floor_arm_times_numpy_and_the_engine_on_the_cell(tmp_path, monkeypatch):
+    from engine.test_fedac_fixed_costs import write_a9a
+
+    write_a9a(tmp_path / "data", rows=60, seed=2)
+    monkeypatch.setenv("FEDBENCH_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("FEDBENCH_CACHE", str(tmp_path / "cache"))
+    wall, cpu, _ = fedac_vs_authors.run_floor(tmp_path, "mbsgd", 4)
+    # an interpreter importing numpy alone costs tens of CPU-ms: the engine's seconds come on top of it
+    assert wall == cpu and 0.01 < cpu < 60
