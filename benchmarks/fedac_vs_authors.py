@@ -142,7 +142,7 @@ def run_fedbench(args, work: Path, method: str, clients: int) -> tuple[float, fl
     suite.write_text(suite_yaml(method, clients, args.steps, args.data.resolve()))
     results = work / "results"
     shutil.rmtree(results, ignore_errors=True)
-    env = arm_environment(PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    env = fedbench_environment()
     cmd = [sys.executable, "-m", "benchmark", "run", str(suite), "--results-dir", str(results)]
     wall, cpu = timed(cmd + ["--no-tracking", "--threads", "1", "-q"], work, env)
     statuses = [json.loads(p.read_text())["status"] for p in results.glob("jobs/*/summary.json")]
@@ -151,9 +151,15 @@ def run_fedbench(args, work: Path, method: str, clients: int) -> tuple[float, fl
     return wall, cpu, statuses.count("finished")
 
 
-def run_floor(work: Path, method: str, clients: int) -> tuple[float, float, int]:
-    """(CPU of an interpreter importing numpy + the engine's CPU for the cell) twice, as (wall, CPU, -)."""
-    env = arm_environment(PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+def fedbench_environment() -> dict:
+    """An arm's environment with this checkout's fedbench first on the path."""
+    return arm_environment(PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+
+
+def run_floor(work: Path, method: str, clients: int) -> float:
+    """CPU seconds of an interpreter importing numpy plus the engine's CPU for the cell (no wall time: the two
+    are timed in separate processes)."""
+    env = fedbench_environment()
     _, interpreter = timed([sys.executable, "-c", "import numpy"], work, env)
     compute = [sys.executable, str(REPO / "benchmarks" / "fedac_cell_compute.py"), "--repeats", "1"]
     done = subprocess.run(
@@ -162,7 +168,7 @@ def run_floor(work: Path, method: str, clients: int) -> tuple[float, float, int]
     if done.returncode:
         raise SystemExit(f"fedac_cell_compute.py failed:\n{done.stderr[-3000:]}")
     engine_s = json.loads(done.stdout.strip().splitlines()[-1])[method]["engine_s"]
-    return interpreter + engine_s, interpreter + engine_s, 0
+    return interpreter + engine_s
 
 
 def cpu_model() -> str:
@@ -222,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.floor:
                     times[cell, "floor"].append(run_floor(work, *cell))
                 a, f = times[cell, "authors"][-1], times[cell, "fedbench"][-1]
-                floor = f", floor {times[cell, 'floor'][-1][1]:.2f} CPU-s" if args.floor else ""
+                floor = f", floor {times[cell, 'floor'][-1]:.2f} CPU-s" if args.floor else ""
                 print(
                     f"{cell[0]} M={cell[1]} repeat {rep + 1}: authors {a[0]:.2f} s ({a[1]:.2f} CPU-s), "
                     f"fedbench {f[0]:.2f} s ({f[1]:.2f} CPU-s){floor}; load {load()}",
@@ -242,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         cpus, finite = f"{med(a, 1):.2f} / {med(f, 1):.2f}", f"{a[-1][2]} / {f[-1][2]}"
         floor = ""
         if fl := times[cell, "floor"]:
-            floor = f" {med(fl, 1):>11.2f} {statistics.median(x[1] / y[1] for x, y in zip(a, fl)):>8.2f}x"
+            floor = f" {statistics.median(fl):>11.2f} {statistics.median(x[1] / y for x, y in zip(a, fl)):>8.2f}x"
         print(
             f"{cell[0]:<8} {cell[1]:>5} {med(a, 0):>10.2f} {med(f, 0):>11.2f} {wall_ratio:>6.2f}x {cpus:>14} {cpu_ratio:>8.2f}x"
             f" {finite:>15}{floor}"

@@ -68,6 +68,6 @@ def test_the_floor_arm_times_numpy_and_the_engine_on_the_cell(tmp_path, monkeypa
     write_a9a(tmp_path / "data", rows=60, seed=2)
     monkeypatch.setenv("FEDBENCH_DATA", str(tmp_path / "data"))
     monkeypatch.setenv("FEDBENCH_CACHE", str(tmp_path / "cache"))
-    wall, cpu, _ = fedac_vs_authors.run_floor(tmp_path, "mbsgd", 4)
+    cpu = fedac_vs_authors.run_floor(tmp_path, "mbsgd", 4)
     # an interpreter importing numpy alone costs tens of CPU-ms: the engine's seconds come on top of it
-    assert wall == cpu and 0.01 < cpu < 60
+    assert 0.01 < cpu < 60

@@ -80,7 +80,7 @@ def test_corrupted_a9a_cache_is_rebuilt_with_a_warning(tmp_path, isolated_cache)
         assert np.array_equal(load_dataset("a9a", {}, tmp_path).train_y, first.train_y)
 
 
-def test_the_cached_copy_carries_the_fingerprint_of_its_own_arrays(tmp_path, monkeypatch):
+def test_the_cached_copy_carries_the_fingerprint_of_its_own_arrays(tmp_path):
     _write_a9a(tmp_path)
     load_dataset("a9a", {}, tmp_path)
     again = load_dataset("a9a", {}, tmp_path)  # read back from the cache: the fingerprint stored with it
